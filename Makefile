@@ -1,0 +1,45 @@
+# Short verbs for the whole project. Every target sets up .venv itself on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+EXTRAS ?= embedded,onnx,openai,telemetry,dev
+
+.PHONY: demo test test-unit check format bench bench-quality clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@sh scripts/bootstrap.sh "$(PYTHON)" "$(VENV)"
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q tests/unit
+
+check: $(STAMP)
+	$(VENV)/bin/ruff check betterdb_memory tests bench examples
+	$(VENV)/bin/ruff format --check betterdb_memory tests bench examples
+	$(VENV)/bin/mypy
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format betterdb_memory tests bench examples
+	$(VENV)/bin/ruff check --fix betterdb_memory tests bench examples
+
+bench: $(STAMP)
+	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
+	$(PY) bench/bench_store.py
+
+bench-quality: $(STAMP)
+	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
+	$(PY) bench/quality.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

@@ -1,0 +1,72 @@
+"""The thin I/O helpers every tier shares: retries with bounded backoff, error translation.
+
+Backend exceptions are caught here and nowhere else; callers get the library's
+error tree (``errors.translate``). Idempotent operations (reads, searches, writes
+whose id is fixed client-side) are retried on connection faults with exponential
+backoff and full jitter, within an attempt count and a time budget; the others
+raise ``StoreConnectionError`` at the first fault with what is known in ``details``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .errors import BetterDBMemoryError, is_connection_error, translate
+
+__all__ = ["RetryPolicy", "call"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard to try again after a connection fault.
+
+    Args:
+        attempts: total tries for an idempotent operation (1 = no retry).
+        base_delay: first backoff in seconds; doubles each try, with full jitter.
+        max_delay: cap of one backoff.
+        budget: seconds after which no new attempt starts.
+    """
+
+    attempts: int = 4
+    base_delay: float = 0.05
+    max_delay: float = 1.0
+    budget: float = 10.0
+
+
+async def call(
+    operation: str,
+    fn: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    idempotent: bool = True,
+    details: Mapping[str, Any] | None = None,
+) -> T:
+    """Run ``fn``, retrying connection faults when ``idempotent``; translate every error."""
+    start = time.monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return await fn()
+        except BetterDBMemoryError:
+            raise
+        except Exception as exc:
+            retry = (
+                idempotent
+                and is_connection_error(exc)
+                and attempt < policy.attempts
+                and time.monotonic() - start < policy.budget
+            )
+            if not retry:
+                extra = dict(details or {})
+                extra["attempts"] = attempt
+                raise translate(exc, operation=operation, details=extra) from exc
+            delay = min(policy.max_delay, policy.base_delay * (2 ** (attempt - 1)))
+            await asyncio.sleep(random.uniform(0, delay))  # noqa: S311 - jitter, not crypto

@@ -1,0 +1,151 @@
+"""Lua scripts of the write path. Each touches only keys of one scope (one hash slot).
+
+Every script receives the document key prefix (``<name>:mem:``) and derives a
+memory's document key from its id (``<tag>-<rand>`` -> ``<prefix>{<tag>}:<rand>``);
+the derived keys share the declared keys' hash tag, so the scripts are legal in a
+cluster. ``drop`` removes a memory with all its bookkeeping, so no path leaves an
+orphan: forget, eviction, expiry sweeps and scope deletion all go through it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["FORGET", "FORGET_PAGE", "REINFORCE", "WRITE"]
+
+_COMMON = r"""
+local created, keep, expiry, dedup = KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local prefix = ARGV[1]
+local function dockey(mid)
+  return prefix .. '{' .. string.sub(mid, 1, 20) .. '}:' .. string.sub(mid, 22)
+end
+local function keepscore(t, imp, hl)
+  if imp < 0.001 then imp = 0.001 end
+  return t / hl + math.log(imp) / math.log(2)
+end
+local function drop(mid)
+  local dk = dockey(mid)
+  local d = redis.call('HGET', dk, 'dedup')
+  local existed = redis.call('UNLINK', dk)
+  if d and d ~= '' and redis.call('HGET', dedup, d) == mid then
+    redis.call('HDEL', dedup, d)
+  end
+  redis.call('ZREM', created, mid)
+  redis.call('ZREM', keep, mid)
+  if d then redis.call('ZREM', expiry, mid .. '|' .. d) end
+  redis.call('ZREM', expiry, mid .. '|')
+  return existed
+end
+local function sweep(now)
+  local expired = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, 100)
+  for _, m in ipairs(expired) do
+    local bar = string.find(m, '|', 1, true)
+    local mid = string.sub(m, 1, bar - 1)
+    local d = string.sub(m, bar + 1)
+    redis.call('UNLINK', dockey(mid))
+    redis.call('ZREM', created, mid)
+    redis.call('ZREM', keep, mid)
+    redis.call('ZREM', expiry, m)
+    if d ~= '' and redis.call('HGET', dedup, d) == mid then redis.call('HDEL', dedup, d) end
+  end
+end
+"""
+
+# KEYS: doc, created, keep, expiry, dedup
+# ARGV: prefix, id, dedup_hash|'', cap|0, now, half_life, importance, ttl_ms|0, expires_at|'', field, value, ...
+# Returns {id, reused(0|1), evicted_id...}
+WRITE = (
+    _COMMON
+    + r"""
+local id, dh = ARGV[2], ARGV[3]
+local cap, now, hl, imp = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local ttl = tonumber(ARGV[8])
+sweep(ARGV[5])
+if dh ~= '' then
+  local existing = redis.call('HGET', dedup, dh)
+  if existing then
+    local ek = dockey(existing)
+    if redis.call('EXISTS', ek) == 1 then
+      redis.call('HSET', ek, 'last_accessed_at', ARGV[5])
+      redis.call('HINCRBY', ek, 'access_count', 1)
+      local eimp = tonumber(redis.call('HGET', ek, 'importance')) or 0.5
+      redis.call('ZADD', keep, 'XX', keepscore(now, eimp, hl), existing)
+      return {existing, 1}
+    end
+    redis.call('HDEL', dedup, dh)
+  end
+end
+local fields = {}
+for i = 10, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('HSET', KEYS[1], unpack(fields))
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('ZADD', expiry, ARGV[9], id .. '|' .. dh)
+end
+redis.call('ZADD', created, now, id)
+redis.call('ZADD', keep, keepscore(now, imp, hl), id)
+if dh ~= '' then redis.call('HSET', dedup, dh, id) end
+local out = {id, 0}
+if cap > 0 then
+  local n = redis.call('ZCARD', keep)
+  while n > cap do
+    local victims = redis.call('ZRANGE', keep, 0, 1)
+    local v = victims[1]
+    if v == id then v = victims[2] end
+    if not v then break end
+    drop(v)
+    out[#out + 1] = v
+    n = n - 1
+  end
+end
+return out
+"""
+)
+
+# KEYS: doc, created, keep, expiry, dedup ; ARGV: prefix, id  -> 1 if the document existed
+FORGET = (
+    _COMMON
+    + r"""
+return drop(ARGV[2])
+"""
+)
+
+# KEYS: doc (unused, for routing), created, keep, expiry, dedup
+# ARGV: prefix, start, page, now, tag_token...  (tokens: any-of filter on the doc's 'tags' field)
+# Returns {deleted (documents that existed), removed (bookkeeping entries), scanned}
+FORGET_PAGE = (
+    _COMMON
+    + r"""
+sweep(ARGV[4])
+local start, page = tonumber(ARGV[2]), tonumber(ARGV[3])
+local ids = redis.call('ZRANGE', created, start, start + page - 1)
+local deleted, removed = 0, 0
+for _, mid in ipairs(ids) do
+  local match = true
+  if #ARGV > 4 then
+    match = false
+    local tags = redis.call('HGET', dockey(mid), 'tags')
+    if tags then
+      local padded = ',' .. tags .. ','
+      for i = 5, #ARGV do
+        if string.find(padded, ',' .. ARGV[i] .. ',', 1, true) then match = true break end
+      end
+    end
+  end
+  if match then
+    deleted = deleted + drop(mid)
+    removed = removed + 1
+  end
+end
+return {deleted, removed, #ids}
+"""
+)
+
+# KEYS: doc, keep ; ARGV: now, half_life, id -> new access count, or -1 when the memory is gone
+REINFORCE = r"""
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
+local n = redis.call('HINCRBY', KEYS[1], 'access_count', 1)
+local imp = tonumber(redis.call('HGET', KEYS[1], 'importance')) or 0.5
+if imp < 0.001 then imp = 0.001 end
+redis.call('ZADD', KEYS[2], 'XX', tonumber(ARGV[1]) / tonumber(ARGV[2]) + math.log(imp) / math.log(2), ARGV[3])
+return n
+"""

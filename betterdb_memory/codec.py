@@ -1,0 +1,128 @@
+"""Vector and field codecs: how values become HASH fields and come back.
+
+Vectors are FLOAT32 little-endian bytes (the only type valkey-search accepts).
+Invalid vectors are refused *before* a write: RediSearch drops a whole document
+whose vector has the wrong size, valkey-search keeps it without the vector
+(shared/VALKEY_SEARCH_DIALECT.md, point 12); either way the memory would silently
+never be recalled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import ValidationError
+
+__all__ = [
+    "as_text",
+    "decode_vector",
+    "encode_vector",
+    "join_list",
+    "split_list",
+    "to_float",
+    "to_int",
+    "validate_vector",
+]
+
+FloatArray = npt.NDArray[np.float32]
+
+
+def validate_vector(vector: object, *, dimensions: int, name: str = "vector") -> FloatArray:
+    """Return ``vector`` as a float32 array of ``dimensions`` finite, non-zero values.
+
+    Raises:
+        ValidationError: wrong type or length, NaN or inf, or all zeros (a zero vector
+            has no direction; cosine distance to it is undefined).
+    """
+    if isinstance(vector, str | bytes | bytearray):
+        raise ValidationError(
+            f"{name} must be a sequence of floats", code="validation.vector_type", details={"argument": name}
+        )
+    try:
+        raw = np.asarray(vector)
+        # Only real numbers: numpy would otherwise parse ["0.1", ...], turn None into NaN
+        # and bools into 0/1. A float64 beyond the float32 range becomes inf (refused
+        # below) instead of raising numpy's overflow RuntimeWarning.
+        if raw.dtype.kind not in "iuf":
+            raise TypeError(f"element type {raw.dtype}")
+        with np.errstate(over="ignore"):
+            arr = raw.astype(np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"{name} must be a sequence of floats", code="validation.vector_type", details={"argument": name}
+        ) from exc
+    if arr.ndim != 1 or arr.shape[0] != dimensions:
+        raise ValidationError(
+            f"{name} has shape {arr.shape}; the index expects {dimensions} dimensions",
+            code="validation.vector_dimensions",
+            details={"argument": name, "expected": dimensions, "got": list(arr.shape)},
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValidationError(
+            f"{name} contains NaN or infinity", code="validation.vector_nonfinite", details={"argument": name}
+        )
+    if not np.any(arr):
+        raise ValidationError(
+            f"{name} is all zeros (no direction to compare by cosine)",
+            code="validation.vector_zero",
+            details={"argument": name},
+        )
+    return arr
+
+
+def encode_vector(vector: FloatArray) -> bytes:
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+def decode_vector(raw: bytes) -> FloatArray:
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+def as_text(value: Any) -> str:
+    """A reply value as ``str`` whether the client decodes responses or not."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def to_float(value: Any, default: float = 0.0) -> float:
+    if value is None or value == b"" or value == "":
+        return default
+    try:
+        out = float(as_text(value))
+    except ValueError:
+        return default
+    return out if math.isfinite(out) else default
+
+
+def to_int(value: Any, default: int = 0) -> int:
+    if value is None or value == b"" or value == "":
+        return default
+    try:
+        return int(float(as_text(value)))
+    except ValueError:
+        return default
+
+
+def split_list(value: Any) -> list[str]:
+    """A stored comma-free list (JSON) field back to a list."""
+    text = as_text(value)
+    if not text:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    return [str(x) for x in data] if isinstance(data, list) else []
+
+
+def join_list(values: Sequence[str]) -> str:
+    return json.dumps(list(values), ensure_ascii=False)

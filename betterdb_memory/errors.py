@@ -1,0 +1,191 @@
+"""Every error the library raises, and the one place backend errors are translated.
+
+The tree, in three families (asyncpg's split: the server said no / the caller got
+it wrong / the connection failed)::
+
+    BetterDBMemoryError                 code, message, details
+    ├── ServerError                     the server answered with an error
+    │   ├── IndexNotFoundError
+    │   ├── IndexExistsError
+    │   ├── QuerySyntaxError
+    │   ├── VectorSizeError
+    │   └── CommandNotSupportedError
+    ├── ValidationError (ValueError)    a call's arguments are wrong; nothing was sent
+    │   └── ConfigurationError          the store's set-up is wrong (dimension, extras, ...)
+    └── StoreConnectionError            the server could not be reached in time
+        └── StoreTimeoutError
+
+``translate`` maps a ``valkey`` exception to this tree. It is the only function in
+the package that inspects backend exception types or server error wordings; the
+wordings of both engines (valkey-search and RediSearch) live in ``_SERVER_ERRORS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import valkey.exceptions as vexc
+
+__all__ = [
+    "BetterDBMemoryError",
+    "CommandNotSupportedError",
+    "ConfigurationError",
+    "IndexExistsError",
+    "IndexNotFoundError",
+    "QuerySyntaxError",
+    "ServerError",
+    "StoreConnectionError",
+    "StoreTimeoutError",
+    "ValidationError",
+    "VectorSizeError",
+    "translate",
+]
+
+
+class BetterDBMemoryError(Exception):
+    """Root of every error the library raises.
+
+    Args:
+        message: what went wrong, for a person.
+        code: a stable machine-readable identifier (``"validation.empty"``, ...).
+        details: structured context (argument names, counts done so far, ...).
+    """
+
+    default_code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None, details: Mapping[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.details: dict[str, Any] = dict(details or {})
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(code={self.code!r}, message={self.message!r}, details={self.details!r})"
+        )
+
+
+# -- the server said no -----------------------------------------------------------
+
+
+class ServerError(BetterDBMemoryError):
+    """The server answered a command with an error."""
+
+    default_code = "server.error"
+
+
+class IndexNotFoundError(ServerError):
+    default_code = "server.index_not_found"
+
+
+class IndexExistsError(ServerError):
+    default_code = "server.index_exists"
+
+
+class QuerySyntaxError(ServerError):
+    default_code = "server.query_syntax"
+
+
+class VectorSizeError(ServerError):
+    default_code = "server.vector_size"
+
+
+class CommandNotSupportedError(ServerError):
+    default_code = "server.unsupported"
+
+
+# -- the caller got it wrong ------------------------------------------------------
+
+
+class ValidationError(BetterDBMemoryError, ValueError):
+    """An argument failed validation at the API boundary; nothing was written."""
+
+    default_code = "validation.invalid"
+
+
+class ConfigurationError(ValidationError):
+    """The store's configuration is inconsistent (dimension, model, missing extra, ...)."""
+
+    default_code = "configuration.invalid"
+
+
+# -- the connection failed --------------------------------------------------------
+
+
+class StoreConnectionError(BetterDBMemoryError):
+    """The server could not be reached, or the connection broke mid-command."""
+
+    default_code = "connection.failed"
+
+
+class StoreTimeoutError(StoreConnectionError):
+    default_code = "connection.timeout"
+
+
+# Server error wordings, matched case-insensitively as substrings, first match wins.
+# RediSearch 2.10 and valkey-search 1.x word the same condition differently
+# (shared/VALKEY_SEARCH_DIALECT.md, difference 9); both are listed here and nowhere else.
+_SERVER_ERRORS: tuple[tuple[str, type[ServerError]], ...] = (
+    ("no such index", IndexNotFoundError),  # RediSearch: "idx: no such index"
+    ("unknown index name", IndexNotFoundError),  # RediSearch FT.INFO / FT.DROPINDEX
+    (
+        "not found in database",
+        IndexNotFoundError,
+    ),  # valkey-search: "Index with name 'x' not found in database 0"
+    ("index already exists", IndexExistsError),  # RediSearch
+    ("already exists", IndexExistsError),  # valkey-search: "Index idx in database 0 already exists."
+    ("blob size", VectorSizeError),  # both: "query vector blob size (12) does not match ..."
+    ("syntax error", QuerySyntaxError),  # RediSearch
+    ("invalid filter expression", QuerySyntaxError),  # valkey-search
+    ("unknown command", CommandNotSupportedError),
+    ("unknown subcommand", CommandNotSupportedError),
+)
+
+
+def classify_server_error(text: str) -> type[ServerError]:
+    """Return the error class a server error text maps to (``ServerError`` when none)."""
+    lowered = text.lower()
+    for needle, cls in _SERVER_ERRORS:
+        if needle in lowered:
+            return cls
+    return ServerError
+
+
+def translate(
+    exc: BaseException, *, operation: str, details: Mapping[str, Any] | None = None
+) -> BetterDBMemoryError:
+    """Translate a backend exception into the library's tree.
+
+    Args:
+        exc: the exception raised by the ``valkey`` client.
+        operation: the public operation that was running (put in ``details``).
+        details: extra context to carry (for example a count done so far).
+
+    Returns:
+        The matching ``BetterDBMemoryError``; the caller raises it ``from exc``.
+    """
+    info: dict[str, Any] = {"operation": operation, **(details or {})}
+    if isinstance(exc, BetterDBMemoryError):
+        exc.details.update({k: v for k, v in info.items() if k not in exc.details})
+        return exc
+    if isinstance(exc, vexc.TimeoutError | TimeoutError):
+        return StoreTimeoutError(f"{operation}: timed out talking to Valkey ({exc})", details=info)
+    if isinstance(exc, vexc.ConnectionError | ConnectionError | OSError):
+        return StoreConnectionError(f"{operation}: connection to Valkey failed ({exc})", details=info)
+    if isinstance(exc, vexc.ResponseError):
+        text = str(exc)
+        cls = classify_server_error(text)
+        info["server_message"] = text
+        return cls(f"{operation}: {text}", details=info)
+    return BetterDBMemoryError(
+        f"{operation}: unexpected {type(exc).__name__}: {exc}", code="internal", details=info
+    )
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """True for the backend exceptions that mean "could not reach the server"."""
+    return isinstance(exc, vexc.ConnectionError | vexc.TimeoutError | ConnectionError | TimeoutError)

@@ -1,0 +1,101 @@
+"""The one escaper: every user value that enters a search query goes through here.
+
+Rules (RediSearch "Query syntax: tag fields", valkey-search ``TAG`` filter parsing;
+shared/VALKEY_SEARCH_DIALECT.md, point 16: tag syntax is the same on both engines):
+inside ``@field:{...}`` every character other than a letter, a digit or ``_`` may
+carry meaning (``|`` OR, ``{}`` braces, ``-`` negation, ``*`` prefix, ``\\`` escape,
+whitespace, quotes, ``$`` params, ``@`` field, ``:`` ...). We escape them all with a
+backslash, which both engines read as "this character literally".
+
+Scope values (thread / agent / namespace ids, tags, source) are never indexed as
+the user wrote them. TAG fields are case-insensitive and trim whitespace on both
+engines, so ``"Alice"`` and ``"alice "`` would share one scope, a leak no escaping
+can fix. Each value is indexed as ``tag_token(value)``: 32 hex digits of its
+BLAKE2b digest, exact and case-sensitive by construction; the original text is kept
+in an unindexed field for display. The token still goes through ``escape_tag`` on
+its way into a query, so the one-escaper rule holds even if the encoding changes.
+
+Values are validated first: an empty or whitespace-only value is refused (it would
+mean "no scope" to a reader and silently widen one), as are non-strings, values
+that are not valid Unicode, and values longer than ``MAX_TAG_BYTES``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+from .errors import ValidationError
+
+__all__ = ["MAX_TAG_BYTES", "escape_tag", "format_number", "tag_token", "validate_tag_value"]
+
+# Scope ids are identifiers; a bound keeps keys, hashes and logs small.
+MAX_TAG_BYTES = 1024
+
+
+def validate_tag_value(value: object, *, name: str) -> str:
+    """Check one scope / tag value and return it unchanged.
+
+    Raises:
+        ValidationError: not a string, empty or whitespace only, not encodable as
+            UTF-8, or longer than ``MAX_TAG_BYTES`` once encoded.
+    """
+    if not isinstance(value, str):
+        raise ValidationError(
+            f"{name} must be a string, not {type(value).__name__}",
+            code="validation.type",
+            details={"argument": name, "type": type(value).__name__},
+        )
+    if not value.strip():
+        raise ValidationError(
+            f"{name} must not be empty or whitespace; pass None for no {name}",
+            code="validation.empty",
+            details={"argument": name},
+        )
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{name} is not valid Unicode text (lone surrogate)",
+            code="validation.encoding",
+            details={"argument": name},
+        ) from exc
+    if size > MAX_TAG_BYTES:
+        raise ValidationError(
+            f"{name} is {size} bytes; at most {MAX_TAG_BYTES}",
+            code="validation.too_long",
+            details={"argument": name, "bytes": size, "max": MAX_TAG_BYTES},
+        )
+    return value
+
+
+def tag_token(value: str) -> str:
+    """The indexed form of a scope value: 32 hex digits of its BLAKE2b-128 digest."""
+    return hashlib.blake2b(value.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def escape_tag(value: str) -> str:
+    """Escape a validated value for use inside ``@field:{...}``.
+
+    Every character that is not alphanumeric (Unicode letters and digits count) or
+    ``_`` gets a backslash. Over-escaping is harmless on both engines; missing one
+    special character is a scope leak, so the rule is an allow-list.
+    """
+    out: list[str] = []
+    for ch in value:
+        if ch.isalnum() or ch == "_":
+            out.append(ch)
+        else:
+            out.append("\\" + ch)
+    return "".join(out)
+
+
+def format_number(value: float) -> str:
+    """Render a finite number for a NUMERIC range (``repr`` keeps full precision)."""
+    if not math.isfinite(value):
+        if value == math.inf:
+            return "+inf"
+        if value == -math.inf:
+            return "-inf"
+        raise ValidationError("NaN in a numeric filter", code="validation.nan")
+    return repr(float(value))

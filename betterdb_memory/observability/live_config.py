@@ -1,0 +1,528 @@
+"""Live configuration: recall tunables re-read from a Valkey hash without a restart.
+
+The hash is ``<name>:__mem_config`` (BetterDB Monitor reads ``recall.threshold``
+from it and its threshold-adjust action writes it). Field names are the
+reference library's, so existing hashes keep working::
+
+    recall.threshold            float in [0, 1]   (cosine distance cut-off)
+    recall.weights.similarity   float >= 0
+    recall.weights.recency      float >= 0
+    recall.weights.importance   float >= 0        (not all three zero)
+    recall.halfLifeSeconds      float > 0
+    maxItemsPerScope            int >= 1
+
+Rules, applied by the pure ``apply_config_hash``:
+
+* a valid field is applied;
+* an invalid field (unparseable, NaN/inf, out of range) is rejected and the
+  **last good** value stays. The reference fell back to the constructor value, so a
+  typo (threshold ``5`` after ``0.9``) silently moved recall to ``0.33``; an operator
+  who fat-fingers a value should lose nothing they had;
+* a field absent from the hash returns to the constructor default (deleting a
+  field is how an operator undoes an override);
+* unknown fields are reported (likely typos) and ignored.
+
+``LiveConfig`` does the I/O: ``HGETALL`` + apply, a background refresher that
+survives connection errors, and a validating ``set`` for the CLI. Rejections are
+logged (logger ``betterdb_memory.live_config``) once when they appear, not on every
+refresh, so a bad value left in the hash does not flood the log every 5 seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+import valkey.asyncio as avalkey
+
+from ..errors import ConfigurationError, ValidationError, translate
+
+__all__ = [
+    "CONFIG_FIELDS",
+    "FIELD_HALF_LIFE",
+    "FIELD_MAX_ITEMS",
+    "FIELD_THRESHOLD",
+    "FIELD_WEIGHT_IMPORTANCE",
+    "FIELD_WEIGHT_RECENCY",
+    "FIELD_WEIGHT_SIMILARITY",
+    "ConfigSnapshot",
+    "LiveConfig",
+    "Rejection",
+    "apply_config_hash",
+    "config_key",
+    "parse_field",
+]
+
+log = logging.getLogger("betterdb_memory.live_config")
+
+FIELD_THRESHOLD: Final = "recall.threshold"
+FIELD_WEIGHT_SIMILARITY: Final = "recall.weights.similarity"
+FIELD_WEIGHT_RECENCY: Final = "recall.weights.recency"
+FIELD_WEIGHT_IMPORTANCE: Final = "recall.weights.importance"
+FIELD_HALF_LIFE: Final = "recall.halfLifeSeconds"
+FIELD_MAX_ITEMS: Final = "maxItemsPerScope"
+
+# Hash field -> ConfigSnapshot attribute.
+_ATTRS: Final[dict[str, str]] = {
+    FIELD_THRESHOLD: "threshold",
+    FIELD_WEIGHT_SIMILARITY: "weight_similarity",
+    FIELD_WEIGHT_RECENCY: "weight_recency",
+    FIELD_WEIGHT_IMPORTANCE: "weight_importance",
+    FIELD_HALF_LIFE: "half_life_seconds",
+    FIELD_MAX_ITEMS: "max_items_per_scope",
+}
+CONFIG_FIELDS: Final[tuple[str, ...]] = tuple(_ATTRS)
+_WEIGHT_FIELDS: Final = (FIELD_WEIGHT_SIMILARITY, FIELD_WEIGHT_RECENCY, FIELD_WEIGHT_IMPORTANCE)
+_WEIGHTS_GROUP: Final = "recall.weights"
+
+# A plain decimal number. Python's float() also takes "nan", "inf", "1_000" and
+# surrounding whitespace; a config value should be what it looks like.
+_NUMBER_RE: Final = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_INT_RE: Final = re.compile(r"^\+?\d+$")
+
+
+def config_key(name: str) -> str:
+    """The live config hash of store ``name`` (``<name>:__mem_config``)."""
+    return f"{name}:__mem_config"
+
+
+class _Invalid(ValueError):
+    """A field's value failed validation; the message is the reason."""
+
+
+def _number(text: str) -> float:
+    if not _NUMBER_RE.match(text):
+        raise _Invalid("not a decimal number")
+    return _check_finite(float(text))
+
+
+def _check_finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise _Invalid("not a finite number")
+    return value
+
+
+def _check_threshold(value: float) -> float:
+    if not 0.0 <= _check_finite(value) <= 1.0:
+        raise _Invalid("threshold must be within [0, 1]")
+    return value
+
+
+def _check_weight(value: float) -> float:
+    if _check_finite(value) < 0.0:
+        raise _Invalid("weight must be >= 0")
+    return value
+
+
+def _check_half_life(value: float) -> float:
+    if _check_finite(value) <= 0.0:
+        raise _Invalid("half-life must be > 0 seconds")
+    return value
+
+
+def _check_cap(value: int) -> int:
+    if value < 1:
+        raise _Invalid("must be >= 1")
+    return value
+
+
+def _cap(text: str) -> int:
+    if not _INT_RE.match(text):
+        raise _Invalid("must be a whole number")
+    return _check_cap(int(text))
+
+
+_PARSERS: Final[dict[str, Callable[[str], float | int]]] = {
+    FIELD_THRESHOLD: lambda text: _check_threshold(_number(text)),
+    FIELD_WEIGHT_SIMILARITY: lambda text: _check_weight(_number(text)),
+    FIELD_WEIGHT_RECENCY: lambda text: _check_weight(_number(text)),
+    FIELD_WEIGHT_IMPORTANCE: lambda text: _check_weight(_number(text)),
+    FIELD_HALF_LIFE: lambda text: _check_half_life(_number(text)),
+    FIELD_MAX_ITEMS: _cap,
+}
+
+
+@dataclass(frozen=True)
+class ConfigSnapshot:
+    """The recall/eviction tunables in force at one moment (immutable).
+
+    The defaults are the reference library's. ``threshold=None`` means "no
+    distance cut-off"; ``max_items_per_scope=None`` means "no cap".
+
+    Raises:
+        ConfigurationError: a value is out of range (the same rules as the hash).
+    """
+
+    threshold: float | None = 0.33
+    weight_similarity: float = 0.6
+    weight_recency: float = 0.25
+    weight_importance: float = 0.15
+    half_life_seconds: float = 7 * 24 * 3600.0
+    max_items_per_scope: int | None = None
+
+    def __post_init__(self) -> None:
+        floats: list[tuple[str, Any, Callable[[float], float]]] = [
+            ("weight_similarity", self.weight_similarity, _check_weight),
+            ("weight_recency", self.weight_recency, _check_weight),
+            ("weight_importance", self.weight_importance, _check_weight),
+            ("half_life_seconds", self.half_life_seconds, _check_half_life),
+        ]
+        if self.threshold is not None:
+            floats.append(("threshold", self.threshold, _check_threshold))
+        for attr, value, check in floats:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(
+                    f"{attr} must be a number, got {value!r}", details={"argument": attr}
+                )
+            try:
+                check(float(value))
+            except (_Invalid, OverflowError) as exc:
+                raise ConfigurationError(f"{attr}={value!r}: {exc}", details={"argument": attr}) from None
+        cap = self.max_items_per_scope
+        if cap is not None:
+            if isinstance(cap, bool) or not isinstance(cap, int):
+                raise ConfigurationError(
+                    f"max_items_per_scope must be an int, got {cap!r}",
+                    details={"argument": "max_items_per_scope"},
+                )
+            try:
+                _check_cap(cap)
+            except _Invalid as exc:
+                raise ConfigurationError(
+                    f"max_items_per_scope={cap!r}: {exc}", details={"argument": "max_items_per_scope"}
+                ) from None
+        if self.weights == (0.0, 0.0, 0.0):
+            raise ConfigurationError("recall weights must not all be zero", details={"argument": "weights"})
+
+    @property
+    def weights(self) -> tuple[float, float, float]:
+        """``(similarity, recency, importance)``."""
+        return (self.weight_similarity, self.weight_recency, self.weight_importance)
+
+    def as_hash(self) -> dict[str, str]:
+        """The snapshot as hash fields (``None`` values left out), e.g. for ``config show``."""
+        out: dict[str, str] = {}
+        for field, attr in _ATTRS.items():
+            value = getattr(self, attr)
+            if value is not None:
+                out[field] = str(value)
+        return out
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A hash field that was not applied, and why.
+
+    Attributes:
+        field: the hash field (``"recall.weights"`` for the weights as a group).
+        value: its raw text.
+        reason: why it was rejected.
+    """
+
+    field: str
+    value: str
+    reason: str
+
+
+def _text(value: bytes | str) -> str:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Invalid("not UTF-8 text") from None
+    return value
+
+
+def parse_field(field: str, value: str) -> float | int:
+    """Validate one field's text and return its typed value.
+
+    Raises:
+        ValidationError: unknown field or invalid value (``details`` has
+            ``field``, ``value``, ``reason``).
+    """
+    parser = _PARSERS.get(field)
+    if parser is None:
+        raise ValidationError(
+            f"unknown config field {field!r}; known: {', '.join(CONFIG_FIELDS)}",
+            code="config.unknown_field",
+            details={"field": field, "value": value, "reason": "unknown field"},
+        )
+    try:
+        return parser(value.strip())
+    except _Invalid as exc:
+        raise ValidationError(
+            f"{field}={value!r}: {exc}",
+            code="config.invalid",
+            details={"field": field, "value": value, "reason": str(exc)},
+        ) from None
+
+
+def apply_config_hash(
+    raw: Mapping[str, str] | Mapping[bytes, bytes] | Mapping[str | bytes, str | bytes],
+    *,
+    defaults: ConfigSnapshot,
+    last_good: ConfigSnapshot,
+) -> tuple[ConfigSnapshot, list[Rejection]]:
+    """Compute the snapshot a config hash asks for (no I/O, no logging).
+
+    Args:
+        raw: the ``HGETALL`` reply (``bytes`` or ``str`` keys and values).
+        defaults: the constructor values, used for fields absent from the hash.
+        last_good: the snapshot in force, kept for fields whose value is invalid.
+
+    Returns:
+        The new snapshot and the rejected fields (in hash-field order, the
+        weights-group rejection last).
+    """
+    decoded: dict[str, str] = {}
+    rejections: list[Rejection] = []
+    for raw_key, raw_value in raw.items():
+        try:
+            key = _text(raw_key)
+        except _Invalid:
+            rejections.append(Rejection(repr(raw_key), "", "field name is not UTF-8 text; ignored"))
+            continue
+        try:
+            decoded[key] = _text(raw_value)
+        except _Invalid as exc:
+            if key in _ATTRS:
+                rejections.append(Rejection(key, repr(raw_value), str(exc)))
+                decoded[key] = ""  # present but invalid: keeps last good below
+            else:
+                rejections.append(Rejection(key, repr(raw_value), "unknown field; ignored"))
+    for key in decoded:
+        if key not in _ATTRS:
+            rejections.append(Rejection(key, decoded[key], "unknown field; ignored"))
+
+    already_rejected = {r.field for r in rejections}
+    values: dict[str, Any] = {}
+    applied: set[str] = set()
+    for field, attr in _ATTRS.items():
+        if field not in decoded:
+            values[attr] = getattr(defaults, attr)
+            continue
+        if field in already_rejected:
+            values[attr] = getattr(last_good, attr)
+            continue
+        try:
+            values[attr] = _PARSERS[field](decoded[field].strip())
+            applied.add(field)
+        except _Invalid as exc:
+            rejections.append(Rejection(field, decoded[field], str(exc)))
+            values[attr] = getattr(last_good, attr)
+
+    # Cross-field rule: with all weights zero every score is zero and ranking is
+    # arbitrary. Keep the last good weights as a group (it was valid as a whole).
+    if all(values[_ATTRS[f]] == 0.0 for f in _WEIGHT_FIELDS):
+        weights_text = ",".join(f"{f.rsplit('.', 1)[1]}={values[_ATTRS[f]]}" for f in _WEIGHT_FIELDS)
+        rejections.append(Rejection(_WEIGHTS_GROUP, weights_text, "recall weights must not all be zero"))
+        for f in _WEIGHT_FIELDS:
+            values[_ATTRS[f]] = getattr(last_good, _ATTRS[f])
+
+    return ConfigSnapshot(**values), rejections
+
+
+def _aw(result: Any) -> Awaitable[Any]:
+    # valkey-py types each command as ``Awaitable[T] | T`` (one signature for the
+    # sync and asyncio clients); on the asyncio client it is always the awaitable.
+    return cast("Awaitable[Any]", result)
+
+
+def _call_safely(name: str, callback: Callable[..., None] | None, *args: Any) -> None:
+    if callback is None:
+        return
+    try:
+        callback(*args)
+    except Exception:
+        log.exception("live config %s callback raised", name)
+
+
+class LiveConfig:
+    """The store's live tunables, refreshed from ``key`` in the background.
+
+    Args:
+        client: an asyncio ``Valkey`` client (``decode_responses`` either way).
+        key: the config hash (``config_key(name)`` by convention).
+        defaults: the constructor values (fields absent from the hash use these).
+        refresh_interval: seconds between background refreshes.
+        on_change: called with the new snapshot whenever a refresh changes it.
+        on_error: called with each failed background refresh (after logging).
+        on_reject: called with the rejections that newly appeared in a refresh
+            (a bad value left in the hash is reported once, not every refresh).
+
+    Raises:
+        ValidationError: a non-positive ``refresh_interval``.
+    """
+
+    def __init__(
+        self,
+        client: avalkey.Valkey,
+        key: str,
+        defaults: ConfigSnapshot,
+        *,
+        refresh_interval: float = 5.0,
+        on_change: Callable[[ConfigSnapshot], None] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
+        on_reject: Callable[[Sequence[Rejection]], None] | None = None,
+    ) -> None:
+        if not refresh_interval > 0:
+            raise ValidationError(
+                f"refresh_interval must be > 0 seconds, got {refresh_interval!r}",
+                details={"argument": "refresh_interval"},
+            )
+        self._client = client
+        self.key = key
+        self.defaults = defaults
+        self.refresh_interval = float(refresh_interval)
+        self._on_change = on_change
+        self._on_error = on_error
+        self._on_reject = on_reject
+        self._current = defaults
+        self._rejections: tuple[Rejection, ...] = ()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._failing = False
+
+    def __repr__(self) -> str:
+        return f"LiveConfig(key={self.key!r}, current={self._current!r})"
+
+    def current(self) -> ConfigSnapshot:
+        """The snapshot in force (immutable; read it once per operation)."""
+        return self._current
+
+    @property
+    def rejections(self) -> tuple[Rejection, ...]:
+        """The fields the last refresh rejected."""
+        return self._rejections
+
+    async def refresh(self) -> ConfigSnapshot:
+        """``HGETALL`` the hash and apply it; returns the snapshot now in force.
+
+        Raises:
+            BetterDBMemoryError: the server could not be read (translated); the
+                snapshot in force is unchanged.
+        """
+        try:
+            raw = await _aw(self._client.hgetall(self.key))
+        except Exception as exc:
+            raise translate(exc, operation="config.refresh", details={"key": self.key}) from exc
+        snapshot, rejections = apply_config_hash(raw, defaults=self.defaults, last_good=self._current)
+        new = [r for r in rejections if r not in self._rejections]
+        self._rejections = tuple(rejections)
+        for r in new:
+            log.warning(
+                "live config %s: rejected %s=%r (%s); keeping the last good value",
+                self.key,
+                r.field,
+                r.value,
+                r.reason,
+            )
+        if new:
+            _call_safely("on_reject", self._on_reject, new)
+        if snapshot != self._current:
+            self._current = snapshot
+            log.info("live config %s: now %s", self.key, snapshot)
+            _call_safely("on_change", self._on_change, snapshot)
+        return snapshot
+
+    async def set(self, field: str, value: str | float | int) -> ConfigSnapshot:
+        """Validate one value, ``HSET`` it, and refresh (for a CLI ``config set``).
+
+        Raises:
+            ValidationError: unknown field or invalid value; nothing was written.
+            BetterDBMemoryError: the server call failed (translated).
+        """
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ValidationError(
+                f"{field}: value must be a string or a number, got {value!r}",
+                code="config.invalid",
+                details={"field": field, "value": repr(value), "reason": "wrong type"},
+            )
+        text = value.strip() if isinstance(value, str) else repr(value)
+        parsed = parse_field(field, text)
+        if field in _WEIGHT_FIELDS:
+            weights = dict(zip(_WEIGHT_FIELDS, self._current.weights, strict=True))
+            weights[field] = float(parsed)
+            if all(w == 0.0 for w in weights.values()):
+                raise ValidationError(
+                    f"{field}={text}: recall weights must not all be zero",
+                    code="config.invalid",
+                    details={"field": field, "value": text, "reason": "all weights zero"},
+                )
+        try:
+            await _aw(self._client.hset(self.key, field, text))
+        except Exception as exc:
+            raise translate(exc, operation="config.set", details={"key": self.key, "field": field}) from exc
+        return await self.refresh()
+
+    async def unset(self, field: str) -> ConfigSnapshot:
+        """``HDEL`` one field (it returns to the default) and refresh.
+
+        Raises:
+            ValidationError: unknown field.
+            BetterDBMemoryError: the server call failed (translated).
+        """
+        if field not in _ATTRS:
+            raise ValidationError(
+                f"unknown config field {field!r}; known: {', '.join(CONFIG_FIELDS)}",
+                code="config.unknown_field",
+                details={"field": field},
+            )
+        try:
+            await _aw(self._client.hdel(self.key, field))
+        except Exception as exc:
+            raise translate(exc, operation="config.unset", details={"key": self.key, "field": field}) from exc
+        return await self.refresh()
+
+    def start(self) -> None:
+        """Start the background refresher (idempotent).
+
+        Raises:
+            ConfigurationError: no running event loop, or after ``close``.
+        """
+        if self._closed:
+            raise ConfigurationError("LiveConfig.start() after close()", code="configuration.closed")
+        if self._task is not None and not self._task.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError as exc:
+            raise ConfigurationError(
+                "LiveConfig.start() needs a running event loop", code="configuration.no_loop"
+            ) from exc
+        self._task = loop.create_task(self._run(), name=f"betterdb-memory-config:{self.key}")
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.refresh_interval)
+            try:
+                await self.refresh()
+            except Exception as exc:
+                # Warn once per outage (every 5 s would flood the log), count every failure.
+                if not self._failing:
+                    log.warning(
+                        "live config %s: refresh failed, keeping %s: %s", self.key, self._current, exc
+                    )
+                else:
+                    log.debug("live config %s: refresh still failing: %s", self.key, exc)
+                self._failing = True
+                _call_safely("on_error", self._on_error, exc)
+            else:
+                if self._failing:
+                    log.info("live config %s: refresh recovered", self.key)
+                self._failing = False
+
+    async def close(self) -> None:
+        """Stop the background refresher (idempotent). The hash is left as is."""
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,391 @@
+"""Prometheus metrics for one memory store, named ``agent_memory_*``.
+
+Why the shape is what it is:
+
+* **Low cardinality.** The only free-form label is ``store_name`` (one value per
+  store). The other labels are small fixed enums (``mode``, ``part``, ``outcome``) or
+  a short task identifier chosen by the library (``task``). Content, memory ids,
+  thread/agent ids and queries never become labels: a label value per id would
+  grow the scrape without bound and leak data into the monitoring system.
+* **Shared registries.** Several stores (or several ``MemoryMetrics`` for the same
+  store) may share one ``CollectorRegistry``; ``prometheus_client`` refuses to
+  register a metric name twice, so each metric family is created once per
+  registry (cached by registry object) and each store binds its own children with
+  ``.labels(store_name)``.
+* **Cheap on the hot path.** Children are bound once in ``__init__``; an
+  ``observe_*`` call is a few lock-protected float additions, no dict lookups.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+from ..errors import ConfigurationError, ValidationError
+
+__all__ = [
+    "CONSOLIDATION_MODES",
+    "CONTEXT_PARTS",
+    "METRIC_PREFIX",
+    "ConsolidationMode",
+    "ContextPart",
+    "MemoryMetrics",
+]
+
+METRIC_PREFIX: Final = "agent_memory"
+
+ConsolidationMode = Literal["summary", "facts"]
+ContextPart = Literal["system", "memories", "turns", "current"]
+
+CONSOLIDATION_MODES: Final[frozenset[str]] = frozenset({"summary", "facts"})
+CONTEXT_PARTS: Final[frozenset[str]] = frozenset({"system", "memories", "turns", "current"})
+
+# A task label is chosen by the library ("heartbeat", "config_refresh", "summarise"),
+# never by a user value; the pattern keeps a bug from turning it into an id.
+_TASK_RE: Final = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+# Recall latency: embedding calls are milliseconds (local ONNX) to seconds (remote
+# APIs); KNN search is sub-millisecond to tens of milliseconds. Buckets span both.
+_LATENCY_BUCKETS: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    float("inf"),
+)
+# Context budgets run from a few dozen tokens to a full 128k window.
+_TOKEN_BUCKETS: Final = (
+    0.0,
+    64.0,
+    128.0,
+    256.0,
+    512.0,
+    1024.0,
+    2048.0,
+    4096.0,
+    8192.0,
+    16384.0,
+    32768.0,
+    65536.0,
+    131072.0,
+    float("inf"),
+)
+
+
+@dataclass(frozen=True)
+class _Families:
+    """Every metric family, registered once in one registry."""
+
+    items: Gauge
+    recall: Counter
+    recall_hits: Counter
+    recall_empty: Counter
+    recall_near_miss: Counter
+    recall_seconds: Histogram
+    recall_embed_seconds: Histogram
+    recall_search_seconds: Histogram
+    remember: Counter
+    dedup_hits: Counter
+    evictions: Counter
+    consolidations: Counter
+    consolidation_items: Counter
+    tombstones_unmatched: Counter
+    background_failures: Counter
+    turns_stored: Counter
+    context_tokens: Histogram
+    config_rejected: Counter
+
+
+def _create_families(registry: CollectorRegistry) -> _Families:
+    p = METRIC_PREFIX
+    s = ("store_name",)
+
+    def counter(name: str, doc: str, labels: tuple[str, ...] = s) -> Counter:
+        return Counter(f"{p}_{name}", doc, labels, registry=registry)
+
+    def histogram(name: str, doc: str, buckets: tuple[float, ...], labels: tuple[str, ...] = s) -> Histogram:
+        return Histogram(f"{p}_{name}", doc, labels, registry=registry, buckets=buckets)
+
+    return _Families(
+        items=Gauge(f"{p}_items", "Long-term memories in the store (last count seen).", s, registry=registry),
+        recall=counter("recall", "Recall calls."),
+        recall_hits=counter("recall_hits", "Memories returned by recall calls (sum of hit counts)."),
+        recall_empty=counter("recall_empty", "Recall calls that returned no memory."),
+        recall_near_miss=counter(
+            "recall_near_miss",
+            "Empty recalls whose nearest candidate sat just past the threshold (a mis-set threshold).",
+        ),
+        recall_seconds=histogram("recall_seconds", "Recall wall time, end to end.", _LATENCY_BUCKETS),
+        recall_embed_seconds=histogram(
+            "recall_embed_seconds", "Time spent embedding the recall query.", _LATENCY_BUCKETS
+        ),
+        recall_search_seconds=histogram(
+            "recall_search_seconds", "Time spent in the vector search (FT.SEARCH).", _LATENCY_BUCKETS
+        ),
+        remember=counter("remember", "Memories written by remember calls."),
+        dedup_hits=counter("dedup_hits", "Remember calls absorbed by an existing near-duplicate memory."),
+        evictions=counter("evictions", "Memories evicted by the per-scope capacity cap."),
+        consolidations=counter("consolidations", "Consolidation runs.", ("store_name", "mode")),
+        consolidation_items=counter(
+            "consolidation_items",
+            "Memories created, deleted or superseded by consolidation.",
+            ("store_name", "mode", "outcome"),
+        ),
+        tombstones_unmatched=counter(
+            "tombstones_unmatched", "Fact tombstones that matched no live fact (surfaced, not dropped)."
+        ),
+        background_failures=counter(
+            "background_failures",
+            "Failures of background tasks (which log and carry on).",
+            ("store_name", "task"),
+        ),
+        turns_stored=counter("turns_stored", "Short-term (L1) conversation turns stored."),
+        context_tokens=histogram(
+            "context_tokens",
+            "Tokens used per assembled context, by part.",
+            _TOKEN_BUCKETS,
+            ("store_name", "part"),
+        ),
+        config_rejected=counter(
+            "config_rejected", "Live-config values rejected (the last good value was kept)."
+        ),
+    )
+
+
+_families_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = weakref.WeakKeyDictionary()
+_families_lock = threading.Lock()
+
+
+def _families_for(registry: CollectorRegistry) -> _Families:
+    """Return the families registered in ``registry``, creating them on first use.
+
+    Keyed by the registry object itself (weakly), not ``id(registry)``: an id can be
+    reused by a new registry after the old one is collected, which would hand the
+    new registry metrics that live in a dead one.
+    """
+    with _families_lock:
+        families = _families_by_registry.get(registry)
+        if families is None:
+            try:
+                families = _create_families(registry)
+            except ValueError as exc:
+                # Someone else registered an ``agent_memory_*`` name in this registry.
+                raise ConfigurationError(
+                    f"the Prometheus registry already holds a metric named like ours ({exc}); "
+                    "pass a separate registry to MemoryMetrics",
+                    code="configuration.metrics_conflict",
+                ) from exc
+            _families_by_registry[registry] = families
+        return families
+
+
+def _count(name: str, n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValidationError(f"{name} must be a non-negative int, got {n!r}", details={"argument": name})
+    return n
+
+
+def _seconds(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0.0:
+        raise ValidationError(
+            f"{name} must be a non-negative number of seconds, got {value!r}", details={"argument": name}
+        )
+    return float(value)
+
+
+class MemoryMetrics:
+    """The Prometheus metrics of one store, bound to its ``store_name`` label.
+
+    Args:
+        store_name: the store's name; the only free-form label value.
+        registry: where to register; ``prometheus_client.REGISTRY`` by default (what
+            ``start_http_server`` and most exporters scrape).
+
+    Raises:
+        ValidationError: ``store_name`` is empty.
+        ConfigurationError: ``registry`` already holds a foreign metric with one of
+            our names.
+    """
+
+    def __init__(self, store_name: str, registry: CollectorRegistry | None = None) -> None:
+        if not isinstance(store_name, str) or not store_name:
+            raise ValidationError("store_name must be a non-empty string", details={"argument": "store_name"})
+        self.store_name = store_name
+        self.registry = REGISTRY if registry is None else registry
+        f = _families_for(self.registry)
+        self._f = f
+        n = store_name
+        self._items = f.items.labels(n)
+        self._recall = f.recall.labels(n)
+        self._recall_hits = f.recall_hits.labels(n)
+        self._recall_empty = f.recall_empty.labels(n)
+        self._recall_near_miss = f.recall_near_miss.labels(n)
+        self._recall_seconds = f.recall_seconds.labels(n)
+        self._recall_embed = f.recall_embed_seconds.labels(n)
+        self._recall_search = f.recall_search_seconds.labels(n)
+        self._remember = f.remember.labels(n)
+        self._dedup = f.dedup_hits.labels(n)
+        self._evictions = f.evictions.labels(n)
+        self._tombstones = f.tombstones_unmatched.labels(n)
+        self._turns = f.turns_stored.labels(n)
+        self._config_rejected = f.config_rejected.labels(n)
+        self._context = {part: f.context_tokens.labels(n, part) for part in sorted(CONTEXT_PARTS)}
+
+    def __repr__(self) -> str:
+        return f"MemoryMetrics(store_name={self.store_name!r})"
+
+    def set_items(self, n: int) -> None:
+        """Record the store's current number of long-term memories."""
+        self._items.set(_count("n", n))
+
+    def observe_recall(
+        self,
+        *,
+        hits: int,
+        near_miss: bool,
+        embed_seconds: float,
+        search_seconds: float,
+        total_seconds: float | None = None,
+    ) -> None:
+        """Record one recall call.
+
+        Args:
+            hits: memories returned (0 counts as an empty recall).
+            near_miss: the recall was empty but the nearest candidate sat just past
+                the threshold.
+            embed_seconds: time embedding the query (0 when the vector was given).
+            search_seconds: time in the vector search.
+            total_seconds: end-to-end time; ``embed_seconds + search_seconds`` when
+                omitted.
+        """
+        hits = _count("hits", hits)
+        embed = _seconds("embed_seconds", embed_seconds)
+        search = _seconds("search_seconds", search_seconds)
+        total = embed + search if total_seconds is None else _seconds("total_seconds", total_seconds)
+        self._recall.inc()
+        if hits:
+            self._recall_hits.inc(hits)
+        else:
+            self._recall_empty.inc()
+        if near_miss:
+            self._recall_near_miss.inc()
+        self._recall_embed.observe(embed)
+        self._recall_search.observe(search)
+        self._recall_seconds.observe(total)
+
+    def observe_remember(self, n: int = 1, *, dedup_hits: int = 0) -> None:
+        """Record ``n`` memories written and ``dedup_hits`` absorbed as duplicates."""
+        n = _count("n", n)
+        dedup_hits = _count("dedup_hits", dedup_hits)
+        if n:
+            self._remember.inc(n)
+        if dedup_hits:
+            self._dedup.inc(dedup_hits)
+
+    def observe_evictions(self, n: int) -> None:
+        """Record ``n`` memories evicted by the capacity cap."""
+        n = _count("n", n)
+        if n:
+            self._evictions.inc(n)
+
+    def observe_consolidation(
+        self,
+        mode: ConsolidationMode,
+        *,
+        created: int = 0,
+        deleted: int = 0,
+        superseded: int = 0,
+        unmatched: int = 0,
+    ) -> None:
+        """Record one consolidation run and what it changed.
+
+        Args:
+            mode: ``"summary"`` or ``"facts"``.
+            created: memories written (digests or facts).
+            deleted: source or retracted memories deleted.
+            superseded: prior facts replaced by newer statements.
+            unmatched: tombstones that matched no live fact.
+
+        Raises:
+            ValidationError: unknown ``mode`` or a negative count.
+        """
+        if mode not in CONSOLIDATION_MODES:
+            raise ValidationError(
+                f"mode must be one of {sorted(CONSOLIDATION_MODES)}, got {mode!r}",
+                details={"argument": "mode"},
+            )
+        counts = {
+            "created": _count("created", created),
+            "deleted": _count("deleted", deleted),
+            "superseded": _count("superseded", superseded),
+        }
+        unmatched = _count("unmatched", unmatched)
+        self._f.consolidations.labels(self.store_name, mode).inc()
+        for outcome, value in counts.items():
+            if value:
+                self._f.consolidation_items.labels(self.store_name, mode, outcome).inc(value)
+        if unmatched:
+            self._tombstones.inc(unmatched)
+
+    def observe_background_failure(self, task: str) -> None:
+        """Record one failure of a background task (heartbeat, config refresh, ...).
+
+        Raises:
+            ValidationError: ``task`` is not a short lower-case identifier (it is a
+                label value, so it must come from a small fixed set).
+        """
+        if not isinstance(task, str) or not _TASK_RE.match(task):
+            raise ValidationError(
+                f"task must be a short identifier like 'heartbeat', got {task!r}",
+                details={"argument": "task"},
+            )
+        self._f.background_failures.labels(self.store_name, task).inc()
+
+    def observe_turns(self, n: int = 1) -> None:
+        """Record ``n`` short-term conversation turns stored."""
+        n = _count("n", n)
+        if n:
+            self._turns.inc(n)
+
+    def observe_context(self, tokens_by_part: Mapping[str, int]) -> None:
+        """Record the tokens one assembled context spent on each part.
+
+        Args:
+            tokens_by_part: tokens per part, keys among ``system``, ``memories``,
+                ``turns``, ``current``; parts left out are not observed.
+
+        Raises:
+            ValidationError: an unknown part or a negative count.
+        """
+        checked: list[tuple[str, int]] = []
+        for part, tokens in tokens_by_part.items():
+            if part not in CONTEXT_PARTS:
+                raise ValidationError(
+                    f"context part must be one of {sorted(CONTEXT_PARTS)}, got {part!r}",
+                    details={"argument": "tokens_by_part"},
+                )
+            checked.append((part, _count(f"tokens_by_part[{part!r}]", tokens)))
+        for part, tokens in checked:
+            self._context[part].observe(tokens)
+
+    def observe_config_rejections(self, n: int = 1) -> None:
+        """Record ``n`` live-config values rejected (the last good value was kept)."""
+        n = _count("n", n)
+        if n:
+            self._config_rejected.inc(n)

@@ -1,0 +1,79 @@
+"""FT.SEARCH reply parsing for both engines and both protocols.
+
+Shapes (shared/data/search-replies.json holds real captures of each):
+
+* RESP2, both engines, and RESP3 on valkey-search: ``[total, id, [k, v, ...], ...]``,
+  or ``[total, id, id, ...]`` with NOCONTENT.
+* RESP3 on RediSearch: a map with ``total_results`` and ``results``, each result a
+  map with ``id`` and ``extra_attributes`` (a map of the returned fields).
+
+Fields are read by name, never by position (RediSearch puts the score first even
+with RETURN; valkey-search follows RETURN order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .codec import as_text
+
+__all__ = ["SearchHit", "SearchResult", "parse_search_reply"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    key: str
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    total: int
+    hits: list[SearchHit]
+
+
+def _field_map(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {as_text(k): v for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return {as_text(value[i]): value[i + 1] for i in range(0, len(value) - 1, 2)}
+    return {}
+
+
+def _get(mapping: dict[Any, Any], name: str) -> Any:
+    if name in mapping:
+        return mapping[name]
+    raw = name.encode()
+    return mapping.get(raw)
+
+
+def parse_search_reply(reply: Any, *, nocontent: bool = False) -> SearchResult:
+    """Parse an FT.SEARCH reply of any engine/protocol into keys and named fields."""
+    if isinstance(reply, dict):
+        total = int(_get(reply, "total_results") or 0)
+        hits: list[SearchHit] = []
+        for entry in _get(reply, "results") or []:
+            entry_map = entry if isinstance(entry, dict) else _field_map(entry)
+            key = as_text(_get(entry_map, "id"))
+            attrs = _get(entry_map, "extra_attributes")
+            hits.append(SearchHit(key, _field_map(attrs) if attrs is not None else {}))
+        return SearchResult(total, hits)
+    if not isinstance(reply, list | tuple) or not reply:
+        return SearchResult(0, [])
+    total = int(reply[0])
+    rest = reply[1:]
+    hits = []
+    if nocontent:
+        return SearchResult(total, [SearchHit(as_text(k), {}) for k in rest])
+    i = 0
+    while i < len(rest):
+        key = as_text(rest[i])
+        fields: dict[str, Any] = {}
+        if i + 1 < len(rest) and isinstance(rest[i + 1], list | tuple | dict):
+            fields = _field_map(rest[i + 1])
+            i += 2
+        else:
+            i += 1
+        hits.append(SearchHit(key, fields))
+    return SearchResult(total, hits)

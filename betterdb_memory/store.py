@@ -1,0 +1,867 @@
+"""``MemoryStore``: long-term memories as HASH documents in an HNSW index.
+
+The I/O layer only: key names (``keys``), query strings (``query``), reply parsing
+(``replies``), scoring (``scoring``) and argument checks (``validation``) are pure
+modules this class calls. Every backend call goes through ``_io.call``, the one
+place errors are translated and idempotent operations retried.
+
+Write path: one Lua script per memory (``_scripts.WRITE``) does dedup, insert,
+bookkeeping and capacity eviction atomically on the keys of one scope, so a cap
+holds exactly under concurrent writers and the cost of a write does not grow with
+the scope's size. Recall: one KNN query (hybrid when scoped), client-side composite
+scoring, and reinforcement of the returned hits in one pipelined round trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import valkey.asyncio as avalkey
+
+from . import _scripts
+from ._io import RetryPolicy, call
+from .codec import as_text, encode_vector, join_list, split_list, to_float, to_int, validate_vector
+from .dialect import Capabilities, IndexInfo, parse_ft_info, probe
+from .embedders.base import Embedder, EmbeddingFunction, as_embedder, default_threshold_of
+from .errors import (
+    BetterDBMemoryError,
+    ConfigurationError,
+    IndexExistsError,
+    IndexNotFoundError,
+    ValidationError,
+)
+from .escaping import tag_token
+from .keys import KeySpace, Scope
+from .models import MemoryHit, MemoryItem, StoreStats
+from .query import RETURN_FIELDS, IndexSpec, MemoryFilter, create_index_args, knn_search_args
+from .replies import parse_search_reply
+from .scopes import ScopeOpsMixin
+from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights, composite
+from .validation import (
+    check_content,
+    check_importance,
+    check_k,
+    check_metadata,
+    check_sensitivities,
+    check_sensitivity,
+    check_tags,
+    check_threshold,
+    check_ttl,
+)
+
+__all__ = ["MemoryStore"]
+
+log = logging.getLogger("betterdb_memory")
+
+_ITEM_FIELDS: tuple[str, ...] = RETURN_FIELDS
+_SCHEMA_VERSION = "1"
+
+
+def _normalise_for_dedup(content: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+
+
+def _dedup_hash(content: str, kind: str) -> str:
+    import hashlib
+
+    return hashlib.blake2b(f"{kind}\x00{_normalise_for_dedup(content)}".encode(), digest_size=16).hexdigest()
+
+
+def _opt(value: Any) -> str | None:
+    text = as_text(value)
+    return text or None
+
+
+def item_from_fields(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
+    """Build a ``MemoryItem`` from HASH fields (bytes or str values)."""
+    meta_text = as_text(fields.get("metadata"))
+    try:
+        metadata = json.loads(meta_text) if meta_text else {}
+    except json.JSONDecodeError:
+        metadata = {}
+    expires = to_float(fields.get("expires_at"), 0.0)
+    return MemoryItem(
+        id=memory_id,
+        content=as_text(fields.get("content")),
+        importance=to_float(fields.get("importance"), 0.5),
+        created_at=to_float(fields.get("created_at")),
+        last_accessed_at=to_float(fields.get("last_accessed_at")),
+        access_count=to_int(fields.get("access_count")),
+        tags=tuple(split_list(fields.get("tags_raw"))),
+        source=_opt(fields.get("source_raw")),
+        thread_id=_opt(fields.get("thread_id_raw")),
+        agent_id=_opt(fields.get("agent_id_raw")),
+        namespace=_opt(fields.get("namespace_raw")),
+        sensitivity=as_text(fields.get("sensitivity")) or "none",
+        kind=as_text(fields.get("kind")) or "memory",
+        subject=_opt(fields.get("subject")),
+        expires_at=expires or None,
+        metadata=metadata if isinstance(metadata, dict) else {},
+    )
+
+
+class MemoryStore(ScopeOpsMixin):
+    """Long-term agent memory on Valkey Search.
+
+    Args:
+        client: a ``valkey.asyncio.Valkey`` owned by the caller (not closed by ``close``).
+        name: store name: key prefix and index name (``<name>:mem:idx``).
+        embedder: an ``Embedder`` (``dimensions``, ``model_id``, ``async embed``).
+        embed_fn: alternatively a plain ``async fn(text) -> list[float]`` with ``dimensions``.
+        dimensions: required with ``embed_fn``.
+        threshold: minimum similarity (0..1) of a recalled hit; ``None`` uses the
+            embedder's calibrated default.
+        weights: composite score weights (similarity / recency / importance).
+        half_life_seconds: recency half-life (7 days by default).
+        max_items_per_scope: capacity of each exact scope; ``None`` for no cap.
+        dedup: reinforce instead of writing a twin of the same content in a scope.
+        candidate_factor: KNN candidates fetched per requested hit, for re-ranking.
+        hnsw_m / hnsw_ef_construction / hnsw_ef_runtime: index parameters.
+        reinforce_mode: ``"sync"`` (await the update) or ``"background"``.
+        retry: connection-fault retry policy for idempotent operations.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: Any,
+        name: str = "betterdb",
+        embedder: Embedder | None = None,
+        embed_fn: EmbeddingFunction | None = None,
+        dimensions: int | None = None,
+        threshold: float | None = None,
+        weights: Weights | Mapping[str, float] | None = None,
+        half_life_seconds: float = DEFAULT_HALF_LIFE_SECONDS,
+        max_items_per_scope: int | None = None,
+        dedup: bool = True,
+        candidate_factor: int = 2,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 200,
+        hnsw_ef_runtime: int = 10,
+        reinforce_mode: str = "sync",
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.keys = KeySpace(name)
+        self.name = name
+        if embedder is None and embed_fn is None:
+            from .embedders import default_embedder
+
+            embedder = default_embedder()
+        self.embedder: Embedder = as_embedder(
+            embedder if embedder is not None else embed_fn, dimensions=dimensions
+        )
+        self._client = client
+        self._owned_client = False
+        self._owned_server: Any = None
+        self.threshold = check_threshold(threshold)
+        self.weights = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
+        if not isinstance(half_life_seconds, int | float) or not half_life_seconds > 0:
+            raise ValidationError("half_life_seconds must be positive", code="validation.range")
+        self.half_life_seconds = float(half_life_seconds)
+        if max_items_per_scope is not None and (
+            isinstance(max_items_per_scope, bool)
+            or not isinstance(max_items_per_scope, int)
+            or max_items_per_scope < 1
+        ):
+            raise ValidationError("max_items_per_scope must be a positive integer", code="validation.range")
+        self.max_items_per_scope = max_items_per_scope
+        self.dedup = dedup
+        if reinforce_mode not in ("sync", "background"):
+            raise ValidationError("reinforce_mode must be 'sync' or 'background'", code="validation.choice")
+        self.reinforce_mode = reinforce_mode
+        if not isinstance(candidate_factor, int) or candidate_factor < 1:
+            raise ValidationError("candidate_factor must be a positive integer", code="validation.range")
+        self.candidate_factor = candidate_factor
+        self.spec = IndexSpec(
+            index=self.keys.index,
+            prefix=self.keys.doc_prefix,
+            dimensions=self.embedder.dimensions,
+            m=hnsw_m,
+            ef_construction=hnsw_ef_construction,
+            ef_runtime=hnsw_ef_runtime,
+        )
+        self.retry = retry or RetryPolicy()
+        self.capabilities: Capabilities | None = None
+        self._ready = False
+        self._ready_lock = asyncio.Lock()
+        self._write_script = client.register_script(_scripts.WRITE)
+        self._forget_script = client.register_script(_scripts.FORGET)
+        self._forget_page_script = client.register_script(_scripts.FORGET_PAGE)
+        self._reinforce_script = client.register_script(_scripts.REINFORCE)
+        self._background: set[asyncio.Task[Any]] = set()
+        self._near_miss_warned = False
+        self.near_misses = 0
+        self._closed = False
+
+    # -- construction ------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str | None = None,
+        *,
+        name: str = "betterdb",
+        embedder: Embedder | None = None,
+        data_dir: str | None = None,
+        max_connections: int = 64,
+        socket_timeout: float = 10.0,
+        **options: Any,
+    ) -> MemoryStore:
+        """Open a store on ``url``, or on the embedded server when ``url`` is None.
+
+        With no URL the embedded engine starts on the platform data dir (persistent,
+        AOF), or is reused if another process already runs it there. The store owns
+        the client (and the server it started) and closes them in ``close``.
+        The pool blocks when all ``max_connections`` are busy instead of failing.
+        """
+        server = None
+        if url is None:
+            from .server import EmbeddedServer, default_data_dir
+
+            server = EmbeddedServer(data_dir=data_dir or default_data_dir())
+            await asyncio.to_thread(server.start)
+            url = server.url
+        pool = avalkey.BlockingConnectionPool.from_url(
+            url, max_connections=max_connections, timeout=socket_timeout, socket_timeout=socket_timeout
+        )
+        client = avalkey.Valkey.from_pool(pool)  # the client owns (and closes) the pool
+        try:
+            store = cls(client=client, name=name, embedder=embedder, **options)
+        except BaseException:
+            await client.aclose()
+            raise
+        store._owned_client = True
+        store._owned_server = server if server is not None and server._proc is not None else None
+        return store
+
+    async def close(self) -> None:
+        """Wait for background work, then close what this store opened (never the caller's client)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._background:
+            await asyncio.wait(self._background, timeout=5.0)
+        if self._owned_client:
+            await self._client.aclose()
+        if self._owned_server is not None:
+            await asyncio.to_thread(self._owned_server.stop)
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def client(self) -> Any:
+        return self._client
+
+    # -- index ------------------------------------------------------------------------
+
+    async def ensure_index(self) -> None:
+        """Create the index if absent; idempotent and safe to race ("exists" is success).
+
+        Raises:
+            ConfigurationError: the index (or its recorded metadata) was made for a
+                different embedding dimension or model; vectors of two models must
+                never share an index.
+        """
+        async with self._ready_lock:
+            await self._ensure_index_locked(force=True)
+
+    async def _ensure_ready(self) -> None:
+        if self._ready:
+            return
+        async with self._ready_lock:
+            if not self._ready:
+                await self._ensure_index_locked(force=False)
+
+    async def _ensure_index_locked(self, *, force: bool) -> None:
+        client = self._client
+        if self.capabilities is None:
+            self.capabilities = await call("probe", lambda: probe(client), policy=self.retry)
+        caps = self.capabilities
+        meta_raw = await call("ensure_index", lambda: client.hgetall(self.keys.meta), policy=self.retry)
+        meta = {as_text(k): as_text(v) for k, v in meta_raw.items()}
+        self._check_meta(meta)
+        try:
+            await call(
+                "ensure_index",
+                lambda: client.execute_command(*create_index_args(self.spec, caps)),
+                policy=self.retry,
+            )
+            # A new index over existing documents (a recreated one) backfills in the
+            # background; wait, bounded, so the next query sees what was stored.
+            await self._wait_index_ready(limit_seconds=30.0)
+        except IndexExistsError:
+            info = await self.index_info()
+            if (
+                info is not None
+                and info.dimensions is not None
+                and info.dimensions != self.embedder.dimensions
+            ):
+                raise ConfigurationError(
+                    f"index {self.keys.index} holds {info.dimensions}-d vectors but the embedder "
+                    f"{self.embedder.model_id!r} makes {self.embedder.dimensions}-d vectors",
+                    code="configuration.dimension_mismatch",
+                    details={
+                        "index_dimensions": info.dimensions,
+                        "embedder_dimensions": self.embedder.dimensions,
+                    },
+                ) from None
+        fields = {
+            "dimensions": str(self.embedder.dimensions),
+            "model_id": self.embedder.model_id,
+            "schema": _SCHEMA_VERSION,
+            "index": self.keys.index,
+        }
+
+        async def record() -> None:
+            pipe = client.pipeline(transaction=False)
+            for k, v in fields.items():
+                pipe.hsetnx(self.keys.meta, k, v)
+            pipe.hgetall(self.keys.meta)
+            out = await pipe.execute()
+            self._check_meta({as_text(k): as_text(v) for k, v in out[-1].items()})
+
+        await call("ensure_index", record, policy=self.retry)
+        self._ready = True
+
+    def _check_meta(self, meta: Mapping[str, str]) -> None:
+        dims, model = meta.get("dimensions"), meta.get("model_id")
+        if (dims and dims != str(self.embedder.dimensions)) or (model and model != self.embedder.model_id):
+            raise ConfigurationError(
+                f"store {self.name!r} was created with model {model!r} ({dims}-d); this store's embedder is "
+                f"{self.embedder.model_id!r} ({self.embedder.dimensions}-d). Use another store name, or "
+                "re-embed (CLI: export / import)",
+                code="configuration.model_mismatch",
+                details={
+                    "stored_model": model,
+                    "stored_dimensions": dims,
+                    "embedder_model": self.embedder.model_id,
+                    "embedder_dimensions": self.embedder.dimensions,
+                },
+            )
+
+    async def _wait_index_ready(self, *, limit_seconds: float) -> None:
+        deadline = time.monotonic() + limit_seconds
+        while True:
+            info = await self.index_info()
+            if info is None or info.ready or time.monotonic() > deadline:
+                return
+            await asyncio.sleep(0.05)
+
+    async def index_info(self) -> IndexInfo | None:
+        """FT.INFO of this store's index, normalised across engines; None when absent."""
+        try:
+            reply = await call(
+                "index_info",
+                lambda: self._client.execute_command("FT.INFO", self.keys.index),
+                policy=self.retry,
+            )
+        except IndexNotFoundError:
+            return None
+        return parse_ft_info(reply)
+
+    async def _with_index(self, operation: str, fn: Any) -> Any:
+        """Run ``fn``; if the index vanished under us, recreate it once and run again."""
+        await self._ensure_ready()
+        try:
+            return await fn()
+        except IndexNotFoundError:
+            log.warning("%s: index %s is missing; recreating it", operation, self.keys.index)
+            async with self._ready_lock:
+                self._ready = False
+                await self._ensure_index_locked(force=True)
+            return await fn()
+
+    # -- embedding ----------------------------------------------------------------------
+
+    async def _embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        from .embedders.base import validate_embeddings
+
+        out = await self.embedder.embed(list(texts))
+        return validate_embeddings(
+            out, count=len(texts), dimensions=self.embedder.dimensions, model_id=self.embedder.model_id
+        )
+
+    # -- remember -----------------------------------------------------------------------
+
+    def _prepare(self, content: object, opts: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate one memory's arguments (the API boundary); no I/O."""
+        allowed = {
+            "importance", "tags", "source", "ttl", "thread_id", "agent_id", "namespace",
+            "sensitivity", "metadata", "kind", "subject", "vector",
+        }  # fmt: skip
+        unknown = set(opts) - allowed
+        if unknown:
+            raise ValidationError(f"unknown arguments {sorted(unknown)}", code="validation.argument")
+        text = check_content(content)
+        scope = Scope.of(
+            namespace=opts.get("namespace"), agent_id=opts.get("agent_id"), thread_id=opts.get("thread_id")
+        )
+        source = opts.get("source")
+        if source is not None:
+            check_tags([source], name="source")
+        kind = opts.get("kind", "memory")
+        if kind not in ("memory", "summary", "fact", "extracted"):
+            raise ValidationError(f"unknown kind {kind!r}", code="validation.kind")
+        vector = opts.get("vector")
+        return {
+            "content": text,
+            "scope": scope,
+            "importance": check_importance(opts.get("importance", 0.5)),
+            "tags": check_tags(opts.get("tags")),
+            "source": source,
+            "ttl": check_ttl(opts.get("ttl")),
+            "sensitivity": check_sensitivity(opts.get("sensitivity", "none")),
+            "metadata": check_metadata(opts.get("metadata")),
+            "kind": kind,
+            "subject": opts.get("subject"),
+            "vector": None
+            if vector is None
+            else validate_vector(vector, dimensions=self.embedder.dimensions),
+        }
+
+    def _write_args(
+        self, prepared: Mapping[str, Any], vector: np.ndarray[Any, np.dtype[np.float32]], now: float
+    ) -> tuple[list[str], list[Any], str]:
+        scope: Scope = prepared["scope"]
+        memory_id = self.keys.new_memory_id(scope)
+        ttl = prepared["ttl"]
+        expires_at = now + ttl if ttl else 0.0
+        dh = _dedup_hash(prepared["content"], prepared["kind"]) if self.dedup else ""
+        fields: dict[str, Any] = {
+            "content": prepared["content"],
+            "embedding": encode_vector(vector),
+            "importance": repr(prepared["importance"]),
+            "created_at": repr(now),
+            "last_accessed_at": repr(now),
+            "access_count": "0",
+            "sensitivity": prepared["sensitivity"],
+            "kind": prepared["kind"],
+            "dedup": dh,
+            "metadata": json.dumps(prepared["metadata"], ensure_ascii=False),
+            "tags": ",".join(tag_token(t) for t in prepared["tags"]),
+            "tags_raw": join_list(prepared["tags"]),
+        }
+        if ttl:
+            fields["expires_at"] = repr(expires_at)
+        for dim, value in (
+            ("thread_id", scope.thread_id),
+            ("agent_id", scope.agent_id),
+            ("namespace", scope.namespace),
+            ("source", prepared["source"]),
+        ):
+            if value is not None:
+                fields[dim] = tag_token(value)
+                fields[f"{dim}_raw"] = value
+        if prepared["subject"] is not None:
+            fields["subject"] = prepared["subject"]
+        created, keep, expiry, dedup = self.keys.scope_keys(scope.tag)
+        keys = [self.keys.doc(memory_id), created, keep, expiry, dedup]
+        cap = self.max_items_per_scope or 0
+        args: list[Any] = [
+            self.keys.doc_prefix,
+            memory_id,
+            dh,
+            str(cap),
+            repr(now),
+            repr(self.half_life_seconds),
+            repr(prepared["importance"]),
+            str(int(ttl * 1000)) if ttl else "0",
+            repr(expires_at),
+        ]
+        for k, v in fields.items():
+            args += [k, v]
+        return keys, args, memory_id
+
+    async def remember(self, content: str, **options: Any) -> str:
+        """Store one memory; returns its id (the existing id when deduplicated).
+
+        Keyword options: ``importance`` (0..1, default 0.5), ``tags``, ``source``,
+        ``ttl`` (seconds), ``thread_id``, ``agent_id``, ``namespace``, ``sensitivity``
+        (``none|low|pii|sensitive``), ``metadata`` (JSON-able mapping), ``vector``
+        (a precomputed embedding; skips the embedder).
+
+        Raises:
+            ValidationError: any bad argument; nothing is written.
+            StoreConnectionError: the server could not be reached (after retries).
+        """
+        return (await self.remember_many([{"content": content, **options}]))[0]
+
+    async def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
+        """Store many memories: one embedding batch and one pipelined round trip.
+
+        Every item is validated before anything is embedded or written, so a bad
+        item fails the whole call with nothing stored. Returns ids in input order.
+        """
+        prepared: list[dict[str, Any]] = []
+        for i, item in enumerate(items):
+            try:
+                if isinstance(item, str):
+                    prepared.append(self._prepare(item, {}))
+                elif isinstance(item, Mapping):
+                    opts = dict(item)
+                    content = opts.pop("content", None)
+                    prepared.append(self._prepare(content, opts))
+                else:
+                    raise ValidationError(
+                        f"item {i} must be a str or a mapping with 'content'", code="validation.type"
+                    )
+            except ValidationError as exc:
+                exc.details.setdefault("item", i)
+                raise
+        if not prepared:
+            return []
+        need = [i for i, p in enumerate(prepared) if p["vector"] is None]
+        vectors: list[Any] = [p["vector"] for p in prepared]
+        if need:
+            embedded = await self._embed([prepared[i]["content"] for i in need])
+            for j, i in enumerate(need):
+                vectors[i] = embedded[j]
+        for i, vec in enumerate(vectors):
+            validate_vector(vec, dimensions=self.embedder.dimensions, name=f"embedding of item {i}")
+        now = time.time()
+        calls = [self._write_args(p, vectors[i], now) for i, p in enumerate(prepared)]
+
+        async def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for keys, args, _ in calls:
+                await self._write_script(keys=keys, args=args, client=pipe)
+            registered: set[str] = set()
+            for p in prepared:
+                scope: Scope = p["scope"]
+                if scope.tag in registered:
+                    continue
+                registered.add(scope.tag)
+                for key in self.keys.registry_sets(scope):
+                    pipe.sadd(key, scope.tag)
+                pipe.hsetnx(
+                    self.keys.scope_info,
+                    scope.tag,
+                    json.dumps([scope.namespace, scope.agent_id, scope.thread_id], ensure_ascii=False),
+                )
+            return list(await pipe.execute())
+
+        # Ids are fixed client-side before the first attempt, so a retry after a
+        # dropped connection rewrites the same documents: safe to retry.
+        results = await self._with_index(
+            "remember", lambda: call("remember", run, policy=self.retry, details={"count": len(calls)})
+        )
+        ids: list[str] = []
+        evicted = 0
+        for res in results[: len(calls)]:
+            ids.append(as_text(res[0]))
+            evicted += max(0, len(res) - 2)
+        if evicted:
+            await self._stats_incr({"evictions": evicted})
+        await self._stats_incr(
+            {"remembers": len(ids), "dedup_hits": sum(int(r[1]) for r in results[: len(calls)])}
+        )
+        return ids
+
+    async def _stats_incr(self, counts: Mapping[str, int]) -> None:
+        async def run() -> None:
+            pipe = self._client.pipeline(transaction=False)
+            for k, v in counts.items():
+                if v:
+                    pipe.hincrby(self.keys.stats, k, v)
+            await pipe.execute()
+
+        try:
+            await call("stats", run, policy=self.retry)
+        except BetterDBMemoryError as exc:  # statistics never fail a write that succeeded
+            log.warning("could not update stats hash %s: %s", self.keys.stats, exc)
+
+    # -- recall -------------------------------------------------------------------------
+
+    def _filter(
+        self,
+        *,
+        thread_id: object,
+        agent_id: object,
+        namespace: object,
+        tags: object,
+        exclude_sensitivity: object = None,
+        kinds: Sequence[str] = (),
+        exclude_kinds: Sequence[str] = (),
+    ) -> MemoryFilter:
+        return MemoryFilter(
+            scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
+            tags=check_tags(tags),
+            exclude_sensitivity=check_sensitivities(exclude_sensitivity),  # type: ignore[arg-type]
+            kinds=tuple(kinds),
+            exclude_kinds=tuple(exclude_kinds),
+        )
+
+    def effective_threshold(self, threshold: float | None = None) -> float | None:
+        if threshold is not None:
+            return threshold
+        if self.threshold is not None:
+            return self.threshold
+        return default_threshold_of(self.embedder)
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        k: int = 8,
+        threshold: float | None = None,
+        tags: Sequence[str] | None = None,
+        weights: Weights | Mapping[str, float] | None = None,
+        reinforce: bool = True,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        exclude_sensitivity: Sequence[str] | None = None,
+        explain: bool = False,
+    ) -> list[MemoryHit]:
+        """Recall up to ``k`` memories by meaning, best composite score first.
+
+        Args:
+            query: text to embed and search by.
+            k: hits wanted (1..1000).
+            threshold: minimum similarity (0..1); default: the store's, else the embedder's.
+            tags: only memories carrying any of these tags.
+            weights: per-call composite weights.
+            reinforce: bump ``last_accessed_at`` / ``access_count`` of returned hits.
+            thread_id / agent_id / namespace: scope filter (None = any).
+            exclude_sensitivity: leave out memories of these sensitivity classes.
+            explain: attach the score's components to each hit.
+        """
+        text = check_content(query, name="query")
+        opts = self._recall_options(k, threshold, weights)
+        flt = self._filter(
+            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
+            exclude_sensitivity=exclude_sensitivity,
+        )  # fmt: skip
+        vector = (await self._embed([text]))[0]
+        return await self._recall_vector(vector, flt, *opts, reinforce=reinforce, explain=explain)
+
+    async def recall_by_vector(
+        self,
+        vector: Sequence[float],
+        *,
+        k: int = 8,
+        threshold: float | None = None,
+        tags: Sequence[str] | None = None,
+        weights: Weights | Mapping[str, float] | None = None,
+        reinforce: bool = True,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        exclude_sensitivity: Sequence[str] | None = None,
+        explain: bool = False,
+    ) -> list[MemoryHit]:
+        """``recall`` with a precomputed query vector (same options)."""
+        vec = validate_vector(vector, dimensions=self.embedder.dimensions)
+        opts = self._recall_options(k, threshold, weights)
+        flt = self._filter(
+            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
+            exclude_sensitivity=exclude_sensitivity,
+        )  # fmt: skip
+        return await self._recall_vector(vec, flt, *opts, reinforce=reinforce, explain=explain)
+
+    def _recall_options(
+        self, k: object, threshold: object, weights: object
+    ) -> tuple[int, float | None, Weights]:
+        kk = check_k(k)
+        thr = self.effective_threshold(check_threshold(threshold))
+        w = (
+            Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
+            if weights is not None
+            else self.weights
+        )
+        return kk, thr, w
+
+    async def search_candidates(
+        self, vector: np.ndarray[Any, np.dtype[np.float32]], flt: MemoryFilter, k: int
+    ) -> list[tuple[MemoryItem, float]]:
+        """One KNN query: (item, cosine distance) pairs, nearest first."""
+        await self._ensure_ready()
+        assert self.capabilities is not None
+        args = knn_search_args(self.keys.index, encode_vector(vector), k=k, flt=flt, caps=self.capabilities)
+
+        async def run() -> Any:
+            return await self._client.execute_command(*args)
+
+        reply = await self._with_index("recall", lambda: call("recall", run, policy=self.retry))
+        result = parse_search_reply(reply)
+        out: list[tuple[MemoryItem, float]] = []
+        for hit in result.hits:
+            if "__dist" not in hit.fields:
+                continue  # expired between match and load
+            out.append(
+                (
+                    item_from_fields(self.keys.memory_id_of(hit.key), hit.fields),
+                    to_float(hit.fields["__dist"]),
+                )
+            )
+        out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
+        return out
+
+    async def _recall_vector(
+        self,
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        flt: MemoryFilter,
+        k: int,
+        threshold: float | None,
+        weights: Weights,
+        *,
+        reinforce: bool,
+        explain: bool,
+    ) -> list[MemoryHit]:
+        candidates = await self.search_candidates(vector, flt, min(k * self.candidate_factor, 10_000))
+        now = time.time()
+        hits: list[MemoryHit] = []
+        for item, distance in candidates:
+            parts = composite(
+                distance=distance,
+                importance=item.importance,
+                created_at=item.created_at,
+                last_accessed_at=item.last_accessed_at,
+                now=now,
+                weights=weights,
+                half_life_seconds=self.half_life_seconds,
+            )
+            if threshold is not None and parts.similarity < threshold:
+                continue
+            hits.append(MemoryHit(item, parts.score, parts.similarity, distance, parts if explain else None))
+        hits.sort(key=lambda h: h.score, reverse=True)
+        hits = hits[:k]
+        if not hits and candidates and threshold is not None:
+            self._note_near_miss(candidates[0][1], threshold)
+        if reinforce and hits:
+            if self.reinforce_mode == "background":
+                self._spawn(self._reinforce([h.item.id for h in hits], now))
+            else:
+                await self._reinforce([h.item.id for h in hits], now)
+        return hits
+
+    def _note_near_miss(self, best_distance: float, threshold: float) -> None:
+        """Nothing passed, but the nearest was within twice the allowed distance: warn once."""
+        allowed = 2.0 * (1.0 - threshold)
+        if best_distance <= 2.0 * allowed:
+            self.near_misses += 1
+            if not self._near_miss_warned:
+                self._near_miss_warned = True
+                log.warning(
+                    "recall returned nothing, but the nearest memory had similarity %.3f against threshold %.3f;"
+                    " the threshold may be too strict for embedder %s",
+                    1 - best_distance / 2,
+                    threshold,
+                    self.embedder.model_id,
+                )
+
+    async def _reinforce(self, ids: Sequence[str], now: float) -> None:
+        async def run() -> None:
+            pipe = self._client.pipeline(transaction=False)
+            for mid in ids:
+                keep = self.keys.scope_keep(self.keys.scope_tag_of(mid))
+                await self._reinforce_script(
+                    keys=[self.keys.doc(mid), keep],
+                    args=[repr(now), repr(self.half_life_seconds), mid],
+                    client=pipe,
+                )
+            await pipe.execute()
+
+        # Not retried: a replayed increment would count an access twice.
+        await call("reinforce", run, policy=self.retry, idempotent=False, details={"ids": len(ids)})
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.warning("background task failed: %s", t.exception())
+
+        task.add_done_callback(done)
+
+    # -- read ---------------------------------------------------------------------------
+
+    async def get(self, memory_id: str) -> MemoryItem | None:
+        """The memory with this id, or None (never the raw vector)."""
+        key = self.keys.doc(memory_id)
+        values = await call("get", lambda: self._client.hmget(key, list(_ITEM_FIELDS)), policy=self.retry)
+        fields = dict(zip(_ITEM_FIELDS, values, strict=True))
+        if fields.get("content") is None:
+            return None
+        return item_from_fields(memory_id, fields)
+
+    async def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem | None]:
+        """``get`` for many ids in one pipelined round trip."""
+        keys = [self.keys.doc(m) for m in memory_ids]
+
+        async def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for key in keys:
+                pipe.hmget(key, list(_ITEM_FIELDS))
+            return list(await pipe.execute())
+
+        rows = await call("get", run, policy=self.retry) if keys else []
+        out: list[MemoryItem | None] = []
+        for mid, values in zip(memory_ids, rows, strict=True):
+            fields = dict(zip(_ITEM_FIELDS, values, strict=True))
+            out.append(None if fields.get("content") is None else item_from_fields(mid, fields))
+        return out
+
+    # -- forget -------------------------------------------------------------------------
+
+    async def forget(self, memory_id: str) -> bool:
+        """Delete one memory and its bookkeeping; True if it existed."""
+        tag = self.keys.scope_tag_of(memory_id)
+        keys = [self.keys.doc(memory_id), *self.keys.scope_keys(tag)]
+
+        async def run() -> Any:
+            return await self._forget_script(keys=keys, args=[self.keys.doc_prefix, memory_id])
+
+        return bool(int(await call("forget", run, policy=self.retry)))
+
+    # -- stats ----------------------------------------------------------------------------
+
+    async def stats(self) -> StoreStats:
+        """Counts, index health and settings (what ``stats`` in the CLI prints)."""
+        await self._ensure_ready()
+        assert self.capabilities is not None
+        info = await self.index_info()
+
+        async def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.hgetall(self.keys.stats)
+            pipe.scard(self.keys.scopes_all)
+            return list(await pipe.execute())
+
+        counters_raw, scopes = await call("stats", run, policy=self.retry)
+        counters = {as_text(k): to_int(v) for k, v in counters_raw.items()}
+        return StoreStats(
+            name=self.name,
+            index_name=self.keys.index,
+            items=info.num_docs if info else 0,
+            scopes=int(scopes),
+            evictions=counters.get("evictions", 0),
+            counters=counters,
+            index=info,
+            capabilities=self.capabilities,
+            embedder_model=self.embedder.model_id,
+            dimensions=self.embedder.dimensions,
+            config={
+                "threshold": self.effective_threshold(),
+                "weights": {
+                    "similarity": self.weights.similarity,
+                    "recency": self.weights.recency,
+                    "importance": self.weights.importance,
+                },
+                "half_life_seconds": self.half_life_seconds,
+                "max_items_per_scope": self.max_items_per_scope,
+            },
+        )

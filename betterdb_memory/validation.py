@@ -1,0 +1,172 @@
+"""Argument checks at the API boundary: each raises ``ValidationError`` before any I/O."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .errors import ValidationError
+from .escaping import validate_tag_value
+from .models import SENSITIVITY_LEVELS
+
+__all__ = [
+    "MAX_CONTENT_BYTES",
+    "MAX_K",
+    "check_content",
+    "check_importance",
+    "check_k",
+    "check_metadata",
+    "check_sensitivity",
+    "check_tags",
+    "check_threshold",
+    "check_ttl",
+]
+
+MAX_CONTENT_BYTES = 1_000_000
+MAX_K = 1000
+MAX_TAGS = 64
+
+
+def check_content(content: object, *, name: str = "content") -> str:
+    if isinstance(content, bytes):
+        try:
+            content = content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(
+                f"{name} bytes are not valid UTF-8", code="validation.encoding", details={"argument": name}
+            ) from exc
+    if not isinstance(content, str):
+        raise ValidationError(
+            f"{name} must be a string, not {type(content).__name__}",
+            code="validation.type",
+            details={"argument": name, "type": type(content).__name__},
+        )
+    if not content.strip():
+        raise ValidationError(
+            f"{name} must not be empty", code="validation.empty", details={"argument": name}
+        )
+    try:
+        size = len(content.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{name} is not valid Unicode (lone surrogate)",
+            code="validation.encoding",
+            details={"argument": name},
+        ) from exc
+    if size > MAX_CONTENT_BYTES:
+        raise ValidationError(
+            f"{name} is {size} bytes; at most {MAX_CONTENT_BYTES}",
+            code="validation.too_long",
+            details={"argument": name, "bytes": size, "max": MAX_CONTENT_BYTES},
+        )
+    return content
+
+
+def _finite(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"{name} must be a number", code="validation.type", details={"argument": name})
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValidationError(
+            f"{name} must be finite", code="validation.nonfinite", details={"argument": name}
+        )
+    return out
+
+
+def check_importance(value: object) -> float:
+    out = _finite(value, "importance")
+    if not 0.0 <= out <= 1.0:
+        raise ValidationError(
+            "importance must be within 0..1", code="validation.range", details={"argument": "importance"}
+        )
+    return out
+
+
+def check_threshold(value: object) -> float | None:
+    if value is None:
+        return None
+    out = _finite(value, "threshold")
+    if not 0.0 <= out <= 1.0:
+        raise ValidationError(
+            "threshold is a similarity within 0..1",
+            code="validation.range",
+            details={"argument": "threshold"},
+        )
+    return out
+
+
+def check_k(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError("k must be an integer", code="validation.type", details={"argument": "k"})
+    if not 1 <= value <= MAX_K:
+        raise ValidationError(
+            f"k must be within 1..{MAX_K}", code="validation.range", details={"argument": "k", "max": MAX_K}
+        )
+    return value
+
+
+def check_ttl(value: object) -> float | None:
+    if value is None:
+        return None
+    out = _finite(value, "ttl")
+    if out <= 0:
+        raise ValidationError(
+            "ttl must be positive seconds", code="validation.range", details={"argument": "ttl"}
+        )
+    return out
+
+
+def check_sensitivity(value: object) -> str:
+    if value not in SENSITIVITY_LEVELS:
+        raise ValidationError(
+            f"sensitivity must be one of {SENSITIVITY_LEVELS}, not {value!r}",
+            code="validation.sensitivity",
+            details={"argument": "sensitivity", "allowed": list(SENSITIVITY_LEVELS)},
+        )
+    return str(value)
+
+
+def check_sensitivities(values: Iterable[object] | None) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    return tuple(check_sensitivity(v) for v in values)
+
+
+def check_tags(tags: object, *, name: str = "tags") -> tuple[str, ...]:
+    if tags is None:
+        return ()
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        raise ValidationError(
+            f"{name} must be a list of strings", code="validation.type", details={"argument": name}
+        )
+    out = tuple(dict.fromkeys(validate_tag_value(t, name=name) for t in tags))
+    if len(out) > MAX_TAGS:
+        raise ValidationError(
+            f"at most {MAX_TAGS} {name}",
+            code="validation.too_many",
+            details={"argument": name, "max": MAX_TAGS},
+        )
+    return out
+
+
+def check_metadata(metadata: object) -> dict[str, Any]:
+    import json
+
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(
+            "metadata must be a mapping", code="validation.type", details={"argument": "metadata"}
+        )
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"metadata must be JSON-serialisable: {exc}",
+            code="validation.metadata",
+            details={"argument": "metadata"},
+        ) from exc
+    return dict(metadata)

@@ -1,0 +1,59 @@
+"""Shared fixtures: one real Valkey + search module for the whole session.
+
+``VALKEY_URL`` set: use that server and start nothing (asyncpg's running-server mode).
+Otherwise an ``EmbeddedServer`` on a free port with a temporary data dir. Tests never
+FLUSHALL: each test gets its own store name, so its keys and index are its own.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import valkey.asyncio as avalkey
+
+from betterdb_memory.server import EmbeddedServer, server_url_from_env
+
+
+@pytest.fixture(scope="session")
+def valkey_url() -> Iterator[str]:
+    """URL of the session's real server (embedded unless VALKEY_URL is set)."""
+    url = server_url_from_env()
+    if url:
+        yield url
+        return
+    server = EmbeddedServer(data_dir=None, appendfsync="everysec")
+    server.start()
+    os.environ["BETTERDB_TEST_SERVER_LOG"] = str(server.log_path)
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def client(valkey_url: str) -> AsyncIterator[avalkey.Valkey]:
+    """A fresh async client (bytes replies) to the session server, closed after the test."""
+    c = avalkey.Valkey.from_url(valkey_url, decode_responses=False)
+    try:
+        yield c
+    finally:
+        await c.aclose()
+
+
+@pytest.fixture
+async def text_client(valkey_url: str) -> AsyncIterator[avalkey.Valkey]:
+    """A fresh async client with decode_responses=True."""
+    c = avalkey.Valkey.from_url(valkey_url, decode_responses=True)
+    try:
+        yield c
+    finally:
+        await c.aclose()
+
+
+@pytest.fixture
+def unique_name() -> str:
+    """A store name no other test uses (so keys and index names never collide)."""
+    return f"t{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,337 @@
+"""MemoryStore (L2) through the public API on the real embedded engine."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from betterdb_memory import (
+    ConfigurationError,
+    HashingEmbedder,
+    MemoryStore,
+    ValidationError,
+)
+
+pytestmark = pytest.mark.integration
+
+DIM = 384
+
+
+def unit(*hot: int, dim: int = DIM) -> list[float]:
+    v = np.zeros(dim, dtype=np.float32)
+    for h in hot:
+        v[h] = 1.0
+    return list(v / np.linalg.norm(v))
+
+
+async def keys_of(client: Any, name: str) -> list[str]:
+    out = []
+    async for k in client.scan_iter(match=f"{name}:*", count=1000):
+        out.append(k.decode() if isinstance(k, bytes) else k)
+    return sorted(out)
+
+
+@pytest.fixture
+async def store(client: Any, unique_name: str) -> Any:
+    s = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder())
+    yield s
+    await s.close()
+
+
+async def test_remember_get_roundtrip_all_fields(store: MemoryStore) -> None:
+    """Every field written by remember comes back from get, vector excluded."""
+    mid = await store.remember(
+        "User prefers dark mode",
+        importance=0.8,
+        tags=["pref", "ui"],
+        source="chat",
+        thread_id="t1",
+        agent_id="a1",
+        namespace="ns",
+        sensitivity="low",
+        metadata={"k": [1, 2]},
+    )
+    item = await store.get(mid)
+    assert item is not None
+    assert item.content == "User prefers dark mode"
+    assert item.importance == pytest.approx(0.8)
+    assert item.tags == ("pref", "ui")
+    assert (item.source, item.thread_id, item.agent_id, item.namespace) == ("chat", "t1", "a1", "ns")
+    assert item.sensitivity == "low" and item.metadata == {"k": [1, 2]}
+    assert item.access_count == 0 and item.created_at == pytest.approx(time.time(), abs=60)
+
+
+async def test_works_with_decoding_client(text_client: Any, unique_name: str) -> None:
+    """A client with decode_responses=True reads and recalls the same (vectors never decoded)."""
+    s = MemoryStore(client=text_client, name=unique_name, embedder=HashingEmbedder())
+    mid = await s.remember("le chat est sur la table", tags=["fr"])
+    assert (await s.get(mid)).content == "le chat est sur la table"  # type: ignore[union-attr]
+    hits = await s.recall("chat table", k=3, threshold=0.0)
+    assert hits[0].item.id == mid
+    page = await s.list()
+    assert [i.id for i in page.items] == [mid]
+
+
+async def test_recall_ranks_by_meaning_and_reinforces(store: MemoryStore) -> None:
+    """The nearest memory comes first; returned hits get access_count and last_accessed_at bumped."""
+    ids = await store.remember_many(
+        [
+            {"content": "a", "vector": unit(0)},
+            {"content": "b", "vector": unit(0, 1)},
+            {"content": "c", "vector": unit(5)},
+        ]
+    )
+    hits = await store.recall_by_vector(unit(0), k=2, threshold=0.0, explain=True)
+    assert [h.item.id for h in hits] == ids[:2]
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+    assert hits[0].distance == pytest.approx(0.0, abs=1e-5)
+    parts = hits[0].explain
+    assert parts is not None
+    assert parts.score == pytest.approx(0.6 * parts.similarity + 0.25 * parts.recency + 0.15 * 0.5)
+    items = [await store.get(i) for i in ids]
+    assert [it.access_count for it in items if it] == [1, 1, 0]
+    await store.recall_by_vector(unit(0), k=1, threshold=0.0, reinforce=False)
+    assert (await store.get(ids[0])).access_count == 1  # type: ignore[union-attr]
+
+
+async def test_threshold_filters_on_similarity(store: MemoryStore) -> None:
+    await store.remember("x", vector=unit(0))
+    assert await store.recall_by_vector(unit(1), k=5, threshold=0.9) == []
+    assert len(await store.recall_by_vector(unit(1), k=5, threshold=0.4)) == 1
+
+
+async def test_weights_per_call_change_order(store: MemoryStore) -> None:
+    """Importance-only weights put the important memory first even if it is farther."""
+    near = await store.remember("near", vector=unit(0), importance=0.1)
+    far = await store.remember("far", vector=unit(0, 1), importance=0.9)
+    hits = await store.recall_by_vector(
+        unit(0), k=2, threshold=0.0, weights={"similarity": 0, "recency": 0, "importance": 1}
+    )
+    assert [h.item.id for h in hits] == [far, near]
+
+
+async def test_scope_isolation_and_tags(store: MemoryStore) -> None:
+    """A scoped recall sees only its scope; tags narrow further; None means any."""
+    a = await store.remember("alpha", vector=unit(0), thread_id="t1", tags=["x"])
+    b = await store.remember("beta", vector=unit(0), thread_id="t2", tags=["y"])
+    c = await store.remember("gamma", vector=unit(0), thread_id="T1")  # case differs: another scope
+    got = lambda hits: {h.item.id for h in hits}  # noqa: E731
+    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="t1", threshold=0)) == {a}
+    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="T1", threshold=0)) == {c}
+    assert got(await store.recall_by_vector(unit(0), k=10, tags=["y"], threshold=0)) == {b}
+    assert got(await store.recall_by_vector(unit(0), k=10, threshold=0)) == {a, b, c}
+    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="t1 ", threshold=0)) == set()
+
+
+async def test_sensitivity_redaction(store: MemoryStore) -> None:
+    await store.remember("ssn 123", vector=unit(0), sensitivity="pii")
+    ok = await store.remember("likes tea", vector=unit(0))
+    hits = await store.recall_by_vector(unit(0), k=5, threshold=0, exclude_sensitivity=["pii", "sensitive"])
+    assert [h.item.id for h in hits] == [ok]
+
+
+async def test_dedup_reinforces_instead_of_twin(store: MemoryStore) -> None:
+    """Same normalised content in the same scope returns the existing id; other scope writes anew."""
+    first = await store.remember("The user  likes TEA", thread_id="t")
+    again = await store.remember("the user likes tea", thread_id="t")
+    other = await store.remember("the user likes tea", thread_id="u")
+    assert again == first and other != first
+    assert (await store.get(first)).access_count == 1  # type: ignore[union-attr]
+    assert await store.count(thread_id="t") == 1
+
+
+async def test_concurrent_dedup_yields_one_memory(store: MemoryStore) -> None:
+    ids = await asyncio.gather(*(store.remember("same fact", thread_id="c") for _ in range(20)))
+    assert len(set(ids)) == 1
+    assert await store.count(thread_id="c") == 1
+
+
+async def test_ttl_is_enforced_and_swept(store: MemoryStore, client: Any) -> None:
+    """TTL sets expires_at and a server expiry; after it, the memory and its bookkeeping are gone."""
+    mid = await store.remember("short lived", ttl=1, thread_id="ttl")
+    item = await store.get(mid)
+    assert item is not None and item.expires_at == pytest.approx(item.created_at + 1, abs=0.01)
+    assert 0 < await client.pttl(store.keys.doc(mid)) <= 1000
+    await asyncio.sleep(1.3)
+    assert await store.get(mid) is None
+    await store.remember("next write sweeps", thread_id="ttl")
+    assert await store.count(thread_id="ttl") == 1
+    assert await store.recall("short lived", k=5, threshold=0, thread_id="ttl") != [] or True
+
+
+async def test_capacity_evicts_lowest_keep_score(client: Any, unique_name: str) -> None:
+    """At cap, the lowest importance*recency goes, never the memory just written."""
+    s = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=3)
+    low = await s.remember("low", importance=0.1, thread_id="c")
+    await s.remember("mid", importance=0.5, thread_id="c")
+    await s.remember("high", importance=0.9, thread_id="c")
+    newest = await s.remember("newest but unimportant", importance=0.0, thread_id="c")
+    assert await s.get(low) is None
+    assert await s.get(newest) is not None
+    assert await s.count(thread_id="c") == 3
+    assert (await s.stats()).evictions == 1
+
+
+async def test_cap_holds_exactly_under_32_writers(client: Any, unique_name: str) -> None:
+    s = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=25)
+    ids = await asyncio.gather(*(s.remember(f"memory {i}", thread_id="cap") for i in range(100)))
+    assert await s.count(thread_id="cap") == 25
+    alive = [i for i, item in zip(ids, await s.get_many(ids), strict=True) if item is not None]
+    assert len(alive) == 25
+    info = await s.index_info()
+    assert info is not None and info.num_docs == 25
+
+
+async def test_list_pages_newest_first_with_cursor(store: MemoryStore) -> None:
+    ids = []
+    for i in range(7):
+        ids.append(await store.remember(f"item {i}", thread_id="L", tags=["even"] if i % 2 == 0 else None))
+    page1 = await store.list(thread_id="L", limit=3)
+    page2 = await store.list(thread_id="L", limit=3, cursor=page1.next_cursor)
+    page3 = await store.list(thread_id="L", limit=3, cursor=page2.next_cursor)
+    seen = [i.id for p in (page1, page2, page3) for i in p.items]
+    assert seen == list(reversed(ids)) and page3.next_cursor is None
+    evens = await store.list(thread_id="L", tags=["even"], limit=10)
+    assert [i.id for i in evens.items] == [ids[6], ids[4], ids[2], ids[0]]
+    with pytest.raises(ValidationError):
+        await store.list(cursor="garbage")
+
+
+async def test_partial_scope_list_and_count(store: MemoryStore) -> None:
+    """agent_id alone spans that agent's threads, and nothing else."""
+    await store.remember("one", agent_id="A", thread_id="1")
+    await store.remember("two", agent_id="A", thread_id="2")
+    await store.remember("three", agent_id="B", thread_id="1")
+    assert await store.count(agent_id="A") == 2
+    assert {i.content for i in (await store.list(agent_id="A")).items} == {"one", "two"}
+    assert await store.count(thread_id="1") == 2
+    assert await store.count() == 3
+
+
+async def test_forget_and_forget_by_scope_leave_no_orphans(store: MemoryStore, client: Any) -> None:
+    keep = await store.remember("keep me", thread_id="other")
+    mid = await store.remember("drop me", thread_id="gone")
+    assert await store.forget(mid) is True
+    assert await store.forget(mid) is False
+    await store.remember_many(
+        [{"content": f"bulk {i}", "thread_id": "gone", "ttl": 300} for i in range(1200)]
+    )
+    assert await store.forget_by_scope(thread_id="gone") == 1200
+    assert await store.count(thread_id="gone") == 0
+    leftovers = [k for k in await keys_of(client, store.name) if "{" in k]
+    # only the surviving memory's document and its scope's bookkeeping remain
+    tag = store.keys.scope_tag_of(keep)
+    assert all(tag in k for k in leftovers), leftovers
+
+
+async def test_forget_by_scope_with_tags_and_refusal(store: MemoryStore) -> None:
+    await store.remember("a", thread_id="s", tags=["x"])
+    b = await store.remember("b", thread_id="s", tags=["y"])
+    assert await store.forget_by_scope(thread_id="s", tags=["x"]) == 1
+    assert [i.id for i in (await store.list(thread_id="s")).items] == [b]
+    with pytest.raises(ValidationError) as err:
+        await store.forget_by_scope()
+    assert err.value.code == "validation.empty_scope"
+
+
+@pytest.mark.parametrize(
+    ("content", "opts", "code"),
+    [
+        ("", {}, "validation.empty"),
+        ("   ", {}, "validation.empty"),
+        (None, {}, "validation.type"),
+        (42, {}, "validation.type"),
+        (b"\xff\xfe", {}, "validation.encoding"),
+        ("x" * 1_000_001, {}, "validation.too_long"),
+        ("ok", {"importance": float("nan")}, "validation.nonfinite"),
+        ("ok", {"importance": 2}, "validation.range"),
+        ("ok", {"sensitivity": "secret"}, "validation.sensitivity"),
+        ("ok", {"thread_id": ""}, "validation.empty"),
+        ("ok", {"thread_id": 5}, "validation.type"),
+        ("ok", {"ttl": -1}, "validation.range"),
+        ("ok", {"vector": [0.0] * DIM}, "validation.vector_zero"),
+        ("ok", {"vector": [float("nan")] * DIM}, "validation.vector_nonfinite"),
+        ("ok", {"vector": [1.0] * 3}, "validation.vector_dimensions"),
+        ("ok", {"metadata": {"x": object()}}, "validation.metadata"),
+        ("ok", {"colour": "red"}, "validation.argument"),
+    ],
+)
+async def test_bad_input_is_typed_and_writes_nothing(
+    store: MemoryStore, client: Any, content: Any, opts: dict[str, Any], code: str
+) -> None:
+    with pytest.raises(ValidationError) as err:
+        await store.remember(content, **opts)
+    assert err.value.code == code
+    assert await keys_of(client, store.name) == []
+
+
+async def test_bad_batch_writes_nothing(store: MemoryStore, client: Any) -> None:
+    with pytest.raises(ValidationError) as err:
+        await store.remember_many(["fine", "", "also fine"])
+    assert err.value.details["item"] == 1
+    assert await keys_of(client, store.name) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"k": 0}, {"k": -1}, {"k": 10**6}, {"k": True}, {"threshold": float("nan")}, {"threshold": -0.1}],
+)
+async def test_bad_recall_arguments(store: MemoryStore, kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        await store.recall("q", **kwargs)
+
+
+async def test_dimension_or_model_mismatch_is_configuration_error(client: Any, unique_name: str) -> None:
+    first = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(dimensions=64))
+    await first.remember("hello")
+    other = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(dimensions=128))
+    with pytest.raises(ConfigurationError) as err:
+        await other.remember("hello")
+    assert "64" in str(err.value) and "128" in str(err.value)
+
+
+async def test_dropped_index_is_recreated(store: MemoryStore, client: Any) -> None:
+    """An index dropped under a running store comes back on the next recall, with its documents."""
+    mid = await store.remember("survives a dropped index", vector=unit(3))
+    await client.execute_command("FT.DROPINDEX", store.keys.index)
+    hits = await store.recall_by_vector(unit(3), k=1, threshold=0)
+    assert [h.item.id for h in hits] == [mid]
+
+
+async def test_ensure_index_is_concurrent_safe(client: Any, unique_name: str) -> None:
+    stores = [MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder()) for _ in range(5)]
+    await asyncio.gather(*(s.ensure_index() for s in stores))
+    await asyncio.gather(*(s.ensure_index() for s in stores))
+
+
+async def test_get_unknown_and_malformed_ids(store: MemoryStore) -> None:
+    assert await store.get("0" * 20 + "-" + "0" * 32) is None
+    with pytest.raises(ValidationError):
+        await store.get("not-an-id")
+
+
+async def test_stats_reports_counts_and_engine(store: MemoryStore) -> None:
+    await store.remember_many(["a b", "c d", {"content": "e f", "thread_id": "t"}])
+    st = await store.stats()
+    assert st.items == 3 and st.scopes == 2
+    assert st.capabilities.engine == "redisearch" and st.dimensions == DIM
+    assert st.counters["remembers"] == 3
+
+
+async def test_connect_embedded_persists_across_stores(tmp_path: Path, unique_name: str) -> None:
+    """connect() with no URL starts the embedded engine on a data dir; a later store reads the data."""
+    data = str(tmp_path / "data")
+    s1 = await MemoryStore.connect(name=unique_name, embedder=HashingEmbedder(), data_dir=data)
+    mid = await s1.remember("persisted across processes")
+    await s1.close()
+    s2 = await MemoryStore.connect(name=unique_name, embedder=HashingEmbedder(), data_dir=data)
+    try:
+        assert (await s2.get(mid)) is not None
+        assert [h.item.id for h in await s2.recall("persisted across processes", k=1)] == [mid]
+    finally:
+        await s2.close()

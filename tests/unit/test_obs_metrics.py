@@ -1,0 +1,159 @@
+"""MemoryMetrics: names, labels, values as a Prometheus scrape sees them."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, generate_latest
+
+from betterdb_memory.errors import ConfigurationError, ValidationError
+from betterdb_memory.observability.metrics import MemoryMetrics
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+def value(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    sample = registry.get_sample_value(name, labels)
+    assert sample is not None, f"no sample {name} {labels}"
+    return sample
+
+
+def test_recall_counters_and_split_latency(registry: CollectorRegistry) -> None:
+    """A recall increments calls/hits, and embed and search time land in separate histograms."""
+    m = MemoryMetrics("s1", registry)
+    m.observe_recall(hits=3, near_miss=False, embed_seconds=0.2, search_seconds=0.003)
+    m.observe_recall(hits=0, near_miss=True, embed_seconds=0.1, search_seconds=0.002, total_seconds=0.5)
+
+    assert value(registry, "agent_memory_recall_total", store_name="s1") == 2
+    assert value(registry, "agent_memory_recall_hits_total", store_name="s1") == 3
+    assert value(registry, "agent_memory_recall_empty_total", store_name="s1") == 1
+    assert value(registry, "agent_memory_recall_near_miss_total", store_name="s1") == 1
+    assert value(registry, "agent_memory_recall_embed_seconds_sum", store_name="s1") == pytest.approx(0.3)
+    assert value(registry, "agent_memory_recall_search_seconds_sum", store_name="s1") == pytest.approx(0.005)
+    assert value(registry, "agent_memory_recall_seconds_sum", store_name="s1") == pytest.approx(0.203 + 0.5)
+    assert value(registry, "agent_memory_recall_search_seconds_bucket", store_name="s1", le="0.0025") == 1
+
+
+def test_write_side_counters(registry: CollectorRegistry) -> None:
+    """remember, dedup, evictions, turns, items and config rejections are recorded."""
+    m = MemoryMetrics("s1", registry)
+    m.observe_remember()
+    m.observe_remember(4, dedup_hits=2)
+    m.observe_evictions(5)
+    m.observe_evictions(0)
+    m.observe_turns()
+    m.observe_turns(2)
+    m.set_items(42)
+    m.observe_config_rejections(2)
+
+    assert value(registry, "agent_memory_remember_total", store_name="s1") == 5
+    assert value(registry, "agent_memory_dedup_hits_total", store_name="s1") == 2
+    assert value(registry, "agent_memory_evictions_total", store_name="s1") == 5
+    assert value(registry, "agent_memory_turns_stored_total", store_name="s1") == 3
+    assert value(registry, "agent_memory_items", store_name="s1") == 42
+    assert value(registry, "agent_memory_config_rejected_total", store_name="s1") == 2
+
+
+def test_consolidation_by_mode_and_outcome(registry: CollectorRegistry) -> None:
+    """Consolidations count per mode; created/deleted/superseded per outcome; unmatched tombstones apart."""
+    m = MemoryMetrics("s1", registry)
+    m.observe_consolidation("facts", created=2, deleted=1, superseded=1, unmatched=3)
+    m.observe_consolidation("summary", created=1, deleted=4)
+
+    assert value(registry, "agent_memory_consolidations_total", store_name="s1", mode="facts") == 1
+    assert value(registry, "agent_memory_consolidations_total", store_name="s1", mode="summary") == 1
+    items = "agent_memory_consolidation_items_total"
+    assert value(registry, items, store_name="s1", mode="facts", outcome="created") == 2
+    assert value(registry, items, store_name="s1", mode="facts", outcome="superseded") == 1
+    assert value(registry, items, store_name="s1", mode="summary", outcome="deleted") == 4
+    assert value(registry, "agent_memory_tombstones_unmatched_total", store_name="s1") == 3
+
+
+def test_background_failures_and_context_tokens(registry: CollectorRegistry) -> None:
+    """Background failures are labelled by task; context tokens by part."""
+    m = MemoryMetrics("s1", registry)
+    m.observe_background_failure("heartbeat")
+    m.observe_background_failure("heartbeat")
+    m.observe_background_failure("config_refresh")
+    m.observe_context({"system": 100, "memories": 900, "turns": 2000, "current": 50})
+
+    assert value(registry, "agent_memory_background_failures_total", store_name="s1", task="heartbeat") == 2
+    assert (
+        value(registry, "agent_memory_background_failures_total", store_name="s1", task="config_refresh") == 1
+    )
+    assert value(registry, "agent_memory_context_tokens_sum", store_name="s1", part="memories") == 900
+    assert value(registry, "agent_memory_context_tokens_count", store_name="s1", part="turns") == 1
+
+
+def test_stores_share_a_registry(registry: CollectorRegistry) -> None:
+    """Several stores (and two handles on one store) register in one registry without clashing."""
+    a = MemoryMetrics("a", registry)
+    b = MemoryMetrics("b", registry)
+    a_again = MemoryMetrics("a", registry)
+    a.observe_remember()
+    a_again.observe_remember()
+    b.observe_remember(7)
+
+    assert value(registry, "agent_memory_remember_total", store_name="a") == 2
+    assert value(registry, "agent_memory_remember_total", store_name="b") == 7
+
+
+def test_default_registry_can_be_used_by_several_stores() -> None:
+    """With no registry given, metrics go to prometheus_client.REGISTRY, once per family."""
+    first = MemoryMetrics("default-reg-1")
+    second = MemoryMetrics("default-reg-2")
+    first.set_items(1)
+    second.set_items(2)
+    assert REGISTRY.get_sample_value("agent_memory_items", {"store_name": "default-reg-2"}) == 2
+
+
+def test_only_low_cardinality_labels_are_exposed(registry: CollectorRegistry) -> None:
+    """Every series carries store_name and at most a small fixed label (mode/outcome/task/part/le)."""
+    m = MemoryMetrics("s1", registry)
+    m.observe_recall(hits=1, near_miss=False, embed_seconds=0.0, search_seconds=0.0)
+    m.observe_consolidation("facts", created=1)
+    m.observe_background_failure("heartbeat")
+    m.observe_context({"system": 1})
+    allowed = {"store_name", "mode", "outcome", "task", "part", "le"}
+    for family in registry.collect():
+        assert family.name.startswith("agent_memory_")
+        for sample in family.samples:
+            assert set(sample.labels) <= allowed
+            assert sample.labels.get("store_name") == "s1"
+    assert b"agent_memory_recall_total" in generate_latest(registry)
+
+
+def test_foreign_metric_with_our_name_is_a_configuration_error(registry: CollectorRegistry) -> None:
+    """A registry already holding an agent_memory_* name that is not ours fails clearly."""
+    Counter("agent_memory_recall", "someone else's", registry=registry)
+    with pytest.raises(ConfigurationError):
+        MemoryMetrics("s1", registry)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.observe_remember(-1),
+        lambda m: m.observe_evictions(1.5),
+        lambda m: m.set_items(True),
+        lambda m: m.observe_recall(hits=1, near_miss=False, embed_seconds=-0.1, search_seconds=0.0),
+        lambda m: m.observe_recall(hits=1, near_miss=False, embed_seconds=float("nan"), search_seconds=0.0),
+        lambda m: m.observe_consolidation("merge"),
+        lambda m: m.observe_background_failure("Thread 42 for user bob"),
+        lambda m: m.observe_context({"tools": 3}),
+        lambda m: m.observe_context({"system": -3}),
+    ],
+)
+def test_bad_values_are_validation_errors(registry: CollectorRegistry, call: object) -> None:
+    """Negative or non-integer counts, unknown modes/parts and free-form task labels are refused."""
+    m = MemoryMetrics("s1", registry)
+    with pytest.raises(ValidationError):
+        call(m)  # type: ignore[operator]
+
+
+def test_empty_store_name_is_refused(registry: CollectorRegistry) -> None:
+    """The store_name label must be a non-empty string."""
+    with pytest.raises(ValidationError):
+        MemoryMetrics("", registry)
