@@ -69,4 +69,4 @@ async def call(
                 extra["attempts"] = attempt
                 raise translate(exc, operation=operation, details=extra) from exc
             delay = min(policy.max_delay, policy.base_delay * (2 ** (attempt - 1)))
-            await asyncio.sleep(random.uniform(0, delay))  # noqa: S311 - jitter, not crypto
+            await asyncio.sleep(random.uniform(0, delay))

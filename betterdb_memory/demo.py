@@ -1,6 +1,6 @@
 """The betterdb-memory demo: an agent's memory on the embedded Valkey Search engine.
 
-Run with ``make demo``. It starts the embedded engine in a temporary data dir
+Run with ``make demo`` (or ``betterdb-memory demo``). It starts the embedded engine in a temporary data dir
 (set VALKEY_URL to use your own server instead), uses the offline ONNX embedder
 (all-MiniLM-L6-v2), and shows what the library does, step by step.
 """
@@ -20,8 +20,8 @@ def heading(text: str) -> None:
     print(f"\n== {text} " + "=" * max(0, 70 - len(text)))
 
 
-async def main() -> None:
-    url = server_url_from_env()
+async def run(url: str | None = None) -> None:
+    """Run the scripted demo on ``url``, or on a temporary embedded engine when None."""
     with tempfile.TemporaryDirectory(prefix="betterdb-demo-") as data_dir:
         t0 = time.perf_counter()
         store = await MemoryStore.connect(url, name="demo", data_dir=None if url else data_dir)
@@ -72,6 +72,10 @@ async def main() -> None:
             await store.close()
 
 
-if __name__ == "__main__":
+def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    asyncio.run(main())
+    asyncio.run(run(server_url_from_env()))
+
+
+if __name__ == "__main__":
+    main()

@@ -234,7 +234,7 @@ async def probe(client: Any) -> Capabilities:
         found = parse_module_list(await client.execute_command("MODULE", "LIST"))
         if found:
             return capabilities_for(*found)
-    except Exception as exc:  # noqa: BLE001 - blocked on managed services; try the next probe
+    except Exception as exc:
         if is_connection_error(exc):
             raise
         attempts.append(f"MODULE LIST: {exc}")
@@ -242,7 +242,7 @@ async def probe(client: Any) -> Capabilities:
         found = parse_info_modules(await client.info("modules"))
         if found:
             return capabilities_for(*found)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if is_connection_error(exc):
             raise
         attempts.append(f"INFO modules: {exc}")
@@ -250,7 +250,7 @@ async def probe(client: Any) -> Capabilities:
         await client.execute_command("FT._LIST")
         log.warning("search engine version unknown (%s); assuming valkey-search 1.0 dialect", attempts)
         return capabilities_for("unknown", (0, 0, 0))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if is_connection_error(exc):
             raise
         attempts.append(f"FT._LIST: {exc}")

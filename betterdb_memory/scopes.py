@@ -25,6 +25,7 @@ from .validation import check_tags
 
 if TYPE_CHECKING:
     from ._io import RetryPolicy
+    from ._observe import StoreObservability
     from .keys import KeySpace
 
 __all__ = ["ScopeOpsMixin"]
@@ -40,6 +41,7 @@ class ScopeOpsMixin:
         retry: RetryPolicy
         _client: Any
         _forget_page_script: Any
+        _obs: StoreObservability
 
         async def get_many(self, memory_ids: Sequence[str]) -> builtins.list[MemoryItem | None]: ...
 
@@ -144,7 +146,11 @@ class ScopeOpsMixin:
                 "forget_by_scope needs a thread_id, agent_id, namespace or tags; refusing to delete everything",
                 code="validation.empty_scope",
             )
-        tokens = [tag_token(t) for t in tag_filter]
+        with self._obs.span("forget_by_scope"):
+            deleted = await self._forget_scopes(scope, [tag_token(t) for t in tag_filter])
+        return deleted
+
+    async def _forget_scopes(self, scope: Scope, tokens: builtins.list[str]) -> int:
         deleted = 0
         for exact in await self.matching_scopes(scope):
             keys = [self.keys.doc(f"{exact.tag}-{'0' * 32}"), *self.keys.scope_keys(exact.tag)]

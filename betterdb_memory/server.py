@@ -235,7 +235,7 @@ class EmbeddedServer:
             self.port = _free_port()
         cmd = self.command_line(binaries)
         log.debug("starting embedded valkey: %s", " ".join(cmd))
-        self._proc = subprocess.Popen(  # noqa: S603 - our own binary and arguments
+        self._proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

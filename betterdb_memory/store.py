@@ -27,11 +27,11 @@ import valkey.asyncio as avalkey
 
 from . import _scripts
 from ._io import RetryPolicy, call
+from ._observe import StoreObservability
 from .codec import as_text, encode_vector, join_list, split_list, to_float, to_int, validate_vector
 from .dialect import Capabilities, IndexInfo, parse_ft_info, probe
 from .embedders.base import Embedder, EmbeddingFunction, as_embedder, default_threshold_of
 from .errors import (
-    BetterDBMemoryError,
     ConfigurationError,
     IndexExistsError,
     IndexNotFoundError,
@@ -40,6 +40,9 @@ from .errors import (
 from .escaping import tag_token
 from .keys import KeySpace, Scope
 from .models import MemoryHit, MemoryItem, StoreStats
+from .observability.live_config import ConfigSnapshot
+from .observability.telemetry import Telemetry
+from .observability.tracing import add_attributes
 from .query import RETURN_FIELDS, IndexSpec, MemoryFilter, create_index_args, knn_search_args
 from .replies import parse_search_reply
 from .scopes import ScopeOpsMixin
@@ -126,6 +129,13 @@ class MemoryStore(ScopeOpsMixin):
         hnsw_m / hnsw_ef_construction / hnsw_ef_runtime: index parameters.
         reinforce_mode: ``"sync"`` (await the update) or ``"background"``.
         retry: connection-fault retry policy for idempotent operations.
+        registry: Prometheus registry for the ``agent_memory_*`` metrics (default: global).
+        tracer_provider: OpenTelemetry provider (default: the global one; no-op if unset).
+        discovery: register with BetterDB Monitor (marker + heartbeat).
+        config_refresh_seconds: how often the live config hash is re-read.
+        heartbeat_interval: Monitor heartbeat period (<= 30 s).
+        telemetry: opt-in anonymous product telemetry (``True`` or a ``Telemetry``);
+            ``DO_NOT_TRACK`` always wins.
     """
 
     def __init__(
@@ -147,6 +157,12 @@ class MemoryStore(ScopeOpsMixin):
         hnsw_ef_runtime: int = 10,
         reinforce_mode: str = "sync",
         retry: RetryPolicy | None = None,
+        registry: Any = None,
+        tracer_provider: Any = None,
+        discovery: bool = True,
+        config_refresh_seconds: float = 5.0,
+        heartbeat_interval: float = 30.0,
+        telemetry: bool | Telemetry = False,
     ) -> None:
         self.keys = KeySpace(name)
         self.name = name
@@ -188,6 +204,28 @@ class MemoryStore(ScopeOpsMixin):
             ef_runtime=hnsw_ef_runtime,
         )
         self.retry = retry or RetryPolicy()
+        self._defaults = ConfigSnapshot(
+            threshold=self.threshold,
+            weight_similarity=self.weights.similarity,
+            weight_recency=self.weights.recency,
+            weight_importance=self.weights.importance,
+            half_life_seconds=self.half_life_seconds,
+            max_items_per_scope=self.max_items_per_scope,
+        )
+        if isinstance(telemetry, bool):
+            telemetry = Telemetry(enabled=telemetry)
+        self._obs = StoreObservability(
+            client,
+            self.keys,
+            self._defaults,
+            registry=registry,
+            tracer_provider=tracer_provider,
+            discovery=discovery,
+            config_refresh_seconds=config_refresh_seconds,
+            heartbeat_interval=heartbeat_interval,
+            telemetry=telemetry,
+        )
+        self.metrics = self._obs.metrics
         self.capabilities: Capabilities | None = None
         self._ready = False
         self._ready_lock = asyncio.Lock()
@@ -248,6 +286,7 @@ class MemoryStore(ScopeOpsMixin):
         self._closed = True
         if self._background:
             await asyncio.wait(self._background, timeout=5.0)
+        await self._obs.close()
         if self._owned_client:
             await self._client.aclose()
         if self._owned_server is not None:
@@ -262,6 +301,20 @@ class MemoryStore(ScopeOpsMixin):
     @property
     def client(self) -> Any:
         return self._client
+
+    # -- live config ----------------------------------------------------------------------
+
+    def config_defaults(self) -> ConfigSnapshot:
+        """The constructor's tunables (what a field removed from the config hash returns to)."""
+        return self._defaults
+
+    def current_config(self) -> ConfigSnapshot:
+        """The tunables in force now: constructor values overlaid by the live config hash."""
+        return self._obs.config()
+
+    async def refresh_config(self) -> ConfigSnapshot:
+        """Re-read ``<name>:__mem_config`` now (it is also re-read every few seconds)."""
+        return await self._obs.live.refresh()
 
     # -- index ------------------------------------------------------------------------
 
@@ -333,6 +386,8 @@ class MemoryStore(ScopeOpsMixin):
 
         await call("ensure_index", record, policy=self.retry)
         self._ready = True
+        if not self._closed:
+            await self._obs.start(caps.as_list())
 
     def _check_meta(self, meta: Mapping[str, str]) -> None:
         dims, model = meta.get("dimensions"), meta.get("model_id")
@@ -431,7 +486,11 @@ class MemoryStore(ScopeOpsMixin):
         }
 
     def _write_args(
-        self, prepared: Mapping[str, Any], vector: np.ndarray[Any, np.dtype[np.float32]], now: float
+        self,
+        prepared: Mapping[str, Any],
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        now: float,
+        cfg: ConfigSnapshot,
     ) -> tuple[list[str], list[Any], str]:
         scope: Scope = prepared["scope"]
         memory_id = self.keys.new_memory_id(scope)
@@ -467,14 +526,14 @@ class MemoryStore(ScopeOpsMixin):
             fields["subject"] = prepared["subject"]
         created, keep, expiry, dedup = self.keys.scope_keys(scope.tag)
         keys = [self.keys.doc(memory_id), created, keep, expiry, dedup]
-        cap = self.max_items_per_scope or 0
+        cap = cfg.max_items_per_scope or 0
         args: list[Any] = [
             self.keys.doc_prefix,
             memory_id,
             dh,
             str(cap),
             repr(now),
-            repr(self.half_life_seconds),
+            repr(cfg.half_life_seconds),
             repr(prepared["importance"]),
             str(int(ttl * 1000)) if ttl else "0",
             repr(expires_at),
@@ -503,6 +562,16 @@ class MemoryStore(ScopeOpsMixin):
         Every item is validated before anything is embedded or written, so a bad
         item fails the whole call with nothing stored. Returns ids in input order.
         """
+        with self._obs.span("remember") as span:
+            ids, evicted, dedup_hits = await self._remember_many(items)
+            add_attributes(span, lambda: {"gen_ai.memory.count": len(ids), "gen_ai.memory.evicted": evicted})
+        self.metrics.observe_remember(len(ids), dedup_hits=dedup_hits)
+        if evicted:
+            self.metrics.observe_evictions(evicted)
+        self._obs.count({"remembers": len(ids), "dedup_hits": dedup_hits, "evictions": evicted})
+        return ids
+
+    async def _remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> tuple[list[str], int, int]:
         prepared: list[dict[str, Any]] = []
         for i, item in enumerate(items):
             try:
@@ -520,7 +589,7 @@ class MemoryStore(ScopeOpsMixin):
                 exc.details.setdefault("item", i)
                 raise
         if not prepared:
-            return []
+            return [], 0, 0
         need = [i for i, p in enumerate(prepared) if p["vector"] is None]
         vectors: list[Any] = [p["vector"] for p in prepared]
         if need:
@@ -530,7 +599,8 @@ class MemoryStore(ScopeOpsMixin):
         for i, vec in enumerate(vectors):
             validate_vector(vec, dimensions=self.embedder.dimensions, name=f"embedding of item {i}")
         now = time.time()
-        calls = [self._write_args(p, vectors[i], now) for i, p in enumerate(prepared)]
+        cfg = self.current_config()
+        calls = [self._write_args(p, vectors[i], now, cfg) for i, p in enumerate(prepared)]
 
         async def run() -> list[Any]:
             pipe = self._client.pipeline(transaction=False)
@@ -561,25 +631,7 @@ class MemoryStore(ScopeOpsMixin):
         for res in results[: len(calls)]:
             ids.append(as_text(res[0]))
             evicted += max(0, len(res) - 2)
-        if evicted:
-            await self._stats_incr({"evictions": evicted})
-        await self._stats_incr(
-            {"remembers": len(ids), "dedup_hits": sum(int(r[1]) for r in results[: len(calls)])}
-        )
-        return ids
-
-    async def _stats_incr(self, counts: Mapping[str, int]) -> None:
-        async def run() -> None:
-            pipe = self._client.pipeline(transaction=False)
-            for k, v in counts.items():
-                if v:
-                    pipe.hincrby(self.keys.stats, k, v)
-            await pipe.execute()
-
-        try:
-            await call("stats", run, policy=self.retry)
-        except BetterDBMemoryError as exc:  # statistics never fail a write that succeeded
-            log.warning("could not update stats hash %s: %s", self.keys.stats, exc)
+        return ids, evicted, sum(int(r[1]) for r in results[: len(calls)])
 
     # -- recall -------------------------------------------------------------------------
 
@@ -605,8 +657,9 @@ class MemoryStore(ScopeOpsMixin):
     def effective_threshold(self, threshold: float | None = None) -> float | None:
         if threshold is not None:
             return threshold
-        if self.threshold is not None:
-            return self.threshold
+        configured = self.current_config().threshold
+        if configured is not None:
+            return configured
         return default_threshold_of(self.embedder)
 
     async def recall(
@@ -643,8 +696,12 @@ class MemoryStore(ScopeOpsMixin):
             thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
             exclude_sensitivity=exclude_sensitivity,
         )  # fmt: skip
+        started = time.perf_counter()
         vector = (await self._embed([text]))[0]
-        return await self._recall_vector(vector, flt, *opts, reinforce=reinforce, explain=explain)
+        embed_seconds = time.perf_counter() - started
+        return await self._recall_vector(
+            vector, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=embed_seconds
+        )
 
     async def recall_by_vector(
         self,
@@ -668,18 +725,20 @@ class MemoryStore(ScopeOpsMixin):
             thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
             exclude_sensitivity=exclude_sensitivity,
         )  # fmt: skip
-        return await self._recall_vector(vec, flt, *opts, reinforce=reinforce, explain=explain)
+        return await self._recall_vector(
+            vec, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=0.0
+        )
 
     def _recall_options(
         self, k: object, threshold: object, weights: object
     ) -> tuple[int, float | None, Weights]:
         kk = check_k(k)
         thr = self.effective_threshold(check_threshold(threshold))
-        w = (
-            Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
-            if weights is not None
-            else self.weights
-        )
+        if weights is not None:
+            w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
+        else:
+            cfg = self.current_config()
+            w = Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance)
         return kk, thr, w
 
     async def search_candidates(
@@ -718,9 +777,35 @@ class MemoryStore(ScopeOpsMixin):
         *,
         reinforce: bool,
         explain: bool,
+        embed_seconds: float,
     ) -> list[MemoryHit]:
+        with self._obs.span("recall") as span:
+            hits, search_seconds, near_miss = await self._recall_scored(
+                vector, flt, k, threshold, weights, reinforce=reinforce, explain=explain
+            )
+            add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
+        self.metrics.observe_recall(
+            hits=len(hits), near_miss=near_miss, embed_seconds=embed_seconds, search_seconds=search_seconds
+        )
+        self._obs.count({"recalls": 1, "recall_hits": len(hits), "recall_empty": int(not hits)})
+        return hits
+
+    async def _recall_scored(
+        self,
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        flt: MemoryFilter,
+        k: int,
+        threshold: float | None,
+        weights: Weights,
+        *,
+        reinforce: bool,
+        explain: bool,
+    ) -> tuple[list[MemoryHit], float, bool]:
+        started = time.perf_counter()
         candidates = await self.search_candidates(vector, flt, min(k * self.candidate_factor, 10_000))
+        search_seconds = time.perf_counter() - started
         now = time.time()
+        half_life = self.current_config().half_life_seconds
         hits: list[MemoryHit] = []
         for item, distance in candidates:
             parts = composite(
@@ -730,45 +815,52 @@ class MemoryStore(ScopeOpsMixin):
                 last_accessed_at=item.last_accessed_at,
                 now=now,
                 weights=weights,
-                half_life_seconds=self.half_life_seconds,
+                half_life_seconds=half_life,
             )
             if threshold is not None and parts.similarity < threshold:
                 continue
             hits.append(MemoryHit(item, parts.score, parts.similarity, distance, parts if explain else None))
         hits.sort(key=lambda h: h.score, reverse=True)
         hits = hits[:k]
+        near_miss = False
         if not hits and candidates and threshold is not None:
-            self._note_near_miss(candidates[0][1], threshold)
+            near_miss = self._note_near_miss(candidates[0][1], threshold)
         if reinforce and hits:
             if self.reinforce_mode == "background":
-                self._spawn(self._reinforce([h.item.id for h in hits], now))
+                self._spawn(self._reinforce([h.item.id for h in hits], now, half_life))
             else:
-                await self._reinforce([h.item.id for h in hits], now)
-        return hits
+                await self._reinforce([h.item.id for h in hits], now, half_life)
+        return hits, search_seconds, near_miss
 
-    def _note_near_miss(self, best_distance: float, threshold: float) -> None:
-        """Nothing passed, but the nearest was within twice the allowed distance: warn once."""
+    def _note_near_miss(self, best_distance: float, threshold: float) -> bool:
+        """Nothing passed, but the nearest was within twice the allowed distance: warn once.
+
+        The threshold is a similarity; the allowed cosine distance is ``2 * (1 - t)``.
+        A near miss is a best distance within twice that (the reference's "within 2x").
+        """
         allowed = 2.0 * (1.0 - threshold)
-        if best_distance <= 2.0 * allowed:
-            self.near_misses += 1
-            if not self._near_miss_warned:
-                self._near_miss_warned = True
-                log.warning(
-                    "recall returned nothing, but the nearest memory had similarity %.3f against threshold %.3f;"
-                    " the threshold may be too strict for embedder %s",
-                    1 - best_distance / 2,
-                    threshold,
-                    self.embedder.model_id,
-                )
+        if best_distance > 2.0 * allowed:
+            return False
+        self.near_misses += 1
+        if not self._near_miss_warned:
+            self._near_miss_warned = True
+            log.warning(
+                "recall returned nothing, but the nearest memory had similarity %.3f against threshold %.3f;"
+                " the threshold may be too strict for embedder %s",
+                1 - best_distance / 2,
+                threshold,
+                self.embedder.model_id,
+            )
+        return True
 
-    async def _reinforce(self, ids: Sequence[str], now: float) -> None:
+    async def _reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
         async def run() -> None:
             pipe = self._client.pipeline(transaction=False)
             for mid in ids:
                 keep = self.keys.scope_keep(self.keys.scope_tag_of(mid))
                 await self._reinforce_script(
                     keys=[self.keys.doc(mid), keep],
-                    args=[repr(now), repr(self.half_life_seconds), mid],
+                    args=[repr(now), repr(half_life), mid],
                     client=pipe,
                 )
             await pipe.execute()
@@ -825,7 +917,8 @@ class MemoryStore(ScopeOpsMixin):
         async def run() -> Any:
             return await self._forget_script(keys=keys, args=[self.keys.doc_prefix, memory_id])
 
-        return bool(int(await call("forget", run, policy=self.retry)))
+        with self._obs.span("forget"):
+            return bool(int(await call("forget", run, policy=self.retry)))
 
     # -- stats ----------------------------------------------------------------------------
 
@@ -833,7 +926,10 @@ class MemoryStore(ScopeOpsMixin):
         """Counts, index health and settings (what ``stats`` in the CLI prints)."""
         await self._ensure_ready()
         assert self.capabilities is not None
+        await self._obs.flush()
         info = await self.index_info()
+        if info is not None:
+            self.metrics.set_items(info.num_docs)
 
         async def run() -> list[Any]:
             pipe = self._client.pipeline(transaction=False)
@@ -854,14 +950,5 @@ class MemoryStore(ScopeOpsMixin):
             capabilities=self.capabilities,
             embedder_model=self.embedder.model_id,
             dimensions=self.embedder.dimensions,
-            config={
-                "threshold": self.effective_threshold(),
-                "weights": {
-                    "similarity": self.weights.similarity,
-                    "recency": self.weights.recency,
-                    "importance": self.weights.importance,
-                },
-                "half_life_seconds": self.half_life_seconds,
-                "max_items_per_scope": self.max_items_per_scope,
-            },
+            config={**self.current_config().as_hash(), "effective_threshold": self.effective_threshold()},
         )

@@ -48,7 +48,11 @@ class HeuristicTokenCounter:
     """
 
     def __init__(self, chars_per_token: float = 4.0) -> None:
-        if isinstance(chars_per_token, bool) or not isinstance(chars_per_token, int | float) or chars_per_token <= 0:
+        if (
+            isinstance(chars_per_token, bool)
+            or not isinstance(chars_per_token, int | float)
+            or chars_per_token <= 0
+        ):
             raise ConfigurationError(
                 "chars_per_token must be a positive number", details={"argument": "chars_per_token"}
             )

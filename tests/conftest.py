@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import pytest
 import valkey.asyncio as avalkey
 
+from betterdb_memory import HashingEmbedder, MemoryStore
 from betterdb_memory.server import EmbeddedServer, server_url_from_env
 
 
@@ -51,6 +53,26 @@ async def text_client(valkey_url: str) -> AsyncIterator[avalkey.Valkey]:
         yield c
     finally:
         await c.aclose()
+
+
+@pytest.fixture
+async def make_store(client: avalkey.Valkey, unique_name: str) -> AsyncIterator[Callable[..., MemoryStore]]:
+    """Build stores on the session server (HashingEmbedder unless given); all closed after the test."""
+    made: list[MemoryStore] = []
+
+    def factory(**options: Any) -> MemoryStore:
+        options.setdefault("client", client)
+        options.setdefault("name", unique_name)
+        options.setdefault("embedder", HashingEmbedder())
+        store = MemoryStore(**options)
+        made.append(store)
+        return store
+
+    try:
+        yield factory
+    finally:
+        for store in made:
+            await store.close()
 
 
 @pytest.fixture

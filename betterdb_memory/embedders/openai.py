@@ -278,6 +278,12 @@ class OpenAIEmbedder:
                     ) from exc
                 delay = self._delay(attempt, None)
                 log.info("embedding request failed (%s); retry %d in %.2fs", exc, attempt + 1, delay)
+            except self._openai.APIError as exc:  # a response the SDK could not parse
+                raise BetterDBMemoryError(
+                    f"embedding endpoint returned an unusable response: {exc}",
+                    code="embedder.bad_response",
+                    details={"model": self._model, "attempts": attempt + 1},
+                ) from exc
             else:
                 return self._parse(response, len(batch))
             await asyncio.sleep(delay)
@@ -309,7 +315,12 @@ class OpenAIEmbedder:
         return validate_embeddings(matrix, count=count, dimensions=self.dimensions, model_id=self._model_id)
 
     def _status_error(self, exc: Any, status: int, attempts: int) -> BetterDBMemoryError:
-        details = {"model": self._model, "status": status, "attempts": attempts, "request_id": exc.request_id}
+        details = {
+            "model": self._model,
+            "status": status,
+            "attempts": attempts,
+            "request_id": getattr(exc, "request_id", None),
+        }
         message = f"embedding request failed with HTTP {status}: {exc.message}"
         if status in (401, 403):
             return ConfigurationError(message, code="configuration.embedder_auth", details=details)

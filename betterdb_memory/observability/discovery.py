@@ -48,7 +48,7 @@ import valkey.asyncio as avalkey
 from valkey.asyncio.client import Pipeline
 
 from .._version import __version__
-from ..errors import ConfigurationError, ValidationError
+from ..errors import ConfigurationError, ValidationError, translate
 
 __all__ = [
     "HEARTBEAT_KEY_PREFIX",
@@ -256,6 +256,7 @@ class DiscoveryMarker:
         self.field: str | None = None
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._warned: set[str] = set()  # fields already warned about ("" = no field at all)
 
     def __repr__(self) -> str:
         return f"DiscoveryMarker(name={self.name!r}, field={self.field!r})"
@@ -282,15 +283,25 @@ class DiscoveryMarker:
             other libraries' markers (nothing was written).
 
         Raises:
-            valkey.exceptions.ConnectionError and friends: the server is unreachable
-                (the caller decides; the background heartbeat retries).
+            BetterDBMemoryError: the server call failed (translated; for example
+                ``StoreConnectionError``). The background heartbeat retries.
         """
+        try:
+            return await self._register()
+        except Exception as exc:
+            raise translate(exc, operation="discovery.register", details={"store": self.name}) from exc
+
+    async def _register(self) -> str | None:
         payload = json.dumps(self.marker(), separators=(",", ":"))
         for field in (registry_field(self.name), fallback_registry_field(self.name)):
             existing = await _aw(self._client.hget(REGISTRY_KEY, field))
             owner = classify_registry_value(existing)
             if owner == "foreign":
-                log.warning(
+                # Warn once per field: the heartbeat retries registration every beat.
+                level = logging.DEBUG if field in self._warned else logging.WARNING
+                self._warned.add(field)
+                log.log(
+                    level,
                     "discovery: registry field %r already holds another library's marker; "
                     "not overwriting it (store %r)",
                     field,
@@ -302,11 +313,13 @@ class DiscoveryMarker:
                 pipe.set(PROTOCOL_KEY, str(PROTOCOL_VERSION), nx=True)
                 pipe.set(heartbeat_key(field), iso_now(), ex=HEARTBEAT_TTL_SECONDS)
                 await pipe.execute()
-            if field != registry_field(self.name):
+            if field != registry_field(self.name) and self.field != field:
                 log.warning("discovery: store %r registered under fallback field %r", self.name, field)
             self.field = field
             return field
-        log.warning("discovery: no free registry field for store %r; Monitor will not list it", self.name)
+        level = logging.DEBUG if "" in self._warned else logging.WARNING
+        self._warned.add("")
+        log.log(level, "discovery: no free registry field for store %r; Monitor will not list it", self.name)
         self.field = None
         return None
 
@@ -319,9 +332,18 @@ class DiscoveryMarker:
 
         Returns:
             True when a heartbeat was written.
+
+        Raises:
+            BetterDBMemoryError: the server call failed (translated).
         """
+        try:
+            return await self._heartbeat()
+        except Exception as exc:
+            raise translate(exc, operation="discovery.heartbeat", details={"store": self.name}) from exc
+
+    async def _heartbeat(self) -> bool:
         if self.field is None:
-            return await self.register() is not None
+            return await self._register() is not None
         field = self.field
         async with self._client.pipeline(transaction=False) as pipe:
             pipe.set(heartbeat_key(field), iso_now(), ex=HEARTBEAT_TTL_SECONDS)
@@ -329,7 +351,7 @@ class DiscoveryMarker:
             _, present = await pipe.execute()
         if not present:
             log.info("discovery: registry entry %r vanished; registering again", field)
-            return await self.register() is not None
+            return await self._register() is not None
         return True
 
     def start(self) -> None:
@@ -351,14 +373,24 @@ class DiscoveryMarker:
         self._task = loop.create_task(self._run(), name=f"betterdb-memory-heartbeat:{self.name}")
 
     async def _run(self) -> None:
+        failing = False
         while True:
             await asyncio.sleep(self.heartbeat_interval)
             try:
                 await self.heartbeat_once()
             except Exception as exc:
-                # Connection errors, timeouts, a read-only replica...: log, count, retry next beat.
-                log.warning("discovery: heartbeat for store %r failed: %s", self.name, exc)
+                # Connection errors, timeouts, a read-only replica...: log, count, retry
+                # next beat. Warn once per outage; every failure still reaches on_error.
+                if not failing:
+                    log.warning("discovery: heartbeat for store %r failed: %s", self.name, exc)
+                else:
+                    log.debug("discovery: heartbeat for store %r still failing: %s", self.name, exc)
+                failing = True
                 _report(self._on_error, exc)
+            else:
+                if failing:
+                    log.info("discovery: heartbeat for store %r recovered", self.name)
+                failing = False
 
     async def close(self) -> None:
         """Stop the heartbeat and delete the heartbeat key (the registry entry stays).
@@ -419,8 +451,13 @@ class StatsHash:
 
         Raises:
             ValidationError: unknown field or negative ``n``.
+            BetterDBMemoryError: the server call failed (translated).
         """
-        value = await _aw(self._client.hincrby(self.key, _check_field(field), _check_increment(n)))
+        field, n = _check_field(field), _check_increment(n)
+        try:
+            value = await _aw(self._client.hincrby(self.key, field, n))
+        except Exception as exc:
+            raise translate(exc, operation="stats.incr", details={"key": self.key}) from exc
         return int(value)
 
     def add_to_pipeline(self, pipe: Pipeline, field: str, n: int = 1) -> None:
@@ -438,19 +475,30 @@ class StatsHash:
 
         Raises:
             ValidationError: unknown field or negative count (nothing is sent).
+            BetterDBMemoryError: the server call failed (translated).
         """
         items = [(_check_field(f), _check_increment(n)) for f, n in counts.items()]
         items = [(f, n) for f, n in items if n]
         if not items:
             return
-        async with self._client.pipeline(transaction=False) as pipe:
-            for field, n in items:
-                pipe.hincrby(self.key, field, n)
-            await pipe.execute()
+        try:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for field, n in items:
+                    pipe.hincrby(self.key, field, n)
+                await pipe.execute()
+        except Exception as exc:
+            raise translate(exc, operation="stats.incr", details={"key": self.key}) from exc
 
     async def read(self) -> dict[str, int | str]:
-        """``HGETALL`` decoded: integer-looking values as ``int``, others as ``str``."""
-        raw = await _aw(self._client.hgetall(self.key))
+        """``HGETALL`` decoded: integer-looking values as ``int``, others as ``str``.
+
+        Raises:
+            BetterDBMemoryError: the server call failed (translated).
+        """
+        try:
+            raw = await _aw(self._client.hgetall(self.key))
+        except Exception as exc:
+            raise translate(exc, operation="stats.read", details={"key": self.key}) from exc
         out: dict[str, int | str] = {}
         for k, v in raw.items():
             text = _text(v)

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("onnxruntime", reason="needs the 'onnx' extra")
 
-from betterdb_memory.embedders import Embedder, OnnxEmbedder, default_embedder  # noqa: E402
-from betterdb_memory.errors import ConfigurationError, ValidationError  # noqa: E402
+from betterdb_memory.embedders import Embedder, OnnxEmbedder, default_embedder
+from betterdb_memory.errors import ConfigurationError, ValidationError
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +79,9 @@ async def test_a_paraphrase_is_closer_than_an_unrelated_sentence(embedder: OnnxE
 
 async def test_cross_lingual_pairs_stay_apart_from_unrelated_text(embedder: OnnxEmbedder) -> None:
     """A Chinese text is closer to itself reworded than to an English sentence on another topic."""
-    a, b, c = await embedder.embed(["我明天要去北京出差。", "明天我去北京出差。", "The printer is out of toner."])
+    a, b, c = await embedder.embed(
+        ["我明天要去北京出差。", "明天我去北京出差。", "The printer is out of toner."]
+    )
     assert cos(a, b) > cos(a, c)
 
 
@@ -122,4 +124,4 @@ async def test_non_string_input_is_a_validation_error(embedder: OnnxEmbedder) ->
 def test_arguments_are_validated() -> None:
     for kwargs in ({"batch_size": 0}, {"max_length": 1}, {"max_length": 513}, {"intra_op_threads": 0}):
         with pytest.raises(ConfigurationError):
-            OnnxEmbedder(**kwargs)  # type: ignore[arg-type]
+            OnnxEmbedder(**kwargs)

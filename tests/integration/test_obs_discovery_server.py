@@ -20,7 +20,7 @@ import pytest
 import valkey.asyncio as avalkey
 
 from betterdb_memory._version import __version__
-from betterdb_memory.errors import ValidationError
+from betterdb_memory.errors import StoreConnectionError, ValidationError
 from betterdb_memory.observability.discovery import (
     PROTOCOL_KEY,
     REGISTRY_KEY,
@@ -171,15 +171,19 @@ async def test_foreign_marker_is_not_overwritten(
 
 
 @pytest.mark.usefixtures("cleanup")
-async def test_both_fields_taken_skips_discovery(client: avalkey.Valkey, unique_name: str) -> None:
+async def test_both_fields_taken_skips_discovery(
+    client: avalkey.Valkey, unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """With both candidate fields held by others nothing is written and the store carries on."""
     taken = json.dumps({"type": "retrieval", "prefix": "x"})
     await client.hset(REGISTRY_KEY, registry_field(unique_name), taken)
     await client.hset(REGISTRY_KEY, fallback_registry_field(unique_name), "not json at all")
 
     marker = _marker(client, unique_name)
-    assert await marker.register() is None
-    assert await marker.heartbeat_once() is False
+    with caplog.at_level(logging.WARNING, logger="betterdb_memory"):
+        assert await marker.register() is None
+        assert await marker.heartbeat_once() is False  # retries, but warns only once
+    assert len([r for r in caplog.records if "not overwriting" in r.getMessage()]) == 2
     assert _s(await client.hget(REGISTRY_KEY, registry_field(unique_name))) == taken
     assert _s(await client.hget(REGISTRY_KEY, fallback_registry_field(unique_name))) == "not json at all"
     await marker.close()
@@ -230,12 +234,15 @@ async def test_heartbeat_survives_connection_errors(unique_name: str) -> None:
     failures: list[BaseException] = []
     marker = _marker(dead, unique_name, heartbeat_interval=0.02, on_error=failures.append)
     try:
+        with pytest.raises(StoreConnectionError):
+            await marker.register()
         marker.start()
 
         async def two_failures() -> bool:
             return len(failures) >= 2
 
         await wait_for(two_failures)
+        assert all(isinstance(f, StoreConnectionError) for f in failures)
         assert marker._task is not None
         assert not marker._task.done()
         await marker.close()  # must not raise although DEL cannot reach the server

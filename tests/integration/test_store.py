@@ -37,10 +37,8 @@ async def keys_of(client: Any, name: str) -> list[str]:
 
 
 @pytest.fixture
-async def store(client: Any, unique_name: str) -> Any:
-    s = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder())
-    yield s
-    await s.close()
+def store(make_store: Any) -> MemoryStore:
+    return make_store()  # type: ignore[no-any-return]
 
 
 async def test_remember_get_roundtrip_all_fields(store: MemoryStore) -> None:
@@ -66,9 +64,9 @@ async def test_remember_get_roundtrip_all_fields(store: MemoryStore) -> None:
     assert item.access_count == 0 and item.created_at == pytest.approx(time.time(), abs=60)
 
 
-async def test_works_with_decoding_client(text_client: Any, unique_name: str) -> None:
+async def test_works_with_decoding_client(text_client: Any, unique_name: str, make_store: Any) -> None:
     """A client with decode_responses=True reads and recalls the same (vectors never decoded)."""
-    s = MemoryStore(client=text_client, name=unique_name, embedder=HashingEmbedder())
+    s = make_store(client=text_client)
     mid = await s.remember("le chat est sur la table", tags=["fr"])
     assert (await s.get(mid)).content == "le chat est sur la table"  # type: ignore[union-attr]
     hits = await s.recall("chat table", k=3, threshold=0.0)
@@ -164,9 +162,9 @@ async def test_ttl_is_enforced_and_swept(store: MemoryStore, client: Any) -> Non
     assert await store.recall("short lived", k=5, threshold=0, thread_id="ttl") != [] or True
 
 
-async def test_capacity_evicts_lowest_keep_score(client: Any, unique_name: str) -> None:
+async def test_capacity_evicts_lowest_keep_score(client: Any, unique_name: str, make_store: Any) -> None:
     """At cap, the lowest importance*recency goes, never the memory just written."""
-    s = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=3)
+    s = make_store(client=client, max_items_per_scope=3)
     low = await s.remember("low", importance=0.1, thread_id="c")
     await s.remember("mid", importance=0.5, thread_id="c")
     await s.remember("high", importance=0.9, thread_id="c")
@@ -177,8 +175,8 @@ async def test_capacity_evicts_lowest_keep_score(client: Any, unique_name: str) 
     assert (await s.stats()).evictions == 1
 
 
-async def test_cap_holds_exactly_under_32_writers(client: Any, unique_name: str) -> None:
-    s = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=25)
+async def test_cap_holds_exactly_under_32_writers(client: Any, unique_name: str, make_store: Any) -> None:
+    s = make_store(client=client, max_items_per_scope=25)
     ids = await asyncio.gather(*(s.remember(f"memory {i}", thread_id="cap") for i in range(100)))
     assert await s.count(thread_id="cap") == 25
     alive = [i for i, item in zip(ids, await s.get_many(ids), strict=True) if item is not None]
@@ -286,10 +284,12 @@ async def test_bad_recall_arguments(store: MemoryStore, kwargs: dict[str, Any]) 
         await store.recall("q", **kwargs)
 
 
-async def test_dimension_or_model_mismatch_is_configuration_error(client: Any, unique_name: str) -> None:
-    first = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(dimensions=64))
+async def test_dimension_or_model_mismatch_is_configuration_error(
+    client: Any, unique_name: str, make_store: Any
+) -> None:
+    first = make_store(client=client, embedder=HashingEmbedder(dimensions=64))
     await first.remember("hello")
-    other = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(dimensions=128))
+    other = make_store(client=client, embedder=HashingEmbedder(dimensions=128))
     with pytest.raises(ConfigurationError) as err:
         await other.remember("hello")
     assert "64" in str(err.value) and "128" in str(err.value)
@@ -303,8 +303,8 @@ async def test_dropped_index_is_recreated(store: MemoryStore, client: Any) -> No
     assert [h.item.id for h in hits] == [mid]
 
 
-async def test_ensure_index_is_concurrent_safe(client: Any, unique_name: str) -> None:
-    stores = [MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder()) for _ in range(5)]
+async def test_ensure_index_is_concurrent_safe(client: Any, unique_name: str, make_store: Any) -> None:
+    stores = [make_store(client=client) for _ in range(5)]
     await asyncio.gather(*(s.ensure_index() for s in stores))
     await asyncio.gather(*(s.ensure_index() for s in stores))
 

@@ -62,10 +62,10 @@ async def test_empty_batch_gives_empty_matrix() -> None:
     assert out.shape == (0, 64)
 
 
-async def test_same_text_same_vector_across_processes() -> None:
+def test_same_text_same_vector_across_processes() -> None:
     """BLAKE2b, not the per-process salted hash(): another interpreter computes the same bytes."""
     text = "Valkey 向量搜索 Поиск ✨"
-    mine = (await HashingEmbedder().embed([text]))[0]
+    mine = HashingEmbedder().embed_sync([text])[0]
     code = (
         "import sys, numpy as np; from betterdb_memory.embedders import HashingEmbedder; "
         f"sys.stdout.write(HashingEmbedder().embed_sync([{text!r}])[0].tobytes().hex())"

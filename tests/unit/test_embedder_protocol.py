@@ -44,7 +44,12 @@ def test_importing_the_package_imports_no_provider_sdk() -> None:
         "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'openai') if m in sys.modules))"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT, env=dict(os.environ)
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO_ROOT,
+        env=dict(os.environ),
     )
     assert proc.stdout.strip() == "[]"
 

@@ -54,7 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def collector() -> Iterator[_Collector]:
     server = _Collector()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield server

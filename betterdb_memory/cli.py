@@ -1,0 +1,382 @@
+"""The ``betterdb-memory`` command: a thin layer over the public API.
+
+Server: ``--url`` (or ``BETTERDB_MEMORY_URL`` / ``VALKEY_URL``), else the embedded
+engine on the default data dir. Embedder: ``--embedder onnx`` (default) or
+``hashing``. Exit codes: 0 ok, 1 not found / nothing to do, 2 bad usage or input,
+3 server or connection error. ``--json`` prints machine-readable output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from ._version import __version__
+from .embedders.base import Embedder
+from .errors import BetterDBMemoryError, ValidationError
+from .models import MemoryItem
+from .store import MemoryStore
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_SERVER = 0, 1, 2, 3
+
+
+def _url(args: argparse.Namespace) -> str | None:
+    return args.url or os.environ.get("BETTERDB_MEMORY_URL") or os.environ.get("VALKEY_URL") or None
+
+
+def _embedder(name: str) -> Embedder:
+    if name == "hashing":
+        from .embedders.hashing import HashingEmbedder
+
+        return HashingEmbedder()
+    from .embedders.onnx import default_embedder
+
+    return default_embedder()
+
+
+def _item_dict(item: MemoryItem) -> dict[str, Any]:
+    return asdict(item)
+
+
+def _print_items(items: Sequence[MemoryItem], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([_item_dict(i) for i in items], ensure_ascii=False))
+        return
+    for i in items:
+        scope = "/".join(x or "-" for x in (i.namespace, i.agent_id, i.thread_id))
+        print(f"{i.id}  imp={i.importance:.2f}  [{scope}]  {i.content}")
+
+
+def _scope(args: argparse.Namespace) -> dict[str, Any]:
+    return {"thread_id": args.thread, "agent_id": args.agent, "namespace": args.namespace}
+
+
+async def _open(args: argparse.Namespace) -> MemoryStore:
+    return await MemoryStore.connect(_url(args), name=args.name, embedder=_embedder(args.embedder))
+
+
+async def cmd_remember(store: MemoryStore, args: argparse.Namespace) -> int:
+    mid = await store.remember(
+        args.content,
+        importance=args.importance,
+        tags=args.tag or None,
+        ttl=args.ttl,
+        sensitivity=args.sensitivity,
+        source=args.source,
+        **_scope(args),
+    )
+    print(json.dumps({"id": mid}) if args.json else mid)
+    return EXIT_OK
+
+
+async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
+    hits = await store.recall(
+        args.query,
+        k=args.k,
+        threshold=args.threshold,
+        tags=args.tag or None,
+        explain=True,
+        reinforce=False,
+        **_scope(args),
+    )
+    if args.json:
+        out = []
+        for h in hits:
+            parts = h.explain
+            out.append(
+                {
+                    "id": h.item.id,
+                    "content": h.item.content,
+                    "score": h.score,
+                    "similarity": h.similarity,
+                    "recency": parts.recency if parts else None,
+                    "importance": h.item.importance,
+                }
+            )
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        print(f"{'score':>6} {'sim':>6} {'rec':>6} {'imp':>5}  content")
+        for h in hits:
+            rec = h.explain.recency if h.explain else 0.0
+            print(f"{h.score:6.3f} {h.similarity:6.3f} {rec:6.3f} {h.item.importance:5.2f}  {h.item.content}")
+    return EXIT_OK if hits else EXIT_NOT_FOUND
+
+
+async def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
+    page = await store.list(limit=args.limit, cursor=args.cursor, tags=args.tag or None, **_scope(args))
+    if args.json:
+        print(json.dumps({"items": [_item_dict(i) for i in page.items], "next_cursor": page.next_cursor}))
+    else:
+        _print_items(page.items, False)
+        if page.next_cursor:
+            print(f"-- more: --cursor '{page.next_cursor}'")
+    return EXIT_OK
+
+
+async def cmd_forget(store: MemoryStore, args: argparse.Namespace) -> int:
+    ok = await store.forget(args.id)
+    print(json.dumps({"deleted": ok}) if args.json else ("deleted" if ok else "not found"))
+    return EXIT_OK if ok else EXIT_NOT_FOUND
+
+
+async def cmd_stats(store: MemoryStore, args: argparse.Namespace) -> int:
+    st = await store.stats()
+    data = {
+        "name": st.name,
+        "index": st.index_name,
+        "items": st.items,
+        "scopes": st.scopes,
+        "evictions": st.evictions,
+        "counters": st.counters,
+        "engine": f"{st.capabilities.engine} {st.capabilities.version_string}",
+        "embedder": st.embedder_model,
+        "dimensions": st.dimensions,
+        "index_ready": st.index.ready if st.index else None,
+        "config": st.config,
+    }
+    if args.json:
+        print(json.dumps(data))
+    else:
+        for k, v in data.items():
+            print(f"{k:>12}: {v}")
+    return EXIT_OK
+
+
+async def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
+    """JSONL, newest first, one memory per line (vectors only with --vectors)."""
+    out = open(args.file, "w", encoding="utf-8") if args.file != "-" else sys.stdout  # noqa: SIM115
+    n, cursor = 0, None
+    try:
+        while True:
+            page = await store.list(limit=500, cursor=cursor, **_scope(args))
+            vectors: list[Any] = []
+            if args.vectors and page.items:
+                pipe = store.client.pipeline(transaction=False)
+                for i in page.items:
+                    pipe.hget(store.keys.doc(i.id), "embedding")
+                vectors = list(await pipe.execute())
+            for idx, item in enumerate(page.items):
+                row = _item_dict(item)
+                row["model_id"] = store.embedder.model_id
+                if args.vectors and vectors[idx] is not None:
+                    from .codec import decode_vector
+
+                    row["vector"] = decode_vector(vectors[idx]).tolist()
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                n += 1
+            if not page.next_cursor:
+                break
+            cursor = page.next_cursor
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    print(f"exported {n}", file=sys.stderr)
+    return EXIT_OK
+
+
+async def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
+    """Import JSONL; vectors are reused only when made by this store's model, else re-embedded."""
+    batch: list[dict[str, Any]] = []
+    n = 0
+    keep = (
+        "importance",
+        "tags",
+        "source",
+        "thread_id",
+        "agent_id",
+        "namespace",
+        "sensitivity",
+        "metadata",
+        "kind",
+    )
+    src = open(args.file, encoding="utf-8") if args.file != "-" else sys.stdin  # noqa: SIM115
+    try:
+        for line_no, line in enumerate(src, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(f"line {line_no}: not JSON", code="validation.import") from exc
+            item = {"content": row.get("content")} | {k: row[k] for k in keep if row.get(k) is not None}
+            if row.get("vector") is not None and row.get("model_id") == store.embedder.model_id:
+                item["vector"] = row["vector"]
+            batch.append(item)
+            if len(batch) >= 256:
+                n += len(await store.remember_many(batch))
+                batch = []
+                print(f"\rimported {n}", end="", file=sys.stderr)
+        if batch:
+            n += len(await store.remember_many(batch))
+    finally:
+        if src is not sys.stdin:
+            src.close()
+    print(f"\rimported {n}", file=sys.stderr)
+    return EXIT_OK
+
+
+async def cmd_config(store: MemoryStore, args: argparse.Namespace) -> int:
+    from .observability.live_config import LiveConfig
+
+    live = LiveConfig(store.client, store.keys.config, store.config_defaults())
+    try:
+        if args.action == "set":
+            if args.field is None or args.value is None:
+                raise ValidationError("config set FIELD VALUE", code="validation.usage")
+            snap = await live.set(args.field, args.value)
+        elif args.action == "unset":
+            if args.field is None:
+                raise ValidationError("config unset FIELD", code="validation.usage")
+            snap = await live.unset(args.field)
+        else:
+            snap = await live.refresh()
+    finally:
+        await live.close()
+    data = snap.as_hash()
+    print(json.dumps(data) if args.json else "\n".join(f"{k} = {v}" for k, v in data.items()))
+    return EXIT_OK
+
+
+async def cmd_doctor(store: MemoryStore, args: argparse.Namespace) -> int:
+    checks: dict[str, Any] = {}
+    await store.ensure_index()
+    caps = store.capabilities
+    assert caps is not None
+    checks["engine"] = f"{caps.engine} {caps.version_string}"
+    checks["capabilities"] = caps.as_list()
+    info = await store.index_info()
+    checks["index"] = store.keys.index
+    checks["index_ready"] = bool(info and info.ready)
+    checks["index_docs"] = info.num_docs if info else 0
+    checks["indexing_failures"] = info.indexing_failures if info else None
+    checks["dimensions_match"] = bool(info and info.dimensions == store.embedder.dimensions)
+    checks["embedder"] = store.embedder.model_id
+    ok = checks["index_ready"] and checks["dimensions_match"] and not checks["indexing_failures"]
+    checks["ok"] = ok
+    if args.json:
+        print(json.dumps(checks))
+    else:
+        for k, v in checks.items():
+            print(f"{k:>18}: {v}")
+    return EXIT_OK if ok else EXIT_NOT_FOUND
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from .server import EmbeddedServer, default_data_dir
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    server = EmbeddedServer(data_dir=args.data_dir or default_data_dir(), port=args.port).start()
+    print(server.url, flush=True)
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="betterdb-memory", description="Agent memory on Valkey Search.")
+    p.add_argument("--version", action="version", version=f"betterdb-memory {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--url", help="Valkey URL (default: $BETTERDB_MEMORY_URL, $VALKEY_URL, else embedded)"
+    )
+    common.add_argument("--name", default="betterdb", help="store name (key prefix)")
+    common.add_argument("--embedder", choices=("onnx", "hashing"), default="onnx")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    scope = argparse.ArgumentParser(add_help=False)
+    scope.add_argument("--thread")
+    scope.add_argument("--agent")
+    scope.add_argument("--namespace")
+    scope.add_argument("--tag", action="append", help="repeatable")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run the embedded server in the foreground and print its URL")
+    s.add_argument("--data-dir")
+    s.add_argument("--port", type=int)
+    sub.add_parser("demo", help="run the scripted demo", parents=[common])
+    s = sub.add_parser("remember", help="store a memory", parents=[common, scope])
+    s.add_argument("content")
+    s.add_argument("--importance", type=float, default=0.5)
+    s.add_argument("--ttl", type=float)
+    s.add_argument("--source")
+    s.add_argument("--sensitivity", default="none")
+    s = sub.add_parser("recall", help="recall memories by meaning", parents=[common, scope])
+    s.add_argument("query")
+    s.add_argument("-k", type=int, default=8)
+    s.add_argument("--threshold", type=float)
+    s = sub.add_parser("list", help="list memories newest first", parents=[common, scope])
+    s.add_argument("--limit", type=int, default=20)
+    s.add_argument("--cursor")
+    s = sub.add_parser("forget", help="delete one memory", parents=[common])
+    s.add_argument("id")
+    sub.add_parser("stats", help="counts, index and settings", parents=[common])
+    s = sub.add_parser("config", help="read or change the live config hash", parents=[common])
+    s.add_argument("action", choices=("get", "set", "unset"))
+    s.add_argument("field", nargs="?")
+    s.add_argument("value", nargs="?")
+    s = sub.add_parser("export", help="write memories as JSONL", parents=[common, scope])
+    s.add_argument("file", help="path or -")
+    s.add_argument("--vectors", action="store_true")
+    s = sub.add_parser("import", help="read memories from JSONL", parents=[common])
+    s.add_argument("file", help="path or -")
+    sub.add_parser("doctor", help="check engine, index health and model match", parents=[common])
+    return p
+
+
+_COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]] = {
+    "remember": cmd_remember,
+    "recall": cmd_recall,
+    "list": cmd_list,
+    "forget": cmd_forget,
+    "stats": cmd_stats,
+    "export": cmd_export,
+    "import": cmd_import,
+    "config": cmd_config,
+    "doctor": cmd_doctor,
+}
+
+
+async def _run(args: argparse.Namespace) -> int:
+    store = await _open(args)
+    try:
+        return await _COMMANDS[args.command](store, args)
+    finally:
+        await store.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "demo":
+            from .demo import run
+
+            asyncio.run(run(_url(args)))
+            return EXIT_OK
+        return asyncio.run(_run(args))
+    except ValidationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BetterDBMemoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_SERVER
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
