@@ -47,14 +47,16 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
-# KEYS: created ; ARGV: hi ('+inf' or '(<score>'), after_member|'', after_score|'-inf', count
+# KEYS: created ; ARGV: hi ('+inf' or '(<score>'), after_member|'', after_score|'-inf', count, extra
 # Returns {exact(1|0), member, score, member, score, ...} oldest first, strictly after the
 # cursor (after_score, after_member). Ties in score are common (remember_many stamps a
 # whole batch with one time), so a score cursor alone cannot resume inside a tie; the
 # member's rank can, in O(log n). If the member vanished meanwhile, fall back to the
-# score (inclusive) and return exact=0: the caller skips the tie members it already saw.
+# score (inclusive), reading `extra` more rows, and return exact=0: the caller skips the
+# tie members it already saw (`extra` of them).
 CREATED_PAGE = r"""
-local key, hi, after, lo, count = KEYS[1], ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local key, hi, after, lo = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
+local count, extra = tonumber(ARGV[4]), tonumber(ARGV[5])
 local rows
 local exact = 1
 if after ~= '' then
@@ -63,7 +65,7 @@ if after ~= '' then
     rows = redis.call('ZRANGE', key, r + 1, r + count, 'WITHSCORES')
   else
     exact = 0
-    rows = redis.call('ZRANGE', key, lo, hi, 'BYSCORE', 'LIMIT', 0, count, 'WITHSCORES')
+    rows = redis.call('ZRANGE', key, lo, hi, 'BYSCORE', 'LIMIT', 0, count + extra, 'WITHSCORES')
   end
 else
   rows = redis.call('ZRANGE', key, lo, hi, 'BYSCORE', 'LIMIT', 0, count, 'WITHSCORES')
@@ -101,16 +103,23 @@ local function subject_of(mid)
   if ok and type(meta) == 'table' then return meta['subject_key'] end
   return nil
 end
--- Move a live fact out of the index into history, with the same bookkeeping removal
--- as _scripts' drop(): count/list/eviction must never see it again.
-local function retire(mid, by, until_iso, retracted)
-  local dk = key_of(mem, mid)
-  local d = redis.call('HGET', dk, 'dedup')
+local function unbook(mid, d)
   if d and d ~= '' and redis.call('HGET', dedup, d) == mid then redis.call('HDEL', dedup, d) end
   redis.call('ZREM', created, mid)
   redis.call('ZREM', keep, mid)
   if d then redis.call('ZREM', expiry, mid .. '|' .. d) end
   redis.call('ZREM', expiry, mid .. '|')
+end
+local function drop(mid)
+  local dk = key_of(mem, mid)
+  unbook(mid, redis.call('HGET', dk, 'dedup'))
+  redis.call('UNLINK', dk)
+end
+-- Move a live fact out of the index into history, with the same bookkeeping removal
+-- as _scripts' drop(): count/list/eviction must never see it again.
+local function retire(mid, by, until_iso, retracted)
+  local dk = key_of(mem, mid)
+  unbook(mid, redis.call('HGET', dk, 'dedup'))
   local hk = key_of(hist, mid)
   redis.call('RENAME', dk, hk)
   redis.call('PERSIST', hk)
@@ -142,7 +151,9 @@ for i = 0, n_ops - 1 do
         status = 'created'
       end
     elseif cur and cur ~= expected then
-      -- Someone else changed this subject since the plan was made: leave it alone.
+      -- Someone else changed this subject since the plan was made: leave it alone, and
+      -- drop the unlinked document just written for it (never another subject's fact).
+      if new_id ~= '' and live(new_id) and subject_of(new_id) == skey then drop(new_id) end
       status = 'conflict'
     elseif not live(new_id) or subject_of(new_id) ~= skey then
       status = 'missing'
@@ -155,7 +166,11 @@ for i = 0, n_ops - 1 do
       end
       redis.call('HSET', facts, skey, new_id)
       redis.call('HSET', subjects, digest, skey)
-      redis.call('ZADD', hbase .. digest, now, new_id)
+      -- History order is a per-subject sequence, not a time: one commit can record
+      -- several statements of a subject within the same second.
+      local hkey = hbase .. digest
+      local top = redis.call('ZRANGE', hkey, -1, -1, 'WITHSCORES')
+      redis.call('ZADD', hkey, (tonumber(top[2]) or 0) + 1, new_id)
     end
   else
     if not cur then

@@ -184,7 +184,7 @@ def _importance(value: Any, default: float) -> float:
 
 
 def parse_facts(
-    raw: str, *, max_facts: int = MAX_FACTS, max_chars: int = MAX_FACT_CHARS
+    raw: object, *, max_facts: int = MAX_FACTS, max_chars: int = MAX_FACT_CHARS
 ) -> list[ExtractedFact]:
     """Parse a model's reply into facts; never raises (an unreadable reply gives ``[]``).
 

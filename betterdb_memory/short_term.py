@@ -71,8 +71,6 @@ _MAX_CONTEXT_MEMORIES = 50
 class _Host(Protocol):
     """What the mixin uses of ``MemoryStore`` (checked against it by mypy below)."""
 
-    reinforce_mode: str
-
     def _spawn(self, coro: Any) -> None: ...
 
     async def recall(
@@ -99,8 +97,6 @@ class _Host(Protocol):
     ) -> int: ...
 
     async def matching_scopes(self, scope: Scope) -> list[Scope]: ...
-
-    async def _reinforce(self, ids: Sequence[str], now: float) -> None: ...
 
 
 if TYPE_CHECKING:
@@ -156,6 +152,21 @@ class _ShortTermState:
         self.failures: dict[str, int] = {}
         self.not_before: dict[str, float] = {}
         self.closing = False
+        self.idle = asyncio.Event()  # set whenever no job is active (close waits on it)
+        self.idle.set()
+        self.changed = asyncio.Condition()  # notified when a job ends (summarize_session waits on it)
+
+    def begin(self, key: str) -> None:
+        self.active.add(key)
+        self.idle.clear()
+
+    async def end(self, key: str) -> None:
+        self.active.discard(key)
+        self.tasks.pop(key, None)
+        if not self.active:
+            self.idle.set()
+        async with self.changed:
+            self.changed.notify_all()
 
 
 def _ids(thread_id: object, agent_id: object) -> tuple[str, str | None]:
@@ -178,10 +189,12 @@ def _check_n(n: object) -> int | None:
 class ShortTermMixin:
     """Session turns (L1) on top of ``MemoryStore`` (L2). See the module docstring."""
 
-    _client: Any
-    keys: KeySpace
-    name: str
-    retry: RetryPolicy
+    if TYPE_CHECKING:  # provided by MemoryStore
+        _client: Any
+        keys: KeySpace
+        name: str
+        retry: RetryPolicy
+
     _st: _ShortTermState
 
     def _init_short_term(
@@ -231,7 +244,8 @@ class ShortTermMixin:
             ("fact_extractor", fact_extractor, FactExtractor),
             ("token_counter", token_counter, TokenCounter),
         ):
-            if obj is not None and not isinstance(obj, proto):
+            # str has a ``count`` method, so it would pass a runtime Protocol check as a TokenCounter.
+            if obj is not None and (isinstance(obj, str | bytes) or not isinstance(obj, proto)):
                 raise ConfigurationError(
                     f"{name} {obj!r} does not implement {proto.__name__}", details={"argument": name}
                 )
@@ -377,7 +391,8 @@ class ShortTermMixin:
         Turns of this session and L2 recall run concurrently. Recall is scoped like
         ``recall``: ``agent_id`` / ``namespace`` filter, None meaning any, across
         threads (long-term memory outlives a session); pass them to isolate tenants.
-        Only memories that make it into the context are reinforced.
+        Read-only: recalled memories are not reinforced (assembling a prompt should
+        not reorder future recalls; ``recall`` reinforces when asked).
 
         Args:
             thread_id / agent_id: the session.
@@ -434,12 +449,6 @@ class ShortTermMixin:
         )
         chosen_turns = sorted((newest_first[i] for i in alloc.turn_indices), key=lambda t: t.seq)
         chosen_hits = [hits[i] for i in alloc.memory_indices]
-        if chosen_hits:
-            ids, now = [h.item.id for h in chosen_hits], time.time()
-            if host.reinforce_mode == "background":
-                host._spawn(host._reinforce(ids, now))
-            else:
-                await host._reinforce(ids, now)
         return RetrievedContext(
             thread_id=thread,
             agent_id=agent,
@@ -589,7 +598,7 @@ class ShortTermMixin:
             return
         if st.not_before.get(key, 0.0) > time.monotonic():
             return
-        st.active.add(key)
+        st.begin(key)
         self._host._spawn(self._summary_job(agent, thread, sk, min_batch=st.batch))
 
     async def summarize_session(self, thread_id: str, *, agent_id: str | None = None) -> int:
@@ -604,13 +613,9 @@ class ShortTermMixin:
         thread, agent = _ids(thread_id, agent_id)
         sk = self.keys.session(agent, thread)
         st = self._st
-        while sk.turns in st.active:
-            task = st.tasks.get(sk.turns)
-            if task is not None:
-                await asyncio.wait([task])
-            else:
-                await asyncio.sleep(0.01)
-        st.active.add(sk.turns)
+        async with st.changed:
+            await st.changed.wait_for(lambda: sk.turns not in st.active)
+        st.begin(sk.turns)
         return await self._summary_job(agent, thread, sk, min_batch=1, wait=True)
 
     async def _pending(self, sk: SessionKeys, thread: str) -> list[Turn]:
@@ -663,15 +668,9 @@ class ShortTermMixin:
                         break
                     batch = pending[: st.batch or len(pending)]
                     await self._write_summary(agent, thread, batch)
-                    advanced = await call(
-                        "summarize",
-                        lambda: st.advance(
-                            keys=[sk.turns, sk.meta, sk.summary_cursor], args=[batch[-1].seq, st.window]
-                        ),
-                        policy=self.retry,
-                    )
+                    advanced = await self._advance(sk, batch[-1].seq)
                     done += len(batch)
-                    if int(advanced) < 0:  # the session was cleared meanwhile
+                    if advanced < 0:  # the session was cleared meanwhile
                         break
                     held = await call(
                         "summarize",
@@ -696,12 +695,21 @@ class ShortTermMixin:
             if wait:
                 raise
         finally:
-            st.tasks.pop(key, None)
-            st.active.discard(key)
+            await st.end(key)
             if key in st.rerun and not st.closing:
                 st.rerun.discard(key)
                 self._maybe_summarize(agent, thread, sk)
         return done
+
+    async def _advance(self, sk: SessionKeys, through: int) -> int:
+        """Move the cursor to ``through`` and trim what that frees; -1 if the session is gone."""
+        st = self._st
+        keys = [sk.turns, sk.meta, sk.summary_cursor]
+        return int(
+            await call(
+                "summarize", lambda: st.advance(keys=keys, args=[through, st.window]), policy=self.retry
+            )
+        )
 
     async def _write_summary(self, agent: str | None, thread: str, batch: Sequence[Turn]) -> None:
         st = self._st
@@ -761,9 +769,8 @@ class ShortTermMixin:
         """Let running summaries finish within ``shutdown_grace``, then cancel the rest."""
         st = self._st
         st.closing = True
-        deadline = time.monotonic() + st.grace
-        while st.active and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(st.idle.wait(), timeout=st.grace)
         left = [t for t in st.tasks.values() if not t.done()]
         if left:
             log.warning(

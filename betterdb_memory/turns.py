@@ -117,53 +117,38 @@ class SessionMetadata:
 
 
 def _tool_from(value: object, index: int) -> ToolResult:
+    def bad(message: str) -> ValidationError:
+        return ValidationError(
+            f"tool_results[{index}]: {message}",
+            code="validation.tool_result",
+            details={"argument": "tool_results", "index": index},
+        )
+
+    fields: dict[str, object]
     if isinstance(value, ToolResult):
-        tr = value
+        fields = value.to_json()
     elif isinstance(value, Mapping):
-        unknown = set(value) - {"tool_name", "params", "result", "success", "duration_ms"}
+        fields = {str(k): v for k, v in value.items()}
+        unknown = set(fields) - {"tool_name", "params", "result", "success", "duration_ms"}
         if unknown:
-            raise ValidationError(
-                f"tool_results[{index}] has unknown keys {sorted(map(str, unknown))}",
-                code="validation.tool_result",
-                details={"argument": "tool_results", "index": index},
-            )
-        tr = ToolResult(
-            tool_name=value.get("tool_name"),  # type: ignore[arg-type]  # checked below
-            params=value.get("params") or {},
-            result=value.get("result"),
-            success=value.get("success", True),
-            duration_ms=value.get("duration_ms"),
-        )
+            raise bad(f"unknown keys {sorted(unknown)}")
     else:
-        raise ValidationError(
-            f"tool_results[{index}] must be a ToolResult or a mapping, not {type(value).__name__}",
-            code="validation.tool_result",
-            details={"argument": "tool_results", "index": index},
-        )
-    problems: list[str] = []
-    if not isinstance(tr.tool_name, str) or not tr.tool_name.strip():
-        problems.append("tool_name must be a non-empty string")
-    if not isinstance(tr.params, Mapping):
-        problems.append("params must be a mapping")
-    if not isinstance(tr.success, bool):
-        problems.append("success must be a bool")
-    if tr.duration_ms is not None and (
-        isinstance(tr.duration_ms, bool) or not isinstance(tr.duration_ms, int) or tr.duration_ms < 0
-    ):
-        problems.append("duration_ms must be an int >= 0 or None")
-    if not problems and not isinstance(tr.params, dict):
-        tr = ToolResult(tr.tool_name, dict(tr.params), tr.result, tr.success, tr.duration_ms)
-    if not problems:
-        try:
-            json.dumps(tr.to_json(), allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            problems.append(f"params and result must be JSON-serialisable ({exc})")
-    if problems:
-        raise ValidationError(
-            f"tool_results[{index}]: {'; '.join(problems)}",
-            code="validation.tool_result",
-            details={"argument": "tool_results", "index": index},
-        )
+        raise bad(f"must be a ToolResult or a mapping, not {type(value).__name__}")
+    name, params = fields.get("tool_name"), fields.get("params") or {}
+    success, duration = fields.get("success", True), fields.get("duration_ms")
+    if not isinstance(name, str) or not name.strip():
+        raise bad("tool_name must be a non-empty string")
+    if not isinstance(params, Mapping):
+        raise bad("params must be a mapping")
+    if not isinstance(success, bool):
+        raise bad("success must be a bool")
+    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int) or duration < 0):
+        raise bad("duration_ms must be an int >= 0 or None")
+    tr = ToolResult(name, {str(k): v for k, v in params.items()}, fields.get("result"), success, duration)
+    try:
+        json.dumps(tr.to_json(), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise bad(f"params and result must be JSON-serialisable ({exc})") from exc
     return tr
 
 
@@ -235,10 +220,11 @@ def decode_turn(raw: str | bytes, thread_id: str) -> Turn | None:
     tools: list[ToolResult] = []
     for t in data.get("tools") or ():
         if isinstance(t, dict) and isinstance(t.get("tool_name"), str):
+            params = t.get("params")
             tools.append(
                 ToolResult(
                     tool_name=t["tool_name"],
-                    params=t.get("params") if isinstance(t.get("params"), dict) else {},
+                    params=params if isinstance(params, dict) else {},
                     result=t.get("result"),
                     success=bool(t.get("success", True)),
                     duration_ms=t.get("duration_ms") if isinstance(t.get("duration_ms"), int) else None,

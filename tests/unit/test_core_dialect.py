@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import valkey.exceptions as vexc
-from tests.unit.test_core_fixtures import CAPTURES, REDISEARCH, VALKEY_SEARCH, capture, reply
 from valkey._parsers.helpers import parse_info  # the callback the client applies to INFO
 
 from betterdb_memory.dialect import (
@@ -24,6 +23,7 @@ from betterdb_memory.dialect import (
     probe,
 )
 from betterdb_memory.errors import ConfigurationError
+from tests.unit.test_core_fixtures import CAPTURES, REDISEARCH, VALKEY_SEARCH, capture, reply
 
 EXPECTED_ENGINE = {
     "redisearch": ("redisearch", (2, 10, 5)),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 import valkey.exceptions as vexc
 
@@ -104,7 +102,6 @@ def test_wordings_of_both_engines_map_to_one_class(text: str, cls: type[ServerEr
         (vexc.TimeoutError("Timeout reading from socket"), StoreTimeoutError),
         (ConnectionResetError("reset by peer"), StoreConnectionError),
         (OSError("network is unreachable"), StoreConnectionError),
-        (asyncio.TimeoutError(), StoreTimeoutError),
         (TimeoutError("timed out"), StoreTimeoutError),
     ],
 )

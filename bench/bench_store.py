@@ -1,0 +1,570 @@
+"""Benchmark ``MemoryStore`` against the raw Valkey commands it wraps, on one embedded server.
+
+Every comparison runs the library call and its hand-written raw equivalent in
+alternating rounds (``_harness.interleave``), on the same server, with the same
+precomputed 384-d unit vectors (seeded numpy; no embedding model runs, so the figures
+measure the library, not a model). See ``bench/README.md`` for what each row means.
+
+    .venv/bin/python bench/bench_store.py                       # 1k and 10k memories
+    .venv/bin/python bench/bench_store.py --sizes 1000,10000,100000
+    .venv/bin/python bench/bench_store.py --quick               # smoke run, a few seconds
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import hashlib
+import itertools
+import os
+import platform
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from importlib.metadata import version as dist_version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import valkey.asyncio as avalkey
+from _harness import Pair, Row, Samples, concurrent, cpu_count, cpu_model, interleave, render_rows
+
+from betterdb_memory import MemoryStore, Scope
+from betterdb_memory.codec import encode_vector
+from betterdb_memory.dialect import Capabilities
+from betterdb_memory.escaping import tag_token
+from betterdb_memory.query import IndexSpec, MemoryFilter, create_index_args, knn_search_args
+from betterdb_memory.server import EmbeddedServer
+
+FloatMatrix = npt.NDArray[np.float32]
+Fields = dict[str, str | bytes]
+
+DIM = 384
+K = 10
+BATCH = 500  # remember_many batch size, and the raw pipeline's
+THREADS = 20  # the populated memories spread over this many thread scopes
+INFLIGHT = 32
+INFLIGHT_ROUND = 128  # ops per side per round of the 32-in-flight comparison
+READER = "bench-reader"  # agent of the populated memories (recall, forget)
+WRITER = "bench-writer"  # agent of memories written by the write scenarios
+SEED = 20240601
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How much to measure. Rounds are maxima; ``budget_s`` caps each scenario's time."""
+
+    sizes: tuple[int, ...]
+    caps: tuple[int, ...]
+    recall_rounds: int
+    reinforce_rounds: int
+    write_rounds: int
+    inflight_rounds: int
+    capped_rounds: int
+    budget_s: float
+    warmup: int
+
+
+DEFAULT_PLAN = Plan(
+    sizes=(1000, 10000),
+    caps=(1000, 10000),
+    recall_rounds=300,
+    reinforce_rounds=100,
+    write_rounds=200,
+    inflight_rounds=8,
+    capped_rounds=200,
+    budget_s=8.0,
+    warmup=20,
+)
+QUICK_PLAN = Plan(
+    sizes=(500,),
+    caps=(100, 300),
+    recall_rounds=20,
+    reinforce_rounds=10,
+    write_rounds=20,
+    inflight_rounds=2,
+    capped_rounds=20,
+    budget_s=0.5,
+    warmup=3,
+)
+
+
+class PrecomputedOnly:
+    """Embedder stand-in: every benchmarked call passes its vector, so none is embedded."""
+
+    dimensions = DIM
+    model_id = "bench-precomputed-384"
+
+    async def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        raise RuntimeError("the benchmark passes vectors; embedding would distort the figures")
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    content: str
+    thread: str
+    agent: str
+    vector: FloatMatrix
+
+    def item(self) -> dict[str, Any]:
+        """The ``remember_many`` item for this memory."""
+        return {
+            "content": self.content,
+            "vector": self.vector,
+            "thread_id": self.thread,
+            "agent_id": self.agent,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RawIndex:
+    """A hand-made index with the library's schema, written to by plain HSET."""
+
+    name: str
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.name}:mem:"
+
+    @property
+    def index(self) -> str:
+        return f"{self.name}:mem:idx"
+
+    def entry(self, doc: Doc, now: float) -> tuple[str, Fields]:
+        """Key and fields of ``doc``: the HASH fields the library writes, computed up front."""
+        scope = Scope.of(agent_id=doc.agent, thread_id=doc.thread)
+        fields: Fields = {
+            "content": doc.content,
+            "embedding": encode_vector(doc.vector),
+            "importance": "0.5",
+            "created_at": repr(now),
+            "last_accessed_at": repr(now),
+            "access_count": "0",
+            "sensitivity": "none",
+            "kind": "memory",
+            "dedup": hashlib.blake2b(doc.content.encode(), digest_size=16).hexdigest(),
+            "metadata": "{}",
+            "tags": "",
+            "tags_raw": "[]",
+            "thread_id": tag_token(doc.thread),
+            "thread_id_raw": doc.thread,
+            "agent_id": tag_token(doc.agent),
+            "agent_id_raw": doc.agent,
+        }
+        return f"{self.prefix}{{{scope.tag}}}:{uuid.uuid4().hex}", fields
+
+
+class Bench:
+    """The shared state of one run: client, engine capabilities, seeded vectors."""
+
+    def __init__(self, client: Any, plan: Plan) -> None:
+        self.client = client
+        self.plan = plan
+        self.caps: Capabilities | None = None
+        self._rng = np.random.default_rng(SEED)
+        self._serial = itertools.count()
+
+    def store(self, name: str, **options: Any) -> MemoryStore:
+        # threshold 0: random vectors sit near similarity 0.5, and every recall must
+        # return (and reinforce) k hits for the figures to mean anything.
+        return MemoryStore(
+            client=self.client, name=name, embedder=PrecomputedOnly(), threshold=0.0, **options
+        )
+
+    async def raw_index(self, name: str) -> RawIndex:
+        assert self.caps is not None
+        raw = RawIndex(name)
+        spec = IndexSpec(index=raw.index, prefix=raw.prefix, dimensions=DIM)
+        await self.client.execute_command(*create_index_args(spec, self.caps))
+        return raw
+
+    def unit_vectors(self, n: int) -> FloatMatrix:
+        v = self._rng.standard_normal((n, DIM)).astype(np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        return v
+
+    def docs(self, n: int, *, agent: str, thread: str | None = None) -> list[Doc]:
+        """``n`` memories with unique contents; round-robin over THREADS threads unless one is given."""
+        vectors = self.unit_vectors(n)
+        out = []
+        for i in range(n):
+            serial = next(self._serial)
+            content = f"memory {serial}: the user prefers window seats and vegetarian meals on long flights"
+            out.append(Doc(content, thread or f"t{i % THREADS}", agent, vectors[i]))
+        return out
+
+    async def used_memory(self) -> int:
+        return int((await self.client.info("memory"))["used_memory"])
+
+    async def fill(self, store: MemoryStore, docs: Sequence[Doc]) -> None:
+        """Untimed population through the library, in batches."""
+        for i in range(0, len(docs), BATCH):
+            await store.remember_many([d.item() for d in docs[i : i + BATCH]])
+
+    async def raw_write(self, entries: Sequence[tuple[str, Fields]]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for key, fields in entries:
+            pipe.hset(key, mapping=fields)
+        await pipe.execute()
+
+    async def flush(self) -> None:
+        # Our own throw-away server: FLUSHALL also drops every search index.
+        await self.client.flushall(asynchronous=False)
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# -- scenarios at size N --------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SizeResult:
+    n: int
+    rows: list[Row]
+    memory: Pair  # memory_delta / ops = bytes per memory
+
+
+async def populate(
+    bench: Bench, ours: MemoryStore, raw: RawIndex, docs: Sequence[Doc]
+) -> tuple[Row, Pair, list[str]]:
+    """remember_many (batches of 500) vs pipelined HSET of the same fields, with memory deltas."""
+    now = time.time()
+    entries = [raw.entry(d, now) for d in docs]
+    batches = [docs[i : i + BATCH] for i in range(0, len(docs), BATCH)]
+    raw_batches = [entries[i : i + BATCH] for i in range(0, len(entries), BATCH)]
+    items = [[d.item() for d in b] for b in batches]  # the caller's own data, built before timing
+
+    async def ours_op(i: int) -> None:
+        await ours.remember_many(items[i])
+
+    async def raw_op(i: int) -> None:
+        await bench.raw_write(raw_batches[i])
+
+    pair = await interleave(
+        ours_op, raw_op, rounds=len(batches), budget_s=float("inf"), memory_probe=bench.used_memory
+    )
+    # Batch latency is per 500 memories; throughput counts memories, not batches.
+    for side, sizes in ((pair.ours, batches), (pair.raw, raw_batches)):
+        side.ops = sum(len(b) for b in sizes)
+    row = Row(f"remember_many, batches of {BATCH} (vs pipelined HSET)", pair, flag_below=0.9)
+    return row, pair, [key for key, _ in entries]
+
+
+async def recall_rows(
+    bench: Bench, ours: MemoryStore, ours_cf1: MemoryStore, docs: Sequence[Doc]
+) -> list[Row]:
+    """recall_by_vector vs FT.SEARCH with the same query string, k and filter."""
+    plan, caps = bench.plan, bench.caps
+    assert caps is not None
+    rng = np.random.default_rng(SEED + len(docs))
+    variants: list[tuple[str, MemoryStore, bool, bool]] = [
+        ("recall unscoped, reinforce off", ours, False, False),
+        ("recall unscoped, reinforce on", ours, False, True),
+        ("recall unscoped, reinforce off, candidate_factor=1", ours_cf1, False, False),
+        ("recall scoped (thread), reinforce off", ours, True, False),
+        ("recall scoped (thread), reinforce on", ours, True, True),
+        ("recall scoped (thread), reinforce off, candidate_factor=1", ours_cf1, True, False),
+    ]
+    rows = []
+    for label, store, scoped, reinforce in variants:
+        rounds = plan.reinforce_rounds if reinforce else plan.recall_rounds
+        total = rounds + plan.warmup
+        # Queries near a stored memory (as a real recall is): its vector plus noise.
+        picks = rng.integers(0, len(docs), size=total)
+        noise = rng.standard_normal((total, DIM)).astype(np.float32) / np.sqrt(DIM)
+        queries = np.stack([docs[j].vector for j in picks]) + noise
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        threads = [docs[j].thread if scoped else None for j in picks]
+        raw_args = [
+            knn_search_args(
+                ours.keys.index,
+                encode_vector(q),
+                k=K,
+                flt=MemoryFilter(scope=Scope.of(thread_id=t)) if t else MemoryFilter(),
+                caps=caps,
+            )
+            for q, t in zip(queries, threads, strict=True)
+        ]
+
+        async def ours_op(
+            i: int,
+            store: MemoryStore = store,
+            reinforce: bool = reinforce,
+            queries: FloatMatrix = queries,
+            threads: list[str | None] = threads,
+        ) -> None:
+            hits = await store.recall_by_vector(queries[i], k=K, thread_id=threads[i], reinforce=reinforce)
+            assert len(hits) == K, len(hits)
+
+        async def raw_op(i: int, raw_args: list[list[str | bytes]] = raw_args) -> None:
+            await bench.client.execute_command(*raw_args[i])
+
+        for i in range(plan.warmup):
+            await ours_op(rounds + i)
+            await raw_op(rounds + i)
+        pair = await interleave(ours_op, raw_op, rounds=rounds, budget_s=plan.budget_s)
+        rows.append(Row(label, pair, flag_above=1.3))
+        log(f"  {label}: p50 {pair.ours.p50 * 1e3:.2f} ms vs raw {pair.raw.p50 * 1e3:.2f} ms")
+    return rows
+
+
+async def write_rows(bench: Bench, ours: MemoryStore, raw: RawIndex) -> list[Row]:
+    """remember (sequential; 32 in flight) vs HSET of the same fields (sequential; 32 in flight)."""
+    plan, client = bench.plan, bench.client
+    now = time.time()
+
+    single = bench.docs(plan.write_rounds + plan.warmup, agent=WRITER, thread="w-single")
+    single_raw = [raw.entry(d, now) for d in single]
+
+    async def ours_single(i: int) -> None:
+        d = single[i]
+        await ours.remember(d.content, vector=d.vector, thread_id=d.thread, agent_id=d.agent)
+
+    async def raw_single(i: int) -> None:
+        key, fields = single_raw[i]
+        await client.hset(key, mapping=fields)
+
+    for i in range(plan.warmup):
+        await ours_single(plan.write_rounds + i)
+        await raw_single(plan.write_rounds + i)
+    rows = [
+        Row(
+            "remember, one at a time (vs HSET)",
+            await interleave(ours_single, raw_single, rounds=plan.write_rounds, budget_s=plan.budget_s),
+        )
+    ]
+
+    flight = bench.docs(plan.inflight_rounds * INFLIGHT_ROUND, agent=WRITER, thread="w-inflight")
+    flight_raw = [raw.entry(d, now) for d in flight]
+
+    def ours_call(d: Doc) -> Callable[[], Awaitable[str]]:
+        return lambda: ours.remember(d.content, vector=d.vector, thread_id=d.thread, agent_id=d.agent)
+
+    def raw_call(key: str, fields: Fields) -> Callable[[], Awaitable[int]]:
+        return lambda: client.hset(key, mapping=fields)
+
+    async def ours_flight(i: int) -> list[float]:
+        chunk = flight[i * INFLIGHT_ROUND : (i + 1) * INFLIGHT_ROUND]
+        return await concurrent([ours_call(d) for d in chunk], INFLIGHT)
+
+    async def raw_flight(i: int) -> list[float]:
+        chunk = flight_raw[i * INFLIGHT_ROUND : (i + 1) * INFLIGHT_ROUND]
+        return await concurrent([raw_call(k, f) for k, f in chunk], INFLIGHT)
+
+    pair = await interleave(
+        ours_flight, raw_flight, rounds=plan.inflight_rounds, budget_s=plan.budget_s, min_rounds=2
+    )
+    rows.append(Row(f"remember, {INFLIGHT} in flight (vs HSET, {INFLIGHT} in flight)", pair))
+    return rows
+
+
+async def forget_row(bench: Bench, ours: MemoryStore, raw_keys: Sequence[str], n: int) -> Row:
+    """forget_by_scope of the n populated memories vs UNLINK of their known keys, 500 per pipeline."""
+    t0 = time.perf_counter()
+    deleted = await ours.forget_by_scope(agent_id=READER)
+    ours_s = time.perf_counter() - t0
+    assert deleted == n, (deleted, n)
+    t0 = time.perf_counter()
+    for i in range(0, len(raw_keys), BATCH):
+        pipe = bench.client.pipeline(transaction=False)
+        for key in raw_keys[i : i + BATCH]:
+            pipe.unlink(key)
+        await pipe.execute()
+    raw_s = time.perf_counter() - t0
+    pair = Pair(Samples([ours_s], n, ours_s), Samples([raw_s], n, raw_s))
+    return Row(f"forget_by_scope of {n:,} memories in {THREADS} scopes (vs UNLINK pipelines)", pair)
+
+
+async def run_size(bench: Bench, n: int) -> SizeResult:
+    name = f"size{n}"
+    ours = bench.store(name)
+    ours_cf1 = bench.store(name, candidate_factor=1)  # same data and index, KNN k = requested k
+    await ours.ensure_index()
+    await ours_cf1.ensure_index()
+    bench.caps = ours.capabilities
+    raw = await bench.raw_index(f"{name}-raw")
+
+    # Warm up both write paths (script load, connections, the first index blocks).
+    warm = bench.docs(2 * bench.plan.warmup, agent=WRITER, thread="warmup")
+    await bench.fill(ours, warm)
+    await bench.raw_write([raw.entry(d, time.time()) for d in warm])
+
+    log(f"N={n:,}: populating (remember_many vs pipelined HSET)")
+    docs = bench.docs(n, agent=READER)
+    populate_row, memory, raw_keys = await populate(bench, ours, raw, docs)
+    log(f"N={n:,}: recall")
+    rows = [*await recall_rows(bench, ours, ours_cf1, docs)]
+    log(f"N={n:,}: writes")
+    rows += await write_rows(bench, ours, raw)
+    rows.append(populate_row)
+    log(f"N={n:,}: forget_by_scope")
+    rows.append(await forget_row(bench, ours, raw_keys, n))
+    await bench.flush()
+    return SizeResult(n, rows, memory)
+
+
+# -- fixed-size scenarios -------------------------------------------------------------------
+
+
+async def capped_rows(bench: Bench) -> list[Row]:
+    """A write into a scope already at its cap (so it evicts one) vs the same write uncapped."""
+    plan = bench.plan
+    rows = []
+    for cap in plan.caps:
+        capped = bench.store(f"cap{cap}-capped", max_items_per_scope=cap)
+        uncapped = bench.store(f"cap{cap}-uncapped")
+        log(f"cap {cap:,}: filling one scope to the cap in both stores")
+        full = bench.docs(cap, agent=WRITER, thread="full")
+        await bench.fill(capped, full)
+        await bench.fill(uncapped, full)
+        writes = bench.docs(plan.capped_rounds + plan.warmup, agent=WRITER, thread="full")
+
+        async def capped_op(i: int, store: MemoryStore = capped, writes: list[Doc] = writes) -> None:
+            d = writes[i]
+            await store.remember(d.content, vector=d.vector, thread_id=d.thread, agent_id=d.agent)
+
+        async def uncapped_op(i: int, store: MemoryStore = uncapped, writes: list[Doc] = writes) -> None:
+            d = writes[i]
+            await store.remember(d.content, vector=d.vector, thread_id=d.thread, agent_id=d.agent)
+
+        for i in range(plan.warmup):
+            await capped_op(plan.capped_rounds + i)
+            await uncapped_op(plan.capped_rounds + i)
+        pair = await interleave(capped_op, uncapped_op, rounds=plan.capped_rounds, budget_s=plan.budget_s)
+        held = await capped.count(thread_id="full", agent_id=WRITER)
+        assert held == cap, (held, cap)  # every capped write evicted exactly one
+        rows.append(Row(f"remember into a full scope, cap {cap:,} (vs uncapped)", pair, flag_above=2.0))
+        await bench.flush()
+    return rows
+
+
+# -- report --------------------------------------------------------------------------------
+
+
+def memory_table(results: Sequence[SizeResult]) -> str:
+    lines = [
+        "| memories | ours bytes/memory | raw bytes/memory | ours/raw |",
+        "|---|---|---|---|",
+    ]
+    for r in results:
+        o = r.memory.ours.memory_delta / r.memory.ours.ops
+        w = r.memory.raw.memory_delta / r.memory.raw.ops
+        lines.append(f"| {r.n:,} | {o:,.0f} | {w:,.0f} | {o / w:.2f}x |")
+    return "\n".join(lines)
+
+
+async def machine(bench: Bench, load_start: tuple[float, float, float]) -> list[str]:
+    info = await bench.client.info("server")
+    caps = bench.caps
+    search = f"{caps.engine} {caps.version_string}" if caps else "unknown"
+    load_end = os.getloadavg()
+    return [
+        f"- CPU: {cpu_count()} cores available (nproc), {cpu_model()}",
+        f"- OS: {platform.system()} {platform.release()}, Python {platform.python_version()}",
+        f"- valkey-server {info.get('valkey_version', info.get('redis_version'))}, "
+        f"search module {search}, valkey-py {dist_version('valkey')}, numpy {np.__version__}",
+        "- load average (1/5/15 min) at start: "
+        + " / ".join(f"{x:.2f}" for x in load_start)
+        + ", at end: "
+        + " / ".join(f"{x:.2f}" for x in load_end),
+    ]
+
+
+def render(
+    argv: Sequence[str],
+    plan: Plan,
+    machine_lines: Sequence[str],
+    results: Sequence[SizeResult],
+    capped: Sequence[Row],
+    elapsed: float,
+) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        "# betterdb-memory: MemoryStore vs raw commands",
+        "",
+        f"`bench/bench_store.py {' '.join(argv)}`, {stamp}, run took {elapsed:.0f} s.",
+        "",
+        *machine_lines,
+        "",
+        f"k={K}, {DIM}-d precomputed unit vectors, HNSW M=16 EF_CONSTRUCTION=200 EF_RUNTIME=10, "
+        f"memories spread over {THREADS} thread scopes. Ours and raw alternate round by round "
+        "(order flips each round). Latency ratio: ours/raw p50 (lower is better); throughput "
+        "ratio: ours/raw ops/s (higher is better). ⚠ marks a ratio past its threshold "
+        "(recall > 1.3x, remember_many < 0.9x, capped > 2x). `n`: samples per side.",
+        "",
+        f"Rounds per scenario (at most, and at most {plan.budget_s:g} s each after {plan.warmup} "
+        f"warm-up calls per side): recall {plan.recall_rounds}, recall with reinforcement "
+        f"{plan.reinforce_rounds}, single writes {plan.write_rounds}, {INFLIGHT}-in-flight "
+        f"{plan.inflight_rounds} x {INFLIGHT_ROUND} writes, capped writes {plan.capped_rounds}.",
+        "",
+    ]
+    for r in results:
+        out += [f"## {r.n:,} memories", "", render_rows(r.rows), ""]
+    if results:
+        out += [
+            "## Memory used in Valkey per memory (INFO used_memory delta / N)",
+            "",
+            memory_table(results),
+            "",
+        ]
+    if capped:
+        out += [
+            "## Capped writes (each write evicts one)",
+            "",
+            render_rows(capped, ours="capped", raw="uncapped"),
+            "",
+        ]
+    return "\n".join(out)
+
+
+# -- main ------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str]) -> tuple[Plan, Path]:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default=None, help="comma-separated store sizes (default 1000,10000)")
+    parser.add_argument("--out", type=Path, default=Path("bench/results/latest.md"), help="markdown output")
+    parser.add_argument("--quick", action="store_true", help="smoke run: tiny sizes and few rounds")
+    args = parser.parse_args(argv)
+    plan = QUICK_PLAN if args.quick else DEFAULT_PLAN
+    if args.sizes:
+        sizes = tuple(int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip())
+        if not sizes or any(s < 2 * K * THREADS for s in sizes):
+            parser.error(
+                f"every size must be at least {2 * K * THREADS} (k={K} hits in each of {THREADS} scopes)"
+            )
+        plan = replace(plan, sizes=sizes)
+    return plan, args.out
+
+
+async def main(argv: Sequence[str]) -> None:
+    plan, out = parse_args(argv)
+    started = time.perf_counter()
+    load_start = os.getloadavg()
+    server = await asyncio.to_thread(EmbeddedServer(persistence=False).start)
+    client = avalkey.Valkey.from_url(server.url)
+    try:
+        bench = Bench(client, plan)
+        results = [await run_size(bench, n) for n in plan.sizes]
+        capped = await capped_rows(bench)
+        machine_lines = await machine(bench, load_start)
+    finally:
+        await client.aclose()
+        await asyncio.to_thread(server.stop)
+    report = render(argv, plan, machine_lines, results, capped, time.perf_counter() - started)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report + "\n", encoding="utf-8")
+    print(report)
+    log(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))

@@ -1,0 +1,150 @@
+"""Helpers shared by the L1 integration tests (this module holds no tests).
+
+``StoreFactory`` builds stores with the short-term tier on the session server and
+closes them after the test. Until ``MemoryStore`` inherits ``ShortTermMixin`` it
+builds a test-local subclass and calls ``_init_short_term`` itself; once the mixin
+is wired it is plain ``MemoryStore(**options)`` and the fallback branch can go.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory.short_term import ShortTermMixin
+
+WIRED = issubclass(MemoryStore, ShortTermMixin)
+L1_OPTIONS = frozenset(inspect.signature(ShortTermMixin._init_short_term).parameters) - {"self"}
+
+
+def _store_class() -> type[Any]:
+    if WIRED:
+        return MemoryStore
+
+    class _Store(ShortTermMixin, MemoryStore):
+        async def close(self) -> None:
+            await self._close_short_term()
+            await super().close()
+
+    return _Store
+
+
+_STORE = _store_class()
+
+
+def build_store(**options: Any) -> Any:
+    """A store with L1 configured from ``options`` (store and L1 options mixed)."""
+    options.setdefault("embedder", HashingEmbedder())
+    if WIRED:
+        return MemoryStore(**options)
+    l1 = {k: options.pop(k) for k in list(options) if k in L1_OPTIONS}
+    store = _STORE(**options)
+    store._init_short_term(**l1)
+    return store
+
+
+class StoreFactory:
+    """``factory(**options)`` -> store on ``client`` / ``name`` unless given; ``aclose`` closes all."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self.client = client
+        self.name = name
+        self.made: list[Any] = []
+
+    def __call__(self, **options: Any) -> Any:
+        options.setdefault("client", self.client)
+        options.setdefault("name", self.name)
+        store = build_store(**options)
+        self.made.append(store)
+        return store
+
+    async def aclose(self) -> None:
+        for store in self.made:
+            await store.close()
+
+
+async def keys_of(client: Any, name: str) -> set[str]:
+    """Every key of store ``name`` (SCAN, fine for a test's few thousand keys)."""
+    out: set[str] = set()
+    async for k in client.scan_iter(match=f"{name}:*", count=1000):
+        out.add(k.decode() if isinstance(k, bytes) else k)
+    return out
+
+
+async def summaries_of(store: Any, thread_id: str, agent_id: str | None = None) -> list[Any]:
+    """Every L2 summary of a thread (``kind == "summary"``), oldest range first."""
+    items: list[Any] = []
+    cursor = None
+    while True:
+        page = await store.list(thread_id=thread_id, agent_id=agent_id, limit=1000, cursor=cursor)
+        items.extend(i for i in page.items if i.kind == "summary")
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    return sorted(items, key=lambda i: i.metadata["turn_range"][0])
+
+
+class ChatServer:
+    """A real HTTP server speaking the chat-completions wire format, on a free local port.
+
+    ``reply(body) -> str`` makes the assistant message of each ``POST /v1/chat/completions``;
+    requests are recorded in ``requests``. Use as a context manager (``base_url`` inside).
+    """
+
+    def __init__(self, reply: Callable[[dict[str, Any]], str]) -> None:
+        self.reply = reply
+        self.requests: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"path": self.path, "body": body})
+                if self.path != "/v1/chat/completions":
+                    self.send_error(404)
+                    return
+                out = {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "test"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": outer.reply(body)},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+                raw = json.dumps(out).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()

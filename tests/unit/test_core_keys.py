@@ -1,0 +1,247 @@
+"""Key names: exact strings, id <-> key round trips, cluster slots, and no scope collisions."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from betterdb_memory.errors import ValidationError
+from betterdb_memory.keys import KeySpace, Scope, validate_memory_id, validate_store_name
+
+SCOPE = Scope.of(namespace="acme", agent_id="bot", thread_id="t1")
+# Pinned: every stored key embeds these digests; a change orphans existing data.
+SCOPE_TAG = "8d8cdb735248fb6e8d27"
+SESSION_TAG = "55053b8ff909c57de4ef"  # (agent "bot", thread "t1")
+MEMORY_ID = f"{SCOPE_TAG}-0123456789abcdef0123456789abcdef"
+
+
+def crc16(data: bytes) -> int:
+    """CRC16-CCITT (XMODEM), the checksum of the Valkey cluster spec."""
+    crc = 0
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+
+
+def hash_slot(key: str) -> int:
+    """Cluster slot of a key: only the first non-empty ``{...}`` counts when present."""
+    raw = key.encode()
+    start = raw.find(b"{")
+    if start != -1:
+        end = raw.find(b"}", start + 1)
+        if end > start + 1:
+            raw = raw[start + 1 : end]
+    return crc16(raw) % 16384
+
+
+def test_crc16_matches_the_cluster_spec_reference_values() -> None:
+    """The spec's test vector, and hash tags: only the braces' content is hashed."""
+    assert crc16(b"123456789") == 0x31C3
+    assert hash_slot("{user1000}.following") == hash_slot("{user1000}.followers") == hash_slot("user1000")
+    assert hash_slot("foo{}{bar}") == crc16(b"foo{}{bar}") % 16384
+    assert hash_slot("foo{{bar}}zap") == hash_slot("{bar")
+
+
+# -- exact strings ----------------------------------------------------------------------------
+
+
+def test_store_level_keys() -> None:
+    """Index, prefix and the store's own keys, all under ``<name>:``."""
+    ks = KeySpace("mem")
+    assert (ks.doc_prefix, ks.index, ks.meta, ks.config, ks.stats, ks.scopes_all, ks.scope_info) == (
+        "mem:mem:",
+        "mem:mem:idx",
+        "mem:__mem_meta",
+        "mem:__mem_config",
+        "mem:__mem_stats",
+        "mem:scopes:all",
+        "mem:scopes:info",
+    )
+
+
+def test_scope_tag_is_pinned() -> None:
+    """The scope tag is 20 hex digits of a length-prefixed BLAKE2b digest."""
+    assert SCOPE.tag == SCOPE_TAG
+    assert re.fullmatch(r"[0-9a-f]{20}", Scope().tag)
+
+
+def test_memory_and_scope_keys_exact() -> None:
+    """A memory's HASH and its scope's bookkeeping all carry ``{<scope tag>}``."""
+    ks = KeySpace("mem")
+    assert ks.doc(MEMORY_ID) == f"mem:mem:{{{SCOPE_TAG}}}:0123456789abcdef0123456789abcdef"
+    assert ks.scope_keys(SCOPE_TAG) == (
+        f"mem:scope:{{{SCOPE_TAG}}}:created",
+        f"mem:scope:{{{SCOPE_TAG}}}:keep",
+        f"mem:scope:{{{SCOPE_TAG}}}:expiry",
+        f"mem:scope:{{{SCOPE_TAG}}}:dedup",
+    )
+
+
+def test_registry_sets_exact() -> None:
+    """One registry set per dimension set, plus ``all``; a filter intersects only the dimensions given."""
+    ks = KeySpace("mem")
+    assert ks.registry_sets(SCOPE) == [
+        "mem:scopes:all",
+        "mem:scopes:ns:2fbe3ca3c8274a9d1803",
+        "mem:scopes:agent:20ff0d68523f9c97d4ed",
+        "mem:scopes:thread:4cf34f867caf3b73843f",
+    ]
+    assert ks.registry_filter_sets(Scope.of(agent_id="bot")) == ["mem:scopes:agent:20ff0d68523f9c97d4ed"]
+    assert ks.registry_filter_sets(Scope()) == ["mem:scopes:all"]
+
+
+def test_session_keys_exact() -> None:
+    """L1 keys of one (agent, thread) share ``{<session tag>}``."""
+    s = KeySpace("mem").session("bot", "t1")
+    base = f"mem:l1:{{{SESSION_TAG}}}"
+    assert (s.turns, s.meta, s.summary_lock, s.summary_cursor) == (
+        f"{base}:turns",
+        f"{base}:meta",
+        f"{base}:summary_lock",
+        f"{base}:summary_cursor",
+    )
+    assert KeySpace("mem").agent_sessions("bot") == "mem:l1:agent:20ff0d68523f9c97d4ed"
+
+
+# -- round trips and slots --------------------------------------------------------------------
+
+
+def test_new_memory_id_embeds_the_scope_tag() -> None:
+    """``<scope tag>-<32 hex>``, valid, unique, and the tag is recoverable from the id alone."""
+    ids = {KeySpace.new_memory_id(SCOPE) for _ in range(100)}
+    assert len(ids) == 100
+    for mid in ids:
+        assert validate_memory_id(mid) == mid
+        assert KeySpace.scope_tag_of(mid) == SCOPE_TAG
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["str", "bytes"])
+def test_doc_and_memory_id_of_round_trip(as_bytes: bool) -> None:
+    """``memory_id_of(doc(id)) == id`` for str keys and for the bytes a client hands back."""
+    ks = KeySpace("my-store.v2")
+    for _ in range(50):
+        mid = ks.new_memory_id(SCOPE)
+        key = ks.doc(mid)
+        assert key.startswith(ks.doc_prefix)
+        assert ks.memory_id_of(key.encode() if as_bytes else key) == mid
+
+
+def test_all_keys_of_one_scope_share_a_slot() -> None:
+    """doc / created / keep / expiry / dedup of one scope hash to one cluster slot (script-safe)."""
+    ks = KeySpace("mem")
+    for scope in (SCOPE, Scope(), Scope.of(thread_id="x"), Scope.of(namespace="n", agent_id="a")):
+        keys = [ks.doc(ks.new_memory_id(scope)) for _ in range(5)] + list(ks.scope_keys(scope.tag))
+        assert {hash_slot(k) for k in keys} == {hash_slot(scope.tag)}
+
+
+def test_session_keys_share_a_slot() -> None:
+    """turns / meta / summary lock / cursor of one session: one slot."""
+    ks = KeySpace("mem")
+    for agent, thread in (("bot", "t1"), (None, "t1"), ("a", "b:c")):
+        s = ks.session(agent, thread)
+        assert len({hash_slot(k) for k in (s.turns, s.meta, s.summary_lock, s.summary_cursor)}) == 1
+
+
+def test_different_scopes_spread_over_slots() -> None:
+    """Scopes are spread over the cluster rather than piled on one slot."""
+    ks = KeySpace("mem")
+    slots = {hash_slot(ks.scope_created(Scope.of(thread_id=f"t{i}").tag)) for i in range(200)}
+    assert len(slots) > 150
+
+
+# -- collisions ---------------------------------------------------------------------------------
+
+
+def test_separator_and_none_cases_never_collide() -> None:
+    """("a:", "b") vs ("a", ":b"), None vs "", and a value moved to another field: all distinct."""
+    tags = [
+        Scope(namespace="a:", agent_id="b").tag,
+        Scope(namespace="a", agent_id=":b").tag,
+        Scope(namespace=None, agent_id="x").tag,
+        Scope(namespace="", agent_id="x").tag,
+        Scope(namespace="x").tag,
+        Scope(thread_id="x").tag,
+        Scope(namespace="", agent_id="", thread_id="").tag,
+        Scope().tag,
+    ]
+    assert len(set(tags)) == len(tags)
+    ks = KeySpace("mem")
+    assert ks.session(None, "t").turns != ks.session("", "t").turns
+    assert ks.session("a:", "b").turns != ks.session("a", ":b").turns
+
+
+optional_text = st.none() | st.text(max_size=8, alphabet="a:b{}|\x00\x01 é")
+
+
+@settings(max_examples=300)
+@given(
+    x=st.tuples(optional_text, optional_text, optional_text),
+    y=st.tuples(optional_text, optional_text, optional_text),
+)
+def test_distinct_scopes_have_distinct_tags(
+    x: tuple[str | None, str | None, str | None], y: tuple[str | None, str | None, str | None]
+) -> None:
+    """Different (namespace, agent, thread) never share a tag (or an L1 session tag)."""
+    if x == y:
+        assert Scope(*x).tag == Scope(*y).tag
+        return
+    assert Scope(*x).tag != Scope(*y).tag
+    if x[1:] != y[1:] and x[2] is not None and y[2] is not None:
+        ks = KeySpace("s")
+        assert ks.session(x[1], x[2]).turns != ks.session(y[1], y[2]).turns
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a", "mem", "My-Store_1.0", "0abc", "x" * 64])
+def test_valid_store_names(name: str) -> None:
+    """Letters, digits, ``_ . -``, 1-64 characters, starting alphanumeric."""
+    assert validate_store_name(name) == name
+    assert KeySpace(name).name == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "a:b", "{tag}", "a b", "-a", ".a", "_a", "x" * 65, "é", "abc\n", "a\x00", None, 5, b"mem"],
+)
+def test_invalid_store_names_are_rejected(name: object) -> None:
+    """No ``:``, braces, spaces, trailing newline, non-ASCII or non-str: ``validation.name``."""
+    with pytest.raises(ValidationError) as info:
+        KeySpace(name)  # type: ignore[arg-type]
+    assert info.value.code == "validation.name"
+
+
+@pytest.mark.parametrize(
+    "memory_id",
+    [
+        "",
+        "abc",
+        SCOPE_TAG,
+        MEMORY_ID.upper(),
+        MEMORY_ID + "0",
+        MEMORY_ID[:-1],
+        MEMORY_ID + "\n",
+        "x" + MEMORY_ID[1:],
+        MEMORY_ID.replace("-", ":"),
+        f"{{{SCOPE_TAG}}}-0123456789abcdef0123456789abcdef",
+        None,
+        MEMORY_ID.encode(),
+    ],
+)
+def test_invalid_memory_ids_are_rejected(memory_id: object) -> None:
+    """Only ids this library made: ``validation.memory_id`` before any key is built."""
+    with pytest.raises(ValidationError) as info:
+        validate_memory_id(memory_id)
+    assert info.value.code == "validation.memory_id"
+    if isinstance(memory_id, str):
+        with pytest.raises(ValidationError):
+            KeySpace("mem").doc(memory_id)
+        with pytest.raises(ValidationError):
+            KeySpace.scope_tag_of(memory_id)
