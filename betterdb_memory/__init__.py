@@ -6,9 +6,17 @@ Start with ``MemoryStore.connect()`` (embedded engine) or
 
 from ._io import RetryPolicy
 from ._version import __version__
+from .consolidation import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
+from .context import ContextBudget, RetrievedContext
 from .dialect import Capabilities, IndexInfo
-from .embedders.base import Embedder
-from .embedders.hashing import HashingEmbedder
+from .embedders import (
+    Embedder,
+    FunctionEmbedder,
+    HashingEmbedder,
+    OnnxEmbedder,
+    OpenAIEmbedder,
+    default_embedder,
+)
 from .errors import (
     BetterDBMemoryError,
     CommandNotSupportedError,
@@ -22,18 +30,36 @@ from .errors import (
     ValidationError,
     VectorSizeError,
 )
+from .extraction import ExtractedFact, FactExtractor, OpenAIFactExtractor
+from .facade import AgentMemory
 from .keys import Scope
 from .models import MemoryHit, MemoryItem, MemoryPage, StoreStats
+from .observability.live_config import ConfigSnapshot
 from .scoring import ScoreParts, Weights
 from .store import MemoryStore
+from .summarizers import ExtractiveSummarizer, OpenAISummarizer, Summarizer
+from .tokens import HeuristicTokenCounter, TokenCounter
+from .turns import SessionMetadata, ToolResult, Turn
 
 __all__ = [
+    "AgentMemory",
     "BetterDBMemoryError",
     "Capabilities",
     "CommandNotSupportedError",
+    "ConfigSnapshot",
     "ConfigurationError",
+    "ConsolidateFactsResult",
+    "ConsolidateResult",
+    "ContextBudget",
     "Embedder",
+    "ExtractedFact",
+    "ExtractiveSummarizer",
+    "Fact",
+    "FactExtractor",
+    "FactRecord",
+    "FunctionEmbedder",
     "HashingEmbedder",
+    "HeuristicTokenCounter",
     "IndexExistsError",
     "IndexInfo",
     "IndexNotFoundError",
@@ -41,16 +67,27 @@ __all__ = [
     "MemoryItem",
     "MemoryPage",
     "MemoryStore",
+    "OnnxEmbedder",
+    "OpenAIEmbedder",
+    "OpenAIFactExtractor",
+    "OpenAISummarizer",
     "QuerySyntaxError",
+    "RetrievedContext",
     "RetryPolicy",
     "Scope",
     "ScoreParts",
     "ServerError",
+    "SessionMetadata",
     "StoreConnectionError",
     "StoreStats",
     "StoreTimeoutError",
+    "Summarizer",
+    "TokenCounter",
+    "ToolResult",
+    "Turn",
     "ValidationError",
     "VectorSizeError",
     "Weights",
     "__version__",
+    "default_embedder",
 ]

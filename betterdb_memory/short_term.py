@@ -689,6 +689,7 @@ class ShortTermMixin:
             st.failures.pop(key, None)
             st.not_before.pop(key, None)
         except asyncio.CancelledError:
+            st.rerun.discard(key)  # cancelled by erase or close: nothing may start again for it
             raise
         except Exception as exc:
             await self._note_failure(sk, thread, exc)

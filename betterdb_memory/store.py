@@ -45,7 +45,9 @@ from .observability.telemetry import Telemetry
 from .observability.tracing import add_attributes
 from .query import RETURN_FIELDS, IndexSpec, MemoryFilter, create_index_args, knn_search_args
 from .replies import parse_search_reply
+from .consolidation import ConsolidationMixin
 from .scopes import ScopeOpsMixin
+from .short_term import ShortTermMixin
 from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights, composite
 from .validation import (
     check_content,
@@ -110,7 +112,7 @@ def item_from_fields(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
     )
 
 
-class MemoryStore(ScopeOpsMixin):
+class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
     """Long-term agent memory on Valkey Search.
 
     Args:
@@ -136,6 +138,10 @@ class MemoryStore(ScopeOpsMixin):
         heartbeat_interval: Monitor heartbeat period (<= 30 s).
         telemetry: opt-in anonymous product telemetry (``True`` or a ``Telemetry``);
             ``DO_NOT_TRACK`` always wins.
+        **short_term: L1 options (``session_ttl``, ``max_session_turns``, ``summarizer``,
+            ``fact_extractor``, ``token_counter``, ``summarize_batch``,
+            ``max_unsummarized``, ``budget``, ``redact``, ``shutdown_grace``,
+            ``summary_lock_ttl``); see ``short_term.ShortTermMixin._init_short_term``.
     """
 
     def __init__(
@@ -163,6 +169,7 @@ class MemoryStore(ScopeOpsMixin):
         config_refresh_seconds: float = 5.0,
         heartbeat_interval: float = 30.0,
         telemetry: bool | Telemetry = False,
+        **short_term: Any,
     ) -> None:
         self.keys = KeySpace(name)
         self.name = name
@@ -226,6 +233,7 @@ class MemoryStore(ScopeOpsMixin):
             telemetry=telemetry,
         )
         self.metrics = self._obs.metrics
+        self._init_short_term(**short_term)
         self.capabilities: Capabilities | None = None
         self._ready = False
         self._ready_lock = asyncio.Lock()
@@ -284,6 +292,7 @@ class MemoryStore(ScopeOpsMixin):
         if self._closed:
             return
         self._closed = True
+        await self._close_short_term()
         if self._background:
             await asyncio.wait(self._background, timeout=5.0)
         await self._obs.close()

@@ -92,7 +92,9 @@ async def test_rerun_over_unchanged_sources_writes_nothing(store: Any, client: A
 async def test_restated_fact_from_new_source_is_unchanged(store: Any) -> None:
     """The same statement again (other case/spacing, later date) changes nothing."""
     await store.remember("s1", thread_id="t")
-    ext = Extractor({"s1": [Fact("Pet", "has a cat", "2024-01-01")], "s2": [Fact("pet ", "Has  a CAT", "2024-05-01")]})
+    ext = Extractor(
+        {"s1": [Fact("Pet", "has a cat", "2024-01-01")], "s2": [Fact("pet ", "Has  a CAT", "2024-05-01")]}
+    )
     await store.consolidate("facts", extract_facts=ext, thread_id="t")
     await store.remember("s2", thread_id="t")
     res = await store.consolidate("facts", extract_facts=ext, thread_id="t")
@@ -133,7 +135,10 @@ async def test_newer_statement_supersedes_and_history_is_kept(store: Any) -> Non
 
 async def test_tombstone_retracts(store: Any) -> None:
     ext = Extractor(
-        {"has": [Fact("car", "drives a Volvo", "2024-01-01")], "sold": [Fact("car", "", "2024-02-01", tombstone=True)]}
+        {
+            "has": [Fact("car", "drives a Volvo", "2024-01-01")],
+            "sold": [Fact("car", "", "2024-02-01", tombstone=True)],
+        }
     )
     await store.remember("has", thread_id="t")
     (volvo,) = (await store.consolidate("facts", extract_facts=ext, thread_id="t")).facts
@@ -190,7 +195,10 @@ async def test_dates_compare_as_instants_not_strings(store: Any) -> None:
     await store.remember("c", thread_id="t")
     rc = await store.consolidate("facts", extract_facts=ext, thread_id="t")
     assert (rc.created, rc.superseded) == (1, 1)
-    assert [h.statement for h in await store.fact_history("meeting", thread_id="t")] == ["in room 3", "in room 1"]
+    assert [h.statement for h in await store.fact_history("meeting", thread_id="t")] == [
+        "in room 3",
+        "in room 1",
+    ]
 
 
 async def test_dateless_statement_supersedes(store: Any) -> None:
@@ -207,7 +215,13 @@ async def test_dateless_statement_supersedes(store: Any) -> None:
 async def test_statements_within_one_run_reconcile_in_order(store: Any) -> None:
     """A, B, A again in one page: the last one is current and history has all three."""
     ext = Extractor(
-        {"m": [Fact("mood", "happy", "2024-01-01"), Fact("mood", "sad", "2024-01-01"), Fact("mood", "happy", "2024-01-01")]}
+        {
+            "m": [
+                Fact("mood", "happy", "2024-01-01"),
+                Fact("mood", "sad", "2024-01-01"),
+                Fact("mood", "happy", "2024-01-01"),
+            ]
+        }
     )
     await store.remember("m", thread_id="t")
     res = await store.consolidate("facts", extract_facts=ext, thread_id="t")
@@ -253,7 +267,9 @@ async def test_scope_filter_spans_scopes_and_writes_to_named_scope(store: Any) -
     await store.remember("t1 fact", agent_id="a", thread_id="t1")
     await store.remember("t2 fact", agent_id="a", thread_id="t2")
     await store.remember("other agent", agent_id="b", thread_id="t1")
-    ext = Extractor({"t1 fact": [Fact("k1", "v1")], "t2 fact": [Fact("k2", "v2")], "other agent": [Fact("k3", "v3")]})
+    ext = Extractor(
+        {"t1 fact": [Fact("k1", "v1")], "t2 fact": [Fact("k2", "v2")], "other agent": [Fact("k3", "v3")]}
+    )
     res = await store.consolidate("facts", extract_facts=ext, agent_id="a")
     assert res.candidates == 2 and len(res.facts) == 2
     items = await store.get_many(res.facts)
@@ -283,7 +299,10 @@ async def test_deprecated_alias_warns_then_consolidates(store: Any) -> None:
 
 async def test_two_concurrent_runs_leave_the_state_of_one(store: Any, client: Any, unique_name: str) -> None:
     contents = [f"m{i}" for i in range(40)]
-    table = {c: [Fact(f"s{i % 7}", f"v{i}", f"2024-{i // 28 + 1:02d}-{i % 28 + 1:02d}")] for i, c in enumerate(contents)}
+    table = {
+        c: [Fact(f"s{i % 7}", f"v{i}", f"2024-{i // 28 + 1:02d}-{i % 28 + 1:02d}")]
+        for i, c in enumerate(contents)
+    }
     await store.remember_many([{"content": c, "thread_id": "t"} for c in contents])
 
     slow_calls = 0
@@ -359,7 +378,9 @@ async def test_summary_keeping_sources_does_not_resummarise_them(store: Any) -> 
     again = await store.consolidate("summary", summ, thread_id="t", delete_sources=False)
     assert again.created == 0 and len(summ.calls) == 1
     await store.remember("three", thread_id="t")
-    third = await store.consolidate("summary", summ, thread_id="t", delete_sources=False, include_summaries=True)
+    third = await store.consolidate(
+        "summary", summ, thread_id="t", delete_sources=False, include_summaries=True
+    )
     assert [i.content for i in summ.calls[1]] == [await _content(store, res.summary_id), "three"]
     assert third.created == 1
 
@@ -373,6 +394,16 @@ async def _content(store: Any, mid: str | None) -> str:
 # -- scale -----------------------------------------------------------------------------------
 
 
+@pytest.fixture
+async def small_store(client: Any, unique_name: str) -> AsyncIterator[Any]:
+    """32-d vectors and a light HNSW graph: the scale tests measure consolidation, not indexing."""
+    s = _Store(
+        client=client, name=unique_name, embedder=HashingEmbedder(32), hnsw_m=4, hnsw_ef_construction=16
+    )
+    yield s
+    await s.close()
+
+
 def _vectors(n: int, dim: int, seed: int) -> np.ndarray[Any, Any]:
     v = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
     return v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -382,13 +413,17 @@ async def _fill(store: Any, n: int, **scope: Any) -> None:
     vecs = _vectors(n, store.embedder.dimensions, 7)
     for start in range(0, n, 1000):
         await store.remember_many(
-            [{"content": f"memory {i}", "vector": vecs[i], **scope} for i in range(start, min(n, start + 1000))]
+            [
+                {"content": f"memory {i}", "vector": vecs[i], **scope}
+                for i in range(start, min(n, start + 1000))
+            ]
         )
 
 
 @pytest.mark.slow
-async def test_facts_over_12000_candidates_in_pages(store: Any) -> None:
+async def test_facts_over_12000_candidates_in_pages(small_store: Any) -> None:
     """Every one of 12,000 sources reaches the extractor exactly once, oldest first, ≤1,000 a call."""
+    store = small_store
     await _fill(store, 12_000, thread_id="big")
     sizes: list[int] = []
     seen: list[str] = []
@@ -409,8 +444,9 @@ async def test_facts_over_12000_candidates_in_pages(store: Any) -> None:
 
 
 @pytest.mark.slow
-async def test_summary_over_12000_candidates_across_scopes(store: Any) -> None:
+async def test_summary_over_12000_candidates_across_scopes(small_store: Any) -> None:
     """12,000 memories in two threads fold into one digest; every source is deleted."""
+    store = small_store
     await _fill(store, 6_000, agent_id="a", thread_id="t1")
     await _fill(store, 6_000, agent_id="a", thread_id="t2")
     summ = Summarizer()

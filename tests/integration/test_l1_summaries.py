@@ -37,7 +37,12 @@ async def _settled(store: Any, thread: str, agent: str | None, *, window: int, b
 async def test_thousand_turns_are_all_covered(l1: StoreFactory) -> None:
     """1,000 turns: each one is in L1 or in exactly one summary, and summaries tile the history in order."""
     store = l1()  # defaults: window 50, batch 20
-    ids = [await store.store_turn("long", f"Question {i}: what about item {i}?", f"Item {i} is fine.", agent_id="a") for i in range(1000)]
+    ids = [
+        await store.store_turn(
+            "long", f"Question {i}: what about item {i}?", f"Item {i} is fine.", agent_id="a"
+        )
+        for i in range(1000)
+    ]
     meta = await _settled(store, "long", "a", window=50, batch=20)
     assert meta.turn_count == 1000 and meta.dropped_turns == 0 and meta.summary_failures == 0
     assert meta.summarized_through == 940
@@ -140,7 +145,9 @@ async def test_openai_summarizer_http_error_is_counted(l1: StoreFactory) -> None
     pytest.importorskip("openai")
     from betterdb_memory.summarizers import OpenAISummarizer
 
-    summarizer = OpenAISummarizer("m", api_key="k", base_url="http://127.0.0.1:1/v1", max_retries=0, timeout=2)
+    summarizer = OpenAISummarizer(
+        "m", api_key="k", base_url="http://127.0.0.1:1/v1", max_retries=0, timeout=2
+    )
     store = l1(max_session_turns=1, summarize_batch=1, summarizer=summarizer)
     await store.store_turn("t", "q1", "a1")
     await store.store_turn("t", "q2", "a2")

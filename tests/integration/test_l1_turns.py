@@ -61,7 +61,9 @@ async def test_session_metadata_counts_and_none_when_absent(l1: StoreFactory) ->
     meta = await store.get_session_metadata("t")
     assert meta is not None
     assert (meta.turn_count, meta.retained_turns, meta.agent_id, meta.thread_id) == (3, 3, None, "t")
-    assert meta.created_at is not None and meta.last_active is not None and meta.created_at <= meta.last_active
+    assert (
+        meta.created_at is not None and meta.last_active is not None and meta.created_at <= meta.last_active
+    )
 
 
 async def test_clear_session_removes_l1_only(l1: StoreFactory) -> None:
@@ -108,7 +110,9 @@ async def test_window_without_summaries_trims_to_max_turns(l1: StoreFactory) -> 
 async def test_concurrent_writers_lose_nothing(l1: StoreFactory) -> None:
     """200 concurrent store_turn calls: exact turn_count, unique seqs, every turn live or summarised."""
     store = l1(max_session_turns=50, summarize_batch=20)
-    ids = await asyncio.gather(*(store.store_turn("t", f"question {i}", f"answer {i}", agent_id="a") for i in range(200)))
+    ids = await asyncio.gather(
+        *(store.store_turn("t", f"question {i}", f"answer {i}", agent_id="a") for i in range(200))
+    )
     await store.summarize_session("t", agent_id="a")
     meta = await store.get_session_metadata("t", agent_id="a")
     assert meta.turn_count == 200 and meta.dropped_turns == 0 and meta.summary_failures == 0
@@ -168,7 +172,9 @@ async def test_close_drains_running_summaries(l1: StoreFactory, unique_name: str
     assert slow.done == 1
 
     stuck = Slow(30)
-    other = l1(name=unique_name + "b", max_session_turns=2, summarize_batch=2, summarizer=stuck, shutdown_grace=0.1)
+    other = l1(
+        name=unique_name + "b", max_session_turns=2, summarize_batch=2, summarizer=stuck, shutdown_grace=0.1
+    )
     for i in range(4):
         await other.store_turn("t", f"q{i}", f"a{i}")
     await asyncio.wait_for(other.close(), timeout=5)
@@ -192,7 +198,10 @@ async def test_close_drains_running_summaries(l1: StoreFactory, unique_name: str
         (lambda s: s.retrieve_context("t", "q", token_budget=True), "validation.budget"),
         (lambda s: s.retrieve_context("t", "q", token_budget=100.0), "validation.budget"),
         (lambda s: s.retrieve_context("t", "", token_budget=100), "validation.empty"),
-        (lambda s: s.retrieve_context("t", "q", token_budget=100, redact=["secret"]), "validation.sensitivity"),
+        (
+            lambda s: s.retrieve_context("t", "q", token_budget=100, redact=["secret"]),
+            "validation.sensitivity",
+        ),
         (lambda s: s.erase(agent_id=""), "validation.empty"),
         (lambda s: s.erase(agent_id=None), "validation.type"),
     ],

@@ -17,7 +17,18 @@ from betterdb_memory.turns import ToolResult, Turn, decode_turn, encode_turn, pa
 
 
 def test_parses_plain_envelope() -> None:
-    raw = json.dumps({"facts": [{"content": "User lives in Lyon", "sensitivity": "pii", "topic_tags": ["home"], "importance": 0.9}]})
+    raw = json.dumps(
+        {
+            "facts": [
+                {
+                    "content": "User lives in Lyon",
+                    "sensitivity": "pii",
+                    "topic_tags": ["home"],
+                    "importance": 0.9,
+                }
+            ]
+        }
+    )
     assert parse_facts(raw) == [ExtractedFact("User lives in Lyon", "pii", ("home",), 0.9)]
 
 
@@ -33,7 +44,12 @@ def test_key_and_value_case_variants() -> None:
     raw = json.dumps(
         {
             "Facts": [
-                {"Content": "Name is Ada", "SENSITIVITY": "PII", "topicTags": ["identity"], "Importance": "0.8"},
+                {
+                    "Content": "Name is Ada",
+                    "SENSITIVITY": "PII",
+                    "topicTags": ["identity"],
+                    "Importance": "0.8",
+                },
                 {"FACT": "Has diabetes", "Sensitivity": "Sensitive", "Topic Tags": "health, medical"},
                 {"text": "Prefers email", "sensitivity_level": "LOW", "tags": ["contact"]},
             ]
@@ -67,7 +83,15 @@ def test_sensitivity_normalisation_fails_closed(label: object, expected: str) ->
 
 def test_malformed_entries_are_skipped_and_values_clamped() -> None:
     raw = json.dumps(
-        {"facts": [{"content": ""}, {"no": "content"}, 7, {"content": "ok", "importance": 7}, {"content": "nan", "importance": "x"}]}
+        {
+            "facts": [
+                {"content": ""},
+                {"no": "content"},
+                7,
+                {"content": "ok", "importance": 7},
+                {"content": "nan", "importance": "x"},
+            ]
+        }
     )
     facts = parse_facts(raw)
     assert [(f.content, f.importance) for f in facts] == [("ok", 1.0), ("nan", 0.6)]
@@ -93,7 +117,9 @@ def _as_stored(payload: str, seq: int) -> str:
 
 
 def test_turn_roundtrip_with_seq_splice() -> None:
-    tools = parse_tool_results([{"tool_name": "search", "params": {"q": "x"}, "result": [1, 2], "duration_ms": 5}])
+    tools = parse_tool_results(
+        [{"tool_name": "search", "params": {"q": "x"}, "result": [1, 2], "duration_ms": 5}]
+    )
     payload = encode_turn("id1", "héllo", "wörld", tools, 1700000000.5, 7)
     assert payload.startswith('{"id"')
     turn = decode_turn(_as_stored(payload, 12).encode(), "th")
@@ -162,8 +188,12 @@ def _turn(i: int, user: str, assistant: str) -> Turn:
 
 def test_extractive_summary_keeps_each_request_and_is_bounded() -> None:
     turns = [
-        _turn(1, "Book a flight to Lisbon. I need it Friday.", "Flights to Lisbon on Friday start at 90 EUR."),
-        _turn(2, "What about hotels in Lisbon? Cheap ones.", "Hotels in Lisbon from 60 EUR. Alfama is central."),
+        _turn(
+            1, "Book a flight to Lisbon. I need it Friday.", "Flights to Lisbon on Friday start at 90 EUR."
+        ),
+        _turn(
+            2, "What about hotels in Lisbon? Cheap ones.", "Hotels in Lisbon from 60 EUR. Alfama is central."
+        ),
         _turn(3, "Thanks! Also rent a car.", "Car rental in Lisbon costs 30 EUR a day."),
     ]
     s = ExtractiveSummarizer(max_chars=300)
