@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import valkey.asyncio as avalkey
+import valkey.utils
 from _harness import Pair, Row, Samples, concurrent, cpu_count, cpu_model, interleave, render_rows
 
 from betterdb_memory import MemoryStore, Scope
@@ -471,7 +472,9 @@ async def machine(bench: Bench, load_start: tuple[float, float, float]) -> list[
         f"- CPU: {cpu_count()} cores available (nproc), {cpu_model()}",
         f"- OS: {platform.system()} {platform.release()}, Python {platform.python_version()}",
         f"- valkey-server {info.get('valkey_version', info.get('redis_version'))}, "
-        f"search module {search}, valkey-py {dist_version('valkey')}, numpy {np.__version__}",
+        f"search module {search}, valkey-py {dist_version('valkey')} "
+        f"({'libvalkey' if valkey.utils.LIBVALKEY_AVAILABLE else 'pure-Python'} reply parser), "
+        f"numpy {np.__version__}",
         "- load average (1/5/15 min) at start: "
         + " / ".join(f"{x:.2f}" for x in load_start)
         + ", at end: "

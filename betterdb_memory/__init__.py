@@ -6,7 +6,7 @@ Start with ``MemoryStore.connect()`` (embedded engine) or
 
 from ._io import RetryPolicy
 from ._version import __version__
-from .consolidation import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
+from .consolidation import ConsolidateFactsResult, ConsolidateResult, ConsolidationBusyError, Fact, FactRecord
 from .context import ContextBudget, RetrievedContext
 from .dialect import Capabilities, IndexInfo
 from .embedders import (
@@ -50,6 +50,7 @@ __all__ = [
     "ConfigurationError",
     "ConsolidateFactsResult",
     "ConsolidateResult",
+    "ConsolidationBusyError",
     "ContextBudget",
     "Embedder",
     "ExtractedFact",

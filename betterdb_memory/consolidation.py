@@ -205,10 +205,10 @@ def parse_instant(value: object) -> datetime | None:
     text = value.strip()
     if not text:
         return None
-    m = _YEAR_MONTH.fullmatch(text)
-    if m:
-        return datetime(int(m.group(1)), int(m.group(2) or 1), 1, tzinfo=UTC)
     try:
+        m = _YEAR_MONTH.fullmatch(text)
+        if m:
+            return datetime(int(m.group(1)), int(m.group(2) or 1), 1, tzinfo=UTC)
         parsed = datetime.fromisoformat(text)
     except ValueError:
         raise ValidationError(
@@ -322,8 +322,8 @@ def plan_facts(facts: Iterable[object], current: Mapping[str, CurrentFact]) -> F
     checked = [_as_fact(raw, i) for i, raw in enumerate(facts)]
     instants = [parse_instant(f.date) for f in checked]
     order = list(range(len(checked)))
-    dated = [i for i, t in enumerate(instants) if t is not None]
-    for slot, i in zip(dated, sorted(dated, key=lambda j: instants[j]), strict=True):  # type: ignore[arg-type,return-value]
+    dated = {i: t for i, t in enumerate(instants) if t is not None}
+    for slot, i in zip(dated, sorted(dated, key=dated.__getitem__), strict=True):
         order[slot] = i
     for i in order:
         fact, instant = checked[i], instants[i]
@@ -394,8 +394,11 @@ def _check_optional(value: object, name: str, *, lo: float, hi: float | None) ->
 
 
 async def _invoke(fn: Callable[[list[MemoryItem]], Any], items: list[MemoryItem]) -> Any:
-    """Call a sync or async model seam. A sync one runs in a worker thread: a blocking
-    SDK call on the event loop would also stall the lock's heartbeat, and lose the lock."""
+    """Call a sync or async model seam.
+
+    A sync one runs in a worker thread: a blocking SDK call on the event loop would
+    also stall the lock's heartbeat, and so lose the lock.
+    """
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004
         return await fn(items)
     result = await asyncio.to_thread(fn, items)
@@ -434,6 +437,7 @@ class _Scripts:
         self.page = client.register_script(_lua.CREATED_PAGE)
         self.commit = client.register_script(_lua.COMMIT_FACTS)
         self.purge = client.register_script(_lua.PURGE_HISTORY)
+        self.read = client.register_script(_lua.READ_DOCS)
 
 
 class _ScopeLock:
@@ -646,7 +650,10 @@ class ConsolidationMixin:
             if fact_importance is None else fact_importance
         )  # fmt: skip
 
-        tracing = getattr(self, "_tracing", None)
+        # Observability is optional: the store's ``_obs`` (or ``_tracing`` / ``_metrics``).
+        obs = getattr(self, "_obs", None)
+        tracing = getattr(self, "_tracing", None) or obs
+        metrics = getattr(self, "_metrics", None) or getattr(obs, "metrics", None)
         span_cm: Any = (
             tracing.span("consolidate", {"gen_ai.memory.mode": mode})
             if tracing is not None
@@ -674,7 +681,6 @@ class ConsolidationMixin:
                 span.set_attribute("gen_ai.memory.candidates", result.candidates)
                 for name, value in counts.items():
                     span.set_attribute(f"gen_ai.memory.{name}", value)
-        metrics = getattr(self, "_metrics", None)
         if metrics is not None:
             metrics.observe_consolidation(mode, **counts)
         return result
@@ -824,9 +830,8 @@ class ConsolidationMixin:
                 "date_from": _iso_ts(items[0].created_at),
                 "date_to": _iso_ts(items[-1].created_at),
             }
-            (summary_id,) = await self.remember_many([
-                self._output(sel, text, importance, items, kind="summary", metadata=metadata)
-            ])  # fmt: skip
+            digest = self._output(sel, text, importance, items, kind="summary", metadata=metadata)
+            (summary_id,) = await self.remember_many([digest])
             deleted = 0
             for start in range(0, len(ids), PAGE_SIZE):
                 chunk = ids[start : start + PAGE_SIZE]
@@ -897,10 +902,8 @@ class ConsolidationMixin:
                 extracted = await _invoke(extract, page)
                 if isinstance(extracted, str | bytes) or not isinstance(extracted, Iterable):
                     raise ValidationError("extract_facts must return a list of Fact", code="validation.fact")
-                facts = list(extracted)
-                current = await self._current_facts(
-                    ck, {normalise(f.subject) for f in facts if _has_subject(f)}
-                )
+                facts = [_as_fact(f, i) for i, f in enumerate(extracted)]
+                current = await self._current_facts(ck, {normalise(f.subject) for f in facts})
                 plan = plan_facts(facts, current)
                 lock.check()
                 await self._apply_plan(ck, sel, plan, page, importance, tally)
@@ -1028,7 +1031,7 @@ class ConsolidationMixin:
         buffer: list[MemoryItem] = []
         async for ids in self._created_ids(await self.matching_scopes(sel.filter), cutoff):
             fresh = await self._unconsumed(consumed_key, ids)
-            for item in await self.get_many(fresh) if fresh else []:
+            for item in await self._load(fresh) if fresh else []:
                 if item is not None and sel.accepts(item):
                     buffer.append(item)
             while len(buffer) >= PAGE_SIZE:
@@ -1036,6 +1039,30 @@ class ConsolidationMixin:
                 buffer = buffer[PAGE_SIZE:]
         if buffer:
             yield buffer
+
+    async def _load(self, ids: Sequence[str]) -> list[MemoryItem | None]:
+        """``get_many`` through ``READ_DOCS``: one script call per scope (slot), pipelined."""
+        from .query import RETURN_FIELDS
+        from .store import item_from_fields  # store imports this module: resolve at call time
+
+        by_tag: dict[str, list[str]] = {}
+        for mid in ids:
+            by_tag.setdefault(mid[:20], []).append(mid)
+        script = self._cscripts().read
+
+        async def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for group in by_tag.values():
+                await script(keys=[self.keys.doc(m) for m in group], args=list(RETURN_FIELDS), client=pipe)
+            return list(await pipe.execute())
+
+        found: dict[str, MemoryItem | None] = {}
+        for group, rows in zip(
+            by_tag.values(), await call("consolidate", run, policy=self.retry), strict=True
+        ):
+            for mid, raw in zip(group, rows, strict=True):
+                found[mid] = item_from_fields(mid, json.loads(raw)) if raw else None
+        return [found[mid] for mid in ids]
 
     async def _unconsumed(self, key: str, ids: Sequence[str]) -> list[str]:
         scores = await call("consolidate", lambda: self._client.zmscore(key, list(ids)), policy=self.retry)
@@ -1131,12 +1158,6 @@ class _Tally:
     unchanged: int = 0
     unmatched: list[str] = field(default_factory=list)
     live: dict[str, str] = field(default_factory=dict)
-
-
-def _has_subject(value: object) -> bool:
-    if isinstance(value, Fact):
-        return isinstance(value.subject, str)
-    return isinstance(value, Mapping) and isinstance(value.get("subject"), str)
 
 
 def _subject_key(subject: object) -> str:

@@ -188,4 +188,6 @@ def translate(
 
 def is_connection_error(exc: BaseException) -> bool:
     """True for the backend exceptions that mean "could not reach the server"."""
-    return isinstance(exc, vexc.ConnectionError | vexc.TimeoutError | ConnectionError | TimeoutError)
+    return isinstance(
+        exc, vexc.ConnectionError | vexc.TimeoutError | ConnectionError | TimeoutError | OSError
+    )

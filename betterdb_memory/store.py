@@ -29,6 +29,7 @@ from . import _scripts
 from ._io import RetryPolicy, call
 from ._observe import StoreObservability
 from .codec import as_text, encode_vector, join_list, split_list, to_float, to_int, validate_vector
+from .consolidation import ConsolidationMixin
 from .dialect import Capabilities, IndexInfo, parse_ft_info, probe
 from .embedders.base import Embedder, EmbeddingFunction, as_embedder, default_threshold_of
 from .errors import (
@@ -45,10 +46,9 @@ from .observability.telemetry import Telemetry
 from .observability.tracing import add_attributes
 from .query import RETURN_FIELDS, IndexSpec, MemoryFilter, create_index_args, knn_search_args
 from .replies import parse_search_reply
-from .consolidation import ConsolidationMixin
 from .scopes import ScopeOpsMixin
-from .short_term import ShortTermMixin
 from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights, composite
+from .short_term import ShortTermMixin
 from .validation import (
     check_content,
     check_importance,

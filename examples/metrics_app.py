@@ -18,12 +18,13 @@ from betterdb_memory import MemoryStore
 async def main() -> None:
     start_http_server(int(os.environ.get("METRICS_PORT", "9400")))
     store = await MemoryStore.connect(
-        os.environ.get("VALKEY_URL", "valkey://localhost:6379"), name=os.environ.get("BETTERDB_MEMORY_NAME", "app")
+        os.environ.get("VALKEY_URL", "valkey://localhost:6379"),
+        name=os.environ.get("BETTERDB_MEMORY_NAME", "app"),
     )
     facts = ["The user likes tea.", "The user lives in Lisbon.", "Deploys happen on Thursdays."]
     try:
         while True:
-            await store.remember(random.choice(facts), thread_id="demo")  # noqa: S311
+            await store.remember(random.choice(facts), thread_id="demo")
             await store.recall("what does the user drink?", thread_id="demo")
             await asyncio.sleep(5)
     finally:

@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from betterdb_memory import HashingEmbedder, MemoryItem, MemoryStore
+from betterdb_memory import HashingEmbedder, MemoryItem, MemoryStore, Scope, ValidationError
 from betterdb_memory.consolidation import (
     ConsolidateFactsResult,
     ConsolidateResult,
+    ConsolidationBusyError,
+    ConsolidationKeys,
     ConsolidationMixin,
     Fact,
 )
@@ -262,6 +264,22 @@ async def test_sync_extractor_and_selectors(store: Any) -> None:
     assert got == ["old keep"] and res.candidates == 1
 
 
+async def test_malformed_model_output_commits_nothing_and_can_be_retried(store: Any) -> None:
+    """A bad date fails the page before any write; the sources stay unconsumed."""
+    await store.remember("x", thread_id="t")
+    outputs: list[Any] = [[Fact("s", "v", "next tuesday")], [{"subject": "s", "statement": "v"}]]
+
+    def extract(items: list[MemoryItem]) -> Any:
+        return outputs.pop(0)
+
+    with pytest.raises(ValidationError) as info:
+        await store.consolidate("facts", extract_facts=extract, thread_id="t")
+    assert info.value.code == "validation.fact_date"
+    assert await store.count(thread_id="t") == 1
+    res = await store.consolidate("facts", extract_facts=extract, thread_id="t")  # mappings work too
+    assert (res.candidates, res.created) == (1, 1)
+
+
 async def test_scope_filter_spans_scopes_and_writes_to_named_scope(store: Any) -> None:
     """agent_id alone matches every thread of the agent; facts land in (agent, no thread)."""
     await store.remember("t1 fact", agent_id="a", thread_id="t1")
@@ -332,6 +350,55 @@ async def test_two_concurrent_runs_leave_the_state_of_one(store: Any, client: An
         assert mine == theirs
     assert await store.count(thread_id="t") == await ref.count(thread_id="t")
     await ref.close()
+
+
+async def test_second_caller_gives_up_after_the_bounded_wait(store: Any, client: Any) -> None:
+    """A lock held elsewhere (say a crashed run within its TTL) bounds the wait; nothing is read."""
+    await store.remember("x", thread_id="t")
+    lock = ConsolidationKeys(store.keys, Scope(thread_id="t").tag).lock
+    await client.set(lock, "someone-else", px=5000)
+    store.consolidation_lock_wait = 0.3
+    ext = Extractor({"x": [Fact("s", "v")]})
+    with pytest.raises(ConsolidationBusyError) as info:
+        await store.consolidate("facts", extract_facts=ext, thread_id="t")
+    assert info.value.code == "consolidation.busy" and ext.calls == []
+    assert await client.get(lock) == b"someone-else"  # never deletes another holder's lock
+
+
+async def test_run_that_lost_its_lock_writes_nothing(store: Any, client: Any) -> None:
+    """If the lock is taken over mid-run (TTL expired), the run stops before writing."""
+    await store.remember("x", thread_id="t")
+    lock = ConsolidationKeys(store.keys, Scope(thread_id="t").tag).lock
+    store.consolidation_lock_ttl = 1.0  # heartbeat every ~0.33 s
+
+    async def hijacked(items: list[MemoryItem]) -> list[Fact]:
+        await client.set(lock, "usurper", px=10_000)
+        await asyncio.sleep(0.8)  # a heartbeat finds the lock gone
+        return [Fact("s", "v")]
+
+    with pytest.raises(ConsolidationBusyError) as info:
+        await store.consolidate("facts", extract_facts=hijacked, thread_id="t")
+    assert info.value.code == "consolidation.lock_lost"
+    assert await store.count(thread_id="t") == 1 and await store.fact_history("s", thread_id="t") == []
+    assert await client.get(lock) == b"usurper"
+
+
+async def test_paging_survives_deletion_of_the_cursor_member(store: Any) -> None:
+    """2,500 memories of one timestamp (one batch): deleting the page cursor's member skips nothing."""
+    dim = store.embedder.dimensions
+    vecs = _vectors(2500, dim, 3)
+    ids = await store.remember_many(
+        [{"content": f"c{i}", "vector": vecs[i], "thread_id": "p"} for i in range(2500)]
+    )
+    created = store.keys.scope_created(Scope(thread_id="p").tag)
+    assert len({s for _, s in await store.client.zrange(created, 0, -1, withscores=True)}) == 1
+    seen: list[str] = []
+    async for page in store._created_ids([Scope(thread_id="p")], None):
+        seen += page
+        stream_cursor = await store.client.zrange(created, len(seen) + 999, len(seen) + 999)
+        if stream_cursor:
+            await store.forget(stream_cursor[0].decode())
+    assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
 
 
 # -- summary ---------------------------------------------------------------------------------

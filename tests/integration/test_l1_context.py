@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from .test_l1_support import ChatServer, StoreFactory
+from .test_l1_support import ChatServer
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-async def l1(client: Any, unique_name: str) -> AsyncIterator[StoreFactory]:
-    factory = StoreFactory(client, unique_name)
-    try:
-        yield factory
-    finally:
-        await factory.aclose()
-
-
-async def test_rich_context_uses_at_least_90_percent_and_never_more(l1: StoreFactory) -> None:
+async def test_rich_context_uses_at_least_90_percent_and_never_more(make_store: Any) -> None:
     """More material than room: >= 90% of the usable budget is used, never more; the reserve is left alone."""
-    store = l1(max_session_turns=100, summarize_batch=0, threshold=0.0)
+    store = make_store(max_session_turns=100, summarize_batch=0, threshold=0.0)
     for i in range(60):
         await store.store_turn(
             "t",
@@ -52,9 +42,9 @@ async def test_rich_context_uses_at_least_90_percent_and_never_more(l1: StoreFac
     assert len(roomy.turns) == 60 and roomy.skipped_turns == roomy.skipped_memories == 0
 
 
-async def test_oversize_turn_does_not_hide_older_turns(l1: StoreFactory) -> None:
+async def test_oversize_turn_does_not_hide_older_turns(make_store: Any) -> None:
     """A ~2,000-token turn is skipped; the turns before and after it are all included."""
-    store = l1()
+    store = make_store()
     ids = [await store.store_turn("t", f"short question {i}", f"short answer {i}") for i in range(5)]
     await store.store_turn("t", "paste: " + "lorem ipsum dolor " * 450, "That is a long paste.")
     ids += [await store.store_turn("t", f"later question {i}", f"later answer {i}") for i in range(5)]
@@ -64,9 +54,9 @@ async def test_oversize_turn_does_not_hide_older_turns(l1: StoreFactory) -> None
     assert ctx.total_tokens_used <= ctx.usable_budget
 
 
-async def test_redaction_excludes_sensitivity_classes(l1: StoreFactory) -> None:
+async def test_redaction_excludes_sensitivity_classes(make_store: Any) -> None:
     """redact= leaves out memories of those classes; the store's default applies when not given."""
-    store = l1(redact=["pii"], threshold=0.0)
+    store = make_store(redact=["pii"], threshold=0.0)
     await store.remember_many(
         [
             {"content": "User's favourite colour is blue", "agent_id": "a", "sensitivity": "none"},
@@ -87,14 +77,14 @@ async def test_redaction_excludes_sensitivity_classes(l1: StoreFactory) -> None:
     assert await sensitivities(redact=[]) == {"none", "pii", "sensitive"}
 
 
-async def test_context_of_empty_session(l1: StoreFactory) -> None:
+async def test_context_of_empty_session(make_store: Any) -> None:
     """No turns and no memories: an empty context, not an error."""
-    store = l1()
+    store = make_store()
     ctx = await store.retrieve_context("nobody", "anything", token_budget=100)
     assert ctx.turns == () and ctx.memories == () and ctx.total_tokens_used == ctx.tokens_used.current_turn
 
 
-async def test_extract_memories_with_openai_extractor_over_http(l1: StoreFactory) -> None:
+async def test_extract_memories_with_openai_extractor_over_http(make_store: Any) -> None:
     """Structured output is requested; a fenced, oddly-cased reply is parsed; facts are stored with provenance."""
     pytest.importorskip("openai")
     from betterdb_memory.extraction import FACTS_SCHEMA, OpenAIFactExtractor
@@ -118,7 +108,7 @@ async def test_extract_memories_with_openai_extractor_over_http(l1: StoreFactory
     reply = "```json\n" + json.dumps(facts) + "\n```"
     with ChatServer(lambda body: reply) as server:
         extractor = OpenAIFactExtractor("fact-model", api_key="k", base_url=server.base_url, max_retries=0)
-        store = l1(fact_extractor=extractor)
+        store = make_store(fact_extractor=extractor)
         turn_ids = [
             await store.store_turn("t", "Hi, I'm Ada.", "Hello Ada!", agent_id="a"),
             await store.store_turn("t", "I can't eat peanuts.", "Noted, no peanuts.", agent_id="a"),
@@ -141,7 +131,7 @@ async def test_extract_memories_with_openai_extractor_over_http(l1: StoreFactory
     assert "I can't eat peanuts." in body["messages"][-1]["content"]
 
 
-async def test_extractor_output_failing_validation_is_skipped(l1: StoreFactory, caplog: Any) -> None:
+async def test_extractor_output_failing_validation_is_skipped(make_store: Any, caplog: Any) -> None:
     """A custom extractor's invalid fact (unknown sensitivity) is skipped with a warning; valid ones are stored."""
     from betterdb_memory.extraction import ExtractedFact
 
@@ -149,7 +139,7 @@ async def test_extractor_output_failing_validation_is_skipped(l1: StoreFactory, 
         async def extract(self, turns: Any) -> list[ExtractedFact]:
             return [ExtractedFact("Valid fact about turns", "low"), ExtractedFact("Bad class", "top-secret")]
 
-    store = l1(fact_extractor=Custom())
+    store = make_store(fact_extractor=Custom())
     await store.store_turn("t", "q", "a")
     with caplog.at_level("WARNING", logger="betterdb_memory.short_term"):
         ids = await store.extract_memories("t", n=5)

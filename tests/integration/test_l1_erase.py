@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from .test_l1_support import StoreFactory, keys_of, summaries_of
+from .test_l1_support import keys_of, summaries_of
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def l1(client: Any, unique_name: str) -> AsyncIterator[StoreFactory]:
-    factory = StoreFactory(client, unique_name)
-    try:
-        yield factory
-    finally:
-        await factory.aclose()
 
 
 def _store_level(store: Any) -> set[str]:
@@ -40,9 +30,9 @@ async def _populate_agent(store: Any, agent: str) -> None:
     await store.remember(f"{agent} said something in t1", agent_id=agent, thread_id="t1", sensitivity="pii")
 
 
-async def test_erase_agent_leaves_no_key_behind(l1: StoreFactory, client: Any, unique_name: str) -> None:
+async def test_erase_agent_leaves_no_key_behind(make_store: Any, client: Any, unique_name: str) -> None:
     """Every key of agent A (sessions, summaries, memories, bookkeeping, registry) goes; agent B's stay as they were."""
-    store = l1(max_session_turns=2, summarize_batch=2)
+    store = make_store(max_session_turns=2, summarize_batch=2)
     await store.store_turn("tb", "B's question", "B's answer", agent_id="B")
     await store.remember("B likes coffee", agent_id="B", namespace="work")
     before = await keys_of(client, unique_name) - _store_level(store)
@@ -64,9 +54,9 @@ async def test_erase_agent_leaves_no_key_behind(l1: StoreFactory, client: Any, u
     assert await store.count(agent_id="B") == 1
 
 
-async def test_erase_one_thread_keeps_the_others(l1: StoreFactory) -> None:
+async def test_erase_one_thread_keeps_the_others(make_store: Any) -> None:
     """thread_id narrows erasure to that thread's turns, summaries and memories."""
-    store = l1(max_session_turns=2, summarize_batch=2)
+    store = make_store(max_session_turns=2, summarize_batch=2)
     await _populate_agent(store, "A")
     t1_l2 = await store.count(agent_id="A", thread_id="t1")
     assert await store.erase(agent_id="A", thread_id="t1") == t1_l2 + 2
@@ -77,7 +67,7 @@ async def test_erase_one_thread_keeps_the_others(l1: StoreFactory) -> None:
     assert await store.count(agent_id="A") == 2 + 2 * 2  # agent + ns memories, t2 and t3 summaries
 
 
-async def test_erase_cancels_a_summary_in_flight(l1: StoreFactory, client: Any, unique_name: str) -> None:
+async def test_erase_cancels_a_summary_in_flight(make_store: Any, client: Any, unique_name: str) -> None:
     """A summary running in this process when erase starts never writes afterwards."""
     gate = asyncio.Event()
     started = asyncio.Event()
@@ -88,7 +78,7 @@ async def test_erase_cancels_a_summary_in_flight(l1: StoreFactory, client: Any, 
             await gate.wait()
             return "should never be stored"
 
-    store = l1(max_session_turns=2, summarize_batch=2, summarizer=Gated())
+    store = make_store(max_session_turns=2, summarize_batch=2, summarizer=Gated())
     for i in range(4):
         await store.store_turn("t", f"q{i}", f"a{i}", agent_id="A")
     await asyncio.wait_for(started.wait(), timeout=5)

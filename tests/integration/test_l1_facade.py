@@ -10,37 +10,28 @@ import pytest
 from betterdb_memory import ConfigurationError, HashingEmbedder, RetryPolicy
 from betterdb_memory.facade import AgentMemory
 
-from .test_l1_support import WIRED, build_store, keys_of
+from .test_l1_support import keys_of
 
 pytestmark = pytest.mark.integration
 
 
 def _memory(client: Any, name: str, **options: Any) -> AgentMemory:
-    """AgentMemory on ``client``; before the mixin is wired, around a test-local L1 store."""
-    cache_opts = {
-        k: options.pop(k)
-        for k in list(options)
-        if k in ("llm_ttl", "tool_ttl", "tool_ttl_policy", "session_state_ttl")
-    }
-    if WIRED:
-        return AgentMemory(client=client, name=name, embedder=HashingEmbedder(), **options, **cache_opts)
-    return AgentMemory(store=build_store(client=client, name=name, **options), **cache_opts)
+    return AgentMemory(client=client, name=name, embedder=HashingEmbedder(), **options)
 
 
 async def test_every_option_reaches_its_tier(client: Any, unique_name: str) -> None:
     """Store options reach the store; the store's name, client and retry policy reach every cache."""
     retry = RetryPolicy(attempts=2)
     am = AgentMemory(
-        client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=7, retry=retry
-    )
+        client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=7, retry=retry,
+        session_ttl=60, max_session_turns=9, llm_ttl=11, tool_ttl=12, session_state_ttl=13,
+    )  # fmt: skip
     try:
         assert am.memory.max_items_per_scope == 7 and am.memory.retry is retry
+        assert am.memory._st.ttl_ms == 60_000 and am.memory._st.window == 9
+        assert (am.llm.ttl_ms, am.tool.default_ttl_ms, am.session.ttl_ms) == (11_000, 12_000, 13_000)
         for cache in (am.llm, am.tool, am.session):
             assert cache.retry is retry and cache.prefix.startswith(f"{unique_name}:cache:")
-        if WIRED:
-            wired = AgentMemory(client=client, name=unique_name, embedder=HashingEmbedder(), session_ttl=60)
-            assert wired.memory._st.ttl_ms == 60_000
-            await wired.close()
     finally:
         await am.close()
     with pytest.raises(ConfigurationError):

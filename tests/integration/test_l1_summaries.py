@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from .test_l1_support import ChatServer, StoreFactory, summaries_of
+from .test_l1_support import ChatServer, summaries_of
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def l1(client: Any, unique_name: str) -> AsyncIterator[StoreFactory]:
-    factory = StoreFactory(client, unique_name)
-    try:
-        yield factory
-    finally:
-        await factory.aclose()
 
 
 async def _settled(store: Any, thread: str, agent: str | None, *, window: int, batch: int) -> Any:
@@ -34,9 +24,9 @@ async def _settled(store: Any, thread: str, agent: str | None, *, window: int, b
 
 
 @pytest.mark.slow
-async def test_thousand_turns_are_all_covered(l1: StoreFactory) -> None:
+async def test_thousand_turns_are_all_covered(make_store: Any) -> None:
     """1,000 turns: each one is in L1 or in exactly one summary, and summaries tile the history in order."""
-    store = l1()  # defaults: window 50, batch 20
+    store = make_store()  # defaults: window 50, batch 20
     ids = [
         await store.store_turn(
             "long", f"Question {i}: what about item {i}?", f"Item {i} is fine.", agent_id="a"
@@ -66,7 +56,7 @@ async def test_thousand_turns_are_all_covered(l1: StoreFactory) -> None:
     assert len(await summaries_of(store, "long", "a")) == 48
 
 
-async def test_summarizer_recovers_after_failures(l1: StoreFactory) -> None:
+async def test_summarizer_recovers_after_failures(make_store: Any) -> None:
     """A summariser that fails then recovers: turns waited in L1, nothing was dropped, all get summarised."""
 
     class Flaky:
@@ -79,7 +69,7 @@ async def test_summarizer_recovers_after_failures(l1: StoreFactory) -> None:
             return f"{len(turns)} turns about testing"
 
     flaky = Flaky()
-    store = l1(max_session_turns=4, summarize_batch=3, summarizer=flaky)
+    store = make_store(max_session_turns=4, summarize_batch=3, summarizer=flaky)
     ids = [await store.store_turn("t", f"q{i}", f"a{i}") for i in range(10)]
     await asyncio.sleep(0.1)
     meta = await store.get_session_metadata("t")
@@ -93,7 +83,7 @@ async def test_summarizer_recovers_after_failures(l1: StoreFactory) -> None:
     assert "6 turns" not in summaries[0].content and "3 turns about testing" in summaries[0].content
 
 
-async def test_cleared_session_is_not_resurrected_by_a_summary(l1: StoreFactory) -> None:
+async def test_cleared_session_is_not_resurrected_by_a_summary(make_store: Any) -> None:
     """A summary finishing after clear_session does not recreate the session's L1 keys."""
     gate = asyncio.Event()
 
@@ -102,7 +92,7 @@ async def test_cleared_session_is_not_resurrected_by_a_summary(l1: StoreFactory)
             await gate.wait()
             return "late summary"
 
-    store = l1(max_session_turns=2, summarize_batch=2, summarizer=Gated())
+    store = make_store(max_session_turns=2, summarize_batch=2, summarizer=Gated())
     for i in range(4):
         await store.store_turn("t", f"q{i}", f"a{i}")
     await asyncio.sleep(0.05)
@@ -113,7 +103,7 @@ async def test_cleared_session_is_not_resurrected_by_a_summary(l1: StoreFactory)
     assert await store.get_recent_turns("t") == []
 
 
-async def test_openai_summarizer_over_http(l1: StoreFactory) -> None:
+async def test_openai_summarizer_over_http(make_store: Any) -> None:
     """OpenAISummarizer talks chat completions to a real local HTTP server; its text becomes the summary."""
     pytest.importorskip("openai")
     from betterdb_memory.summarizers import OpenAISummarizer
@@ -124,7 +114,7 @@ async def test_openai_summarizer_over_http(l1: StoreFactory) -> None:
 
     with ChatServer(reply) as server:
         summarizer = OpenAISummarizer("test-model", api_key="k", base_url=server.base_url, max_retries=0)
-        store = l1(max_session_turns=2, summarize_batch=3, summarizer=summarizer)
+        store = make_store(max_session_turns=2, summarize_batch=3, summarizer=summarizer)
         for i in range(5):
             await store.store_turn("t", f"Which cheese number {i}?", f"Cheese {i} is Comté.")
         await store.summarize_session("t")
@@ -140,7 +130,7 @@ async def test_openai_summarizer_over_http(l1: StoreFactory) -> None:
     assert "Which cheese number 0?" in request["body"]["messages"][1]["content"]
 
 
-async def test_openai_summarizer_http_error_is_counted(l1: StoreFactory) -> None:
+async def test_openai_summarizer_http_error_is_counted(make_store: Any) -> None:
     """An endpoint that does not exist: the failure is counted on the session, turns stay."""
     pytest.importorskip("openai")
     from betterdb_memory.summarizers import OpenAISummarizer
@@ -148,7 +138,7 @@ async def test_openai_summarizer_http_error_is_counted(l1: StoreFactory) -> None
     summarizer = OpenAISummarizer(
         "m", api_key="k", base_url="http://127.0.0.1:1/v1", max_retries=0, timeout=2
     )
-    store = l1(max_session_turns=1, summarize_batch=1, summarizer=summarizer)
+    store = make_store(max_session_turns=1, summarize_batch=1, summarizer=summarizer)
     await store.store_turn("t", "q1", "a1")
     await store.store_turn("t", "q2", "a2")
     with pytest.raises(Exception) as info:

@@ -1,72 +1,17 @@
 """Helpers shared by the L1 integration tests (this module holds no tests).
 
-``StoreFactory`` builds stores with the short-term tier on the session server and
-closes them after the test. Until ``MemoryStore`` inherits ``ShortTermMixin`` it
-builds a test-local subclass and calls ``_init_short_term`` itself; once the mixin
-is wired it is plain ``MemoryStore(**options)`` and the fallback branch can go.
+Stores come from the ``make_store`` fixture (conftest); here: key listing, summary
+listing, and a real HTTP server speaking the chat-completions wire format.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-from betterdb_memory import HashingEmbedder, MemoryStore
-from betterdb_memory.short_term import ShortTermMixin
-
-WIRED = issubclass(MemoryStore, ShortTermMixin)
-L1_OPTIONS = frozenset(inspect.signature(ShortTermMixin._init_short_term).parameters) - {"self"}
-
-
-def _store_class() -> type[Any]:
-    if WIRED:
-        return MemoryStore
-
-    class _Store(ShortTermMixin, MemoryStore):
-        async def close(self) -> None:
-            await self._close_short_term()
-            await super().close()
-
-    return _Store
-
-
-_STORE = _store_class()
-
-
-def build_store(**options: Any) -> Any:
-    """A store with L1 configured from ``options`` (store and L1 options mixed)."""
-    options.setdefault("embedder", HashingEmbedder())
-    if WIRED:
-        return MemoryStore(**options)
-    l1 = {k: options.pop(k) for k in list(options) if k in L1_OPTIONS}
-    store = _STORE(**options)
-    store._init_short_term(**l1)
-    return store
-
-
-class StoreFactory:
-    """``factory(**options)`` -> store on ``client`` / ``name`` unless given; ``aclose`` closes all."""
-
-    def __init__(self, client: Any, name: str) -> None:
-        self.client = client
-        self.name = name
-        self.made: list[Any] = []
-
-    def __call__(self, **options: Any) -> Any:
-        options.setdefault("client", self.client)
-        options.setdefault("name", self.name)
-        store = build_store(**options)
-        self.made.append(store)
-        return store
-
-    async def aclose(self) -> None:
-        for store in self.made:
-            await store.close()
 
 
 async def keys_of(client: Any, name: str) -> set[str]:

@@ -3,37 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import valkey.asyncio as avalkey
 
-from betterdb_memory import ValidationError
+from betterdb_memory import HashingEmbedder, MemoryStore, ValidationError
 from betterdb_memory.errors import ConfigurationError
 from betterdb_memory.turns import ToolResult
 
-from .test_l1_support import StoreFactory, build_store, summaries_of
+from .test_l1_support import summaries_of
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def l1(client: Any, unique_name: str) -> AsyncIterator[StoreFactory]:
-    factory = StoreFactory(client, unique_name)
-    try:
-        yield factory
-    finally:
-        await factory.aclose()
 
 
 @pytest.mark.parametrize("decode", [False, True])
 async def test_turns_roundtrip_oldest_first(decode: bool, valkey_url: str, unique_name: str) -> None:
     """Turns come back in order with every field, whether the client decodes replies or not."""
     own = avalkey.Valkey.from_url(valkey_url, decode_responses=decode)
-    factory = StoreFactory(own, unique_name)
+    store = MemoryStore(client=own, name=unique_name, embedder=HashingEmbedder())
     try:
-        store = factory()
         tool = ToolResult("weather", {"city": "Oslo"}, {"temp": -3}, True, 12)
         ids = [
             await store.store_turn("t", "Hi, I am Ada.", "Hello Ada!", agent_id="a"),
@@ -49,12 +38,12 @@ async def test_turns_roundtrip_oldest_first(decode: bool, valkey_url: str, uniqu
         meta = await store.get_session_metadata("t", agent_id="a")
         assert meta is not None and meta.turn_count == 2
     finally:
-        await factory.aclose()
+        await store.close()
         await own.aclose()
 
 
-async def test_session_metadata_counts_and_none_when_absent(l1: StoreFactory) -> None:
-    store = l1()
+async def test_session_metadata_counts_and_none_when_absent(make_store: Any) -> None:
+    store = make_store()
     assert await store.get_session_metadata("t") is None
     for i in range(3):
         await store.store_turn("t", f"q{i}", f"a{i}")
@@ -66,17 +55,17 @@ async def test_session_metadata_counts_and_none_when_absent(l1: StoreFactory) ->
     )
 
 
-async def test_clear_session_removes_l1_only(l1: StoreFactory) -> None:
-    store = l1()
+async def test_clear_session_removes_l1_only(make_store: Any) -> None:
+    store = make_store()
     await store.store_turn("t", "q", "a", agent_id="x")
     await store.clear_session("t", agent_id="x")
     assert await store.get_recent_turns("t", agent_id="x") == []
     assert await store.get_session_metadata("t", agent_id="x") is None
 
 
-async def test_ttl_is_refreshed_on_every_key(l1: StoreFactory, client: Any) -> None:
+async def test_ttl_is_refreshed_on_every_key(make_store: Any, client: Any) -> None:
     """Every key of a session, and the agent's session set, expire session_ttl after the last turn."""
-    store = l1(session_ttl=100, max_session_turns=2, summarize_batch=1)
+    store = make_store(session_ttl=100, max_session_turns=2, summarize_batch=1)
     for i in range(5):
         await store.store_turn("t", f"question {i}", f"answer {i}", agent_id="a")
     await store.summarize_session("t", agent_id="a")
@@ -87,9 +76,9 @@ async def test_ttl_is_refreshed_on_every_key(l1: StoreFactory, client: Any) -> N
         assert 90_000 < ttl <= 100_000, key
 
 
-async def test_ids_with_separators_never_collide(l1: StoreFactory) -> None:
+async def test_ids_with_separators_never_collide(make_store: Any) -> None:
     """(agent 'a::b', thread 'c') and (agent 'a', thread 'b::c') are two sessions, braces too."""
-    store = l1()
+    store = make_store()
     pairs = [("a::b", "c"), ("a", "b::c"), ("{a}", "c"), ("a", "{c}"), (None, "a::b::c")]
     for agent, thread in pairs:
         await store.store_turn(thread, f"user {agent}/{thread}", "ok", agent_id=agent)
@@ -98,18 +87,18 @@ async def test_ids_with_separators_never_collide(l1: StoreFactory) -> None:
         assert [t.user_message for t in turns] == [f"user {agent}/{thread}"]
 
 
-async def test_window_without_summaries_trims_to_max_turns(l1: StoreFactory) -> None:
+async def test_window_without_summaries_trims_to_max_turns(make_store: Any) -> None:
     """summarize_batch=0: L1 is a plain window of the last max_session_turns turns."""
-    store = l1(max_session_turns=5, summarize_batch=0)
+    store = make_store(max_session_turns=5, summarize_batch=0)
     ids = [await store.store_turn("t", f"q{i}", f"a{i}") for i in range(12)]
     assert [t.id for t in await store.get_recent_turns("t")] == ids[-5:]
     meta = await store.get_session_metadata("t")
     assert meta.turn_count == 12 and meta.retained_turns == 5
 
 
-async def test_concurrent_writers_lose_nothing(l1: StoreFactory) -> None:
+async def test_concurrent_writers_lose_nothing(make_store: Any) -> None:
     """200 concurrent store_turn calls: exact turn_count, unique seqs, every turn live or summarised."""
-    store = l1(max_session_turns=50, summarize_batch=20)
+    store = make_store(max_session_turns=50, summarize_batch=20)
     ids = await asyncio.gather(
         *(store.store_turn("t", f"question {i}", f"answer {i}", agent_id="a") for i in range(200))
     )
@@ -133,10 +122,10 @@ class _Failing:
         raise RuntimeError("summariser down")
 
 
-async def test_failing_summarizer_keeps_turns_counts_failures_and_caps(l1: StoreFactory, caplog: Any) -> None:
+async def test_failing_summarizer_keeps_turns_counts_failures_and_caps(make_store: Any, caplog: Any) -> None:
     """Failures are counted and logged; turns wait in L1 up to the hard cap, then drops are counted."""
     failing = _Failing()
-    store = l1(max_session_turns=5, summarize_batch=2, max_unsummarized=4, summarizer=failing)
+    store = make_store(max_session_turns=5, summarize_batch=2, max_unsummarized=4, summarizer=failing)
     with caplog.at_level("WARNING", logger="betterdb_memory.short_term"):
         for i in range(8):
             await store.store_turn("t", f"q{i}", f"a{i}")
@@ -151,7 +140,7 @@ async def test_failing_summarizer_keeps_turns_counts_failures_and_caps(l1: Store
     assert meta.retained_turns == 9 and meta.dropped_turns == 3 and meta.summarized_through == 3
 
 
-async def test_close_drains_running_summaries(l1: StoreFactory, unique_name: str) -> None:
+async def test_close_drains_running_summaries(make_store: Any, unique_name: str) -> None:
     """close() waits for a slow summary within the grace period; past it, cancels."""
 
     class Slow:
@@ -165,14 +154,14 @@ async def test_close_drains_running_summaries(l1: StoreFactory, unique_name: str
             return "slow summary"
 
     slow = Slow(0.3)
-    store = l1(name=unique_name, max_session_turns=2, summarize_batch=2, summarizer=slow)
+    store = make_store(name=unique_name, max_session_turns=2, summarize_batch=2, summarizer=slow)
     for i in range(4):
         await store.store_turn("t", f"q{i}", f"a{i}")
     await store.close()
     assert slow.done == 1
 
     stuck = Slow(30)
-    other = l1(
+    other = make_store(
         name=unique_name + "b", max_session_turns=2, summarize_batch=2, summarizer=stuck, shutdown_grace=0.1
     )
     for i in range(4):
@@ -209,7 +198,7 @@ async def test_close_drains_running_summaries(l1: StoreFactory, unique_name: str
 async def test_bad_arguments_fail_before_any_io(call: Any, code: str) -> None:
     """Validation errors come first: the store's client points at a closed port, so any I/O would fail differently."""
     dead = avalkey.Valkey(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
-    store = build_store(client=dead, name="dead")
+    store = MemoryStore(client=dead, name="dead", embedder=HashingEmbedder())
     try:
         with pytest.raises(ValidationError) as info:
             await call(store)
@@ -219,8 +208,8 @@ async def test_bad_arguments_fail_before_any_io(call: Any, code: str) -> None:
         await dead.aclose()
 
 
-async def test_extract_without_extractor_is_a_configuration_error(l1: StoreFactory) -> None:
-    store = l1()
+async def test_extract_without_extractor_is_a_configuration_error(make_store: Any) -> None:
+    store = make_store()
     with pytest.raises(ConfigurationError):
         await store.extract_memories("t")
 
@@ -240,5 +229,8 @@ async def test_extract_without_extractor_is_a_configuration_error(l1: StoreFacto
     ],
 )
 def test_bad_configuration_is_refused(options: dict[str, Any]) -> None:
+    """Each L1 option passed to MemoryStore is checked at construction."""
     with pytest.raises(ConfigurationError):
-        build_store(client=avalkey.Valkey(host="127.0.0.1", port=1), name="cfg", **options)
+        MemoryStore(
+            client=avalkey.Valkey(host="127.0.0.1", port=1), name="cfg", embedder=HashingEmbedder(), **options
+        )

@@ -1,0 +1,209 @@
+"""consolidation's pure core (dates, normalisation, reconciliation) and its argument checks."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from betterdb_memory import HashingEmbedder, MemoryStore, ValidationError
+from betterdb_memory.consolidation import (
+    ConsolidationMixin,
+    CurrentFact,
+    Fact,
+    FactOp,
+    _write_groups,
+    fact_content,
+    normalise,
+    parse_instant,
+    plan_facts,
+)
+
+# Until MemoryStore lists ConsolidationMixin among its bases, test through a subclass.
+_Store: Any = (
+    MemoryStore
+    if issubclass(MemoryStore, ConsolidationMixin)
+    else type("_Store", (ConsolidationMixin, MemoryStore), {})
+)
+
+
+# -- dates ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-01-02", datetime(2024, 1, 2, tzinfo=UTC)),
+        ("2024-01-02T03:04:05", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)),
+        ("2024-01-02T03:04:05Z", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)),
+        ("2024-01-02T00:00:00+05:00", datetime(2024, 1, 1, 19, tzinfo=UTC)),
+        ("2024-01-02 00:00:00-01:30", datetime(2024, 1, 2, 1, 30, tzinfo=UTC)),
+        ("20240102T030405Z", datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)),
+        ("2024-03", datetime(2024, 3, 1, tzinfo=UTC)),
+        ("2024", datetime(2024, 1, 1, tzinfo=UTC)),
+        ("  ", None),
+    ],
+)
+def test_parse_instant_reads_iso_8601_as_utc(text: str, expected: datetime | None) -> None:
+    assert parse_instant(text) == expected
+
+
+def test_parse_instant_objects_and_naive_means_utc() -> None:
+    assert parse_instant(None) is None
+    assert parse_instant(datetime(2024, 1, 1, 12)) == datetime(2024, 1, 1, 12, tzinfo=UTC)
+    tz = timezone(timedelta(hours=-2))
+    assert parse_instant(datetime(2024, 1, 1, 12, tzinfo=tz)) == datetime(2024, 1, 1, 14, tzinfo=UTC)
+    assert parse_instant(date(2024, 2, 29)) == datetime(2024, 2, 29, tzinfo=UTC)
+
+
+def test_instants_not_strings_decide_order() -> None:
+    """Later as text, earlier as a time."""
+    a, b = "2024-01-02T00:00:00+05:00", "2024-01-01T23:00:00Z"
+    assert a > b
+    pa, pb = parse_instant(a), parse_instant(b)
+    assert pa is not None and pb is not None and pa < pb
+
+
+@pytest.mark.parametrize("bad", ["yesterday", "2024-13-01", "2024-13", "01/02/2024", 20240101])
+def test_parse_instant_rejects_non_dates(bad: object) -> None:
+    with pytest.raises(ValidationError) as info:
+        parse_instant(bad)
+    assert info.value.code == "validation.fact_date"
+
+
+def test_normalise_nfkc_casefold_whitespace() -> None:
+    assert normalise("  Ｕｓｅｒ\u00a0 CITY\n") == "user city"
+    assert normalise("Straße") == normalise("STRASSE")
+
+
+def test_fact_content_carries_statement_and_date() -> None:
+    assert (
+        fact_content(" city ", "lives in Paris ", "2024-03-01") == "city: lives in Paris (as of 2024-03-01)"
+    )
+    assert fact_content("city", "lives in Paris", None) == "city: lives in Paris"
+
+
+# -- reconciliation ------------------------------------------------------------------------
+
+
+def _cur(ref: str, statement: str, when: str | None) -> CurrentFact:
+    return CurrentFact(ref, normalise(statement), parse_instant(when))
+
+
+def test_plan_new_subject_is_put_with_nothing_expected() -> None:
+    plan = plan_facts([Fact("City", "Paris", "2024-01-01")], {})
+    (op,) = plan.ops
+    assert (op.action, op.key, op.expected) == ("put", "city", None)
+
+
+def test_plan_newer_supersedes_older_loses_equal_is_unchanged() -> None:
+    current = {"city": _cur("id1", "Paris", "2024-01-01")}
+    newer = plan_facts([Fact("CITY", "Berlin", "2024-02-01")], current)
+    assert [(o.action, o.expected) for o in newer.ops] == [("put", "id1")]
+    older = plan_facts([Fact("city", "Rome", "2023-12-31T23:59:59Z")], current)
+    assert older.ops == [] and older.unchanged == 1
+    same = plan_facts([Fact("city", " paris ", "2025-01-01")], current)
+    assert same.ops == [] and same.unchanged == 1
+
+
+def test_plan_undated_supersedes_and_is_superseded() -> None:
+    current = {"city": _cur("id1", "Paris", "2099-01-01")}
+    plan = plan_facts([Fact("city", "Oslo"), Fact("city", "Lima", "2000-01-01")], current)
+    assert [(o.fact.statement if o.fact else None, o.expected) for o in plan.ops] == [
+        ("Oslo", "id1"),
+        ("Lima", 0),
+    ]
+
+
+def test_plan_tombstones() -> None:
+    current = {"car": _cur("c1", "Volvo", "2024-01-01")}
+    stale = plan_facts([Fact("car", "", "2023-01-01", tombstone=True)], current)
+    assert stale.ops == [] and stale.unchanged == 1
+    plan = plan_facts([Fact("car", "", tombstone=True), Fact("car", "", tombstone=True)], current)
+    assert [(o.action, o.expected) for o in plan.ops] == [("del", "c1")]
+    assert plan.unmatched == ["car"]
+    assert plan_facts([Fact("Boat", "", tombstone=True)], {}).unmatched == ["Boat"]
+
+
+def test_plan_applies_dated_facts_in_date_order_whatever_the_list_order() -> None:
+    facts = [
+        Fact("x", "c", "2024-03-01"),
+        Fact("x", "undated"),
+        Fact("x", "a", "2024-01-01"),
+        Fact("x", "b", "2024-02-01"),
+    ]
+    plan = plan_facts(facts, {})
+    assert [o.fact.statement for o in plan.ops if o.fact] == ["a", "undated", "b", "c"]
+    assert [o.expected for o in plan.ops] == [None, 0, 1, 2]
+
+
+def test_plan_accepts_mappings_and_rejects_garbage() -> None:
+    plan = plan_facts([{"subject": "s", "statement": "v", "date": "2024-01-01"}], {})
+    assert plan.ops[0].fact == Fact("s", "v", "2024-01-01")
+    for bad in (["not a fact"], [Fact(" ", "v")], [Fact("s", " ")], [Fact("s", "v", "soon")]):
+        with pytest.raises(ValidationError):
+            plan_facts(bad, {})
+
+
+def test_write_groups_cut_before_repeated_content() -> None:
+    ops = plan_facts([Fact("m", "happy"), Fact("m", "sad"), Fact("m", "HAPPY "), Fact("n", "x")], {}).ops
+    assert all(isinstance(o, FactOp) for o in ops)
+    assert _write_groups(ops) == [[0, 1], [2, 3]]
+
+
+# -- argument checks: all before any I/O -------------------------------------------------------
+
+
+class _NoIO:
+    """A client that fails the test on any command (script registration is local)."""
+
+    def register_script(self, script: str) -> object:
+        return object()
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"I/O attempted: {name}")
+
+
+@pytest.fixture
+def offline_store() -> Any:
+    return _Store(client=_NoIO(), name="offline", embedder=HashingEmbedder(16))
+
+
+def _noop(items: Any) -> str:
+    return "x"
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "code"),
+    [
+        (("merge",), {"summarize": _noop}, "validation.choice"),
+        (("summary",), {}, "validation.argument"),
+        (("facts",), {"summarize": _noop}, "validation.argument"),
+        (("summary", "not callable"), {}, "validation.argument"),
+        (("summary", _noop), {"extract_facts": _noop}, "validation.argument"),
+        (("summary", _noop), {"older_than_seconds": -1}, "validation.range"),
+        (("summary", _noop), {"older_than_seconds": float("nan")}, "validation.type"),
+        (("summary", _noop), {"max_importance": 1.5}, "validation.range"),
+        (("summary", _noop), {"summary_importance": 2}, "validation.range"),
+        (("facts",), {"extract_facts": _noop, "fact_importance": -0.1}, "validation.range"),
+        (("summary", _noop), {"tags": "one-string"}, "validation.type"),
+        (("summary", _noop), {"thread_id": ""}, None),
+        (("summary", _noop), {"delete_sources": "yes"}, "validation.type"),
+        (("summary", _noop), {"include_summaries": 1}, "validation.type"),
+    ],
+)
+async def test_bad_arguments_raise_before_io(
+    offline_store: Any, args: tuple[Any, ...], kwargs: dict[str, Any], code: str | None
+) -> None:
+    with pytest.raises(ValidationError) as info:
+        await offline_store.consolidate(*args, **kwargs)
+    if code is not None:
+        assert info.value.code == code
+
+
+async def test_history_subject_checked_before_io(offline_store: Any) -> None:
+    with pytest.raises(ValidationError):
+        await offline_store.fact_history("   ")
+    with pytest.raises(ValidationError):
+        await offline_store.purge_fact_history(subject="")
