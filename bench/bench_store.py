@@ -168,13 +168,22 @@ class Bench:
         self.caps: Capabilities | None = None
         self._rng = np.random.default_rng(SEED)
         self._serial = itertools.count()
+        self._stores: list[MemoryStore] = []
 
     def store(self, name: str, **options: Any) -> MemoryStore:
         # threshold 0: random vectors sit near similarity 0.5, and every recall must
         # return (and reinforce) k hits for the figures to mean anything.
-        return MemoryStore(
+        store = MemoryStore(
             client=self.client, name=name, embedder=PrecomputedOnly(), threshold=0.0, **options
         )
+        self._stores.append(store)
+        return store
+
+    async def close_stores(self) -> None:
+        """Let the stores finish their background work (stats flushes); the client stays open."""
+        stores, self._stores = self._stores, []
+        for store in stores:
+            await store.close()
 
     async def raw_index(self, name: str) -> RawIndex:
         assert self.caps is not None
@@ -213,6 +222,8 @@ class Bench:
         await pipe.execute()
 
     async def flush(self) -> None:
+        """Close this scenario's stores, then empty the server for the next one."""
+        await self.close_stores()
         # Our own throw-away server: FLUSHALL also drops every search index.
         await self.client.flushall(asynchronous=False)
 
@@ -494,7 +505,7 @@ def render(
     out = [
         "# betterdb-memory: MemoryStore vs raw commands",
         "",
-        f"`bench/bench_store.py {' '.join(argv)}`, {stamp}, run took {elapsed:.0f} s.",
+        f"`{' '.join(['bench/bench_store.py', *argv])}`, {stamp}, run took {elapsed:.0f} s.",
         "",
         *machine_lines,
         "",
@@ -557,12 +568,13 @@ async def main(argv: Sequence[str]) -> None:
     load_start = os.getloadavg()
     server = await asyncio.to_thread(EmbeddedServer(persistence=False).start)
     client = avalkey.Valkey.from_url(server.url)
+    bench = Bench(client, plan)
     try:
-        bench = Bench(client, plan)
         results = [await run_size(bench, n) for n in plan.sizes]
         capped = await capped_rows(bench)
         machine_lines = await machine(bench, load_start)
     finally:
+        await bench.close_stores()
         await client.aclose()
         await asyncio.to_thread(server.stop)
     report = render(argv, plan, machine_lines, results, capped, time.perf_counter() - started)

@@ -97,6 +97,7 @@ async def main(argv: Sequence[str]) -> None:
         with profiler:
             for i in range(args.calls, 2 * args.calls):
                 await call(i)
+        await bench.close_stores()
     finally:
         await client.aclose()
         await asyncio.to_thread(server.stop)

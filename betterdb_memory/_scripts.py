@@ -64,8 +64,9 @@ if dh ~= '' then
   if existing then
     local ek = dockey(existing)
     if redis.call('EXISTS', ek) == 1 then
-      redis.call('HSET', ek, 'last_accessed_at', ARGV[5])
-      redis.call('HINCRBY', ek, 'access_count', 1)
+      -- One HSET: on RediSearch every write to an indexed hash re-indexes the document.
+      local n = (tonumber(redis.call('HGET', ek, 'access_count')) or 0) + 1
+      redis.call('HSET', ek, 'last_accessed_at', ARGV[5], 'access_count', n)
       local eimp = tonumber(redis.call('HGET', ek, 'importance')) or 0.5
       redis.call('ZADD', keep, 'XX', keepscore(now, eimp, hl), existing)
       return {existing, 1}
@@ -142,8 +143,10 @@ return {deleted, removed, #ids}
 # KEYS: doc, keep ; ARGV: now, half_life, id -> new access count, or -1 when the memory is gone
 REINFORCE = r"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
-local n = redis.call('HINCRBY', KEYS[1], 'access_count', 1)
+-- One HSET (not HSET + HINCRBY): on RediSearch every write to an indexed hash
+-- re-indexes the whole document, vector included, so each write counts.
+local n = (tonumber(redis.call('HGET', KEYS[1], 'access_count')) or 0) + 1
+redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1], 'access_count', n)
 local imp = tonumber(redis.call('HGET', KEYS[1], 'importance')) or 0.5
 if imp < 0.001 then imp = 0.001 end
 redis.call('ZADD', KEYS[2], 'XX', tonumber(ARGV[1]) / tonumber(ARGV[2]) + math.log(imp) / math.log(2), ARGV[3])
