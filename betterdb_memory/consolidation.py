@@ -769,37 +769,58 @@ class ConsolidationMixin:
         scopes = await self.matching_scopes(
             Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
         )
-        scripts = self._cscripts()
         deleted = 0
         for scope in scopes:
-            ck = ConsolidationKeys(self.keys, scope.tag)
-            if only is not None:
-                digests = [only]
-            else:
+            deleted += await self._purge_scope_history(scope.tag, only)
+        return deleted
 
-                async def subjects(key: str = ck.subjects) -> Any:
-                    return await self._client.hkeys(key)
+    async def _wipe_consolidation_state(self, tag: str) -> int:
+        """Delete every history document and consolidation key of one exact scope.
 
-                digests = sorted(
-                    as_text(d) for d in await call("purge_fact_history", subjects, policy=self.retry)
+        Called by ``forget_by_scope`` / ``erase`` when a whole scope is wiped, so no
+        superseded fact text survives the right to erasure. Returns history docs deleted.
+        """
+        deleted = await self._purge_scope_history(tag, None)
+        ck = ConsolidationKeys(self.keys, tag)
+        doomed = [ck.facts, ck.subjects, ck.lock, *ck.consumed.values()]
+
+        async def run() -> Any:
+            return await self._client.unlink(*doomed)
+
+        await call("forget_by_scope", run, policy=self.retry)
+        return deleted
+
+    async def _purge_scope_history(self, tag: str, only: str | None) -> int:
+        scripts = self._cscripts()
+        deleted = 0
+        ck = ConsolidationKeys(self.keys, tag)
+        if only is not None:
+            digests = [only]
+        else:
+
+            async def subjects(key: str = ck.subjects) -> Any:
+                return await self._client.hkeys(key)
+
+            digests = sorted(
+                as_text(d) for d in await call("purge_fact_history", subjects, policy=self.retry)
+            )
+        for digest in digests:
+            start = 0
+            while True:
+                args = [self.keys.doc_prefix, ck.hist_prefix, digest, str(start), str(PAGE_SIZE)]
+
+                async def run(
+                    args: list[str] = args, hk: str = ck.history(digest), sk: str = ck.subjects
+                ) -> Any:
+                    return await scripts.purge(keys=[hk, sk], args=args)
+
+                n_deleted, scanned, kept = (
+                    int(x) for x in await call("purge_fact_history", run, policy=self.retry)
                 )
-            for digest in digests:
-                start = 0
-                while True:
-                    args = [self.keys.doc_prefix, ck.hist_prefix, digest, str(start), str(PAGE_SIZE)]
-
-                    async def run(
-                        args: list[str] = args, hk: str = ck.history(digest), sk: str = ck.subjects
-                    ) -> Any:
-                        return await scripts.purge(keys=[hk, sk], args=args)
-
-                    n_deleted, scanned, kept = (
-                        int(x) for x in await call("purge_fact_history", run, policy=self.retry)
-                    )
-                    deleted += n_deleted
-                    start += kept
-                    if scanned < PAGE_SIZE:
-                        break
+                deleted += n_deleted
+                start += kept
+                if scanned < PAGE_SIZE:
+                    break
         return deleted
 
     # -- summary -----------------------------------------------------------------------------

@@ -1,8 +1,21 @@
-"""The betterdb-memory demo: an agent's memory on the embedded Valkey Search engine.
+"""The betterdb-memory demo: one agent's memory, end to end, on a real Valkey Search engine.
 
-Run with ``make demo`` (or ``betterdb-memory demo``). It starts the embedded engine in a temporary data dir
-(set VALKEY_URL to use your own server instead), uses the offline ONNX embedder
-(all-MiniLM-L6-v2), and shows what the library does, step by step.
+Run with ``make demo`` (or ``betterdb-memory demo``). It starts the embedded engine in a
+temporary data dir (set ``VALKEY_URL`` to use your own server instead) and embeds with the
+offline ONNX model (all-MiniLM-L6-v2). Every number it prints comes from a real call:
+
+1. **engine**: what the library probed and how long start-up took.
+2. **facts injected**: ``remember`` with importance, tags and metadata.
+3. **conversation**: a scripted agent loop. Before each reply the agent assembles its
+   context (``retrieve_context``); after it, the turn is stored (``store_turn``). The
+   replies are scripted (no LLM), the memory calls are not.
+4. **context under a budget**: the next prompt's memories and turns with tokens per
+   part, budget, utilisation and assembly time.
+5. **recall, explained**: composite scores split into similarity, recency, importance.
+6. **consolidation, facts mode**: a deterministic extractor turns two home-city memories
+   into facts; the newer supersedes the older and ``fact_history`` shows both.
+7. **metrics**: the ``agent_memory_*`` Prometheus samples these calls produced, read from a
+   private registry.
 """
 
 from __future__ import annotations
@@ -11,63 +24,200 @@ import asyncio
 import logging
 import tempfile
 import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
 
-from betterdb_memory import MemoryStore
-from betterdb_memory.server import server_url_from_env
+from prometheus_client import CollectorRegistry
+
+from .consolidation import Fact
+from .context import RetrievedContext
+from .embedders.onnx import OnnxEmbedder
+from .models import MemoryItem
+from .server import server_url_from_env
+from .store import MemoryStore
+
+__all__ = ["main", "run"]
+
+AGENT = "assistant"
+THREAD = "ada-chat"
+BUDGET = 200
+# The ONNX embedder's calibrated threshold (0.70) admits paraphrases; a context wants
+# memories that are related, so this store recalls from similarity 0.55.
+THRESHOLD = 0.55
+
+# (content, importance, tags, metadata): what the agent already knows about Ada.
+FACTS: tuple[tuple[str, float, list[str], dict[str, str]], ...] = (
+    ("Ada lives in Lisbon.", 0.9, ["profile", "home"], {"subject": "home city", "as_of": "2021-09-01"}),
+    ("Ada is vegetarian and allergic to peanuts.", 0.9, ["profile", "diet"], {}),
+    ("Ada prefers short answers as bullet lists.", 0.7, ["preference"], {}),
+    ("Ada's team deploys to production every Thursday afternoon.", 0.4, ["work"], {}),
+)
+
+# (user message, scripted reply, memory the agent writes after the turn or None).
+CONVERSATION: tuple[tuple[str, str, tuple[str, dict[str, str]] | None], ...] = (
+    ("Hi! Can you suggest a vegetarian place for dinner?", "Sure, peanut-free too. Which area?", None),
+    (
+        "Near home, please. Oh, and I moved to Berlin in May.",
+        "Congratulations on the move! Berlin has great vegetarian places.",
+        ("Ada moved to Berlin in May 2024.", {"subject": "home city", "as_of": "2024-05-01"}),
+    ),
+    ("Any idea for Saturday afternoon?", "A walk in Tempelhofer Feld, then coffee in Neukölln.", None),
+)
+
+NEXT_MESSAGE = "Find a vegetarian dinner place near my home for Friday."
+QUESTIONS = ("Where does Ada live?", "What should Ada not eat?")
 
 
 def heading(text: str) -> None:
-    print(f"\n== {text} " + "=" * max(0, 70 - len(text)))
+    print(f"\n== {text} " + "=" * max(0, 76 - len(text)))
+
+
+def extract_home_facts(items: Sequence[MemoryItem]) -> list[Fact]:
+    """A deterministic fact extractor (an LLM does this in production): memories that carry a subject."""
+    return [
+        Fact(subject=i.metadata["subject"], statement=i.content, date=i.metadata["as_of"])
+        for i in items
+        if "subject" in i.metadata
+    ]
+
+
+async def show_engine(store: MemoryStore, started: float) -> None:
+    heading("engine")
+    await store.ensure_index()
+    caps = store.capabilities
+    assert caps is not None  # set by ensure_index
+    print(
+        f"  {caps.engine} {caps.version_string} | embedder {store.embedder.model_id}"
+        f" ({store.embedder.dimensions}-d) | store {store.name!r} | threshold {store.effective_threshold()}"
+        f" | ready in {time.perf_counter() - started:.2f}s"
+    )
+
+
+async def inject_facts(store: MemoryStore) -> None:
+    heading("facts injected (remember)")
+    for content, importance, tags, metadata in FACTS:
+        await store.remember(content, importance=importance, tags=tags, metadata=metadata, agent_id=AGENT)
+        print(f"  importance={importance:.1f}  tags={','.join(tags):<16} {content}")
+
+
+async def converse(store: MemoryStore) -> None:
+    heading("conversation (retrieve_context, then store_turn; replies scripted)")
+    for user, reply, learned in CONVERSATION:
+        ctx = await store.retrieve_context(THREAD, user, token_budget=BUDGET, agent_id=AGENT)
+        print(f"  user:      {user}")
+        print(f"             [context: {len(ctx.memories)} memories, {len(ctx.turns)} turns, "
+              f"{ctx.total_tokens_used} tokens, {ctx.retrieval_ms:.1f} ms]")  # fmt: skip
+        print(f"  assistant: {reply}")
+        await store.store_turn(THREAD, user, reply, agent_id=AGENT)
+        if learned is not None:
+            content, metadata = learned
+            await store.remember(
+                content, importance=0.9, tags=["profile", "home"], metadata=metadata, agent_id=AGENT
+            )
+            print(f"             [remembered: {content}]")
+
+
+def print_budget(ctx: RetrievedContext) -> None:
+    used = ctx.tokens_used
+    rows = (
+        ("system reserve", ctx.system_reserve, "left for your system prompt"),
+        ("memories", used.memories, f"{len(ctx.memories)} chosen, {ctx.skipped_memories} did not fit"),
+        ("turns", used.turns, f"{len(ctx.turns)} chosen, {ctx.skipped_turns} did not fit"),
+        ("current turn", used.current_turn, "the new user message"),
+    )
+    for label, tokens, note in rows:
+        print(f"  {label:<15}{tokens:>5} tokens  ({note})")
+    print(
+        f"  {'used / usable':<15}{ctx.total_tokens_used:>5} / {ctx.usable_budget} of budget {ctx.token_budget}"
+        f"  utilisation {ctx.budget_utilisation:.0%}  assembled in {ctx.retrieval_ms:.1f} ms"
+    )
+
+
+async def show_context(store: MemoryStore) -> None:
+    heading(f"context for the next message, token_budget={BUDGET}")
+    ctx = await store.retrieve_context(THREAD, NEXT_MESSAGE, token_budget=BUDGET, agent_id=AGENT)
+    print(f"  next message: {NEXT_MESSAGE}")
+    print_budget(ctx)
+    print("  --- rendered ---")
+    for line in ctx.render().splitlines():
+        print(f"  | {line}")
+
+
+async def show_recall(store: MemoryStore) -> None:
+    heading("recall, explained (score = 0.6 sim + 0.25 recency + 0.15 importance)")
+    for question in QUESTIONS:
+        hits = await store.recall(question, k=3, agent_id=AGENT, explain=True)
+        print(f"  Q: {question}")
+        for hit in hits:
+            parts = hit.explain
+            assert parts is not None  # explain=True
+            print(
+                f"    {hit.score:.3f} = sim {parts.similarity:.3f} | rec {parts.recency:.3f}"
+                f" | imp {parts.importance:.2f}   {hit.item.content}"
+            )
+        if not hits:
+            print("    (nothing above the similarity threshold)")
+
+
+async def show_consolidation(store: MemoryStore) -> None:
+    heading('consolidation, mode="facts" (newest date wins)')
+    for run_no in (1, 2):
+        res = await store.consolidate(mode="facts", extract_facts=extract_home_facts, agent_id=AGENT)
+        print(
+            f"  run {run_no}: candidates={res.candidates} created={res.created}"
+            f" superseded={res.superseded} unchanged={res.unchanged}"
+        )
+    print('  fact_history("home city"), newest first:')
+    for rec in await store.fact_history("home city", agent_id=AGENT):
+        state = "current   " if rec.current else "superseded"
+        until = f"  (valid until {rec.valid_until:%Y-%m-%d})" if rec.valid_until else ""
+        print(f"    {state} since {rec.date}: {rec.statement}{until}")
+
+
+def show_metrics(registry: CollectorRegistry, store_name: str) -> None:
+    heading("Prometheus metrics (agent_memory_*, non-zero, this store)")
+    zero: list[str] = []
+    for family in registry.collect():
+        for sample in family.samples:
+            if not sample.name.startswith("agent_memory_") or sample.labels.get("store_name") != store_name:
+                continue
+            if sample.name.endswith(("_bucket", "_created")):
+                continue
+            labels = ",".join(f"{k}={v}" for k, v in sample.labels.items() if k != "store_name")
+            name = f"{sample.name}{{{labels}}}" if labels else sample.name
+            if sample.value:
+                print(f"  {name:<58} {sample.value:g}")
+            else:
+                zero.append(name)
+    if zero:
+        print(f"  (zero: {', '.join(sorted(zero))})")
+
+
+async def cleanup(store: MemoryStore) -> None:
+    """Leave a shared server as we found it (a temporary one is deleted anyway)."""
+    await store.erase(agent_id=AGENT)
+    await store.purge_fact_history(agent_id=AGENT)
 
 
 async def run(url: str | None = None) -> None:
     """Run the scripted demo on ``url``, or on a temporary embedded engine when None."""
+    registry = CollectorRegistry()
     with tempfile.TemporaryDirectory(prefix="betterdb-demo-") as data_dir:
-        t0 = time.perf_counter()
-        store = await MemoryStore.connect(url, name="demo", data_dir=None if url else data_dir)
+        started = time.perf_counter()
+        options: dict[str, Any] = {"registry": registry, "embedder": OnnxEmbedder(), "threshold": THRESHOLD}
+        name = f"demo-{uuid.uuid4().hex[:8]}"  # never collides with a store on a shared server
+        store = await MemoryStore.connect(url, name=name, data_dir=data_dir, **options)
         try:
-            await store.ensure_index()
-            caps = store.capabilities
-            assert caps is not None
-            heading("engine")
-            print(
-                f"{caps.engine} {caps.version_string} | embedder {store.embedder.model_id} "
-                f"({store.embedder.dimensions}-d) | ready in {time.perf_counter() - t0:.2f}s"
-            )
-
-            heading("remember three facts")
-            facts = [
-                ("The user's name is Ada and she lives in Lisbon.", 0.9, ["profile"]),
-                ("Ada prefers answers in bullet points, no longer than five lines.", 0.7, ["preference"]),
-                ("Ada's team deploys to production every Thursday afternoon.", 0.5, ["work"]),
-            ]
-            for content, importance, tags in facts:
-                mid = await store.remember(
-                    content, importance=importance, tags=tags, agent_id="assistant", thread_id="ada"
-                )
-                print(f"  {mid[:28]}...  importance={importance:.1f}  {content}")
-
-            heading("recall by meaning")
-            for question in ("Where is the user based?", "How should I format my reply?"):
-                hits = await store.recall(
-                    question, k=2, threshold=0.6, agent_id="assistant", thread_id="ada", explain=True
-                )
-                print(f"  Q: {question}")
-                for hit in hits:
-                    parts = hit.explain
-                    assert parts is not None
-                    print(
-                        f"    score={hit.score:.3f} (similarity {parts.similarity:.3f}, recency {parts.recency:.3f},"
-                        f" importance {parts.importance:.2f})  {hit.item.content}"
-                    )
-
-            heading("stats")
-            st = await store.stats()
-            print(
-                f"  items={st.items} scopes={st.scopes} remembers={st.counters.get('remembers', 0)}"
-                f" index_ready={st.index.ready if st.index else None}"
-            )
-            await store.forget_by_scope(agent_id="assistant", thread_id="ada")
+            await show_engine(store, started)
+            await inject_facts(store)
+            await converse(store)
+            await show_context(store)
+            await show_recall(store)
+            await show_consolidation(store)
+            await store.stats()  # refreshes the items gauge
+            show_metrics(registry, store.name)
+            await cleanup(store)
         finally:
             await store.close()
 

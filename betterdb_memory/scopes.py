@@ -45,6 +45,8 @@ class ScopeOpsMixin:
 
         async def get_many(self, memory_ids: Sequence[str]) -> builtins.list[MemoryItem | None]: ...
 
+        async def _wipe_consolidation_state(self, tag: str) -> int: ...
+
     async def matching_scopes(self, scope: Scope) -> builtins.list[Scope]:
         """The exact scopes written so far that fall inside filter ``scope``."""
         sets = self.keys.registry_filter_sets(scope)
@@ -176,6 +178,10 @@ class ScopeOpsMixin:
                 if n_scanned < _FORGET_PAGE:
                     break
                 start += n_scanned - n_removed
+            if not tokens:
+                # The whole exact scope is gone: fact history (kept out of the index)
+                # goes too, so erasure leaves no superseded text behind.
+                await self._wipe_consolidation_state(exact.tag)
         return deleted
 
     async def list(
