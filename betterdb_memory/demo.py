@@ -41,7 +41,7 @@ __all__ = ["main", "run"]
 
 AGENT = "assistant"
 THREAD = "ada-chat"
-BUDGET = 200
+BUDGET = 150
 # The ONNX embedder's calibrated threshold (0.70) admits paraphrases; a context wants
 # memories that are related, so this store recalls from similarity 0.55.
 THRESHOLD = 0.55
@@ -106,7 +106,7 @@ async def converse(store: MemoryStore) -> None:
     for user, reply, learned in CONVERSATION:
         ctx = await store.retrieve_context(THREAD, user, token_budget=BUDGET, agent_id=AGENT)
         print(f"  user:      {user}")
-        print(f"             [context: {len(ctx.memories)} memories, {len(ctx.turns)} turns, "
+        print(f"             [context: memories {len(ctx.memories)}, turns {len(ctx.turns)}, "
               f"{ctx.total_tokens_used} tokens, {ctx.retrieval_ms:.1f} ms]")  # fmt: skip
         print(f"  assistant: {reply}")
         await store.store_turn(THREAD, user, reply, agent_id=AGENT)
@@ -173,25 +173,26 @@ async def show_consolidation(store: MemoryStore) -> None:
         state = "current   " if rec.current else "superseded"
         until = f"  (valid until {rec.valid_until:%Y-%m-%d})" if rec.valid_until else ""
         print(f"    {state} since {rec.date}: {rec.statement}{until}")
+    print("  (recall above ranked both cities by similarity; the fact history knows which is current)")
 
 
 def show_metrics(registry: CollectorRegistry, store_name: str) -> None:
-    heading("Prometheus metrics (agent_memory_*, non-zero, this store)")
-    zero: list[str] = []
+    heading("Prometheus metrics of this store (agent_memory_*, private registry)")
+    zero: set[str] = set()
     for family in registry.collect():
         for sample in family.samples:
             if not sample.name.startswith("agent_memory_") or sample.labels.get("store_name") != store_name:
                 continue
             if sample.name.endswith(("_bucket", "_created")):
                 continue
+            if not sample.value:
+                zero.add(family.name)
+                continue
             labels = ",".join(f"{k}={v}" for k, v in sample.labels.items() if k != "store_name")
             name = f"{sample.name}{{{labels}}}" if labels else sample.name
-            if sample.value:
-                print(f"  {name:<58} {sample.value:g}")
-            else:
-                zero.append(name)
+            print(f"  {name:<70}{sample.value:g}")
     if zero:
-        print(f"  (zero: {', '.join(sorted(zero))})")
+        print(f"  at zero: {', '.join(sorted(n.removeprefix('agent_memory_') for n in zero))}")
 
 
 async def cleanup(store: MemoryStore) -> None:

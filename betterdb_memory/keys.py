@@ -18,6 +18,7 @@ A memory id is ``<scope tag>-<32 hex>``: the scope tag in the id means ``get`` a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import uuid
@@ -72,6 +73,12 @@ def _digest(parts: tuple[str | None, ...], size: int) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)
+def _scope_tag(namespace: str | None, agent_id: str | None, thread_id: str | None) -> str:
+    # Cached: a write computes its scope's tag several times (keys, id, registry).
+    return _digest((namespace, agent_id, thread_id), 10)
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Where a memory lives: namespace / agent / thread, each optional.
@@ -97,7 +104,7 @@ class Scope:
     @property
     def tag(self) -> str:
         """20 hex digits identifying this exact scope (the hash tag of its keys)."""
-        return _digest((self.namespace, self.agent_id, self.thread_id), 10)
+        return _scope_tag(self.namespace, self.agent_id, self.thread_id)
 
     @property
     def is_empty(self) -> bool:

@@ -19,11 +19,12 @@ import json
 import logging
 import time
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import valkey.asyncio as avalkey
+import valkey.exceptions as vexc
 
 from . import _scripts
 from ._io import RetryPolicy, call
@@ -241,6 +242,12 @@ class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
         self._forget_script = client.register_script(_scripts.FORGET)
         self._forget_page_script = client.register_script(_scripts.FORGET_PAGE)
         self._reinforce_script = client.register_script(_scripts.REINFORCE)
+        self._scripts_all = (
+            self._write_script,
+            self._forget_script,
+            self._forget_page_script,
+            self._reinforce_script,
+        )
         self._background: set[asyncio.Task[Any]] = set()
         self._near_miss_warned = False
         self.near_misses = 0
@@ -605,16 +612,15 @@ class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
             embedded = await self._embed([prepared[i]["content"] for i in need])
             for j, i in enumerate(need):
                 vectors[i] = embedded[j]
-        for i, vec in enumerate(vectors):
-            validate_vector(vec, dimensions=self.embedder.dimensions, name=f"embedding of item {i}")
+        for i in need:  # given vectors were checked in _prepare; check only the embedded ones
+            validate_vector(vectors[i], dimensions=self.embedder.dimensions, name=f"embedding of item {i}")
         now = time.time()
         cfg = self.current_config()
         calls = [self._write_args(p, vectors[i], now, cfg) for i, p in enumerate(prepared)]
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
+        def build(pipe: Any) -> None:
             for keys, args, _ in calls:
-                await self._write_script(keys=keys, args=args, client=pipe)
+                pipe.evalsha(self._write_script.sha, len(keys), *keys, *args)
             registered: set[str] = set()
             for p in prepared:
                 scope: Scope = p["scope"]
@@ -628,7 +634,9 @@ class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
                     scope.tag,
                     json.dumps([scope.namespace, scope.agent_id, scope.thread_id], ensure_ascii=False),
                 )
-            return list(await pipe.execute())
+
+        async def run() -> list[Any]:
+            return await self._run_scripted(build)
 
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
@@ -862,17 +870,36 @@ class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
             )
         return True
 
-    async def _reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
-        async def run() -> None:
+    async def _run_scripted(self, build: Callable[[Any], None]) -> list[Any]:
+        """Run a pipeline of EVALSHA calls; on NOSCRIPT (restart, SCRIPT FLUSH) load and rerun once.
+
+        valkey-py's ``Script`` objects send ``SCRIPT EXISTS`` before every pipeline
+        that holds one: a second round trip on every write. Sending EVALSHA directly
+        and loading on demand keeps it to one. Every pipeline built here is safe to
+        rerun after NOSCRIPT: no script in it ran, and the other commands are idempotent.
+        """
+        for attempt in (1, 2):
             pipe = self._client.pipeline(transaction=False)
+            build(pipe)
+            try:
+                return list(await pipe.execute())
+            except vexc.NoScriptError:
+                if attempt == 2:
+                    raise
+                for script in self._scripts_all:
+                    await self._client.script_load(script.script)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
+        def build(pipe: Any) -> None:
             for mid in ids:
                 keep = self.keys.scope_keep(self.keys.scope_tag_of(mid))
-                await self._reinforce_script(
-                    keys=[self.keys.doc(mid), keep],
-                    args=[repr(now), repr(half_life), mid],
-                    client=pipe,
+                pipe.evalsha(
+                    self._reinforce_script.sha, 2, self.keys.doc(mid), keep, repr(now), repr(half_life), mid
                 )
-            await pipe.execute()
+
+        async def run() -> None:
+            await self._run_scripted(build)
 
         # Not retried: a replayed increment would count an access twice.
         await call("reinforce", run, policy=self.retry, idempotent=False, details={"ids": len(ids)})

@@ -335,3 +335,15 @@ async def test_connect_embedded_persists_across_stores(tmp_path: Path, unique_na
         assert [h.item.id for h in await s2.recall("persisted across processes", k=1)] == [mid]
     finally:
         await s2.close()
+
+
+async def test_script_flush_is_recovered(store: MemoryStore, client: Any) -> None:
+    """After SCRIPT FLUSH (or a restart) writes and reinforcement reload their scripts and succeed."""
+    first = await store.remember("before flush", vector=unit(7))
+    await client.script_flush()
+    second = await store.remember("after flush", vector=unit(8))
+    await client.script_flush()
+    hits = await store.recall_by_vector(unit(7), k=1, threshold=0)
+    assert [h.item.id for h in hits] == [first]
+    assert (await store.get(first)).access_count == 1  # type: ignore[union-attr]
+    assert await store.get(second) is not None
