@@ -115,7 +115,7 @@ def to_int(value: Any, default: int = 0) -> int:
 def split_list(value: Any) -> list[str]:
     """A stored comma-free list (JSON) field back to a list."""
     text = as_text(value)
-    if not text:
+    if not text or text == "[]":
         return []
     try:
         data = json.loads(text)
