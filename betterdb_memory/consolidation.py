@@ -1021,7 +1021,7 @@ class ConsolidationMixin:
         new_ids: Mapping[int, str],
         consumed: Sequence[str],
     ) -> list[str]:
-        created, keep, expiry, dedup = self.keys.scope_keys(ck.tag)
+        created, keep, expiry, dedup, _access = self.keys.scope_keys(ck.tag)
         now = time.time()
         args: list[str] = [
             self.keys.doc_prefix, ck.hist_prefix, ck.history_base, repr(now),

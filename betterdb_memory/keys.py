@@ -181,9 +181,19 @@ class KeySpace:
     def scope_dedup(self, tag: str) -> str:
         return f"{self.name}:scope:{{{tag}}}:dedup"
 
-    def scope_keys(self, tag: str) -> tuple[str, str, str, str]:
-        """(created, keep, expiry, dedup) of one scope."""
-        return self.scope_created(tag), self.scope_keep(tag), self.scope_expiry(tag), self.scope_dedup(tag)
+    def scope_access(self, tag: str) -> str:
+        """Exact access counts of a scope's memories (a HASH outside the index, see _scripts)."""
+        return f"{self.name}:scope:{{{tag}}}:access"
+
+    def scope_keys(self, tag: str) -> tuple[str, str, str, str, str]:
+        """(created, keep, expiry, dedup, access) of one scope."""
+        return (
+            self.scope_created(tag),
+            self.scope_keep(tag),
+            self.scope_expiry(tag),
+            self.scope_dedup(tag),
+            self.scope_access(tag),
+        )
 
     # -- scope registry (any slot; written idempotently) ----------------------------------
 

@@ -84,8 +84,6 @@ def create_index_args(spec: IndexSpec, caps: Capabilities) -> list[str]:
         "kind", "TAG",
         "importance", "NUMERIC",
         "created_at", "NUMERIC",
-        "last_accessed_at", "NUMERIC",
-        "access_count", "NUMERIC",
         "expires_at", "NUMERIC",
     ]  # fmt: skip
     if caps.text_fields:

@@ -347,3 +347,25 @@ async def test_script_flush_is_recovered(store: MemoryStore, client: Any) -> Non
     assert [h.item.id for h in hits] == [first]
     assert (await store.get(first)).access_count == 1  # type: ignore[union-attr]
     assert await store.get(second) is not None
+
+
+async def test_reinforcement_counts_exactly_but_rewrites_the_document_rarely(make_store: Any, client: Any) -> None:
+    """Every recall counts; the indexed document's access snapshot is rewritten once per interval.
+
+    (On RediSearch each document write re-indexes the vector: see _scripts.)
+    """
+    store: MemoryStore = make_store(reinforce_write_interval=3600)
+    mid = await store.remember("counted", vector=unit(9))
+    for _ in range(5):
+        await store.recall_by_vector(unit(9), k=1, threshold=0)
+    item = await store.get(mid)
+    assert item is not None and item.access_count == 5
+    # The snapshot written with the memory is younger than the interval: left alone.
+    assert float(await client.hget(store.keys.doc(mid), "last_accessed_at")) == item.created_at
+    assert int(await client.hget(store.keys.doc(mid), "access_count")) == 0
+
+    eager: MemoryStore = make_store(name=store.name + "e", reinforce_write_interval=0)
+    other = await eager.remember("eager", vector=unit(10))
+    await eager.recall_by_vector(unit(10), k=1, threshold=0)
+    await eager.recall_by_vector(unit(10), k=1, threshold=0)
+    assert int(await client.hget(eager.keys.doc(other), "access_count")) == 2

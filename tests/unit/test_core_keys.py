@@ -80,6 +80,7 @@ def test_memory_and_scope_keys_exact() -> None:
         f"mem:scope:{{{SCOPE_TAG}}}:keep",
         f"mem:scope:{{{SCOPE_TAG}}}:expiry",
         f"mem:scope:{{{SCOPE_TAG}}}:dedup",
+        f"mem:scope:{{{SCOPE_TAG}}}:access",
     )
 
 

@@ -47,8 +47,7 @@ SCHEMA_WITHOUT_TEXT = [
     "TYPE", "FLOAT32", "DIM", "384", "DISTANCE_METRIC", "COSINE", "M", "16", "EF_CONSTRUCTION", "200", "EF_RUNTIME", "10",
     "thread_id", "TAG", "agent_id", "TAG", "namespace", "TAG", "tags", "TAG", "source", "TAG",
     "sensitivity", "TAG", "kind", "TAG",
-    "importance", "NUMERIC", "created_at", "NUMERIC", "last_accessed_at", "NUMERIC",
-    "access_count", "NUMERIC", "expires_at", "NUMERIC",
+    "importance", "NUMERIC", "created_at", "NUMERIC", "expires_at", "NUMERIC",
 ]  # fmt: skip
 
 
