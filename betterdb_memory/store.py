@@ -130,7 +130,9 @@ class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
         half_life_seconds: recency half-life (7 days by default).
         max_items_per_scope: capacity of each exact scope; ``None`` for no cap.
         dedup: reinforce instead of writing a twin of the same content in a scope.
-        candidate_factor: KNN candidates fetched per requested hit, for re-ranking.
+        candidate_factor: KNN candidates fetched per requested hit. 1 (default) re-ranks
+            the k nearest by the composite score; 2-4 lets an important or recent memory
+            from just past the k nearest in, at the cost of a larger reply to parse.
         hnsw_m / hnsw_ef_construction / hnsw_ef_runtime: index parameters.
         reinforce_mode: ``"sync"`` (await the update) or ``"background"``.
         reinforce_write_interval: seconds a document's ``last_accessed_at`` snapshot may
@@ -163,7 +165,7 @@ class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
         half_life_seconds: float = DEFAULT_HALF_LIFE_SECONDS,
         max_items_per_scope: int | None = None,
         dedup: bool = True,
-        candidate_factor: int = 2,
+        candidate_factor: int = 1,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
         hnsw_ef_runtime: int = 10,
