@@ -321,6 +321,9 @@ class ShortTermMixin:
             "store_turn", run, policy=self.retry, idempotent=False, details={"turn_id": turn_id}
         )
         pending = int(reply[0][1])
+        metrics = getattr(self, "metrics", None)
+        if metrics is not None:
+            metrics.observe_turns(1)
         if st.batch and pending >= st.batch:
             self._maybe_summarize(agent, thread, sk)
         return turn_id
@@ -449,6 +452,15 @@ class ShortTermMixin:
         )
         chosen_turns = sorted((newest_first[i] for i in alloc.turn_indices), key=lambda t: t.seq)
         chosen_hits = [hits[i] for i in alloc.memory_indices]
+        metrics = getattr(self, "metrics", None)
+        if metrics is not None:
+            metrics.observe_context(
+                {
+                    "memories": alloc.memory_tokens,
+                    "turns": alloc.turn_tokens,
+                    "current": alloc.current_turn_tokens,
+                }
+            )
         return RetrievedContext(
             thread_id=thread,
             agent_id=agent,

@@ -349,7 +349,9 @@ async def test_script_flush_is_recovered(store: MemoryStore, client: Any) -> Non
     assert await store.get(second) is not None
 
 
-async def test_reinforcement_counts_exactly_but_rewrites_the_document_rarely(make_store: Any, client: Any) -> None:
+async def test_reinforcement_counts_exactly_but_rewrites_the_document_rarely(
+    make_store: Any, client: Any
+) -> None:
     """Every recall counts; the indexed document's access snapshot is rewritten once per interval.
 
     (On RediSearch each document write re-indexes the vector: see _scripts.)

@@ -114,3 +114,15 @@ async def test_spans_per_operation(make_store: Any) -> None:
     assert recall.attributes["cache.name"] == store.name
     assert recall.attributes["gen_ai.memory.hits"] == 1
     provider.shutdown()
+
+
+async def test_l1_metrics_turns_and_context_tokens(make_store: Any) -> None:
+    registry = CollectorRegistry()
+    store: MemoryStore = make_store(registry=registry)
+    labels = {"store_name": store.name}
+    await store.store_turn("t", "hello there", "hi, how can I help?")
+    await store.store_turn("t", "tell me a joke", "why did the chicken cross the road")
+    ctx = await store.retrieve_context("t", "another joke please", token_budget=500)
+    assert registry.get_sample_value("agent_memory_turns_stored_total", labels) == 2
+    turns_sum = registry.get_sample_value("agent_memory_context_tokens_sum", {**labels, "part": "turns"})
+    assert turns_sum == ctx.tokens_used.turns > 0

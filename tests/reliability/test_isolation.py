@@ -9,6 +9,7 @@ query vector, so a leaking filter would return the victim at distance 0.
 from __future__ import annotations
 
 import itertools
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ VICTIMS = ("alice", "team-{a}|b*")
 DIMENSIONS = ("thread_id", "agent_id", "namespace")
 
 # Every character with a meaning in TAG / query syntax, plus whitespace of several kinds.
-SYNTAX = list("{}|\\-@*()[]$:;'\",.%~!^&=<>?/+#`") + [" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x00"]
+SYNTAX = [*list("{}|\\-@*()[]$:;'\",.%~!^&=<>?/+#`"), " ", "\t", "\n", "\r", "\x0b", "\x0c", "\x00"]
 SPACES = ["\u00a0", "\u2003", "\u200b", "\u3000", "\u2028", "\ufeff"]
 
 
@@ -104,21 +105,23 @@ class _Victims:
 
 
 @pytest.fixture
-async def capped(client: Any, unique_name: str) -> tuple[MemoryStore, _Victims]:
+async def capped(client: Any, unique_name: str) -> AsyncIterator[tuple[MemoryStore, _Victims]]:
     """One store per test function (not per example), capped at 2 per scope, victims planted."""
     store = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=2)
     victims = _Victims()
     await victims.plant(store)
-    return store, victims
+    yield store, victims
+    await store.close()
 
 
 @pytest.fixture
-async def tagged(client: Any, unique_name: str) -> tuple[MemoryStore, _Victims]:
+async def tagged(client: Any, unique_name: str) -> AsyncIterator[tuple[MemoryStore, _Victims]]:
     """One uncapped store per test function; tagged victims in the shared scope ``T``."""
     store = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder())
     victims = _Victims()
     await victims.plant(store, tags=True)
-    return store, victims
+    yield store, victims
+    await store.close()
 
 
 _serial = itertools.count()
@@ -241,4 +244,5 @@ async def test_invalid_scope_values_are_refused_and_write_nothing(
         await store.recall_by_vector(FIXED, **kw)
     with pytest.raises(ValidationError):
         await store.forget_by_scope(**kw)
+    await store.close()
     assert await scan_keys(client, f"{unique_name}:*") == []

@@ -1,0 +1,250 @@
+"""Hybrid re-ranking: lexical (BM25-style) evidence fused with dense similarity, client-side.
+
+The KNN query returns a few dozen candidates with their cosine distances; this
+module re-orders them using the words the query and each candidate share. It runs
+in the client on the candidates' ``content`` only, so it works on every engine,
+valkey-search 1.0 (no TEXT fields) included. Pure functions: no I/O, no clock, no
+randomness, and the output does not depend on the order of the input.
+
+Why it is needed: a small sentence model scores a question against the turn that
+answers it only a little above the turns around it (on LoCoMo, all-MiniLM-L6-v2
+ranks an evidence turn first for 19% of questions), while a rare word the two
+share (a name, "pottery", "Sweden") is strong evidence. ``bench/quality.py``
+measures the gain; ``bench/results/quality.md`` holds the numbers.
+
+How a candidate is scored (``HybridRanker.fuse``):
+
+1. **Terms.** ``embedders.hashing.tokenize`` (NFKC, casefold, Unicode ``\\w``
+   words, one token per CJK / Thai character), minus tokens with no letter or
+   digit, minus ``stopwords`` (English by default), with a light English suffix
+   fold on ASCII words (``paintings``/``painted``/``painting`` -> ``paint``;
+   other scripts are left alone). Query terms are de-duplicated. A query made of
+   stop words only has no terms, and then the dense order is returned unchanged.
+2. **IDF from the candidate set.** BM25 needs document frequencies, and a
+   re-ranker sees only the candidates. The IDF is computed over them, with the
+   usual +0.5 smoothing and ``ln(1 + ...)`` so it is never negative (Lucene's
+   form): ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))``. This measures what a
+   term is worth *for telling these candidates apart*, which is the question a
+   re-ranker answers: a speaker's name present in 30 of 50 candidates weighs
+   little, a word present in 2 weighs a lot, and a language's function words
+   missing from the stop list get a low weight by themselves. On LoCoMo it ranks
+   as well as document frequencies over the whole conversation (the bench checked
+   both), so no per-store statistics are kept.
+3. **Lexical score in 0..1.** Per term, BM25's saturating term-frequency factor
+   with document-length normalisation, divided by its ceiling ``k1 + 1``; summed
+   with IDF weights and divided by the query's total IDF. So ``lexical`` is the
+   IDF-weighted share of the query's terms the candidate contains (0 when it
+   shares none).
+4. **Fusion.** ``fused = 1 - (1 - dense) * exp(-alpha * lexical)`` where
+   ``dense = 1 - distance / 2`` is the store's similarity. Equivalently
+   ``-ln(1 - fused) = -ln(1 - dense) + alpha * lexical``: a linear fusion in a
+   space where the dense scores, crowded just below 1, are spread out. It keeps
+   the store's scale: ``fused`` is in 0..1, equals ``dense`` when no query term
+   matches, and only rises with lexical evidence, so the threshold calibrated on
+   dense similarities never drops a hit the dense ranking would keep, and the
+   composite score (recency, importance) applies to ``fused`` as it did to
+   ``dense``. ``alpha = 4`` was the best on LoCoMo, on a flat optimum (3 to 5
+   within 0.5 point of hit@5, on each half of the conversations).
+5. **Order.** Fused similarity descending, then dense similarity descending, then
+   memory id: never input position.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .embedders.hashing import tokenize
+from .errors import ConfigurationError
+from .models import MemoryItem
+from .scoring import similarity_from_distance
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "ENGLISH_STOPWORDS",
+    "FusedCandidate",
+    "HybridRanker",
+    "Reranker",
+    "fold_suffix",
+]
+
+DEFAULT_ALPHA = 4.0
+
+# English function words (the usual IR lists: Lucene/NLTK), plus the pieces that
+# ``tokenize`` makes of contractions ("don't" -> "don", "t"). Content words that
+# those lists carry ("won", "need", "us" as in the US) are left out: they can answer a question.
+_ENGLISH_STOPWORDS = """
+    a about above after again against all also am an and any are aren as at be because been before
+    being below between both but by can cannot could couldn d did didn do does doesn doing don down
+    during each either else ever few for from further had hadn has hasn have haven having he her here
+    hers herself him himself his how i if in into is isn it its itself just ll m ma me might mightn
+    more most mustn my myself neither no nor not now o of off on once only or other ought our ours
+    ourselves out over own re s same shan she should shouldn so some such t than that the their
+    theirs them themselves then there these they this those through to too under until up upon
+    ve very was wasn we were weren what when where whether which while who whom whose why will with
+    would wouldn y yet you your yours yourself yourselves
+"""
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(_ENGLISH_STOPWORDS.split())
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Re-orders KNN candidates for a text query (the store's re-ranking seam).
+
+    ``candidates`` are ``(item, cosine_distance)`` pairs; the result holds the same
+    items as ``(item, similarity)`` pairs, best first, ``similarity`` on the store's
+    0..1 scale (the threshold and the composite score are applied to it).
+    """
+
+    def rerank(
+        self, query: str, candidates: Sequence[tuple[MemoryItem, float]]
+    ) -> list[tuple[MemoryItem, float]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FusedCandidate:
+    """One re-ranked candidate with the parts of its score."""
+
+    item: MemoryItem
+    distance: float  # cosine distance from the KNN query (0..2)
+    dense: float  # 1 - distance / 2
+    lexical: float  # IDF-weighted share of the query's terms matched (0..1)
+    similarity: float  # fused (0..1, >= dense)
+
+
+def fold_suffix(word: str) -> str:
+    """Light English suffix folding (plural, -ed, -ing, final e) for ASCII words only.
+
+    Far less than a Porter stemmer on purpose: it must never merge unrelated words
+    often, and it must leave every other language alone (non-ASCII or non-alphabetic
+    words are returned as they are). Applied alike to queries and memories, it only
+    has to map a word's forms to one key, not produce a real stem:
+    ``painted``/``painting``/``paints``/``paint`` -> ``paint``, ``loved``/``love`` -> ``lov``.
+    """
+    if len(word) <= 3 or not (word.isascii() and word.isalpha()):
+        return word
+    if word.endswith(("ies", "ied")) and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]  # running -> run, stopped -> stop
+            break
+    if word.endswith("e") and len(word) > 3:
+        word = word[:-1]
+    return word
+
+
+@functools.lru_cache(maxsize=8192)
+def _terms(text: str, stopwords: frozenset[str], fold: bool) -> tuple[str, ...]:
+    """Index terms of a text; cached because the same memories come back query after query."""
+    out: list[str] = []
+    for token in tokenize(text):
+        if token in stopwords or not any(ch.isalnum() for ch in token):
+            continue
+        out.append(fold_suffix(token) if fold else token)
+    return tuple(out)
+
+
+def _check_number(name: str, value: object, *, low: float, high: float = math.inf) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        raise ConfigurationError(
+            f"{name} must be a finite number in [{low}, {high}], got {value!r}",
+            details={"argument": name, "value": repr(value)},
+        )
+    return float(value)
+
+
+class HybridRanker:
+    """BM25-style lexical evidence fused with dense similarity (see the module docstring).
+
+    Args:
+        alpha: weight of the lexical score; 0 returns the dense order and scores.
+        k1: BM25 term-frequency saturation.
+        b: BM25 document-length normalisation (0 = none, 1 = full).
+        stopwords: words that are never terms (casefolded; matched after tokenising).
+        fold_suffixes: apply ``fold_suffix`` to ASCII words.
+
+    Raises:
+        ConfigurationError: a parameter is out of range.
+    """
+
+    def __init__(
+        self,
+        *,
+        alpha: float = DEFAULT_ALPHA,
+        k1: float = 1.2,
+        b: float = 0.75,
+        stopwords: Iterable[str] = ENGLISH_STOPWORDS,
+        fold_suffixes: bool = True,
+    ) -> None:
+        self.alpha = _check_number("alpha", alpha, low=0.0)
+        self.k1 = _check_number("k1", k1, low=0.0)
+        self.b = _check_number("b", b, low=0.0, high=1.0)
+        self.stopwords = frozenset(w.casefold() for w in stopwords)
+        self.fold_suffixes = bool(fold_suffixes)
+
+    def __repr__(self) -> str:
+        return (
+            f"HybridRanker(alpha={self.alpha}, k1={self.k1}, b={self.b}, "
+            f"stopwords={len(self.stopwords)} words, fold_suffixes={self.fold_suffixes})"
+        )
+
+    def terms(self, text: str) -> tuple[str, ...]:
+        """The terms ``text`` contributes (in order, repeats kept): what matching sees."""
+        return _terms(text, self.stopwords, self.fold_suffixes)
+
+    def lexical_scores(self, query: str, documents: Sequence[str]) -> list[float]:
+        """Lexical score (0..1) of each document for ``query``, IDF from ``documents`` themselves."""
+        query_terms = list(dict.fromkeys(self.terms(query)))
+        if not query_terms or not documents:
+            return [0.0] * len(documents)
+        doc_terms = [Counter(self.terms(d)) for d in documents]
+        n = len(doc_terms)
+        lengths = [sum(c.values()) for c in doc_terms]
+        avg_length = sum(lengths) / n  # integer sum: exact, whatever the order
+        df = {t: sum(1 for c in doc_terms if t in c) for t in query_terms}
+        idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in query_terms}
+        total_idf = sum(idf[t] for t in query_terms)
+        ceiling = self.k1 + 1.0
+        scores: list[float] = []
+        for counts, length in zip(doc_terms, lengths, strict=True):
+            norm = self.k1 * (1.0 - self.b + self.b * length / avg_length) if avg_length > 0 else self.k1
+            acc = 0.0
+            for t in query_terms:  # query order, so the float sum never depends on the input order
+                tf = counts.get(t, 0)
+                if tf:
+                    acc += idf[t] * (tf * ceiling / (tf + norm)) / ceiling
+            scores.append(min(1.0, acc / total_idf))
+        return scores
+
+    def fuse(self, query: str, candidates: Sequence[tuple[MemoryItem, float]]) -> list[FusedCandidate]:
+        """Score and order ``(item, cosine_distance)`` candidates; best first, with score parts."""
+        lexical = self.lexical_scores(query, [item.content for item, _ in candidates])
+        fused: list[FusedCandidate] = []
+        for (item, distance), lex in zip(candidates, lexical, strict=True):
+            dense = similarity_from_distance(distance)
+            similarity = 1.0 - (1.0 - dense) * math.exp(-self.alpha * lex)
+            fused.append(FusedCandidate(item, distance, dense, lex, min(1.0, max(dense, similarity))))
+        fused.sort(key=lambda c: (-c.similarity, -c.dense, c.item.id))
+        return fused
+
+    def rerank(
+        self, query: str, candidates: Sequence[tuple[MemoryItem, float]]
+    ) -> list[tuple[MemoryItem, float]]:
+        """``(item, fused_similarity)`` pairs, best first (the ``Reranker`` protocol)."""
+        return [(c.item, c.similarity) for c in self.fuse(query, candidates)]
