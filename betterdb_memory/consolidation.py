@@ -1063,8 +1063,8 @@ class ConsolidationMixin:
 
     async def _load(self, ids: Sequence[str]) -> list[MemoryItem | None]:
         """``get_many`` through ``READ_DOCS``: one script call per scope (slot), pipelined."""
+        from .models import item_from_fields
         from .query import RETURN_FIELDS
-        from .store import item_from_fields  # store imports this module: resolve at call time
 
         by_tag: dict[str, list[str]] = {}
         for mid in ids:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from .codec import as_text, split_list, to_float, to_int
 from .dialect import Capabilities, IndexInfo
 from .scoring import ScoreParts
 
@@ -17,6 +20,7 @@ __all__ = [
     "MemoryPage",
     "Sensitivity",
     "StoreStats",
+    "item_from_fields",
 ]
 
 Sensitivity = Literal["none", "low", "pii", "sensitive"]
@@ -82,3 +86,37 @@ class StoreStats:
     embedder_model: str
     dimensions: int
     config: dict[str, Any]
+
+
+def _opt(value: Any) -> str | None:
+    text = as_text(value)
+    return text or None
+
+
+def item_from_fields(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
+    """Build a ``MemoryItem`` from HASH fields (bytes or str values)."""
+    meta_text = as_text(fields.get("metadata"))
+    try:
+        # "{}" is by far the most common value: skip the parser for it (recall hot path).
+        metadata = json.loads(meta_text) if meta_text and meta_text != "{}" else {}
+    except json.JSONDecodeError:
+        metadata = {}
+    expires = to_float(fields.get("expires_at"), 0.0)
+    return MemoryItem(
+        id=memory_id,
+        content=as_text(fields.get("content")),
+        importance=to_float(fields.get("importance"), 0.5),
+        created_at=to_float(fields.get("created_at")),
+        last_accessed_at=to_float(fields.get("last_accessed_at")),
+        access_count=to_int(fields.get("access_count")),
+        tags=tuple(split_list(fields.get("tags_raw"))),
+        source=_opt(fields.get("source_raw")),
+        thread_id=_opt(fields.get("thread_id_raw")),
+        agent_id=_opt(fields.get("agent_id_raw")),
+        namespace=_opt(fields.get("namespace_raw")),
+        sensitivity=as_text(fields.get("sensitivity")) or "none",
+        kind=as_text(fields.get("kind")) or "memory",
+        subject=_opt(fields.get("subject")),
+        expires_at=expires or None,
+        metadata=metadata if isinstance(metadata, dict) else {},
+    )

@@ -16,9 +16,10 @@ How a candidate is scored (``HybridRanker.fuse``):
 
 1. **Terms.** ``embedders.hashing.tokenize`` (NFKC, casefold, Unicode ``\\w``
    words, one token per CJK / Thai character), minus tokens with no letter or
-   digit, minus ``stopwords`` (English by default), with a light English suffix
-   fold on ASCII words (``paintings``/``painted``/``painting`` -> ``paint``;
-   other scripts are left alone). Query terms are de-duplicated. A query made of
+   digit, minus ``stopwords`` (English by default), with English inflections
+   folded on ASCII words (Porter's steps 1 and 5a: ``paintings``/``painted``/
+   ``painting`` -> ``paint``; other scripts are left alone). Query terms are a set: repeating a word or
+   reordering the query changes nothing. A query made of
    stop words only has no terms, and then the dense order is returned unchanged.
 2. **IDF from the candidate set.** BM25 needs document frequencies, and a
    re-ranker sees only the candidates. The IDF is computed over them, with the
@@ -43,8 +44,9 @@ How a candidate is scored (``HybridRanker.fuse``):
    matches, and only rises with lexical evidence, so the threshold calibrated on
    dense similarities never drops a hit the dense ranking would keep, and the
    composite score (recency, importance) applies to ``fused`` as it did to
-   ``dense``. ``alpha = 4`` was the best on LoCoMo, on a flat optimum (3 to 5
-   within 0.5 point of hit@5, on each half of the conversations).
+   ``dense``. ``alpha = 3``: on LoCoMo hit@5 is flat from 3 to 5 (within half a
+   point), and above 3 one shared everyday word ("need", "car") starts to beat a
+   clearly closer paraphrase (``tests/integration/test_quality_small.py``).
 5. **Order.** Fused similarity descending, then dense similarity descending, then
    memory id: never input position.
 """
@@ -72,7 +74,7 @@ __all__ = [
     "fold_suffix",
 ]
 
-DEFAULT_ALPHA = 4.0
+DEFAULT_ALPHA = 3.0
 
 # English function words (the usual IR lists: Lucene/NLTK), plus the pieces that
 # ``tokenize`` makes of contractions ("don't" -> "don", "t"). Content words that
@@ -116,31 +118,84 @@ class FusedCandidate:
     similarity: float  # fused (0..1, >= dense)
 
 
-def fold_suffix(word: str) -> str:
-    """Light English suffix folding (plural, -ed, -ing, final e) for ASCII words only.
+def _consonant(word: str, i: int) -> bool:
+    """Porter's consonant: not a vowel, and ``y`` only when after a vowel (or first)."""
+    ch = word[i]
+    if ch in "aeiou":
+        return False
+    return ch != "y" or i == 0 or not _consonant(word, i - 1)
 
-    Far less than a Porter stemmer on purpose: it must never merge unrelated words
-    often, and it must leave every other language alone (non-ASCII or non-alphabetic
-    words are returned as they are). Applied alike to queries and memories, it only
-    has to map a word's forms to one key, not produce a real stem:
-    ``painted``/``painting``/``paints``/``paint`` -> ``paint``, ``loved``/``love`` -> ``lov``.
+
+def _measure(stem: str) -> int:
+    """Porter's m: the number of vowel-consonant sequences in ``stem``."""
+    m, after_vowel = 0, False
+    for i in range(len(stem)):
+        vowel = not _consonant(stem, i)
+        if after_vowel and not vowel:
+            m += 1
+        after_vowel = vowel
+    return m
+
+
+def _has_vowel(stem: str) -> bool:
+    return any(not _consonant(stem, i) for i in range(len(stem)))
+
+
+def _cvc(stem: str) -> bool:
+    """Ends consonant-vowel-consonant, the last not w, x or y (``hop``, not ``hoop``)."""
+    n = len(stem)
+    return (
+        n >= 3
+        and _consonant(stem, n - 3)
+        and not _consonant(stem, n - 2)
+        and _consonant(stem, n - 1)
+        and stem[-1] not in "wxy"
+    )
+
+
+def fold_suffix(word: str) -> str:
+    """Porter stemmer steps 1a, 1b, 1c and 5a (plurals, -ed, -ing, y, final e), ASCII words only.
+
+    Not the whole Porter algorithm on purpose: the derivational steps (-ation,
+    -ness, -ful...) merge words whose meanings differ, and a re-ranker needs word
+    forms to meet, not linguistics. Applied alike to queries and memories, it only
+    has to map a word's inflections to one key: ``painted``/``painting``/``paints``
+    -> ``paint``, ``loved``/``love`` -> ``love``, ``planes`` -> ``plane`` but
+    ``planning`` -> ``plan``. Other scripts, and words with digits or 3 letters or
+    fewer, are returned unchanged.
     """
     if len(word) <= 3 or not (word.isascii() and word.isalpha()):
         return word
-    if word.endswith(("ies", "ied")) and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses"):
+    # 1a: plurals.
+    if word.endswith(("sses", "ies")):
         word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+    elif word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "lsz":
-                word = word[:-1]  # running -> run, stopped -> stop
-            break
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
+    # 1b: -eed, -ed, -ing; then repair the stem (hop(p)ing -> hop, hoping -> hope).
+    if word.endswith("eed"):
+        if _measure(word[:-3]) > 0:
+            word = word[:-1]
+    else:
+        for suffix in ("ed", "ing"):
+            stem = word[: -len(suffix)]
+            if word.endswith(suffix) and _has_vowel(stem):
+                word = stem
+                if word.endswith(("at", "bl", "iz")):
+                    word += "e"
+                elif len(word) >= 2 and word[-1] == word[-2] and _consonant(word, len(word) - 1):
+                    if word[-1] not in "lsz":
+                        word = word[:-1]
+                elif _measure(word) == 1 and _cvc(word):
+                    word += "e"
+                break
+    # 1c: a final y after a vowel-bearing stem (happy, happier's stem) -> i.
+    if word.endswith("y") and _has_vowel(word[:-1]):
+        word = word[:-1] + "i"
+    # 5a: a final e, unless the stem is short and ends consonant-vowel-consonant.
+    if word.endswith("e"):
+        m = _measure(word[:-1])
+        if m > 1 or (m == 1 and not _cvc(word[:-1])):
+            word = word[:-1]
     return word
 
 
@@ -210,7 +265,7 @@ class HybridRanker:
 
     def lexical_scores(self, query: str, documents: Sequence[str]) -> list[float]:
         """Lexical score (0..1) of each document for ``query``, IDF from ``documents`` themselves."""
-        query_terms = list(dict.fromkeys(self.terms(query)))
+        query_terms = sorted(set(self.terms(query)))  # sorted: float sums never depend on word order
         if not query_terms or not documents:
             return [0.0] * len(documents)
         doc_terms = [Counter(self.terms(d)) for d in documents]
@@ -225,7 +280,7 @@ class HybridRanker:
         for counts, length in zip(doc_terms, lengths, strict=True):
             norm = self.k1 * (1.0 - self.b + self.b * length / avg_length) if avg_length > 0 else self.k1
             acc = 0.0
-            for t in query_terms:  # query order, so the float sum never depends on the input order
+            for t in query_terms:
                 tf = counts.get(t, 0)
                 if tf:
                     acc += idf[t] * (tf * ceiling / (tf + norm)) / ceiling

@@ -30,10 +30,10 @@ import valkey.exceptions as vexc
 from . import _scripts
 from ._io import RetryPolicy, call
 from ._observe import StoreObservability
-from .codec import as_text, encode_vector, join_list, split_list, to_float, to_int, validate_vector
+from .codec import as_text, encode_vector, join_list, to_int, validate_vector
 from .consolidation import ConsolidationMixin
 from .dialect import Capabilities, IndexInfo, parse_ft_info, probe
-from .embedders.base import Embedder, EmbeddingFunction, as_embedder, default_threshold_of
+from .embedders.base import Embedder, EmbeddingFunction, as_embedder
 from .errors import (
     ConfigurationError,
     IndexExistsError,
@@ -42,21 +42,19 @@ from .errors import (
 )
 from .escaping import tag_token
 from .keys import KeySpace, Scope
-from .models import MemoryHit, MemoryItem, StoreStats
+from .models import MemoryItem, StoreStats, item_from_fields
 from .observability.live_config import ConfigSnapshot
 from .observability.telemetry import Telemetry
 from .observability.tracing import add_attributes
-from .query import RETURN_FIELDS, IndexSpec, MemoryFilter, create_index_args, knn_search_args
-from .replies import parse_search_reply
+from .query import RETURN_FIELDS, IndexSpec, create_index_args
+from .recall import RecallMixin
 from .scopes import ScopeOpsMixin
-from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights, composite
+from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
 from .short_term import ShortTermMixin
 from .validation import (
     check_content,
     check_importance,
-    check_k,
     check_metadata,
-    check_sensitivities,
     check_sensitivity,
     check_tags,
     check_threshold,
@@ -81,41 +79,7 @@ def _dedup_hash(content: str, kind: str) -> str:
     return hashlib.blake2b(f"{kind}\x00{_normalise_for_dedup(content)}".encode(), digest_size=16).hexdigest()
 
 
-def _opt(value: Any) -> str | None:
-    text = as_text(value)
-    return text or None
-
-
-def item_from_fields(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
-    """Build a ``MemoryItem`` from HASH fields (bytes or str values)."""
-    meta_text = as_text(fields.get("metadata"))
-    try:
-        # "{}" is by far the most common value: skip the parser for it (recall hot path).
-        metadata = json.loads(meta_text) if meta_text and meta_text != "{}" else {}
-    except json.JSONDecodeError:
-        metadata = {}
-    expires = to_float(fields.get("expires_at"), 0.0)
-    return MemoryItem(
-        id=memory_id,
-        content=as_text(fields.get("content")),
-        importance=to_float(fields.get("importance"), 0.5),
-        created_at=to_float(fields.get("created_at")),
-        last_accessed_at=to_float(fields.get("last_accessed_at")),
-        access_count=to_int(fields.get("access_count")),
-        tags=tuple(split_list(fields.get("tags_raw"))),
-        source=_opt(fields.get("source_raw")),
-        thread_id=_opt(fields.get("thread_id_raw")),
-        agent_id=_opt(fields.get("agent_id_raw")),
-        namespace=_opt(fields.get("namespace_raw")),
-        sensitivity=as_text(fields.get("sensitivity")) or "none",
-        kind=as_text(fields.get("kind")) or "memory",
-        subject=_opt(fields.get("subject")),
-        expires_at=expires or None,
-        metadata=metadata if isinstance(metadata, dict) else {},
-    )
-
-
-class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
+class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
     """Long-term agent memory on Valkey Search.
 
     Args:
@@ -665,226 +629,6 @@ class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
             evicted += max(0, len(res) - 2)
         return ids, evicted, sum(int(r[1]) for r in results[: len(calls)])
 
-    # -- recall -------------------------------------------------------------------------
-
-    def _filter(
-        self,
-        *,
-        thread_id: object,
-        agent_id: object,
-        namespace: object,
-        tags: object,
-        exclude_sensitivity: object = None,
-        kinds: Sequence[str] = (),
-        exclude_kinds: Sequence[str] = (),
-    ) -> MemoryFilter:
-        return MemoryFilter(
-            scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
-            tags=check_tags(tags),
-            exclude_sensitivity=check_sensitivities(exclude_sensitivity),  # type: ignore[arg-type]
-            kinds=tuple(kinds),
-            exclude_kinds=tuple(exclude_kinds),
-        )
-
-    def effective_threshold(self, threshold: float | None = None) -> float | None:
-        if threshold is not None:
-            return threshold
-        configured = self.current_config().threshold
-        if configured is not None:
-            return configured
-        return default_threshold_of(self.embedder)
-
-    async def recall(
-        self,
-        query: str,
-        *,
-        k: int = 8,
-        threshold: float | None = None,
-        tags: Sequence[str] | None = None,
-        weights: Weights | Mapping[str, float] | None = None,
-        reinforce: bool = True,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        exclude_sensitivity: Sequence[str] | None = None,
-        explain: bool = False,
-    ) -> list[MemoryHit]:
-        """Recall up to ``k`` memories by meaning, best composite score first.
-
-        Args:
-            query: text to embed and search by.
-            k: hits wanted (1..1000).
-            threshold: minimum similarity (0..1); default: the store's, else the embedder's.
-            tags: only memories carrying any of these tags.
-            weights: per-call composite weights.
-            reinforce: bump ``last_accessed_at`` / ``access_count`` of returned hits.
-            thread_id / agent_id / namespace: scope filter (None = any).
-            exclude_sensitivity: leave out memories of these sensitivity classes.
-            explain: attach the score's components to each hit.
-        """
-        text = check_content(query, name="query")
-        opts = self._recall_options(k, threshold, weights)
-        flt = self._filter(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
-            exclude_sensitivity=exclude_sensitivity,
-        )  # fmt: skip
-        started = time.perf_counter()
-        vector = (await self._embed([text]))[0]
-        embed_seconds = time.perf_counter() - started
-        return await self._recall_vector(
-            vector, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=embed_seconds
-        )
-
-    async def recall_by_vector(
-        self,
-        vector: Sequence[float],
-        *,
-        k: int = 8,
-        threshold: float | None = None,
-        tags: Sequence[str] | None = None,
-        weights: Weights | Mapping[str, float] | None = None,
-        reinforce: bool = True,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        exclude_sensitivity: Sequence[str] | None = None,
-        explain: bool = False,
-    ) -> list[MemoryHit]:
-        """``recall`` with a precomputed query vector (same options)."""
-        vec = validate_vector(vector, dimensions=self.embedder.dimensions)
-        opts = self._recall_options(k, threshold, weights)
-        flt = self._filter(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
-            exclude_sensitivity=exclude_sensitivity,
-        )  # fmt: skip
-        return await self._recall_vector(
-            vec, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=0.0
-        )
-
-    def _recall_options(
-        self, k: object, threshold: object, weights: object
-    ) -> tuple[int, float | None, Weights]:
-        kk = check_k(k)
-        thr = self.effective_threshold(check_threshold(threshold))
-        if weights is not None:
-            w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
-        else:
-            cfg = self.current_config()
-            w = Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance)
-        return kk, thr, w
-
-    async def search_candidates(
-        self, vector: np.ndarray[Any, np.dtype[np.float32]], flt: MemoryFilter, k: int
-    ) -> list[tuple[MemoryItem, float]]:
-        """One KNN query: (item, cosine distance) pairs, nearest first."""
-        await self._ensure_ready()
-        assert self.capabilities is not None
-        args = knn_search_args(self.keys.index, encode_vector(vector), k=k, flt=flt, caps=self.capabilities)
-
-        async def run() -> Any:
-            return await self._client.execute_command(*args)
-
-        reply = await self._with_index("recall", lambda: call("recall", run, policy=self.retry))
-        result = parse_search_reply(reply)
-        out: list[tuple[MemoryItem, float]] = []
-        for hit in result.hits:
-            if "__dist" not in hit.fields:
-                continue  # expired between match and load
-            out.append(
-                (
-                    item_from_fields(self.keys.memory_id_of(hit.key), hit.fields),
-                    to_float(hit.fields["__dist"]),
-                )
-            )
-        out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
-        return out
-
-    async def _recall_vector(
-        self,
-        vector: np.ndarray[Any, np.dtype[np.float32]],
-        flt: MemoryFilter,
-        k: int,
-        threshold: float | None,
-        weights: Weights,
-        *,
-        reinforce: bool,
-        explain: bool,
-        embed_seconds: float,
-    ) -> list[MemoryHit]:
-        with self._obs.span("recall") as span:
-            hits, search_seconds, near_miss = await self._recall_scored(
-                vector, flt, k, threshold, weights, reinforce=reinforce, explain=explain
-            )
-            add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
-        self.metrics.observe_recall(
-            hits=len(hits), near_miss=near_miss, embed_seconds=embed_seconds, search_seconds=search_seconds
-        )
-        self._obs.count({"recalls": 1, "recall_hits": len(hits), "recall_empty": int(not hits)})
-        return hits
-
-    async def _recall_scored(
-        self,
-        vector: np.ndarray[Any, np.dtype[np.float32]],
-        flt: MemoryFilter,
-        k: int,
-        threshold: float | None,
-        weights: Weights,
-        *,
-        reinforce: bool,
-        explain: bool,
-    ) -> tuple[list[MemoryHit], float, bool]:
-        started = time.perf_counter()
-        candidates = await self.search_candidates(vector, flt, min(k * self.candidate_factor, 10_000))
-        search_seconds = time.perf_counter() - started
-        now = time.time()
-        half_life = self.current_config().half_life_seconds
-        hits: list[MemoryHit] = []
-        for item, distance in candidates:
-            parts = composite(
-                distance=distance,
-                importance=item.importance,
-                created_at=item.created_at,
-                last_accessed_at=item.last_accessed_at,
-                now=now,
-                weights=weights,
-                half_life_seconds=half_life,
-            )
-            if threshold is not None and parts.similarity < threshold:
-                continue
-            hits.append(MemoryHit(item, parts.score, parts.similarity, distance, parts if explain else None))
-        hits.sort(key=lambda h: h.score, reverse=True)
-        hits = hits[:k]
-        near_miss = False
-        if not hits and candidates and threshold is not None:
-            near_miss = self._note_near_miss(candidates[0][1], threshold)
-        if reinforce and hits:
-            if self.reinforce_mode == "background":
-                self._spawn(self._reinforce([h.item.id for h in hits], now, half_life))
-            else:
-                await self._reinforce([h.item.id for h in hits], now, half_life)
-        return hits, search_seconds, near_miss
-
-    def _note_near_miss(self, best_distance: float, threshold: float) -> bool:
-        """Nothing passed, but the nearest was within twice the allowed distance: warn once.
-
-        The threshold is a similarity; the allowed cosine distance is ``2 * (1 - t)``.
-        A near miss is a best distance within twice that (the reference's "within 2x").
-        """
-        allowed = 2.0 * (1.0 - threshold)
-        if best_distance > 2.0 * allowed:
-            return False
-        self.near_misses += 1
-        if not self._near_miss_warned:
-            self._near_miss_warned = True
-            log.warning(
-                "recall returned nothing, but the nearest memory had similarity %.3f against threshold %.3f;"
-                " the threshold may be too strict for embedder %s",
-                1 - best_distance / 2,
-                threshold,
-                self.embedder.model_id,
-            )
-        return True
-
     def _access_interval(self, half_life: float) -> float:
         """How stale a document's access snapshot may get before a recall rewrites it.
 
@@ -914,23 +658,6 @@ class MemoryStore(ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
                 for script in self._scripts_all:
                     await self._client.script_load(script.script)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
-        interval = repr(self._access_interval(half_life))
-
-        def build(pipe: Any) -> None:
-            for mid in ids:
-                keys = (self.keys.doc(mid), *self.keys.scope_keys(self.keys.scope_tag_of(mid)))
-                pipe.evalsha(
-                    self._reinforce_script.sha, len(keys), *keys,
-                    self.keys.doc_prefix, mid, repr(now), repr(half_life), interval,
-                )  # fmt: skip
-
-        async def run() -> None:
-            await self._run_scripted(build)
-
-        # Not retried: a replayed increment would count an access twice.
-        await call("reinforce", run, policy=self.retry, idempotent=False, details={"ids": len(ids)})
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
