@@ -36,6 +36,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
 	$(PY) bench/bench_store.py
+	BETTERDB_TELEMETRY=false DO_NOT_TRACK=1 $(PY) bench/bench_compare.py
 
 bench-quality: $(STAMP)
 	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
