@@ -35,6 +35,7 @@ from .facade import AgentMemory
 from .keys import Scope
 from .models import MemoryHit, MemoryItem, MemoryPage, StoreStats
 from .observability.live_config import ConfigSnapshot
+from .ranking import HybridRanker, Reranker
 from .scoring import ScoreParts, Weights
 from .store import MemoryStore
 from .summarizers import ExtractiveSummarizer, OpenAISummarizer, Summarizer
@@ -61,6 +62,7 @@ __all__ = [
     "FunctionEmbedder",
     "HashingEmbedder",
     "HeuristicTokenCounter",
+    "HybridRanker",
     "IndexExistsError",
     "IndexInfo",
     "IndexNotFoundError",
@@ -73,6 +75,7 @@ __all__ = [
     "OpenAIFactExtractor",
     "OpenAISummarizer",
     "QuerySyntaxError",
+    "Reranker",
     "RetrievedContext",
     "RetryPolicy",
     "Scope",

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .keys import KeySpace
     from .observability.live_config import ConfigSnapshot
     from .observability.metrics import MemoryMetrics
+    from .ranking import Reranker
 
 __all__ = ["RecallMixin"]
 
@@ -52,6 +53,8 @@ class RecallMixin:
         capabilities: Capabilities | None
         embedder: Embedder
         candidate_factor: int
+        reranker: Reranker | None
+        rerank_candidates: int
         reinforce_mode: str
         near_misses: int
         _near_miss_warned: bool
@@ -130,7 +133,7 @@ class RecallMixin:
         vector = (await self._embed([text]))[0]
         embed_seconds = time.perf_counter() - started
         return await self._recall_vector(
-            vector, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=embed_seconds
+            vector, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=embed_seconds, query=text
         )
 
     async def recall_by_vector(
@@ -147,16 +150,22 @@ class RecallMixin:
         namespace: str | None = None,
         exclude_sensitivity: Sequence[str] | None = None,
         explain: bool = False,
+        query: str | None = None,
     ) -> list[MemoryHit]:
-        """``recall`` with a precomputed query vector (same options)."""
+        """``recall`` with a precomputed query vector (same options).
+
+        ``query``: the text the vector was made from; given, the store's ``reranker``
+        re-orders the candidates as in ``recall`` (without it: the dense order).
+        """
         vec = validate_vector(vector, dimensions=self.embedder.dimensions)
+        text = None if query is None else check_content(query, name="query")
         opts = self._recall_options(k, threshold, weights)
         flt = self._filter(
             thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
             exclude_sensitivity=exclude_sensitivity,
         )  # fmt: skip
         return await self._recall_vector(
-            vec, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=0.0
+            vec, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=0.0, query=text
         )
 
     def _recall_options(
@@ -208,10 +217,11 @@ class RecallMixin:
         reinforce: bool,
         explain: bool,
         embed_seconds: float,
+        query: str | None = None,
     ) -> list[MemoryHit]:
         with self._obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
-                vector, flt, k, threshold, weights, reinforce=reinforce, explain=explain
+                vector, flt, k, threshold, weights, reinforce=reinforce, explain=explain, query=query
             )
             add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
         self.metrics.observe_recall(
@@ -230,16 +240,28 @@ class RecallMixin:
         *,
         reinforce: bool,
         explain: bool,
+        query: str | None = None,
     ) -> tuple[list[MemoryHit], float, bool]:
+        reranker = self.reranker if query is not None else None
+        n = k * self.candidate_factor
+        if reranker is not None:
+            n = max(n, self.rerank_candidates)  # lexical evidence can only lift what KNN returned
         started = time.perf_counter()
-        candidates = await self.search_candidates(vector, flt, min(k * self.candidate_factor, 10_000))
+        candidates = await self.search_candidates(vector, flt, min(n, 10_000))
         search_seconds = time.perf_counter() - started
+        scored: list[tuple[MemoryItem, float, float | None]]
+        if reranker is not None and query is not None:
+            scored = [*self._rerank(reranker, query, candidates)]
+        else:
+            scored = [(item, distance, None) for item, distance in candidates]
         now = time.time()
         half_life = self.current_config().half_life_seconds
         hits: list[MemoryHit] = []
-        for item, distance in candidates:
+        for item, distance, similarity in scored:
             parts = composite(
-                distance=distance,
+                # A re-ranked hit is scored on its fused similarity: the distance whose
+                # similarity (1 - distance / 2) it is. The hit keeps the KNN distance.
+                distance=distance if similarity is None else 2.0 * (1.0 - similarity),
                 importance=item.importance,
                 created_at=item.created_at,
                 last_accessed_at=item.last_accessed_at,
@@ -261,6 +283,18 @@ class RecallMixin:
             else:
                 await self._reinforce([h.item.id for h in hits], now, half_life)
         return hits, search_seconds, near_miss
+
+    @staticmethod
+    def _rerank(
+        reranker: Reranker, query: str, candidates: list[tuple[MemoryItem, float]]
+    ) -> list[tuple[MemoryItem, float, float]]:
+        """(item, KNN distance, re-ranked similarity clamped to 0..1) for each re-ranked candidate."""
+        distance_of = {item.id: distance for item, distance in candidates}
+        return [
+            (item, distance_of[item.id], min(1.0, max(0.0, float(similarity))))
+            for item, similarity in reranker.rerank(query, candidates)
+            if item.id in distance_of  # a reranker may drop candidates, never invent them
+        ]
 
     def _note_near_miss(self, best_distance: float, threshold: float) -> bool:
         """Nothing passed, but the nearest was within twice the allowed distance: warn once.

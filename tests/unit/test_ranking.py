@@ -1,0 +1,187 @@
+"""``ranking.HybridRanker``: pure, order-independent, stop-word-proof lexical fusion."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from betterdb_memory.errors import ConfigurationError
+from betterdb_memory.models import MemoryItem
+from betterdb_memory.ranking import ENGLISH_STOPWORDS, HybridRanker, Reranker, fold_suffix
+
+
+def item(mid: str, content: str) -> MemoryItem:
+    return MemoryItem(
+        id=mid, content=content, importance=0.5, created_at=0.0, last_accessed_at=0.0, access_count=0
+    )
+
+
+CANDIDATES = [
+    (item("m1", "The user likes hiking in the mountains on weekends."), 0.40),
+    (item("m2", "Caroline started a pottery class in Sweden last May."), 0.52),
+    (item("m3", "The user's favourite colour is green."), 0.55),
+    (item("m4", "Melanie painted a sunrise over the lake."), 0.58),
+    (item("m5", "They talked about the weather for a while."), 0.60),
+    (item("m6", "Caroline went to the support group on Tuesday."), 0.61),
+]
+
+
+def ids(ranked: list[tuple[MemoryItem, float]]) -> list[str]:
+    return [it.id for it, _ in ranked]
+
+
+def test_stop_word_query_returns_the_dense_order_and_scores() -> None:
+    """A query of stop words only has no terms: dense order, similarity = 1 - distance / 2."""
+    ranked = HybridRanker().rerank("What is it that they were doing there?", CANDIDATES)
+    assert ids(ranked) == [it.id for it, _ in CANDIDATES]
+    assert [s for _, s in ranked] == [1 - d / 2 for _, d in CANDIDATES]
+
+
+def test_stop_words_in_the_query_change_nothing() -> None:
+    """Function words added to a query leave order and scores exactly as they were."""
+    ranker = HybridRanker()
+    wordy = "Where was the pottery class that Caroline had, and when was it?"
+    assert ranker.terms(wordy) == ("potteri", "class", "carolin")
+    assert ranker.rerank(wordy, CANDIDATES) == ranker.rerank("Caroline pottery class", CANDIDATES)
+    assert ids(ranker.rerank(wordy, CANDIDATES))[0] == "m2"
+
+
+def test_shared_stop_words_never_lift_a_candidate() -> None:
+    """A memory full of the query's function words gains nothing; one shared content word does."""
+    cands = [
+        (item("a", "it is what it is and that was that, was it not?"), 0.5),
+        (item("b", "Sunrise over the lake"), 0.5),
+    ]
+    ranked = HybridRanker().rerank("what is it that was not the sunrise", cands)
+    assert ids(ranked) == ["b", "a"]
+    assert ranked[1][1] == 0.75  # "a": its dense similarity, untouched
+
+
+def test_exact_rare_term_lifts_a_candidate_above_closer_ones() -> None:
+    ranked = HybridRanker().rerank("Who went to a support group?", CANDIDATES)
+    assert ids(ranked)[0] == "m6"  # dense rank 6 of 6
+    dense = dict((it.id, 1 - d / 2) for it, d in CANDIDATES)
+    fused = dict((it.id, s) for it, s in ranked)
+    assert fused["m6"] > dense["m6"]
+    assert fused["m1"] == dense["m1"]  # no shared term: its dense similarity, unchanged
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_shuffled_input_gives_the_same_output(seed: int) -> None:
+    """Input position never decides anything, ties included (two pairs share a distance)."""
+    cands = [*CANDIDATES, (item("m7", "Caroline painted too."), 0.58), (item("m0", "Pottery!"), 0.52)]
+    ranker = HybridRanker()
+    expected = ranker.rerank("Caroline pottery painting", cands)
+    shuffled = cands[:]
+    random.Random(seed).shuffle(shuffled)
+    assert ranker.rerank("Caroline pottery painting", shuffled) == expected
+
+
+def test_ties_are_broken_by_fused_then_dense_then_id() -> None:
+    cands = [(item("z", "pottery"), 0.6), (item("y", "pottery"), 0.6), (item("x", "weather"), 0.2)]
+    ranked = HybridRanker(alpha=100.0).rerank("pottery", cands)
+    assert ids(ranked) == ["y", "z", "x"]
+
+
+def test_idf_comes_from_the_candidates() -> None:
+    """A term in every candidate tells them apart less than a term in one."""
+    docs = ["Caroline likes tea", "Caroline likes coffee", "Caroline likes pottery"]
+    scores = HybridRanker().lexical_scores("Caroline pottery", docs)
+    assert scores[0] == scores[1] > 0  # "Caroline" only
+    assert scores[2] - scores[0] > scores[0]  # "pottery" adds more than "Caroline" gave
+
+
+def test_alpha_zero_is_the_dense_ranking() -> None:
+    ranked = HybridRanker(alpha=0).rerank("Caroline pottery Sweden", CANDIDATES)
+    assert ids(ranked) == [it.id for it, _ in CANDIDATES]
+
+
+def test_unicode_text_matches_by_characters() -> None:
+    cands = [(item("a", "我喜欢喝茶"), 0.3), (item("b", "她去了斯德哥尔摩"), 0.5)]
+    assert ids(HybridRanker().rerank("斯德哥尔摩", cands)) == ["b", "a"]
+
+
+def test_empty_candidates() -> None:
+    assert HybridRanker().rerank("anything", []) == []
+
+
+def test_is_a_reranker() -> None:
+    assert isinstance(HybridRanker(), Reranker)
+
+
+@pytest.mark.parametrize(
+    ("word", "folded"),
+    [
+        ("painting", "paint"),
+        ("painted", "paint"),
+        ("paints", "paint"),
+        ("paint", "paint"),
+        ("loved", "love"),
+        ("love", "love"),
+        ("hoping", "hope"),
+        ("hopping", "hop"),
+        ("running", "run"),
+        ("planes", "plane"),
+        ("planning", "plan"),
+        ("dancing", "danc"),
+        ("dance", "danc"),
+        ("studies", "studi"),
+        ("studied", "studi"),
+        ("study", "studi"),
+        ("agreed", "agre"),
+        ("class", "class"),
+        ("falling", "fall"),
+        ("café", "café"),  # non-ASCII: left alone
+        ("größe", "größe"),
+        ("mp3s", "mp3s"),  # not all letters
+        ("bus", "bus"),  # 3 letters or fewer
+    ],
+)
+def test_fold_suffix(word: str, folded: str) -> None:
+    assert fold_suffix(word) == folded
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"alpha": -1}, {"alpha": math.nan}, {"k1": math.inf}, {"b": 1.5}, {"b": -0.1}, {"alpha": True}],
+)
+def test_out_of_range_parameters_are_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        HybridRanker(**kwargs)  # type: ignore[arg-type]
+
+
+def test_stop_list_keeps_content_words() -> None:
+    assert {"won", "need", "us", "may", "will"} & ENGLISH_STOPWORDS == {"will"}
+
+
+_WORDS = ["caroline", "pottery", "the", "a", "sweden", "lake", "is", "tea", "painted", "ölfarbe", "茶"]
+_texts = st.lists(st.sampled_from(_WORDS), max_size=8).map(" ".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    query=_texts,
+    docs=st.lists(
+        st.tuples(_texts, st.floats(min_value=0.0, max_value=2.0, allow_nan=False)), min_size=1, max_size=12
+    ),
+    data=st.data(),
+)
+def test_properties_scores_in_unit_interval_and_order_free(
+    query: str, docs: list[tuple[str, float]], data: st.DataObject
+) -> None:
+    """Fused similarity is in [dense, 1], and any permutation of the input gives the same output."""
+    ranker = HybridRanker()
+    cands = [(item(f"m{i}", text), dist) for i, (text, dist) in enumerate(docs)]
+    fused = ranker.fuse(query, cands)
+    for c in fused:
+        assert 0.0 <= c.dense <= c.similarity <= 1.0
+        assert 0.0 <= c.lexical <= 1.0
+    assert [(c.similarity, c.dense) for c in fused] == sorted(
+        ((c.similarity, c.dense) for c in fused), reverse=True
+    )
+    permuted = data.draw(st.permutations(cands))
+    assert ranker.rerank(query, permuted) == ranker.rerank(query, cands)
