@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from .errors import BetterDBMemoryError, is_connection_error, translate
 __all__ = ["RetryPolicy", "call"]
 
 T = TypeVar("T")
+
+_LOSES_CANCELS = sys.version_info < (3, 12)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +57,7 @@ async def call(
     while True:
         attempt += 1
         try:
-            return await fn()
+            result = await fn()
         except BetterDBMemoryError:
             raise
         except Exception as exc:
@@ -70,3 +73,12 @@ async def call(
                 raise translate(exc, operation=operation, details=extra) from exc
             delay = min(policy.max_delay, policy.base_delay * (2 ** (attempt - 1)))
             await asyncio.sleep(random.uniform(0, delay))
+            continue
+        # Python 3.11's asyncio.wait_for (which valkey-py wraps sends in when a socket
+        # timeout is set) can swallow a cancellation that lands as the send completes
+        # (CPython gh-86296). Honour it here, so a cancelled task stops at our boundary.
+        if _LOSES_CANCELS:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
+        return result

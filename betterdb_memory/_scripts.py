@@ -34,6 +34,9 @@ end
 local function touch(dk, mid, now, hl, interval)
   -- One access: exact count in the access hash; document snapshot only when stale.
   local n = redis.call('HINCRBY', access, mid, 1)
+  -- Follow the scope's bookkeeping lifetime (set when every memory has a TTL).
+  local ttl = redis.call('PTTL', created)
+  if ttl > 0 then redis.call('PEXPIRE', access, ttl) end
   local last = tonumber(redis.call('HGET', dk, 'last_accessed_at')) or 0
   if now - last >= interval then
     redis.call('HSET', dk, 'last_accessed_at', now, 'access_count', n)
@@ -104,6 +107,16 @@ end
 redis.call('ZADD', created, now, id)
 redis.call('ZADD', keep, keepscore(now, imp, hl), id)
 if dh ~= '' then redis.call('HSET', dedup, dh, id) end
+-- When every memory of the scope has a TTL, the bookkeeping expires with the last of
+-- them, so TTL expiry alone leaves nothing behind; otherwise it lives on.
+local book = {created, keep, expiry, dedup, access}
+if redis.call('ZCARD', created) == redis.call('ZCARD', expiry) then
+  local last = redis.call('ZRANGE', expiry, -1, -1, 'WITHSCORES')
+  local at = math.ceil(tonumber(last[2]) * 1000) + 50
+  for _, k in ipairs(book) do redis.call('PEXPIREAT', k, at) end
+else
+  for _, k in ipairs(book) do redis.call('PERSIST', k) end
+end
 local out = {id, 0}
 if cap > 0 then
   local n = redis.call('ZCARD', keep)

@@ -9,7 +9,8 @@ it wrong / the connection failed)::
     │   ├── IndexExistsError
     │   ├── QuerySyntaxError
     │   ├── VectorSizeError
-    │   └── CommandNotSupportedError
+    │   ├── CommandNotSupportedError
+    │   └── PermissionDeniedError
     ├── ValidationError (ValueError)    a call's arguments are wrong; nothing was sent
     │   └── ConfigurationError          the store's set-up is wrong (dimension, extras, ...)
     └── StoreConnectionError            the server could not be reached in time
@@ -33,6 +34,7 @@ __all__ = [
     "ConfigurationError",
     "IndexExistsError",
     "IndexNotFoundError",
+    "PermissionDeniedError",
     "QuerySyntaxError",
     "ServerError",
     "StoreConnectionError",
@@ -98,6 +100,12 @@ class CommandNotSupportedError(ServerError):
     default_code = "server.unsupported"
 
 
+class PermissionDeniedError(ServerError):
+    """The server's ACL refused a command or key (see README, Operations, for the ACL line)."""
+
+    default_code = "server.no_permission"
+
+
 # -- the caller got it wrong ------------------------------------------------------
 
 
@@ -141,6 +149,8 @@ _SERVER_ERRORS: tuple[tuple[str, type[ServerError]], ...] = (
     ("blob size", VectorSizeError),  # both: "query vector blob size (12) does not match ..."
     ("syntax error", QuerySyntaxError),  # RediSearch
     ("invalid filter expression", QuerySyntaxError),  # valkey-search
+    ("noperm", PermissionDeniedError),  # "NOPERM User x has no permissions to run ..."
+    ("no permissions", PermissionDeniedError),
     ("unknown command", CommandNotSupportedError),
     ("unknown subcommand", CommandNotSupportedError),
 )

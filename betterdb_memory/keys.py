@@ -154,7 +154,7 @@ class KeySpace:
 
     def doc(self, memory_id: str) -> str:
         """The HASH of a memory: ``<name>:mem:{<scope tag>}:<rand>``."""
-        m = _ID_RE.fullmatch(memory_id)
+        m = _ID_RE.fullmatch(memory_id) if isinstance(memory_id, str) else None
         if m is None:
             validate_memory_id(memory_id)
             raise AssertionError("unreachable")  # pragma: no cover

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._io import call
 from .codec import as_text
-from .errors import ValidationError
+from .errors import BetterDBMemoryError, ValidationError
 from .escaping import tag_token
 from .keys import Scope
 from .models import MemoryItem, MemoryPage
@@ -113,17 +113,26 @@ class ScopeOpsMixin:
     async def count(
         self, *, thread_id: str | None = None, agent_id: str | None = None, namespace: str | None = None
     ) -> int:
-        """Number of memories in a scope, from the bookkeeping (O(scopes), not O(memories))."""
+        """Number of memories in a scope, from the bookkeeping (O(scopes), not O(memories)).
+
+        Memories whose TTL has passed are not counted, even before a later write in
+        their scope sweeps their bookkeeping.
+        """
         scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
         scopes = await self.matching_scopes(scope)
+        now = repr(time.time())
 
         async def run() -> builtins.list[Any]:
             pipe = self._client.pipeline(transaction=False)
             for s in scopes:
                 pipe.zcard(self.keys.scope_created(s.tag))
+                pipe.zcount(self.keys.scope_expiry(s.tag), "-inf", now)
             return list(await pipe.execute())
 
-        return sum(int(n) for n in await call("count", run, policy=self.retry)) if scopes else 0
+        if not scopes:
+            return 0
+        rows = await call("count", run, policy=self.retry)
+        return sum(max(0, int(rows[i]) - int(rows[i + 1])) for i in range(0, len(rows), 2))
 
     async def forget_by_scope(
         self,
@@ -148,11 +157,20 @@ class ScopeOpsMixin:
                 "forget_by_scope needs a thread_id, agent_id, namespace or tags; refusing to delete everything",
                 code="validation.empty_scope",
             )
+        progress = [0]
         with self._obs.span("forget_by_scope"):
-            deleted = await self._forget_scopes(scope, [tag_token(t) for t in tag_filter])
-        return deleted
+            try:
+                return await self._forget_scopes(scope, [tag_token(t) for t in tag_filter], progress)
+            except BetterDBMemoryError as exc:
+                # Whatever step failed (scope lookup, a page, the history wipe), say how
+                # many memories are gone already: the caller may simply call again.
+                exc.details["operation"] = "forget_by_scope"
+                exc.details["deleted"] = progress[0]
+                raise
 
-    async def _forget_scopes(self, scope: Scope, tokens: builtins.list[str]) -> int:
+    async def _forget_scopes(
+        self, scope: Scope, tokens: builtins.list[str], progress: builtins.list[int]
+    ) -> int:
         deleted = 0
         for exact in await self.matching_scopes(scope):
             keys = [self.keys.doc(f"{exact.tag}-{'0' * 32}"), *self.keys.scope_keys(exact.tag)]
@@ -175,6 +193,7 @@ class ScopeOpsMixin:
                     )
                 )
                 deleted += n_deleted
+                progress[0] = deleted
                 if n_scanned < _FORGET_PAGE:
                     break
                 start += n_scanned - n_removed

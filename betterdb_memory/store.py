@@ -598,6 +598,12 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         return ids
 
     async def _remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> tuple[list[str], int, int]:
+        if isinstance(items, str | bytes | Mapping):
+            raise ValidationError(
+                "remember_many takes a list of items (str or mapping), not a single one; use remember()",
+                code="validation.type",
+                details={"argument": "items", "type": type(items).__name__},
+            )
         prepared: list[dict[str, Any]] = []
         for i, item in enumerate(items):
             try:
@@ -629,8 +635,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         calls = [self._write_args(p, vectors[i], now, cfg) for i, p in enumerate(prepared)]
 
         def build(pipe: Any) -> None:
-            for keys, args, _ in calls:
-                pipe.evalsha(self._write_script.sha, len(keys), *keys, *args)
+            # Registry first: a connection cut between the two must never leave a stored
+            # memory that count / list / forget_by_scope cannot find (erasure relies on it).
             registered: set[str] = set()
             for p in prepared:
                 scope: Scope = p["scope"]
@@ -644,6 +650,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
                     scope.tag,
                     json.dumps([scope.namespace, scope.agent_id, scope.thread_id], ensure_ascii=False),
                 )
+            for keys, args, _ in calls:
+                pipe.evalsha(self._write_script.sha, len(keys), *keys, *args)
 
         async def run() -> list[Any]:
             return await self._run_scripted(build)
@@ -653,12 +661,13 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         results = await self._with_index(
             "remember", lambda: call("remember", run, policy=self.retry, details={"count": len(calls)})
         )
+        results = results[len(results) - len(calls) :]
         ids: list[str] = []
         evicted = 0
-        for res in results[: len(calls)]:
+        for res in results:
             ids.append(as_text(res[0]))
             evicted += max(0, len(res) - 2)
-        return ids, evicted, sum(int(r[1]) for r in results[: len(calls)])
+        return ids, evicted, sum(int(r[1]) for r in results)
 
     def _access_interval(self, half_life: float) -> float:
         """How stale a document's access snapshot may get before a recall rewrites it.

@@ -43,6 +43,9 @@ class _Stream:
         self.acked: dict[str, tuple[str, list[float]]] = {}
         self.calls = 0
         self.error: BaseException | None = None
+        # A flag, not Task.cancel(): on Python 3.11 a cancel can be swallowed inside
+        # valkey-py (see test_faults.test_cancel_stops_a_store_call_promptly).
+        self.stop = False
 
     def item(self, n: int, i: int) -> dict[str, Any]:
         return {
@@ -56,7 +59,7 @@ class _Stream:
         """Write until the server goes away; only returned ids count as acknowledged."""
         n = 0
         try:
-            while True:
+            while not self.stop:
                 n += 1
                 if n % 4 == 0:
                     one = self.item(n, 0)
@@ -144,7 +147,7 @@ async def _read_back(url: str, name: str, stream: _Stream) -> tuple[list[str], i
         for mid in ids:
             if mid in lost:
                 continue
-            hits = await store.recall_by_vector(stream.acked[mid][1], k=5, threshold=0.0, reinforce=False)
+            hits = await store.recall_by_vector(stream.acked[mid][1], k=10, threshold=0.0, reinforce=False)
             assert hits and hits[0].item.id == mid, f"{mid} not recalled by its own vector after restart"
         present = await _bookkeeping_matches_documents(client, store)
         info = await store.index_info()
@@ -229,15 +232,14 @@ async def test_retrying_writer_rides_through_a_crash_without_loss_or_twins(
         target = len(stream.acked) + 100  # keep writing a while on the new server
         while len(stream.acked) < target and not writer.done():
             await asyncio.sleep(0.01)
-        writer.cancel()
+        stream.stop = True
 
     await asyncio.wait_for(crash_and_restart(), 60)
-    with contextlib.suppress(asyncio.CancelledError):
-        await writer
+    await asyncio.wait_for(writer, 30)
     assert stream.error is None, f"the writer failed despite retries: {stream.error!r}"
     await _close(client, store)
     lost, present = await _read_back(server.url, unique_name, stream)
     print(f"\n[crash ride-through] acked={len(stream.acked)} lost={len(lost)} documents={present}")
     assert lost == []
-    # Every document is an acknowledged one, or the single batch in flight when cancelled.
-    assert len(stream.acked) <= present <= len(stream.acked) + 10 + 1
+    # Every document is an acknowledged one: the writer finished its last call.
+    assert present == len(stream.acked)

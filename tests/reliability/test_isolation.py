@@ -127,7 +127,7 @@ async def tagged(client: Any, unique_name: str) -> AsyncIterator[tuple[MemorySto
 _serial = itertools.count()
 
 
-@settings(max_examples=350, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=600, **SETTINGS)  # type: ignore[arg-type]
 @given(dim=st.sampled_from([*DIMENSIONS, "all"]), value=hostile, probe=st.sampled_from(sorted(_VICTIM_KEYS)))
 @example(dim="thread_id", value="Alice", probe=("alice", "thread_id"))
 @example(dim="agent_id", value="alice ", probe=("alice", "agent_id"))
@@ -167,7 +167,7 @@ async def test_hostile_scope_values_never_reach_another_scope(
     assert victims.ids[probe] in _ids(hits)
 
 
-@settings(max_examples=300, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=500, **SETTINGS)  # type: ignore[arg-type]
 @given(value=hostile, scoped=st.booleans())
 @example(value="ALICE", scoped=True)
 @example(value="alice|x", scoped=False)

@@ -82,6 +82,7 @@ def test_captured_error_translates_to_its_class(capture_name: str, name: str) ->
             VectorSizeError,
         ),
         ("unknown command 'FT.SEARCH', with args beginning with: ", CommandNotSupportedError),
+        ("NOPERM User app has no permissions to run the 'flushall' command", errors.PermissionDeniedError),
         ("unknown subcommand 'FOO'. Try FT.CONFIG HELP.", CommandNotSupportedError),
         ("WRONGTYPE Operation against a key holding the wrong kind of value", ServerError),
     ],
@@ -182,4 +183,4 @@ def test_every_error_carries_code_and_details(cls: type[BetterDBMemoryError]) ->
 def test_default_codes_are_unique() -> None:
     """No two classes share a default code."""
     codes = [c.default_code for c in ALL_ERRORS]
-    assert len(codes) == len(set(codes)) == 11
+    assert len(codes) == len(set(codes)) == 12

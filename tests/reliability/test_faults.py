@@ -1,0 +1,273 @@
+"""Connection faults: retries ride out a restart, non-idempotent work is never replayed, nothing hangs.
+
+Idempotent operations (``get``, ``recall_by_vector``, ``count``) run while a
+dedicated server is stopped and started again on the same port; with a generous
+``RetryPolicy`` they succeed once it is back. Non-idempotent work (a recall's
+reinforcement, ``forget_by_scope`` pages) meets a connection cut at an exact
+command (``FaultProxy``) and raises ``StoreConnectionError`` at once, with what is
+known in ``details``. With the server down or frozen, every operation raises within
+a few seconds under a small policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import valkey.asyncio as avalkey
+
+from betterdb_memory import (
+    HashingEmbedder,
+    MemoryStore,
+    RetryPolicy,
+    Scope,
+    StoreConnectionError,
+)
+from betterdb_memory.server import EmbeddedServer
+
+from .conftest import FaultProxy, scan_keys, unit
+
+pytestmark = [pytest.mark.integration, pytest.mark.reliability]
+
+GENEROUS = RetryPolicy(attempts=40, base_delay=0.05, max_delay=0.3, budget=20.0)
+SMALL = RetryPolicy(attempts=2, base_delay=0.05, max_delay=0.2, budget=1.0)
+V = unit(11)
+
+
+def _store(url: str, name: str, retry: RetryPolicy, **options: Any) -> tuple[avalkey.Valkey, MemoryStore]:
+    client = avalkey.Valkey.from_url(url, socket_timeout=3, socket_connect_timeout=1)
+    return client, MemoryStore(client=client, name=name, embedder=HashingEmbedder(), retry=retry, **options)
+
+
+async def _close(client: avalkey.Valkey, store: MemoryStore) -> None:
+    await asyncio.wait_for(store.close(), 15)
+    await client.aclose()
+
+
+def _restart_later(server: EmbeddedServer, delay: float) -> threading.Thread:
+    def run() -> None:
+        time.sleep(delay)
+        server.restart()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("operation", ["get", "recall_by_vector", "count"])
+async def test_idempotent_operation_succeeds_across_a_server_restart(
+    own_server: Callable[..., EmbeddedServer], unique_name: str, operation: str
+) -> None:
+    """Server stopped, started again ~0.5 s later on the same port: the retried call returns the right answer."""
+    server = own_server(appendfsync="always")
+    client, store = _store(server.url, unique_name, GENEROUS, discovery=False)
+    try:
+        mid = await store.remember("survives a restart", vector=V, thread_id="r")
+        calls: dict[str, Callable[[], Awaitable[Any]]] = {
+            "get": lambda: store.get(mid),
+            "recall_by_vector": lambda: store.recall_by_vector(V, k=3, threshold=0.0, reinforce=False),
+            "count": lambda: store.count(thread_id="r"),
+        }
+        await asyncio.to_thread(server.stop)
+        restarter = _restart_later(server, 0.5)
+        started = time.monotonic()
+        result = await asyncio.wait_for(calls[operation](), 30)
+        print(f"\n[fault] {operation} returned {time.monotonic() - started:.2f}s after the stop")
+        await asyncio.to_thread(restarter.join, 30)
+        if operation == "get":
+            assert result is not None and result.content == "survives a restart"
+        elif operation == "recall_by_vector":
+            assert [h.item.id for h in result] == [mid]
+        else:
+            assert result == 1
+    finally:
+        await _close(client, store)
+
+
+async def test_reinforce_is_not_replayed_after_a_cut(fault_proxy: FaultProxy, unique_name: str) -> None:
+    """The connection drops as the reinforcement is sent: recall raises at once (one attempt),
+    although the server is reachable again and the policy allows 40 attempts."""
+    client, store = _store(fault_proxy.url, unique_name, GENEROUS, discovery=False)
+    try:
+        mid = await store.remember("reinforced once at most", vector=V)
+        await store.recall_by_vector(V, k=1, threshold=0.0)  # loads the reinforce script
+        before = (await store.get(mid)).access_count  # type: ignore[union-attr]
+        fault_proxy.arm(b"EVALSHA", 1)  # the next script call is the reinforcement
+        with pytest.raises(StoreConnectionError) as err:
+            await asyncio.wait_for(store.recall_by_vector(V, k=1, threshold=0.0), 10)
+        assert fault_proxy.cuts == 1
+        assert err.value.details["operation"] == "reinforce"
+        assert err.value.details["attempts"] == 1
+        assert err.value.details["ids"] == 1
+        assert (await store.get(mid)).access_count == before  # type: ignore[union-attr]
+    finally:
+        await _close(client, store)
+
+
+async def test_forget_by_scope_reports_progress_when_the_server_goes_away(
+    fault_proxy: FaultProxy, unique_name: str
+) -> None:
+    """Cut after the first 500-memory page: StoreConnectionError carries deleted=500, and it is exact."""
+    client, store = _store(fault_proxy.url, unique_name, GENEROUS, discovery=False)
+    try:
+        await store.remember("warm-up", vector=V, thread_id="warm")
+        assert await store.forget_by_scope(thread_id="warm") == 1  # the page script is now loaded
+        await store.remember_many(
+            [{"content": f"bulk {i}", "vector": unit(i % 300), "thread_id": "big"} for i in range(620)]
+        )
+        fault_proxy.arm(b"EVALSHA", 2, stay_down=True)  # page 1 passes, page 2 is cut
+        with pytest.raises(StoreConnectionError) as err:
+            await asyncio.wait_for(store.forget_by_scope(thread_id="big"), 10)
+        assert err.value.details["operation"] == "forget_by_scope"
+        assert err.value.details["deleted"] == 500
+        assert err.value.details["attempts"] == 1
+        fault_proxy.restore()
+        assert await store.count(thread_id="big") == 120  # details told the truth
+        assert await store.forget_by_scope(thread_id="big") == 120  # calling again finishes the job
+        assert await store.count(thread_id="big") == 0
+    finally:
+        fault_proxy.restore()
+        await _close(client, store)
+
+
+async def test_forget_by_scope_with_server_down_reports_deleted_zero(
+    fault_proxy: FaultProxy, unique_name: str
+) -> None:
+    """Server unreachable from the start: the error still says forget_by_scope deleted nothing."""
+    client, store = _store(fault_proxy.url, unique_name, SMALL, discovery=False)
+    try:
+        await store.remember("kept", vector=V, thread_id="d")
+        fault_proxy.cut(stay_down=True)
+        with pytest.raises(StoreConnectionError) as err:
+            await asyncio.wait_for(store.forget_by_scope(thread_id="d"), 10)
+        assert err.value.details.get("operation") == "forget_by_scope"
+        assert err.value.details.get("deleted") == 0
+    finally:
+        fault_proxy.restore()
+        await _close(client, store)
+
+
+def _all_operations(store: MemoryStore, mid: str) -> dict[str, Callable[[], Awaitable[Any]]]:
+    return {
+        "get": lambda: store.get(mid),
+        "get_many": lambda: store.get_many([mid, mid]),
+        "recall_by_vector": lambda: store.recall_by_vector(V, k=3, threshold=0.0),
+        "recall": lambda: store.recall("anything at all", k=3),
+        "list": lambda: store.list(thread_id="h"),
+        "count": lambda: store.count(thread_id="h"),
+        "remember": lambda: store.remember("new", vector=V, thread_id="h"),
+        "remember_many": lambda: store.remember_many(["a b", "c d"]),
+        "forget": lambda: store.forget(mid),
+        "forget_by_scope": lambda: store.forget_by_scope(thread_id="h"),
+        "stats": lambda: store.stats(),
+        "ensure_index": lambda: store.ensure_index(),
+        "index_info": lambda: store.index_info(),
+    }
+
+
+async def test_nothing_hangs_with_the_server_down(
+    own_server: Callable[..., EmbeddedServer], unique_name: str
+) -> None:
+    """Server killed: every operation raises StoreConnectionError within seconds under attempts=2, budget=1."""
+    server = own_server()
+    client, store = _store(server.url, unique_name, SMALL)
+    mid = await store.remember("before the crash", vector=V, thread_id="h")
+    await asyncio.to_thread(server.kill)
+    slowest = 0.0
+    for op in _all_operations(store, mid).values():
+        started = time.monotonic()
+        with pytest.raises(StoreConnectionError):
+            await asyncio.wait_for(op(), 10)
+        slowest = max(slowest, time.monotonic() - started)
+    print(f"\n[fault] server down: slowest operation raised after {slowest:.2f}s")
+    await _close(client, store)
+
+
+@pytest.mark.slow
+async def test_nothing_hangs_with_the_server_frozen(
+    own_server: Callable[..., EmbeddedServer], unique_name: str
+) -> None:
+    """Server frozen (SIGSTOP; TCP still accepts): connect()'s socket timeout turns every call into an error."""
+    server = own_server()
+    store = await MemoryStore.connect(
+        server.url, name=unique_name, embedder=HashingEmbedder(), socket_timeout=1.0, retry=SMALL
+    )
+    mid = await store.remember("before the freeze", vector=V, thread_id="h")
+    assert server.pid is not None
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        ops = _all_operations(store, mid)
+        for name in ("get", "recall_by_vector", "count", "remember", "forget_by_scope"):
+            started = time.monotonic()
+            with pytest.raises(StoreConnectionError):
+                await asyncio.wait_for(ops[name](), 10)
+            print(f"\n[fault] frozen server: {name} raised after {time.monotonic() - started:.2f}s")
+        await asyncio.wait_for(store.close(), 10)
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+        with contextlib.suppress(Exception):
+            await store.close()
+
+
+async def test_cancel_stops_a_store_call_promptly(valkey_url: str, unique_name: str) -> None:
+    """A task cancelled while it loops over store calls stops (10 tries, each within 1 s)."""
+    store = await MemoryStore.connect(
+        valkey_url, name=unique_name, embedder=HashingEmbedder(), discovery=False
+    )
+    stop = False
+
+    async def loop() -> None:
+        n = 0
+        while not stop:
+            n += 1
+            await store.remember_many([{"content": f"c {n} {i}", "vector": unit(i)} for i in range(3)])
+            await store.recall_by_vector(V, k=2, threshold=0.0, reinforce=False)
+
+    swallowed = 0
+    try:
+        for trial in range(10):
+            stop = False
+            task = asyncio.create_task(loop())
+            await asyncio.sleep(0.02 + 0.003 * trial)
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=1)
+            if not done:
+                swallowed += 1
+                stop = True  # end it the cooperative way
+                await asyncio.wait({task}, timeout=10)
+                break
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    finally:
+        stop = True
+        await store.close()
+    assert swallowed == 0, f"a cancelled task kept running (try {trial + 1})"
+
+
+async def test_a_torn_remember_never_leaves_a_memory_forget_by_scope_cannot_erase(
+    fault_proxy: FaultProxy, client: Any, unique_name: str
+) -> None:
+    """The pipeline of a first write into a new scope is cut just before its registry commands."""
+    proxy_client, store = _store(fault_proxy.url, unique_name, RetryPolicy(attempts=1), discovery=False)
+    try:
+        await store.remember("warm-up", vector=V, thread_id="warm")  # index and script ready
+        fault_proxy.arm(b"SADD", 1, split=True)
+        with pytest.raises(StoreConnectionError):
+            await asyncio.wait_for(store.remember("torn write", vector=unit(3), thread_id="fresh"), 10)
+        tag = Scope(thread_id="fresh").tag
+        stored = await scan_keys(client, f"{unique_name}:mem:{{{tag}}}:*")
+        hits = await store.recall_by_vector(unit(3), k=5, threshold=0.0, thread_id="fresh", reinforce=False)
+        assert len(hits) == len(stored)  # the engine sees what was stored
+        # Whatever reached the server must be reachable by the scope operations.
+        assert await store.count(thread_id="fresh") == len(stored)
+        assert await store.forget_by_scope(thread_id="fresh") == len(stored)
+        assert await scan_keys(client, f"{unique_name}:mem:{{{tag}}}:*") == []
+    finally:
+        await _close(proxy_client, store)
