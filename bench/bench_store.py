@@ -17,6 +17,7 @@ import asyncio
 import datetime as dt
 import hashlib
 import itertools
+import math
 import os
 import platform
 import sys
@@ -53,6 +54,8 @@ INFLIGHT_ROUND = 128  # ops per side per round of the 32-in-flight comparison
 READER = "bench-reader"  # agent of the populated memories (recall, forget)
 WRITER = "bench-writer"  # agent of memories written by the write scenarios
 SEED = 20240601
+CONTEXT_TURNS = 40  # turns stored in the session retrieve_context reads
+CONTEXT_BUDGET = 4096  # retrieve_context's token_budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,7 @@ class Plan:
     write_rounds: int
     inflight_rounds: int
     capped_rounds: int
+    context_rounds: int
     budget_s: float
     warmup: int
 
@@ -78,6 +82,7 @@ DEFAULT_PLAN = Plan(
     write_rounds=200,
     inflight_rounds=8,
     capped_rounds=200,
+    context_rounds=200,
     budget_s=8.0,
     warmup=20,
 )
@@ -89,6 +94,7 @@ QUICK_PLAN = Plan(
     write_rounds=20,
     inflight_rounds=2,
     capped_rounds=20,
+    context_rounds=20,
     budget_s=0.5,
     warmup=3,
 )
@@ -102,6 +108,23 @@ class PrecomputedOnly:
 
     async def embed(self, texts: Sequence[str]) -> FloatMatrix:
         raise RuntimeError("the benchmark passes vectors; embedding would distort the figures")
+
+
+class VectorBook:
+    """Embedder for ``retrieve_context``, which embeds its query: a dict lookup of vectors
+    computed up front (the populated memories' own), so no embedding time is measured."""
+
+    dimensions = DIM
+    model_id = PrecomputedOnly.model_id  # same vector space: the store's index accepts it
+
+    def __init__(self, book: dict[str, FloatMatrix]) -> None:
+        self._book = book
+
+    async def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        return np.stack([self._book[t] for t in texts])
+
+    def vector(self, text: str) -> FloatMatrix:
+        return self._book[text]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +193,15 @@ class Bench:
         self._serial = itertools.count()
         self._stores: list[MemoryStore] = []
 
-    def store(self, name: str, **options: Any) -> MemoryStore:
+    def store(self, name: str, embedder: Any = None, **options: Any) -> MemoryStore:
         # threshold 0: random vectors sit near similarity 0.5, and every recall must
         # return (and reinforce) k hits for the figures to mean anything.
         store = MemoryStore(
-            client=self.client, name=name, embedder=PrecomputedOnly(), threshold=0.0, **options
+            client=self.client,
+            name=name,
+            embedder=embedder or PrecomputedOnly(),
+            threshold=0.0,
+            **options,
         )
         self._stores.append(store)
         return store
@@ -326,6 +353,108 @@ async def recall_rows(
     return rows
 
 
+def context_k(store: MemoryStore, token_budget: int) -> tuple[int, int]:
+    """(k, KNN k) of the recall ``retrieve_context`` issues, per short_term.py and recall.py.
+
+    k: ``max(4, min(50, ceil(usable / 40)))``, usable = budget minus the system reserve;
+    KNN k: ``k * candidate_factor``, at least ``rerank_candidates`` when a reranker is on.
+    """
+    usable = token_budget - math.floor(token_budget * store._st.budget.system)
+    k = max(4, min(50, math.ceil(usable / 40)))
+    knn = k * store.candidate_factor
+    if store.reranker is not None:
+        knn = max(knn, store.rerank_candidates)
+    return k, min(knn, 10_000)
+
+
+def turn_text(i: int, role: str) -> str:
+    """About 90 tokens (heuristic: 4 chars each) of varied conversation per message."""
+    topics = (
+        "flight to Lisbon",
+        "hotel near the river",
+        "vegetarian dinner",
+        "museum tickets",
+        "train to Porto",
+    )
+    topic = topics[i % len(topics)]
+    return (
+        f"{role} turn {i}: about the {topic}. "
+        + f"Let us compare options for the {topic}, prices, times and what was said before. " * 4
+    ).strip()
+
+
+async def context_rows(bench: Bench, name: str, docs: Sequence[Doc]) -> list[Row]:
+    """retrieve_context(budget 4096) vs the raw commands it issues, gathered as it gathers them.
+
+    Two more store objects over the populated index, whose embedder looks the query's
+    vector up in a dict (no embedding time). One session of CONTEXT_TURNS turns
+    (``summarize_batch=0``: no background summary runs while measuring). Raw: LRANGE of
+    the session's turn list and the FT.SEARCH KNN of the recall (same k, same filter),
+    run with ``asyncio.gather``.
+    """
+    plan, caps, client = bench.plan, bench.caps, bench.client
+    assert caps is not None
+    rng = np.random.default_rng(SEED + 7 * len(docs))
+    total = plan.context_rounds + plan.warmup
+    picks = rng.integers(0, len(docs), size=total)
+    # The query text is a populated memory's content; its vector, the one it was stored with.
+    queries = [docs[j].content for j in picks]
+    book = VectorBook({docs[j].content: docs[j].vector for j in picks})
+    thread = docs[0].thread  # one thread scope of the populated store
+    variants = [
+        (f"retrieve_context, budget {CONTEXT_BUDGET}", {}),
+        (f"retrieve_context, budget {CONTEXT_BUDGET}, reranker=False", {"reranker": False}),
+    ]
+    stores = [bench.store(name, embedder=book, summarize_batch=0, **opts) for _, opts in variants]
+    for i in range(CONTEXT_TURNS):
+        await stores[0].store_turn(thread, turn_text(i, "user"), turn_text(i, "assistant"))
+    turns_key = stores[0].keys.session(None, thread).turns
+    assert await client.llen(turns_key) == CONTEXT_TURNS
+    rows = []
+    for (label, _), store in zip(variants, stores, strict=True):
+        k, knn = context_k(store, CONTEXT_BUDGET)
+        flt = MemoryFilter()  # agent_id / namespace None: recall across the whole store
+        raw_args = [
+            knn_search_args(store.keys.index, encode_vector(book.vector(q)), k=knn, flt=flt, caps=caps)
+            for q in queries
+        ]
+
+        # Check once that the raw side issues what the library does (KNN k and filter).
+        seen: list[tuple[MemoryFilter, int]] = []
+        search = store.search_candidates
+
+        async def spy(
+            vector: Any, f: MemoryFilter, kk: int, search: Any = search, seen: list[Any] = seen
+        ) -> Any:
+            seen.append((f, kk))
+            return await search(vector, f, kk)
+
+        store.search_candidates = spy  # type: ignore[method-assign]
+        ctx = await store.retrieve_context(thread, queries[0], token_budget=CONTEXT_BUDGET)
+        del store.search_candidates
+        assert seen == [(flt, knn)], (seen, flt, knn)
+        assert ctx.turns and ctx.memories, ctx
+
+        async def ours_op(i: int, store: MemoryStore = store) -> None:
+            await store.retrieve_context(thread, queries[i], token_budget=CONTEXT_BUDGET)
+
+        async def raw_op(i: int, raw_args: list[list[str | bytes]] = raw_args) -> None:
+            await asyncio.gather(client.lrange(turns_key, 0, -1), client.execute_command(*raw_args[i]))
+
+        for i in range(plan.warmup):
+            await ours_op(plan.context_rounds + i)
+            await raw_op(plan.context_rounds + i)
+        pair = await interleave(ours_op, raw_op, rounds=plan.context_rounds, budget_s=plan.budget_s)
+        full = f"{label} (vs LRANGE + FT.SEARCH KNN {knn}, gathered)"
+        rows.append(Row(full, pair))
+        log(
+            f"  {label}: p50 {pair.ours.p50 * 1e3:.2f} ms vs raw {pair.raw.p50 * 1e3:.2f} ms "
+            f"(k={k}, KNN {knn}; assembled {len(ctx.turns)}/{CONTEXT_TURNS} turns, "
+            f"{len(ctx.memories)} memories, {ctx.tokens_used.total} tokens)"
+        )
+    return rows
+
+
 async def write_rows(bench: Bench, ours: MemoryStore, raw: RawIndex) -> list[Row]:
     """remember (sequential; 32 in flight) vs HSET of the same fields (sequential; 32 in flight)."""
     plan, client = bench.plan, bench.client
@@ -412,6 +541,8 @@ async def run_size(bench: Bench, n: int) -> SizeResult:
     populate_row, memory, raw_keys = await populate(bench, ours, raw, docs)
     log(f"N={n:,}: recall")
     rows = [*await recall_rows(bench, ours, ours_cf1, docs)]
+    log(f"N={n:,}: retrieve_context")
+    rows += await context_rows(bench, name, docs)
     log(f"N={n:,}: writes")
     rows += await write_rows(bench, ours, raw)
     rows.append(populate_row)
@@ -518,7 +649,9 @@ def render(
         f"Rounds per scenario (at most, and at most {plan.budget_s:g} s each after {plan.warmup} "
         f"warm-up calls per side): recall {plan.recall_rounds}, recall with reinforcement "
         f"{plan.reinforce_rounds}, single writes {plan.write_rounds}, {INFLIGHT}-in-flight "
-        f"{plan.inflight_rounds} x {INFLIGHT_ROUND} writes, capped writes {plan.capped_rounds}.",
+        f"{plan.inflight_rounds} x {INFLIGHT_ROUND} writes, capped writes {plan.capped_rounds}, "
+        f"retrieve_context {plan.context_rounds} ({CONTEXT_TURNS} turns in the session, "
+        "query embedding a dict lookup).",
         "",
     ]
     for r in results:
