@@ -8,6 +8,7 @@ reinforcement is one pipelined round trip of per-hit scripts (``_scripts.REINFOR
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +22,7 @@ from .embedders.base import default_threshold_of
 from .keys import Scope
 from .models import MemoryHit, MemoryItem, item_from_fields
 from .observability.tracing import add_attributes
-from .query import MemoryFilter, knn_search_args
+from .query import RETURN_FIELDS, MemoryFilter, knn_search_args
 from .replies import parse_search_reply
 from .scoring import Weights, composite
 from .validation import check_content, check_k, check_sensitivities, check_tags, check_threshold
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     from .ranking import Reranker
 
 __all__ = ["RecallMixin"]
+
+# What ranking reads: the text (re-ranking), and the composite score's inputs.
+_RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last_accessed_at")
 
 log = logging.getLogger("betterdb_memory")
 
@@ -67,6 +71,7 @@ class RecallMixin:
         async def _with_index(self, operation: str, fn: Any) -> Any: ...
         async def _run_scripted(self, build: Callable[[Any], None]) -> list[Any]: ...
         async def _embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]: ...
+        async def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem | None]: ...
 
     def _filter(
         self,
@@ -181,12 +186,29 @@ class RecallMixin:
         return kk, thr, w
 
     async def search_candidates(
-        self, vector: np.ndarray[Any, np.dtype[np.float32]], flt: MemoryFilter, k: int
+        self,
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        flt: MemoryFilter,
+        k: int,
+        *,
+        return_fields: Sequence[str] = RETURN_FIELDS,
     ) -> list[tuple[MemoryItem, float]]:
-        """One KNN query: (item, cosine distance) pairs, nearest first."""
+        """One KNN query: (item, cosine distance) pairs, nearest first.
+
+        With a reduced ``return_fields`` the items carry only those fields (the rest
+        at their defaults): used to rank many candidates cheaply before fetching the
+        few that are returned.
+        """
         await self._ensure_ready()
         assert self.capabilities is not None
-        args = knn_search_args(self.keys.index, encode_vector(vector), k=k, flt=flt, caps=self.capabilities)
+        args = knn_search_args(
+            self.keys.index,
+            encode_vector(vector),
+            k=k,
+            flt=flt,
+            caps=self.capabilities,
+            return_fields=return_fields,
+        )
 
         async def run() -> Any:
             return await self._client.execute_command(*args)
@@ -246,8 +268,13 @@ class RecallMixin:
         n = k * self.candidate_factor
         if reranker is not None:
             n = max(n, self.rerank_candidates)  # lexical evidence can only lift what KNN returned
+        # Ranking many candidates needs only text and scoring fields; the pure-Python
+        # reply parser costs per field, so fetch the full items of the top k afterwards.
+        slim = n > k
         started = time.perf_counter()
-        candidates = await self.search_candidates(vector, flt, min(n, 10_000))
+        candidates = await self.search_candidates(
+            vector, flt, min(n, 10_000), return_fields=_RANKING_FIELDS if slim else RETURN_FIELDS
+        )
         search_seconds = time.perf_counter() - started
         scored: list[tuple[MemoryItem, float, float | None]]
         if reranker is not None and query is not None:
@@ -274,6 +301,13 @@ class RecallMixin:
             hits.append(MemoryHit(item, parts.score, parts.similarity, distance, parts if explain else None))
         hits.sort(key=lambda h: h.score, reverse=True)
         hits = hits[:k]
+        if slim and hits:
+            full = await self.get_many([h.item.id for h in hits])
+            hits = [
+                dataclasses.replace(h, item=item)
+                for h, item in zip(hits, full, strict=True)
+                if item is not None
+            ]
         near_miss = False
         if not hits and candidates and threshold is not None:
             near_miss = self._note_near_miss(candidates[0][1], threshold)
