@@ -424,10 +424,10 @@ async def context_rows(bench: Bench, name: str, docs: Sequence[Doc]) -> list[Row
         search = store.search_candidates
 
         async def spy(
-            vector: Any, f: MemoryFilter, kk: int, search: Any = search, seen: list[Any] = seen
+            vector: Any, f: MemoryFilter, kk: int, search: Any = search, seen: list[Any] = seen, **kw: Any
         ) -> Any:
             seen.append((f, kk))
-            return await search(vector, f, kk)
+            return await search(vector, f, kk, **kw)
 
         store.search_candidates = spy  # type: ignore[method-assign]
         ctx = await store.retrieve_context(thread, queries[0], token_budget=CONTEXT_BUDGET)
