@@ -59,10 +59,9 @@ class Weights:
                     code="validation.weights",
                     details={"unknown": sorted(unknown)},
                 )
-            try:
-                w = Weights(**{k: float(v) for k, v in value.items()})
-            except (TypeError, ValueError) as exc:
-                raise ValidationError("weights must be numbers", code="validation.weights") from exc
+            if any(isinstance(v, bool) or not isinstance(v, int | float) for v in value.values()):
+                raise ValidationError("weights must be numbers", code="validation.weights")
+            w = Weights(**{k: float(v) for k, v in value.items()})
         else:
             raise ValidationError("weights must be Weights or a dict", code="validation.weights")
         vals = (w.similarity, w.recency, w.importance)

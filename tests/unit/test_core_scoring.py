@@ -91,7 +91,7 @@ def test_weights_of_defaults_instances_and_partial_dicts() -> None:
     w = Weights(1, 2, 3)
     assert Weights.of(w) is w
     assert Weights.of({"similarity": 1}) == Weights(1.0, DEFAULT_WEIGHTS.recency, DEFAULT_WEIGHTS.importance)
-    assert Weights.of({"similarity": 0, "recency": 0, "importance": "1"}) == Weights(0, 0, 1)
+    assert Weights.of({"similarity": 0, "recency": 0, "importance": 1}) == Weights(0, 0, 1)
 
 
 @pytest.mark.parametrize(
@@ -174,3 +174,11 @@ def test_keep_order_never_changes_as_time_passes(
         if math.isinf(v1) or math.isinf(v2):
             continue
         assert (v1 > v2) == (k1 > k2), (now, v1, v2, k1, k2)
+
+
+@pytest.mark.parametrize("bad", ["1", b"1", True, None, [1]])
+def test_weights_refuse_non_numbers(bad: object) -> None:
+    """A weight given as a string, bool or other non-number is refused, not coerced."""
+    with pytest.raises(ValidationError) as err:
+        Weights.of({"similarity": bad, "recency": 0.2, "importance": 0.1})
+    assert err.value.code == "validation.weights"
