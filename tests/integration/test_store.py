@@ -371,3 +371,50 @@ async def test_reinforcement_counts_exactly_but_rewrites_the_document_rarely(
     await eager.recall_by_vector(unit(10), k=1, threshold=0)
     await eager.recall_by_vector(unit(10), k=1, threshold=0)
     assert int(await client.hget(eager.keys.doc(other), "access_count")) == 2
+
+
+async def test_text_recall_returns_whole_items(store: MemoryStore) -> None:
+    """Re-ranked recall ranks on a slim reply, then returns every field of the hits it keeps."""
+    mid = await store.remember(
+        "Ada keeps her bicycle in the garage",
+        importance=0.7,
+        tags=["home"],
+        source="chat",
+        thread_id="t",
+        agent_id="a",
+        sensitivity="low",
+        metadata={"k": 1},
+    )
+    await store.remember_many([f"filler memory number {i}" for i in range(30)])
+    hits = await store.recall("where is the bicycle", k=1, threshold=0, thread_id="t", reinforce=False)
+    assert [h.item.id for h in hits] == [mid]
+    item = hits[0].item
+    assert (item.tags, item.source, item.agent_id, item.sensitivity, item.metadata) == (
+        ("home",),
+        "chat",
+        "a",
+        "low",
+        {"k": 1},
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"candidate_factor": 0},
+        {"rerank_candidates": 0},
+        {"rerank_candidates": True},
+        {"reinforce_write_interval": -1},
+        {"reinforce_mode": "later"},
+        {"max_items_per_scope": 0},
+        {"half_life_seconds": 0},
+        {"threshold": 1.5},
+        {"weights": {"similarity": -1}},
+        {"reranker": "bm25"},
+    ],
+)
+async def test_bad_constructor_options_are_typed_errors(
+    client: Any, unique_name: str, options: dict[str, Any]
+) -> None:
+    with pytest.raises(ValidationError):
+        MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(), **options)
