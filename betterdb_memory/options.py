@@ -1,0 +1,114 @@
+"""Option objects of the seed contract (betterdb-agent-memory's names), as small dataclasses.
+
+A user of betterdb-agent-memory passes these to ``MemoryStore`` and ``AgentMemory``
+unchanged; every name, field and default here is the reference's. ``None`` fields
+mean "the default" everywhere, as in the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .scoring import Weights
+
+__all__ = [
+    "AgentMemoryConfig",
+    "AgentMemoryRecallConfig",
+    "ConsolidationConfig",
+    "MemoryConfigRefreshConfig",
+    "MemoryDiscoveryConfig",
+    "MemoryListOptions",
+    "MemoryListResult",
+    "MemoryScope",
+    "MemoryTelemetryOptions",
+    "RecallWeights",
+]
+
+#: The reference's name for the composite-score weights (``similarity``, ``recency``,
+#: ``importance``); the same class as ``Weights``.
+RecallWeights = Weights
+
+
+@dataclass
+class MemoryScope:
+    """Where memories live: ``thread_id`` / ``agent_id`` / ``namespace`` (None = any)."""
+
+    thread_id: str | None = None
+    agent_id: str | None = None
+    namespace: str | None = None
+
+
+@dataclass
+class MemoryDiscoveryConfig:
+    """BetterDB Monitor discovery: the ``version`` the marker reports and the heartbeat period."""
+
+    version: str | None = None
+    heartbeat_interval_ms: int | None = None
+
+
+@dataclass
+class MemoryConfigRefreshConfig:
+    """Re-reading the live config hash (``<name>:__mem_config``): on/off and the period in ms."""
+
+    enabled: bool | None = None
+    interval_ms: int | None = None
+
+
+@dataclass
+class ConsolidationConfig:
+    """Facts-mode defaults: the ``source`` written on fact memories and their importance.
+
+    ``enabled`` is accepted and ignored (the reference keeps it for compatibility).
+    """
+
+    enabled: bool | None = None
+    fact_source: str | None = None
+    fact_importance: float | None = None
+
+
+@dataclass
+class MemoryTelemetryOptions:
+    """Where metrics and spans go: a Prometheus ``registry``, a ``tracer_provider``,
+    and the metric-name ``prefix`` (default ``agent_memory``)."""
+
+    registry: Any = None
+    tracer_provider: Any = None
+    prefix: str | None = None
+
+
+@dataclass
+class AgentMemoryRecallConfig:
+    weights: Weights | None = None
+    half_life_seconds: float | None = None
+
+
+@dataclass
+class AgentMemoryConfig:
+    """The memory tier's part of ``AgentMemoryOptions``."""
+
+    default_threshold: float | None = None
+    recall: AgentMemoryRecallConfig | None = None
+    max_items_per_scope: int | None = None
+    discovery: bool | MemoryDiscoveryConfig = True
+    config_refresh: bool | MemoryConfigRefreshConfig | None = None
+
+
+@dataclass
+class MemoryListOptions:
+    """Arguments of ``MemoryStore.list`` given as one object (the reference's form)."""
+
+    thread_id: str | None = None
+    agent_id: str | None = None
+    namespace: str | None = None
+    tags: list[str] | None = None
+    limit: int | None = None
+    offset: int | None = None
+
+
+@dataclass
+class MemoryListResult:
+    """One page of ``list``: ``items`` and the ``total`` matching the filter."""
+
+    items: list[Any] = field(default_factory=list)
+    total: int = 0
