@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= embedded,onnx,openai,telemetry,dev
+EXTRAS ?= embedded,onnx,openai,telemetry,dev,compat
 
 .PHONY: demo test test-unit check format bench bench-quality clean venv
 
