@@ -4,17 +4,24 @@ The tree, in three families (asyncpg's split: the server said no / the caller go
 it wrong / the connection failed)::
 
     BetterDBMemoryError                 code, message, details
-    ├── ServerError                     the server answered with an error
+    ├── ServerError                     a server answered with an error
     │   ├── IndexNotFoundError
     │   ├── IndexExistsError
     │   ├── QuerySyntaxError
     │   ├── VectorSizeError
     │   ├── CommandNotSupportedError
-    │   └── PermissionDeniedError
+    │   ├── PermissionDeniedError
+    │   └── EmbeddingError              the embedding model / endpoint failed or answered nonsense
     ├── ValidationError (ValueError)    a call's arguments are wrong; nothing was sent
-    │   └── ConfigurationError          the store's set-up is wrong (dimension, extras, ...)
+    │   ├── ConfigurationError          the store's set-up is wrong (dimension, extras, ...)
+    │   ├── MemoryNotFoundError         the memory id named does not exist
+    │   └── TokenBudgetError            ``token_budget`` is not a positive integer
     └── StoreConnectionError            the server could not be reached in time
         └── StoreTimeoutError
+
+``EmbeddingError``, ``MemoryNotFoundError`` and ``TokenBudgetError`` are the names
+actrone-memory raises for the same conditions, placed in the family whose meaning
+they share, so code written against either library catches them.
 
 ``translate`` maps a ``valkey`` exception to this tree. It is the only function in
 the package that inspects backend exception types or server error wordings; the
@@ -32,13 +39,16 @@ __all__ = [
     "BetterDBMemoryError",
     "CommandNotSupportedError",
     "ConfigurationError",
+    "EmbeddingError",
     "IndexExistsError",
     "IndexNotFoundError",
+    "MemoryNotFoundError",
     "PermissionDeniedError",
     "QuerySyntaxError",
     "ServerError",
     "StoreConnectionError",
     "StoreTimeoutError",
+    "TokenBudgetError",
     "ValidationError",
     "VectorSizeError",
     "translate",
@@ -75,7 +85,7 @@ class BetterDBMemoryError(Exception):
 
 
 class ServerError(BetterDBMemoryError):
-    """The server answered a command with an error."""
+    """A server answered with an error: Valkey, or (``EmbeddingError``) the embedding model."""
 
     default_code = "server.error"
 
@@ -106,6 +116,30 @@ class PermissionDeniedError(ServerError):
     default_code = "server.no_permission"
 
 
+class EmbeddingError(ServerError):
+    """The embedding model or endpoint failed, or returned something unusable.
+
+    Raised for an endpoint that is unreachable, rate-limited or down after the
+    retries, and for output that breaks the ``Embedder`` contract (wrong shape,
+    NaN or infinity). It is the other side's answer, not the caller's arguments,
+    hence a ``ServerError``; a request the endpoint refuses because of its input
+    is a ``ValidationError``, a bad key or model a ``ConfigurationError``.
+
+    Args:
+        message: what went wrong.
+        details: structured context (model, status, attempts, ...); also accepted
+            positionally, as in actrone-memory's ``EmbeddingError(message, details)``.
+        code: ``"embedder.<reason>"``; ``"embedder.failed"`` by default.
+    """
+
+    default_code = "embedder.failed"
+
+    def __init__(
+        self, message: str, details: Mapping[str, Any] | None = None, *, code: str | None = None
+    ) -> None:
+        super().__init__(message, code=code, details=details)
+
+
 # -- the caller got it wrong ------------------------------------------------------
 
 
@@ -119,6 +153,50 @@ class ConfigurationError(ValidationError):
     """The store's configuration is inconsistent (dimension, model, missing extra, ...)."""
 
     default_code = "configuration.invalid"
+
+
+class MemoryNotFoundError(ValidationError):
+    """The memory id given does not exist (deleted, expired, or never written).
+
+    Args:
+        memory_id: the id that was not found (also in ``details["memory_id"]``).
+        message: defaults to ``"memory <id> not found"``.
+    """
+
+    default_code = "validation.not_found"
+
+    def __init__(
+        self,
+        memory_id: str,
+        message: str | None = None,
+        *,
+        code: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            message or f"memory {memory_id!r} not found",
+            code=code,
+            details={"memory_id": memory_id, **(details or {})},
+        )
+        self.memory_id = memory_id
+
+
+class TokenBudgetError(ValidationError):
+    """``token_budget`` is not a positive integer (``retrieve_context``).
+
+    Args:
+        message: what was wrong.
+        details: structured context; also accepted positionally, as in
+            actrone-memory's ``TokenBudgetError(message, details)``.
+        code: ``"validation.budget"`` by default.
+    """
+
+    default_code = "validation.budget"
+
+    def __init__(
+        self, message: str, details: Mapping[str, Any] | None = None, *, code: str | None = None
+    ) -> None:
+        super().__init__(message, code=code, details=details)
 
 
 # -- the connection failed --------------------------------------------------------

@@ -4,8 +4,11 @@ The store takes any object with ``dimensions``, ``model_id`` and ``async embed``
 nothing else in the package knows which model made a vector. The contract every
 embedder keeps (and ``validate_embeddings`` enforces for the ones we do not ship):
 
-* ``embed(texts)`` returns a float32 array of shape ``(len(texts), dimensions)``,
-  in input order, every value finite;
+* ``embed(texts)`` takes a list (any sequence) of strings and returns a float32
+  array of shape ``(len(texts), dimensions)``, in input order, every value finite.
+  A bare ``str`` is refused with a ``ValidationError`` (``validation.type``), never
+  read as a sequence of characters: ``embed("hello world")`` would otherwise return
+  11 vectors that look valid. Pass ``[text]`` for one text (``check_texts``);
 * rows are L2-normalised, so cosine distance is all that matters and the store's
   similarity ``1 - cosine_distance / 2`` (= ``(1 + cos) / 2``, 0..1) is comparable
   across calls. A zero row is allowed only for a text the model cannot represent
@@ -26,12 +29,12 @@ import asyncio
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ConfigurationError, ValidationError
+from ..errors import ConfigurationError, EmbeddingError, ValidationError
 
 __all__ = [
     "Embedder",
@@ -39,6 +42,7 @@ __all__ = [
     "FloatMatrix",
     "FunctionEmbedder",
     "as_embedder",
+    "check_texts",
     "default_threshold_of",
     "l2_normalize",
     "validate_embeddings",
@@ -68,8 +72,46 @@ class Embedder(Protocol):
         ...
 
     async def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        """Embed ``texts``; returns float32 ``(len(texts), dimensions)``, rows L2-normalised."""
+        """Embed ``texts`` (a list, never a bare ``str``); returns float32
+        ``(len(texts), dimensions)``, rows L2-normalised."""
         ...
+
+
+def check_texts(texts: object) -> list[str]:
+    """The texts an ``embed`` call was given, as a list, each checked to be a ``str``.
+
+    A ``str`` is a ``Sequence[str]`` to the type checker, so ``embed("hello")`` would
+    type-check and quietly embed five one-letter texts. Every shipped embedder calls
+    this first so that mistake is an error, the same one everywhere.
+
+    Raises:
+        ValidationError: ``texts`` is a ``str`` / ``bytes`` or not iterable
+            (``validation.type``), or an item is not a ``str`` (``validation.text_type``,
+            ``details["index"]``).
+    """
+    if isinstance(texts, str | bytes | bytearray):
+        raise ValidationError(
+            f"embed() takes a list of texts, not a bare {type(texts).__name__}; "
+            "pass [text] to embed one text",
+            code="validation.type",
+            details={"argument": "texts", "type": type(texts).__name__},
+        )
+    try:
+        items: list[object] = list(texts)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValidationError(
+            f"embed() takes a list of texts, got {type(texts).__name__}",
+            code="validation.type",
+            details={"argument": "texts", "type": type(texts).__name__},
+        ) from None
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise ValidationError(
+                f"texts[{i}] is {type(text).__name__}, not str",
+                code="validation.text_type",
+                details={"argument": "texts", "index": i},
+            )
+    return cast("list[str]", items)
 
 
 def l2_normalize(matrix: npt.ArrayLike) -> FloatMatrix:
@@ -96,28 +138,29 @@ def validate_embeddings(matrix: object, *, count: int, dimensions: int, model_id
         A C-contiguous float32 array of shape ``(count, dimensions)``, rows L2-normalised.
 
     Raises:
-        ValidationError: wrong shape (``validation.embedding_shape``), NaN or infinity
-            (``validation.embedding_nonfinite``), or not numeric.
+        EmbeddingError: the embedder broke its contract: wrong shape
+            (``embedder.bad_shape``), NaN or infinity (``embedder.nonfinite``), or not
+            numeric (``embedder.bad_type``).
     """
     try:
         arr = np.asarray(matrix, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise ValidationError(
+        raise EmbeddingError(
             f"embedder {model_id!r} returned something that is not a numeric matrix",
-            code="validation.embedding_type",
+            code="embedder.bad_type",
             details={"model_id": model_id},
         ) from exc
     if arr.shape != (count, dimensions):
-        raise ValidationError(
+        raise EmbeddingError(
             f"embedder {model_id!r} returned shape {arr.shape}; expected ({count}, {dimensions})",
-            code="validation.embedding_shape",
+            code="embedder.bad_shape",
             details={"model_id": model_id, "expected": [count, dimensions], "got": list(arr.shape)},
         )
     if not np.all(np.isfinite(arr)):
         bad_rows = np.flatnonzero(~np.all(np.isfinite(arr), axis=1)).tolist()
-        raise ValidationError(
+        raise EmbeddingError(
             f"embedder {model_id!r} returned NaN or infinity",
-            code="validation.embedding_nonfinite",
+            code="embedder.nonfinite",
             details={"model_id": model_id, "rows": bad_rows[:20]},
         )
     return l2_normalize(arr)
@@ -184,7 +227,14 @@ class FunctionEmbedder:
         return f"FunctionEmbedder(model_id={self._model_id!r}, dimensions={self._dimensions})"
 
     async def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        """Call the function once per text and stack the results (see the class docstring)."""
+        """Call the function once per text and stack the results (see the class docstring).
+
+        Raises:
+            ValidationError: ``texts`` is a bare ``str`` or holds a non-string.
+            EmbeddingError: the function returned a vector of the wrong length, NaN or
+                infinity.
+        """
+        texts = check_texts(texts)
         if not texts:
             return np.zeros((0, self._dimensions), dtype=np.float32)
         gate = asyncio.Semaphore(self._max_concurrency)
@@ -203,10 +253,10 @@ class FunctionEmbedder:
         rows = await asyncio.gather(*(one(t) for t in texts))
         for i, row in enumerate(rows):
             if isinstance(row, str | bytes) or len(row) != self._dimensions:
-                raise ValidationError(
+                raise EmbeddingError(
                     f"embedding function {self._model_id!r} returned a vector of the wrong length "
                     f"for text {i} (expected {self._dimensions})",
-                    code="validation.embedding_shape",
+                    code="embedder.bad_shape",
                     details={"model_id": self._model_id, "index": i, "expected": self._dimensions},
                 )
         return validate_embeddings(

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .base import FloatMatrix, _check_positive_int, l2_normalize
+from .base import FloatMatrix, _check_positive_int, check_texts, l2_normalize
 
 __all__ = ["HashingEmbedder", "tokenize"]
 
@@ -186,13 +186,22 @@ class HashingEmbedder:
         return f"HashingEmbedder(dimensions={self._dimensions})"
 
     async def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        """Embed ``texts``; float32 ``(len(texts), dimensions)``, every row unit length."""
-        if sum(len(t) for t in texts) > _OFFLOAD_CHARS:
-            return await asyncio.to_thread(self.embed_sync, texts)
-        return self.embed_sync(texts)
+        """Embed ``texts``; float32 ``(len(texts), dimensions)``, every row unit length.
+
+        Raises:
+            ValidationError: ``texts`` is a bare ``str`` (pass ``[text]``) or holds a
+                non-string.
+        """
+        items = check_texts(texts)
+        if sum(len(t) for t in items) > _OFFLOAD_CHARS:
+            return await asyncio.to_thread(self._embed_checked, items)
+        return self._embed_checked(items)
 
     def embed_sync(self, texts: Sequence[str]) -> FloatMatrix:
         """The same as ``embed``, for synchronous callers (no I/O, pure CPU)."""
+        return self._embed_checked(check_texts(texts))
+
+    def _embed_checked(self, texts: list[str]) -> FloatMatrix:
         out = np.zeros((len(texts), self._dimensions), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature, weight in _features(tokenize(text)):

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigurationError, ValidationError
-from .base import Embedder, FloatMatrix, _check_positive_int, l2_normalize
+from ..errors import ConfigurationError
+from .base import Embedder, FloatMatrix, _check_positive_int, check_texts, l2_normalize
 
 __all__ = ["DIMENSIONS", "MODEL_ID", "OnnxEmbedder", "default_embedder"]
 
@@ -129,17 +129,11 @@ class OnnxEmbedder:
         has a vector like any other text). The first call loads the model.
 
         Raises:
-            ValidationError: an item of ``texts`` is not a string.
+            ValidationError: ``texts`` is a bare ``str`` (pass ``[text]``) or holds a
+                non-string.
             ConfigurationError: the extra is broken or the model file is not the expected one.
         """
-        items = list(texts)
-        for i, text in enumerate(items):
-            if not isinstance(text, str):
-                raise ValidationError(
-                    f"texts[{i}] is {type(text).__name__}, not str",
-                    code="validation.text_type",
-                    details={"index": i},
-                )
+        items = check_texts(texts)
         out = np.zeros((len(items), DIMENSIONS), dtype=np.float32)
         if not items:
             return out

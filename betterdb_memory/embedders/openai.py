@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import valkey.exceptions as vexc
 
-from ..errors import BetterDBMemoryError, ConfigurationError, ValidationError
-from .base import FloatMatrix, _check_positive_int, validate_embeddings
+from ..errors import BetterDBMemoryError, ConfigurationError, EmbeddingError, ValidationError
+from .base import FloatMatrix, _check_positive_int, check_texts, validate_embeddings
 
 if TYPE_CHECKING:
     import valkey.asyncio as avalkey
@@ -199,20 +199,15 @@ class OpenAIEmbedder:
             float32 ``(len(texts), dimensions)``, rows unit length.
 
         Raises:
-            ValidationError: a text is not a string, the API refused the input
-                (``validation.embedder_rejected``), or it returned malformed vectors.
+            ValidationError: ``texts`` is a bare ``str`` (pass ``[text]``) or holds a
+                non-string, or the API refused the input (``validation.embedder_rejected``).
             ConfigurationError: authentication or model rejected (``configuration.embedder_*``).
-            BetterDBMemoryError: retries exhausted (``embedder.rate_limited``,
-                ``embedder.unavailable``, ``embedder.connection_failed``).
+            EmbeddingError: retries exhausted (``embedder.rate_limited``,
+                ``embedder.unavailable``, ``embedder.connection_failed``), an unusable
+                response (``embedder.bad_response``) or malformed vectors
+                (``embedder.bad_shape``, ``embedder.nonfinite``).
         """
-        items = list(texts)
-        for i, text in enumerate(items):
-            if not isinstance(text, str):
-                raise ValidationError(
-                    f"texts[{i}] is {type(text).__name__}, not str",
-                    code="validation.text_type",
-                    details={"index": i},
-                )
+        items = check_texts(texts)
         if not items:
             return np.zeros((0, self._dimensions or 0), dtype=np.float32)
         unique = list(dict.fromkeys(items))
@@ -271,7 +266,7 @@ class OpenAIEmbedder:
                 log.info("embedding request got HTTP %s; retry %d in %.2fs", status, attempt + 1, delay)
             except self._openai.APIConnectionError as exc:  # includes APITimeoutError
                 if attempt == self._max_retries:
-                    raise BetterDBMemoryError(
+                    raise EmbeddingError(
                         f"embedding endpoint unreachable after {attempt + 1} attempts: {exc}",
                         code="embedder.connection_failed",
                         details={"model": self._model, "attempts": attempt + 1},
@@ -279,7 +274,7 @@ class OpenAIEmbedder:
                 delay = self._delay(attempt, None)
                 log.info("embedding request failed (%s); retry %d in %.2fs", exc, attempt + 1, delay)
             except self._openai.APIError as exc:  # a response the SDK could not parse
-                raise BetterDBMemoryError(
+                raise EmbeddingError(
                     f"embedding endpoint returned an unusable response: {exc}",
                     code="embedder.bad_response",
                     details={"model": self._model, "attempts": attempt + 1},
@@ -297,17 +292,17 @@ class OpenAIEmbedder:
     def _parse(self, response: Any, count: int) -> FloatMatrix:
         data = sorted(response.data, key=lambda d: d.index)
         if len(data) != count:
-            raise ValidationError(
+            raise EmbeddingError(
                 f"embedding endpoint returned {len(data)} vectors for {count} texts",
-                code="validation.embedding_shape",
+                code="embedder.bad_shape",
                 details={"model_id": self._model_id, "expected": count, "got": len(data)},
             )
         try:
             matrix = np.asarray([d.embedding for d in data], dtype=np.float32)
         except (TypeError, ValueError) as exc:  # ragged rows
-            raise ValidationError(
+            raise EmbeddingError(
                 "embedding endpoint returned vectors of different lengths",
-                code="validation.embedding_shape",
+                code="embedder.bad_shape",
                 details={"model_id": self._model_id},
             ) from exc
         if self._dimensions is None and matrix.ndim == 2:
@@ -327,9 +322,9 @@ class OpenAIEmbedder:
         if status == 404:
             return ConfigurationError(message, code="configuration.embedder_model", details=details)
         if status == 429:
-            return BetterDBMemoryError(message, code="embedder.rate_limited", details=details)
+            return EmbeddingError(message, code="embedder.rate_limited", details=details)
         if status in _RETRY_STATUSES or status >= 500:
-            return BetterDBMemoryError(message, code="embedder.unavailable", details=details)
+            return EmbeddingError(message, code="embedder.unavailable", details=details)
         return ValidationError(message, code="validation.embedder_rejected", details=details)
 
     # -- the cache ----------------------------------------------------------------

@@ -118,7 +118,8 @@ async def test_empty_input_needs_no_model() -> None:
 async def test_non_string_input_is_a_validation_error(embedder: OnnxEmbedder) -> None:
     with pytest.raises(ValidationError) as info:
         await embedder.embed(["ok", 3])  # type: ignore[list-item]
-    assert info.value.details == {"index": 1}
+    assert info.value.code == "validation.text_type"
+    assert info.value.details == {"argument": "texts", "index": 1}
 
 
 def test_arguments_are_validated() -> None:

@@ -25,7 +25,7 @@ pytest.importorskip("openai", reason="needs the 'openai' extra")
 
 from betterdb_memory.embedders import OpenAIEmbedder, default_threshold_of
 from betterdb_memory.embedders.hashing import HashingEmbedder
-from betterdb_memory.errors import BetterDBMemoryError, ConfigurationError, ValidationError
+from betterdb_memory.errors import ConfigurationError, EmbeddingError, ValidationError
 
 pytestmark = pytest.mark.integration
 
@@ -179,7 +179,7 @@ async def test_retry_after_is_capped(api: FakeAPI, make: Any) -> None:
 async def test_5xx_retries_are_bounded(api: FakeAPI, make: Any) -> None:
     """After max_retries + 1 attempts the error surfaces, with the count in its details."""
     api.fail_next(500, times=10)
-    with pytest.raises(BetterDBMemoryError) as info:
+    with pytest.raises(EmbeddingError) as info:
         await make(max_retries=2).embed(["x"])
     assert info.value.code == "embedder.unavailable"
     assert info.value.details["attempts"] == 3
@@ -188,7 +188,7 @@ async def test_5xx_retries_are_bounded(api: FakeAPI, make: Any) -> None:
 
 async def test_exhausted_429_is_rate_limited(api: FakeAPI, make: Any) -> None:
     api.fail_next(429, {"retry-after-ms": "1"}, times=5)
-    with pytest.raises(BetterDBMemoryError) as info:
+    with pytest.raises(EmbeddingError) as info:
         await make(max_retries=1).embed(["x"])
     assert info.value.code == "embedder.rate_limited"
     assert len(api.requests) == 2
@@ -215,7 +215,7 @@ async def test_client_errors_are_not_retried(
 async def test_unreachable_endpoint_is_retried_then_reported() -> None:
     emb = OpenAIEmbedder(api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=1, retry_base_delay=0.001)
     try:
-        with pytest.raises(BetterDBMemoryError) as info:
+        with pytest.raises(EmbeddingError) as info:
             await emb.embed(["x"])
         assert info.value.code == "embedder.connection_failed"
         assert info.value.details["attempts"] == 2
@@ -248,10 +248,10 @@ async def test_unknown_model_dimension_is_discovered_on_first_call(api: FakeAPI,
     assert "dimensions" not in api.requests[0]  # never sent to a non-OpenAI model
 
 
-async def test_wrong_dimension_from_server_is_a_validation_error(make: Any) -> None:
-    with pytest.raises(ValidationError) as info:
+async def test_wrong_dimension_from_server_is_an_embedding_error(make: Any) -> None:
+    with pytest.raises(EmbeddingError) as info:
         await make("local-model", dimensions=64).embed(["a"])
-    assert info.value.code == "validation.embedding_shape"
+    assert info.value.code == "embedder.bad_shape"
 
 
 async def test_empty_text_is_sent_as_a_space(api: FakeAPI, make: Any) -> None:

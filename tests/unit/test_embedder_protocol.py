@@ -20,12 +20,13 @@ from betterdb_memory.embedders import (
     OnnxEmbedder,
     OpenAIEmbedder,
     as_embedder,
+    check_texts,
     default_embedder,
     default_threshold_of,
     l2_normalize,
     validate_embeddings,
 )
-from betterdb_memory.errors import ConfigurationError, ValidationError
+from betterdb_memory.errors import ConfigurationError, EmbeddingError, ValidationError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,16 +116,18 @@ async def test_function_embedder_bounds_concurrency() -> None:
 @pytest.mark.parametrize(
     ("vector", "code"),
     [
-        ([1.0, 2.0], "validation.embedding_shape"),
-        ([1.0, float("nan"), 0.0], "validation.embedding_nonfinite"),
-        ([float("inf"), 0.0, 0.0], "validation.embedding_nonfinite"),
+        ([1.0, 2.0], "embedder.bad_shape"),
+        ([1.0, float("nan"), 0.0], "embedder.nonfinite"),
+        ([float("inf"), 0.0, 0.0], "embedder.nonfinite"),
     ],
 )
 async def test_function_embedder_rejects_bad_vectors(vector: list[float], code: str) -> None:
+    """A function that breaks the contract is the embedder's failure: an EmbeddingError."""
+
     async def fn(text: str) -> list[float]:
         return vector
 
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(EmbeddingError) as info:
         await FunctionEmbedder(fn, 3).embed(["x"])
     assert info.value.code == code
 
@@ -194,15 +197,17 @@ def test_validate_embeddings_checks_shape_and_values_and_normalises() -> None:
     out = validate_embeddings([[3.0, 4.0], [0.0, 0.0]], count=2, dimensions=2, model_id="m")
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]])
     assert out.dtype == np.float32 and out.flags.c_contiguous
-    with pytest.raises(ValidationError, match=r"expected \(3, 2\)"):
+    with pytest.raises(EmbeddingError, match=r"expected \(3, 2\)"):
         validate_embeddings([[1.0, 0.0]], count=3, dimensions=2, model_id="m")
-    with pytest.raises(ValidationError):
+    with pytest.raises(EmbeddingError):
         validate_embeddings(np.zeros((1, 3)), count=1, dimensions=2, model_id="m")
-    with pytest.raises(ValidationError) as info:
+    with pytest.raises(EmbeddingError) as info:
         validate_embeddings([[1.0, np.nan], [1.0, 0.0]], count=2, dimensions=2, model_id="m")
     assert info.value.details["rows"] == [0]
-    with pytest.raises(ValidationError):
+    assert info.value.code == "embedder.nonfinite"
+    with pytest.raises(EmbeddingError) as info:
         validate_embeddings("nope", count=1, dimensions=2, model_id="m")
+    assert info.value.code == "embedder.bad_type"
 
 
 def test_default_threshold_of_reads_only_valid_thresholds() -> None:
@@ -212,3 +217,54 @@ def test_default_threshold_of_reads_only_valid_thresholds() -> None:
         holder = _Raw([[1, 0]])
         holder.default_threshold = bad  # type: ignore[attr-defined]
         assert default_threshold_of(holder) is None
+
+
+# -- a bare string is not a list of texts ----------------------------------------------
+
+
+async def _vector_fn(text: str) -> list[float]:
+    return [1.0, float(len(text))]
+
+
+def _shipped_and_wrapped() -> list[Embedder]:
+    """Every embedder that takes ``embed(texts)`` without a model download or a network call."""
+    return [HashingEmbedder(), FunctionEmbedder(_vector_fn, 2), OnnxEmbedder(), OpenAIEmbedder(api_key="k")]
+
+
+@pytest.mark.parametrize("bare", ["hello world", b"hello world", ""], ids=["str", "bytes", "empty-str"])
+async def test_a_bare_string_is_refused_by_every_embedder(bare: object) -> None:
+    """``embed("hello world")`` used to embed 11 one-letter texts; now it is a clear error.
+
+    The same error everywhere (the shipped embedders and the function wrapper), raised
+    before any model is loaded or any request is sent: the fix is to pass ``[text]``.
+    """
+    for emb in _shipped_and_wrapped():
+        with pytest.raises(ValidationError) as info:
+            await emb.embed(bare)  # type: ignore[arg-type]
+        assert info.value.code == "validation.type", emb
+        assert "[text]" in info.value.message
+        assert info.value.details["argument"] == "texts"
+
+
+async def test_one_text_in_a_list_is_one_vector() -> None:
+    for emb in (HashingEmbedder(), FunctionEmbedder(_vector_fn, 2)):
+        out = await emb.embed(["hello world"])
+        assert out.shape == (1, emb.dimensions)
+
+
+def test_embed_sync_refuses_a_bare_string_too() -> None:
+    with pytest.raises(ValidationError) as info:
+        HashingEmbedder().embed_sync("hello world")
+    assert info.value.code == "validation.type"
+
+
+def test_check_texts_accepts_any_iterable_of_strings_and_names_a_bad_item() -> None:
+    assert check_texts(("a", "b")) == ["a", "b"]
+    assert check_texts(t for t in ["x"]) == ["x"]
+    assert check_texts([]) == []
+    with pytest.raises(ValidationError) as info:
+        check_texts(["ok", 3])
+    assert info.value.code == "validation.text_type" and info.value.details["index"] == 1
+    with pytest.raises(ValidationError) as info:
+        check_texts(42)
+    assert info.value.code == "validation.type"
