@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .errors import ConfigurationError
-from .models import MemoryHit
+from .models import MemoryHit, MemoryItem
 from .turns import Turn
 
 __all__ = ["Allocation", "ContextBudget", "ContextUsage", "RetrievedContext", "allocate"]
@@ -171,7 +171,7 @@ class RetrievedContext:
 
     Attributes:
         turns: recent turns chosen, oldest first (ready to replay as messages).
-        memories: long-term memories chosen, best score first.
+        memories: long-term memories chosen, best score first, as hits (with scores).
         token_budget: the budget asked for.
         system_reserve: tokens left for the caller's system prompt (not used here).
         usable_budget: ``token_budget - system_reserve``; ``tokens_used.total`` stays within it.
@@ -179,6 +179,11 @@ class RetrievedContext:
         skipped_turns / skipped_memories: candidates that did not fit.
         retrieval_ms: wall time of the call.
         redacted: sensitivity classes excluded from ``memories``.
+
+    actrone-memory's field names answer too, with its meanings: ``recent_turns``,
+    ``episodic_memories`` (the chosen memories themselves, ``MemoryItem``),
+    ``retrieval_duration_ms``, ``total_tokens_used`` (tokens of the turns and
+    memories returned) and ``budget_utilisation`` (that, over ``token_budget``).
     """
 
     thread_id: str
@@ -195,12 +200,35 @@ class RetrievedContext:
     redacted: tuple[str, ...] = ()
 
     @property
+    def recent_turns(self) -> list[Turn]:
+        """The chosen turns, oldest first (actrone-memory's name for ``turns``)."""
+        return list(self.turns)
+
+    @property
+    def episodic_memories(self) -> list[MemoryItem]:
+        """The chosen memories, best first, as items (actrone-memory's name; ``memories`` has the scores)."""
+        return [hit.item for hit in self.memories]
+
+    @property
+    def retrieval_duration_ms(self) -> float:
+        """Wall time of the call in milliseconds (actrone-memory's name for ``retrieval_ms``)."""
+        return self.retrieval_ms
+
+    @property
     def total_tokens_used(self) -> int:
-        return self.tokens_used.total
+        """Tokens of the turns and memories returned (the current message is not returned,
+        so not counted; ``tokens_used.total`` includes it)."""
+        return self.tokens_used.memories + self.tokens_used.turns
 
     @property
     def budget_utilisation(self) -> float:
-        """Share of the usable budget used (0..1; above 1 only for an oversize query)."""
+        """``total_tokens_used / token_budget`` (0..1), as actrone-memory computes it."""
+        return self.total_tokens_used / self.token_budget if self.token_budget else 0.0
+
+    @property
+    def usable_utilisation(self) -> float:
+        """Share of the usable budget taken, current message included:
+        ``tokens_used.total / usable_budget`` (0..1; above 1 only for an oversize query)."""
         return self.tokens_used.total / self.usable_budget if self.usable_budget else 0.0
 
     def render(self) -> str:

@@ -31,12 +31,15 @@ async def test_rich_context_uses_at_least_90_percent_and_never_more(make_store: 
     for budget in (600, 1200, 2000):
         ctx = await store.retrieve_context("t", "Lisbon trip planning", token_budget=budget, agent_id="a")
         assert ctx.system_reserve == int(budget * 0.3) and ctx.usable_budget == budget - ctx.system_reserve
-        assert 0.9 * ctx.usable_budget <= ctx.total_tokens_used <= ctx.usable_budget, budget
+        assert 0.9 * ctx.usable_budget <= ctx.tokens_used.total <= ctx.usable_budget, budget
         assert ctx.tokens_used.memories > 0 and ctx.tokens_used.turns > 0 and ctx.tokens_used.current_turn > 0
         assert [t.seq for t in ctx.turns] == sorted(t.seq for t in ctx.turns)
         assert ctx.turns[-1].seq == 60  # the newest turn is always in
         assert [h.score for h in ctx.memories] == sorted((h.score for h in ctx.memories), reverse=True)
-        assert ctx.retrieval_ms > 0 and ctx.budget_utilisation >= 0.9
+        assert ctx.retrieval_ms > 0 and ctx.usable_utilisation >= 0.9
+        # actrone-memory's accounting: what is returned, over the whole budget.
+        assert ctx.total_tokens_used == ctx.tokens_used.memories + ctx.tokens_used.turns
+        assert ctx.budget_utilisation == ctx.total_tokens_used / budget
         assert "Recent conversation:" in ctx.render()
     roomy = await store.retrieve_context("t", "Lisbon trip planning", token_budget=20_000, agent_id="a")
     assert len(roomy.turns) == 60 and roomy.skipped_turns == roomy.skipped_memories == 0
@@ -51,7 +54,7 @@ async def test_oversize_turn_does_not_hide_older_turns(make_store: Any) -> None:
     ctx = await store.retrieve_context("t", "what did I ask?", token_budget=1500)
     assert [t.id for t in ctx.turns] == ids
     assert ctx.skipped_turns == 1
-    assert ctx.total_tokens_used <= ctx.usable_budget
+    assert ctx.tokens_used.total <= ctx.usable_budget
 
 
 async def test_redaction_excludes_sensitivity_classes(make_store: Any) -> None:
@@ -81,7 +84,9 @@ async def test_context_of_empty_session(make_store: Any) -> None:
     """No turns and no memories: an empty context, not an error."""
     store = make_store()
     ctx = await store.retrieve_context("nobody", "anything", token_budget=100)
-    assert ctx.turns == () and ctx.memories == () and ctx.total_tokens_used == ctx.tokens_used.current_turn
+    assert ctx.turns == () and ctx.memories == () and ctx.tokens_used.total == ctx.tokens_used.current_turn
+    assert ctx.total_tokens_used == 0 and ctx.budget_utilisation == 0.0
+    assert ctx.recent_turns == [] and ctx.episodic_memories == []
 
 
 async def test_extract_memories_with_openai_extractor_over_http(make_store: Any) -> None:

@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from betterdb_memory.context import ContextBudget, allocate
+from betterdb_memory.context import ContextBudget, ContextUsage, RetrievedContext, allocate
 from betterdb_memory.errors import ConfigurationError
+from betterdb_memory.models import MemoryHit, MemoryItem
+from betterdb_memory.turns import Turn
 
 
 def test_system_reserve_is_reported_not_consumed() -> None:
@@ -116,3 +118,46 @@ def test_rich_material_fills_at_least_90_percent(budget: int, mems: list[int], t
         assert a.total >= 0.9 * a.usable
     else:
         assert a.total == 10 + sum(mems) + sum(turns)  # everything fits: everything is taken
+
+
+# -- RetrievedContext answers to actrone-memory's field names ----------------------------
+
+
+def _context(*, token_budget: int, memories: int, turns: int, current: int) -> RetrievedContext:
+    item = MemoryItem(
+        id="m1", content="likes tea", importance=0.5, created_at=1.0, last_accessed_at=1.0, access_count=0
+    )
+    hit = MemoryHit(item=item, score=0.9, similarity=0.8, distance=0.4)
+    turn = Turn(id="t1", thread_id="s", user_message="hi", assistant_message="hello", seq=1)
+    reserve = int(token_budget * 0.3)
+    return RetrievedContext(
+        thread_id="s",
+        agent_id=None,
+        turns=(turn,),
+        memories=(hit,),
+        token_budget=token_budget,
+        system_reserve=reserve,
+        usable_budget=token_budget - reserve,
+        tokens_used=ContextUsage(memories=memories, turns=turns, current_turn=current),
+        skipped_turns=0,
+        skipped_memories=0,
+        retrieval_ms=12.5,
+    )
+
+
+def test_retrieved_context_answers_to_actrone_names() -> None:
+    ctx = _context(token_budget=1000, memories=200, turns=300, current=50)
+    assert ctx.recent_turns == list(ctx.turns) and isinstance(ctx.recent_turns, list)
+    assert ctx.episodic_memories == [ctx.memories[0].item]
+    assert ctx.episodic_memories[0].content == "likes tea"
+    assert ctx.retrieval_duration_ms == 12.5
+
+
+def test_budget_utilisation_is_relative_to_token_budget_as_in_actrone() -> None:
+    """actrone-memory: (tokens of the returned turns + memories) / token_budget."""
+    ctx = _context(token_budget=1000, memories=200, turns=300, current=50)
+    assert ctx.total_tokens_used == 500
+    assert ctx.budget_utilisation == 0.5
+    # This library's fill ratio stays available: everything sent, over the usable part.
+    assert ctx.usable_utilisation == 550 / 700
+    assert _context(token_budget=0, memories=0, turns=0, current=0).budget_utilisation == 0.0
