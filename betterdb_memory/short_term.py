@@ -20,6 +20,15 @@ logged, retried with backoff on later turns, and only past the hard cap
 (window + ``max_unsummarized``) are the oldest turns dropped, counted in
 ``dropped``. So at any time every turn ever stored is in L1 (``get_recent_turns()``),
 in a summary's ``turn_ids``, or counted as dropped.
+
+Backpressure, not loss: a healthy summariser that is only *behind* (a burst of
+turns while the first summary creates the index, a slow LLM call, an engine that
+indexes each write before answering) must not lose turns to the hard cap. When a
+``store_turn`` finds the backlog one batch short of the cap while a summary of that
+session runs in this process and has not failed, it waits (after its own turn is
+stored) until the summary frees room. The cap then only trims turns whose
+summariser is failing, stuck past ``summary_lock_ttl``, or running in another
+process.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ._io import RetryPolicy, call
@@ -151,6 +160,8 @@ class _ShortTermState:
         self.rerun: set[str] = set()
         self.failures: dict[str, int] = {}
         self.not_before: dict[str, float] = {}
+        self.cursors: dict[str, int] = {}  # summary cursor reached by the job running here
+        self.stuck: set[str] = set()  # jobs that made no progress for a lock TTL: writers stop waiting
         self.closing = False
         self.idle = asyncio.Event()  # set whenever no job is active (close waits on it)
         self.idle.set()
@@ -163,10 +174,28 @@ class _ShortTermState:
     async def end(self, key: str) -> None:
         self.active.discard(key)
         self.tasks.pop(key, None)
+        self.cursors.pop(key, None)
+        self.stuck.discard(key)
         if not self.active:
             self.idle.set()
         async with self.changed:
             self.changed.notify_all()
+
+    async def advanced(self, key: str, cursor: int) -> None:
+        """A running job moved the cursor: wake writers held back by ``store_turn``."""
+        self.cursors[key] = max(cursor, self.cursors.get(key, 0))
+        self.stuck.discard(key)
+        async with self.changed:
+            self.changed.notify_all()
+
+    @property
+    def high_water(self) -> int:
+        """Backlog (turns past the window not yet summarised) at which writers wait.
+
+        One batch below the hard cap (``cap - window``), so turns in flight while a
+        writer waits still fit; never below one batch, when a summary is due anyway.
+        """
+        return max(self.batch, self.cap - self.window - self.batch)
 
 
 def _ids(thread_id: object, agent_id: object) -> tuple[str, str | None]:
@@ -287,7 +316,9 @@ class ShortTermMixin:
     ) -> str:
         """Append one turn to a session in one round trip; returns the turn id (uuid4 hex).
 
-        May start a background summary of turns that left the window (module docstring).
+        May start a background summary of turns that left the window; when that summary
+        is a full backlog behind, waits for it to free room instead of letting the
+        hard cap drop turns (module docstring).
 
         Raises:
             ValidationError: empty ids or messages, bad ``tool_results``; nothing is written.
@@ -320,13 +351,49 @@ class ShortTermMixin:
         reply = await call(
             "store_turn", run, policy=self.retry, idempotent=False, details={"turn_id": turn_id}
         )
-        pending = int(reply[0][1])
+        seq, pending = int(reply[0][0]), int(reply[0][1])
         metrics = getattr(self, "metrics", None)
         if metrics is not None:
             metrics.observe_turns(1)
         if st.batch and pending >= st.batch:
             self._maybe_summarize(agent, thread, sk)
+            if pending >= st.high_water:
+                await self._hold_back(sk.turns, thread, seq, cursor=seq - st.window - pending)
         return turn_id
+
+    async def _hold_back(self, key: str, thread: str, seq: int, *, cursor: int) -> None:
+        """Wait while this session's summary (running here, not failing) catches up.
+
+        ``seq`` is the caller's turn (already stored) and ``cursor`` the summary cursor
+        its append saw. Returns once the backlog behind ``seq`` is under the high-water
+        mark, or the job ends (done, failed, cancelled), or the store closes, or the job
+        makes no progress for ``summary_lock_ttl`` (then it is treated as stuck and the
+        hard cap applies, as for a failing summariser).
+        """
+        st = self._st
+
+        def behind() -> bool:
+            if st.closing or key not in st.active or key in st.failures or key in st.stuck:
+                return False
+            return seq - st.window - max(cursor, st.cursors.get(key, 0)) >= st.high_water
+
+        def moved(reached: int) -> Callable[[], bool]:
+            return lambda: not behind() or st.cursors.get(key, 0) > reached
+
+        while behind():
+            try:
+                async with st.changed:
+                    await asyncio.wait_for(
+                        st.changed.wait_for(moved(st.cursors.get(key, 0))), timeout=st.lock_ttl_ms / 1000.0
+                    )
+            except TimeoutError:
+                st.stuck.add(key)  # later writers do not wait either, until it moves again
+                log.warning(
+                    "store_turn: the rolling summary of thread %r made no progress in %.0fs; "
+                    "not waiting for it (turns past the cap will be dropped and counted)",
+                    thread, st.lock_ttl_ms / 1000.0,
+                )  # fmt: skip
+                return
 
     async def _read_turns(self, sk: SessionKeys, thread: str, n: int | None) -> list[Turn]:
         start = 0 if n is None else -n
@@ -684,6 +751,7 @@ class ShortTermMixin:
                     done += len(batch)
                     if advanced < 0:  # the session was cleared meanwhile
                         break
+                    await st.advanced(key, advanced)
                     held = await call(
                         "summarize",
                         lambda: st.extend(keys=[sk.summary_lock], args=[token, st.lock_ttl_ms]),

@@ -83,6 +83,54 @@ async def test_summarizer_recovers_after_failures(make_store: Any) -> None:
     assert "6 turns" not in summaries[0].content and "3 turns about testing" in summaries[0].content
 
 
+async def test_slow_summarizer_holds_writers_back_instead_of_dropping(make_store: Any) -> None:
+    """A healthy summariser slower than the writer: store_turn waits near the cap, no turn is dropped."""
+
+    class Slow:
+        async def summarize(self, turns: Any) -> str:
+            await asyncio.sleep(0.03)
+            return f"{len(turns)} turns"
+
+    # cap = 5 + 6 = 11 turns held; without backpressure 60 quick turns overrun it many times.
+    store = make_store(max_session_turns=5, summarize_batch=2, max_unsummarized=6, summarizer=Slow())
+    ids = [await store.store_turn("t", f"q{i}", f"a{i}") for i in range(60)]
+    meta = await store.get_session_metadata("t")
+    assert meta.dropped_turns == 0 and meta.summary_failures == 0
+    assert meta.retained_turns <= 11
+    await store.summarize_session("t")
+    live = await store.get_recent_turns("t")
+    summarised = [i for s in await summaries_of(store, "t") for i in s.metadata["turn_ids"]]
+    assert len(summarised) == len(set(summarised)) == 55
+    assert set(summarised) | {t.id for t in live} == set(ids)
+
+
+async def test_stuck_summarizer_holds_writers_back_for_one_lock_ttl_only(make_store: Any) -> None:
+    """A summariser that never returns: one writer waits summary_lock_ttl, then the hard cap counts drops."""
+    gate = asyncio.Event()
+
+    class Stuck:
+        async def summarize(self, turns: Any) -> str:
+            await gate.wait()
+            return "late"
+
+    store = make_store(
+        max_session_turns=2,
+        summarize_batch=1,
+        max_unsummarized=2,
+        summarizer=Stuck(),
+        summary_lock_ttl=0.3,
+        shutdown_grace=0,
+    )
+    started = time.monotonic()
+    for i in range(10):
+        await store.store_turn("t", f"q{i}", f"a{i}")
+    elapsed = time.monotonic() - started
+    assert 0.3 <= elapsed < 2.0  # one wait of a lock TTL, not one per turn
+    meta = await store.get_session_metadata("t")
+    assert meta.turn_count == 10 and meta.retained_turns == 4 and meta.dropped_turns > 0
+    gate.set()
+
+
 async def test_cleared_session_is_not_resurrected_by_a_summary(make_store: Any) -> None:
     """A summary finishing after clear_session does not recreate the session's L1 keys."""
     gate = asyncio.Event()
