@@ -1,5 +1,33 @@
 """Prometheus metrics for one memory store, named ``agent_memory_*``.
 
+The families of betterdb-agent-memory keep its exact names, types, label and
+meaning, so its dashboards and alerts work unchanged (label ``store_name``):
+
+=============================================  =========  ==========================================
+``agent_memory_items``                         gauge      memories in the store (last count seen)
+``agent_memory_recall_total``                  counter    recall calls
+``agent_memory_recall_hits_total``             counter    recalls that returned at least one memory
+``agent_memory_recall_empty_total``            counter    recalls that returned none
+``agent_memory_recall_near_miss_total``        counter    empty recalls whose nearest candidate sat
+                                                          just past the threshold
+``agent_memory_recall_latency_seconds``        histogram  recall wall time (the reference's buckets)
+``agent_memory_embedding_calls_total``         counter    texts embedded (the reference calls its
+                                                          ``embed_fn`` once per text)
+``agent_memory_evictions_total``               counter    memories evicted by the capacity cap
+``agent_memory_consolidations_total``          counter    consolidation runs, either mode
+``agent_memory_fact_tombstone_unmatched_total`` counter   fact tombstones that matched no live fact
+=============================================  =========  ==========================================
+
+This library adds (names that never collide with those): ``recall_memories_total``
+(memories returned, summed), ``recall_embed_seconds`` / ``recall_search_seconds``
+(the latency split), ``remember_total``, ``dedup_hits_total``,
+``consolidation_runs_total{mode}``, ``consolidation_items_total{mode,outcome}``,
+``background_failures_total{task}``, ``turns_stored_total``, ``context_tokens{part}``
+and ``config_rejected_total``.
+
+``agent_memory`` is the default prefix; ``prefix=`` changes it, as the reference's
+``MemoryTelemetryOptions(metrics_prefix=...)`` does.
+
 Why the shape is what it is:
 
 * **Low cardinality.** The only free-form label is ``store_name`` (one value per
@@ -10,8 +38,10 @@ Why the shape is what it is:
 * **Shared registries.** Several stores (or several ``MemoryMetrics`` for the same
   store) may share one ``CollectorRegistry``; ``prometheus_client`` refuses to
   register a metric name twice, so each metric family is created once per
-  registry (cached by registry object) and each store binds its own children with
-  ``.labels(store_name)``.
+  registry and prefix, and each store binds its own children with
+  ``.labels(store_name)``. A family already registered under our name with the
+  same type and labels (betterdb-agent-memory's, in a process running both
+  libraries during a migration) is shared, not refused.
 * **Cheap on the hot path.** Children are bound once in ``__init__``; an
   ``observe_*`` call is a few lock-protected float additions, no dict lookups.
 """
@@ -23,7 +53,7 @@ import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
@@ -33,6 +63,7 @@ __all__ = [
     "CONSOLIDATION_MODES",
     "CONTEXT_PARTS",
     "METRIC_PREFIX",
+    "RECALL_LATENCY_BUCKETS",
     "ConsolidationMode",
     "ContextPart",
     "MemoryMetrics",
@@ -49,10 +80,15 @@ CONTEXT_PARTS: Final[frozenset[str]] = frozenset({"system", "memories", "turns",
 # A task label is chosen by the library ("heartbeat", "config_refresh", "summarise"),
 # never by a user value; the pattern keeps a bug from turning it into an id.
 _TASK_RE: Final = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_PREFIX_RE: Final = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]{0,63}$")
 
-# Recall latency: embedding calls are milliseconds (local ONNX) to seconds (remote
-# APIs); KNN search is sub-millisecond to tens of milliseconds. Buckets span both.
-_LATENCY_BUCKETS: Final = (
+#: ``agent_memory_recall_latency_seconds``: betterdb-agent-memory's buckets, so
+#: histograms from both libraries aggregate and its quantile queries keep working.
+RECALL_LATENCY_BUCKETS: Final = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, float("inf"))
+
+# The embed / search split: embedding calls are milliseconds (local ONNX) to seconds
+# (remote APIs); KNN search is sub-millisecond to tens of milliseconds.
+_SPLIT_BUCKETS: Final = (
     0.0005,
     0.001,
     0.0025,
@@ -90,72 +126,133 @@ _TOKEN_BUCKETS: Final = (
 
 @dataclass(frozen=True)
 class _Families:
-    """Every metric family, registered once in one registry."""
+    """Every metric family, registered once in one registry under one prefix."""
 
+    # betterdb-agent-memory's families (names, types, label, meaning)
     items: Gauge
     recall: Counter
     recall_hits: Counter
     recall_empty: Counter
     recall_near_miss: Counter
-    recall_seconds: Histogram
+    recall_latency: Histogram
+    embedding_calls: Counter
+    evictions: Counter
+    consolidations: Counter
+    tombstones_unmatched: Counter
+    # this library's additions
+    recall_memories: Counter
     recall_embed_seconds: Histogram
     recall_search_seconds: Histogram
     remember: Counter
     dedup_hits: Counter
-    evictions: Counter
-    consolidations: Counter
+    consolidation_runs: Counter
     consolidation_items: Counter
-    tombstones_unmatched: Counter
     background_failures: Counter
     turns_stored: Counter
     context_tokens: Histogram
     config_rejected: Counter
 
 
-def _create_families(registry: CollectorRegistry) -> _Families:
-    p = METRIC_PREFIX
+_C = TypeVar("_C", Counter, Gauge, Histogram)
+
+
+def _get_or_adopt(
+    registry: CollectorRegistry,
+    kind: type[_C],
+    name: str,
+    doc: str,
+    labels: tuple[str, ...],
+    buckets: tuple[float, ...] | None = None,
+) -> _C:
+    """Register a family, or reuse one registered under that name with the same shape.
+
+    Raises:
+        ConfigurationError: the name is taken by a metric of another type or labels.
+    """
+    try:
+        if buckets is not None:
+            return kind(name, doc, labels, registry=registry, buckets=buckets)  # type: ignore[call-arg]
+        return kind(name, doc, labels, registry=registry)
+    except ValueError as exc:
+        # prometheus_client has no public lookup by name; _names_to_collectors is the
+        # same map it checked to refuse the duplicate.
+        lookup = getattr(registry, "_names_to_collectors", {})
+        existing = lookup.get(name) or lookup.get(f"{name}_total")
+        if not (
+            isinstance(existing, kind)
+            and type(existing) is kind
+            and tuple(getattr(existing, "_labelnames", ())) == labels
+            and (buckets is None or tuple(getattr(existing, "_upper_bounds", ())) == buckets)
+        ):
+            raise ConfigurationError(
+                f"the Prometheus registry already holds a metric named {name!r} of another type or "
+                f"labels ({exc}); pass a separate registry, or another prefix, to MemoryMetrics",
+                code="configuration.metrics_conflict",
+                details={"metric": name},
+            ) from exc
+        return existing
+
+
+def _create_families(registry: CollectorRegistry, prefix: str) -> _Families:
+    p = prefix
     s = ("store_name",)
 
     def counter(name: str, doc: str, labels: tuple[str, ...] = s) -> Counter:
-        return Counter(f"{p}_{name}", doc, labels, registry=registry)
+        return _get_or_adopt(registry, Counter, f"{p}_{name}", doc, labels)
 
     def histogram(name: str, doc: str, buckets: tuple[float, ...], labels: tuple[str, ...] = s) -> Histogram:
-        return Histogram(f"{p}_{name}", doc, labels, registry=registry, buckets=buckets)
+        return _get_or_adopt(registry, Histogram, f"{p}_{name}", doc, labels, buckets)
 
     return _Families(
-        items=Gauge(f"{p}_items", "Long-term memories in the store (last count seen).", s, registry=registry),
-        recall=counter("recall", "Recall calls."),
-        recall_hits=counter("recall_hits", "Memories returned by recall calls (sum of hit counts)."),
-        recall_empty=counter("recall_empty", "Recall calls that returned no memory."),
-        recall_near_miss=counter(
-            "recall_near_miss",
-            "Empty recalls whose nearest candidate sat just past the threshold (a mis-set threshold).",
+        items=_get_or_adopt(
+            registry, Gauge, f"{p}_items", "Long-term memories in the store (last count seen).", s
         ),
-        recall_seconds=histogram("recall_seconds", "Recall wall time, end to end.", _LATENCY_BUCKETS),
+        recall=counter("recall_total", "Total recall queries."),
+        recall_hits=counter("recall_hits_total", "Recall queries that returned at least one memory."),
+        recall_empty=counter("recall_empty_total", "Recall queries that returned no memories."),
+        recall_near_miss=counter(
+            "recall_near_miss_total",
+            "Recall queries that returned nothing while the nearest candidate sat just past the threshold.",
+        ),
+        recall_latency=histogram(
+            "recall_latency_seconds", "Recall query latency in seconds.", RECALL_LATENCY_BUCKETS
+        ),
+        embedding_calls=counter(
+            "embedding_calls_total", "Texts embedded (one embedding function invocation per text)."
+        ),
+        evictions=counter("evictions_total", "Total memories evicted for capacity."),
+        consolidations=counter("consolidations_total", "Consolidation runs (summary and facts modes)."),
+        tombstones_unmatched=counter(
+            "fact_tombstone_unmatched_total",
+            "Fact tombstones that matched no live fact (surfaced, not silently dropped).",
+        ),
+        recall_memories=counter(
+            "recall_memories_total", "Memories returned by recall calls (sum of hit counts)."
+        ),
         recall_embed_seconds=histogram(
-            "recall_embed_seconds", "Time spent embedding the recall query.", _LATENCY_BUCKETS
+            "recall_embed_seconds", "Time spent embedding the recall query.", _SPLIT_BUCKETS
         ),
         recall_search_seconds=histogram(
-            "recall_search_seconds", "Time spent in the vector search (FT.SEARCH).", _LATENCY_BUCKETS
+            "recall_search_seconds", "Time spent in the vector search (FT.SEARCH).", _SPLIT_BUCKETS
         ),
-        remember=counter("remember", "Memories written by remember calls."),
-        dedup_hits=counter("dedup_hits", "Remember calls absorbed by an existing near-duplicate memory."),
-        evictions=counter("evictions", "Memories evicted by the per-scope capacity cap."),
-        consolidations=counter("consolidations", "Consolidation runs.", ("store_name", "mode")),
+        remember=counter("remember_total", "Memories written by remember calls."),
+        dedup_hits=counter(
+            "dedup_hits_total", "Remember calls absorbed by an existing near-duplicate memory."
+        ),
+        consolidation_runs=counter(
+            "consolidation_runs_total", "Consolidation runs, by mode.", ("store_name", "mode")
+        ),
         consolidation_items=counter(
-            "consolidation_items",
+            "consolidation_items_total",
             "Memories created, deleted or superseded by consolidation.",
             ("store_name", "mode", "outcome"),
         ),
-        tombstones_unmatched=counter(
-            "tombstones_unmatched", "Fact tombstones that matched no live fact (surfaced, not dropped)."
-        ),
         background_failures=counter(
-            "background_failures",
+            "background_failures_total",
             "Failures of background tasks (which log and carry on).",
             ("store_name", "task"),
         ),
-        turns_stored=counter("turns_stored", "Short-term (L1) conversation turns stored."),
+        turns_stored=counter("turns_stored_total", "Short-term (L1) conversation turns stored."),
         context_tokens=histogram(
             "context_tokens",
             "Tokens used per assembled context, by part.",
@@ -163,35 +260,30 @@ def _create_families(registry: CollectorRegistry) -> _Families:
             ("store_name", "part"),
         ),
         config_rejected=counter(
-            "config_rejected", "Live-config values rejected (the last good value was kept)."
+            "config_rejected_total", "Live-config values rejected (the last good value was kept)."
         ),
     )
 
 
-_families_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = weakref.WeakKeyDictionary()
+_families_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, _Families]] = (
+    weakref.WeakKeyDictionary()
+)
 _families_lock = threading.Lock()
 
 
-def _families_for(registry: CollectorRegistry) -> _Families:
-    """Return the families registered in ``registry``, creating them on first use.
+def _families_for(registry: CollectorRegistry, prefix: str) -> _Families:
+    """Return the families registered in ``registry`` under ``prefix``, creating them on first use.
 
     Keyed by the registry object itself (weakly), not ``id(registry)``: an id can be
     reused by a new registry after the old one is collected, which would hand the
     new registry metrics that live in a dead one.
     """
     with _families_lock:
-        families = _families_by_registry.get(registry)
+        by_prefix = _families_by_registry.setdefault(registry, {})
+        families = by_prefix.get(prefix)
         if families is None:
-            try:
-                families = _create_families(registry)
-            except ValueError as exc:
-                # Someone else registered an ``agent_memory_*`` name in this registry.
-                raise ConfigurationError(
-                    f"the Prometheus registry already holds a metric named like ours ({exc}); "
-                    "pass a separate registry to MemoryMetrics",
-                    code="configuration.metrics_conflict",
-                ) from exc
-            _families_by_registry[registry] = families
+            families = _create_families(registry, prefix)
+            by_prefix[prefix] = families
         return families
 
 
@@ -216,19 +308,32 @@ class MemoryMetrics:
         store_name: the store's name; the only free-form label value.
         registry: where to register; ``prometheus_client.REGISTRY`` by default (what
             ``start_http_server`` and most exporters scrape).
+        prefix: metric-name prefix (``agent_memory`` by default; the reference's
+            ``metrics_prefix``).
 
     Raises:
         ValidationError: ``store_name`` is empty.
-        ConfigurationError: ``registry`` already holds a foreign metric with one of
-            our names.
+        ConfigurationError: ``prefix`` is not a valid metric-name prefix, or
+            ``registry`` already holds a metric with one of our names but another
+            type or labels.
     """
 
-    def __init__(self, store_name: str, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, store_name: str, registry: CollectorRegistry | None = None, *, prefix: str | None = None
+    ) -> None:
         if not isinstance(store_name, str) or not store_name:
             raise ValidationError("store_name must be a non-empty string", details={"argument": "store_name"})
+        prefix = METRIC_PREFIX if prefix is None else prefix
+        if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
+            raise ConfigurationError(
+                f"metrics prefix must be a Prometheus name like 'agent_memory', got {prefix!r}",
+                code="configuration.metrics_prefix",
+                details={"argument": "prefix"},
+            )
         self.store_name = store_name
+        self.prefix = prefix
         self.registry = REGISTRY if registry is None else registry
-        f = _families_for(self.registry)
+        f = _families_for(self.registry, prefix)
         self._f = f
         n = store_name
         self._items = f.items.labels(n)
@@ -236,23 +341,33 @@ class MemoryMetrics:
         self._recall_hits = f.recall_hits.labels(n)
         self._recall_empty = f.recall_empty.labels(n)
         self._recall_near_miss = f.recall_near_miss.labels(n)
-        self._recall_seconds = f.recall_seconds.labels(n)
+        self._recall_latency = f.recall_latency.labels(n)
+        self._embedding_calls = f.embedding_calls.labels(n)
+        self._evictions = f.evictions.labels(n)
+        self._consolidations = f.consolidations.labels(n)
+        self._tombstones = f.tombstones_unmatched.labels(n)
+        self._recall_memories = f.recall_memories.labels(n)
         self._recall_embed = f.recall_embed_seconds.labels(n)
         self._recall_search = f.recall_search_seconds.labels(n)
         self._remember = f.remember.labels(n)
         self._dedup = f.dedup_hits.labels(n)
-        self._evictions = f.evictions.labels(n)
-        self._tombstones = f.tombstones_unmatched.labels(n)
         self._turns = f.turns_stored.labels(n)
         self._config_rejected = f.config_rejected.labels(n)
         self._context = {part: f.context_tokens.labels(n, part) for part in sorted(CONTEXT_PARTS)}
 
     def __repr__(self) -> str:
-        return f"MemoryMetrics(store_name={self.store_name!r})"
+        return f"MemoryMetrics(store_name={self.store_name!r}, prefix={self.prefix!r})"
 
     def set_items(self, n: int) -> None:
         """Record the store's current number of long-term memories."""
         self._items.set(_count("n", n))
+
+    def add_items(self, delta: int) -> None:
+        """Move the item gauge by ``delta`` (written: positive; deleted: negative) between counts."""
+        if isinstance(delta, bool) or not isinstance(delta, int):
+            raise ValidationError(f"delta must be an int, got {delta!r}", details={"argument": "delta"})
+        if delta:
+            self._items.inc(delta)
 
     def observe_recall(
         self,
@@ -265,14 +380,18 @@ class MemoryMetrics:
     ) -> None:
         """Record one recall call.
 
+        ``agent_memory_recall_hits_total`` counts this call once if it returned any
+        memory (the reference's meaning); ``agent_memory_recall_memories_total`` adds
+        ``hits``.
+
         Args:
             hits: memories returned (0 counts as an empty recall).
             near_miss: the recall was empty but the nearest candidate sat just past
                 the threshold.
             embed_seconds: time embedding the query (0 when the vector was given).
             search_seconds: time in the vector search.
-            total_seconds: end-to-end time; ``embed_seconds + search_seconds`` when
-                omitted.
+            total_seconds: end-to-end time (``agent_memory_recall_latency_seconds``);
+                ``embed_seconds + search_seconds`` when omitted.
         """
         hits = _count("hits", hits)
         embed = _seconds("embed_seconds", embed_seconds)
@@ -280,14 +399,34 @@ class MemoryMetrics:
         total = embed + search if total_seconds is None else _seconds("total_seconds", total_seconds)
         self._recall.inc()
         if hits:
-            self._recall_hits.inc(hits)
+            self._recall_hits.inc()
+            self._recall_memories.inc(hits)
         else:
             self._recall_empty.inc()
         if near_miss:
             self._recall_near_miss.inc()
         self._recall_embed.observe(embed)
         self._recall_search.observe(search)
-        self._recall_seconds.observe(total)
+        self._recall_latency.observe(total)
+
+    def observe_embedding_calls(self, n: int = 1) -> None:
+        """Record ``n`` texts embedded (``agent_memory_embedding_calls_total``).
+
+        The reference calls its ``embed_fn`` once per text; counting texts, not
+        batches, keeps the number the same for the same work.
+        """
+        n = _count("n", n)
+        if n:
+            self._embedding_calls.inc(n)
+
+    def observe_tombstones_unmatched(self, n: int) -> None:
+        """Record ``n`` fact tombstones that matched no live fact.
+
+        ``observe_consolidation(..., unmatched=n)`` records the same; call one of them.
+        """
+        n = _count("n", n)
+        if n:
+            self._tombstones.inc(n)
 
     def observe_remember(self, n: int = 1, *, dedup_hits: int = 0) -> None:
         """Record ``n`` memories written and ``dedup_hits`` absorbed as duplicates."""
@@ -315,6 +454,9 @@ class MemoryMetrics:
     ) -> None:
         """Record one consolidation run and what it changed.
 
+        ``agent_memory_consolidations_total`` counts the run (either mode, as the
+        reference does); ``agent_memory_consolidation_runs_total{mode}`` splits it.
+
         Args:
             mode: ``"summary"`` or ``"facts"``.
             created: memories written (digests or facts).
@@ -336,7 +478,8 @@ class MemoryMetrics:
             "superseded": _count("superseded", superseded),
         }
         unmatched = _count("unmatched", unmatched)
-        self._f.consolidations.labels(self.store_name, mode).inc()
+        self._consolidations.inc()
+        self._f.consolidation_runs.labels(self.store_name, mode).inc()
         for outcome, value in counts.items():
             if value:
                 self._f.consolidation_items.labels(self.store_name, mode, outcome).inc(value)

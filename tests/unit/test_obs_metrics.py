@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from betterdb_memory.errors import ConfigurationError, ValidationError
 from betterdb_memory.observability.metrics import MemoryMetrics
@@ -27,13 +27,101 @@ def test_recall_counters_and_split_latency(registry: CollectorRegistry) -> None:
     m.observe_recall(hits=0, near_miss=True, embed_seconds=0.1, search_seconds=0.002, total_seconds=0.5)
 
     assert value(registry, "agent_memory_recall_total", store_name="s1") == 2
-    assert value(registry, "agent_memory_recall_hits_total", store_name="s1") == 3
+    # The reference's meaning: recalls that returned at least one memory, not memories.
+    assert value(registry, "agent_memory_recall_hits_total", store_name="s1") == 1
+    assert value(registry, "agent_memory_recall_memories_total", store_name="s1") == 3
     assert value(registry, "agent_memory_recall_empty_total", store_name="s1") == 1
     assert value(registry, "agent_memory_recall_near_miss_total", store_name="s1") == 1
     assert value(registry, "agent_memory_recall_embed_seconds_sum", store_name="s1") == pytest.approx(0.3)
     assert value(registry, "agent_memory_recall_search_seconds_sum", store_name="s1") == pytest.approx(0.005)
-    assert value(registry, "agent_memory_recall_seconds_sum", store_name="s1") == pytest.approx(0.203 + 0.5)
+    latency = "agent_memory_recall_latency_seconds"
+    assert value(registry, f"{latency}_sum", store_name="s1") == pytest.approx(0.203 + 0.5)
+    assert value(registry, f"{latency}_count", store_name="s1") == 2
     assert value(registry, "agent_memory_recall_search_seconds_bucket", store_name="s1", le="0.0025") == 1
+
+
+def test_reference_families_have_its_names_types_and_buckets(registry: CollectorRegistry) -> None:
+    """Every betterdb-agent-memory family exists with its type, its one label, and (latency) its buckets."""
+    m = MemoryMetrics("s1", registry)
+    m.observe_recall(hits=1, near_miss=False, embed_seconds=0.0, search_seconds=0.0, total_seconds=0.02)
+    m.observe_embedding_calls(3)
+    m.observe_evictions(1)
+    m.observe_consolidation("summary", created=1)
+    m.observe_tombstones_unmatched(1)
+    m.set_items(2)
+    types = {family.name: family.type for family in registry.collect()}
+    expected = {
+        "agent_memory_items": "gauge",
+        "agent_memory_recall": "counter",
+        "agent_memory_recall_hits": "counter",
+        "agent_memory_recall_empty": "counter",
+        "agent_memory_recall_near_miss": "counter",
+        "agent_memory_recall_latency_seconds": "histogram",
+        "agent_memory_embedding_calls": "counter",
+        "agent_memory_evictions": "counter",
+        "agent_memory_consolidations": "counter",
+        "agent_memory_fact_tombstone_unmatched": "counter",
+    }
+    assert {name: types.get(name) for name in expected} == expected
+    buckets = sorted(
+        float(sample.labels["le"])
+        for family in registry.collect()
+        if family.name == "agent_memory_recall_latency_seconds"
+        for sample in family.samples
+        if sample.name.endswith("_bucket")
+    )
+    assert buckets == [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, float("inf")]
+    assert value(registry, "agent_memory_recall_latency_seconds_bucket", store_name="s1", le="0.025") == 1
+    assert value(registry, "agent_memory_embedding_calls_total", store_name="s1") == 3
+    assert value(registry, "agent_memory_consolidations_total", store_name="s1") == 1
+    assert value(registry, "agent_memory_fact_tombstone_unmatched_total", store_name="s1") == 1
+    for family in registry.collect():
+        if family.name in expected:
+            assert {k for sample in family.samples for k in sample.labels} <= {"store_name", "le"}
+
+
+def test_prefix_renames_every_family(registry: CollectorRegistry) -> None:
+    """``prefix=`` is the reference's ``metrics_prefix``; two prefixes share a registry."""
+    MemoryMetrics("s1", registry, prefix="team_mem").observe_embedding_calls()
+    MemoryMetrics("s1", registry).observe_embedding_calls(2)
+    assert value(registry, "team_mem_embedding_calls_total", store_name="s1") == 1
+    assert value(registry, "agent_memory_embedding_calls_total", store_name="s1") == 2
+    assert all(f.name.startswith(("team_mem_", "agent_memory_")) for f in registry.collect())
+    with pytest.raises(ConfigurationError):
+        MemoryMetrics("s1", registry, prefix="bad prefix")
+
+
+def test_reference_library_families_in_the_same_registry_are_shared(registry: CollectorRegistry) -> None:
+    """A process running betterdb-agent-memory too (a migration) registered these names first.
+
+    The reference creates them exactly so (name, type, ``store_name`` label, latency
+    buckets); this library reuses them instead of failing, and both count into one series.
+    """
+    ref_latency = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0]
+    ref_recall = Counter(
+        "agent_memory_recall_total", "Total recall queries", ["store_name"], registry=registry
+    )
+    Histogram(
+        "agent_memory_recall_latency_seconds",
+        "latency",
+        ["store_name"],
+        buckets=ref_latency,
+        registry=registry,
+    )
+    Gauge("agent_memory_items", "items", ["store_name"], registry=registry)
+    ref_recall.labels(store_name="s1").inc()
+    MemoryMetrics("s1", registry).observe_recall(
+        hits=0, near_miss=False, embed_seconds=0.0, search_seconds=0.0
+    )
+    assert value(registry, "agent_memory_recall_total", store_name="s1") == 2
+
+
+def test_items_gauge_moves_by_delta(registry: CollectorRegistry) -> None:
+    m = MemoryMetrics("s1", registry)
+    m.set_items(5)
+    m.add_items(2)
+    m.add_items(-3)
+    assert value(registry, "agent_memory_items", store_name="s1") == 4
 
 
 def test_write_side_counters(registry: CollectorRegistry) -> None:
@@ -62,13 +150,14 @@ def test_consolidation_by_mode_and_outcome(registry: CollectorRegistry) -> None:
     m.observe_consolidation("facts", created=2, deleted=1, superseded=1, unmatched=3)
     m.observe_consolidation("summary", created=1, deleted=4)
 
-    assert value(registry, "agent_memory_consolidations_total", store_name="s1", mode="facts") == 1
-    assert value(registry, "agent_memory_consolidations_total", store_name="s1", mode="summary") == 1
+    assert value(registry, "agent_memory_consolidations_total", store_name="s1") == 2
+    assert value(registry, "agent_memory_consolidation_runs_total", store_name="s1", mode="facts") == 1
+    assert value(registry, "agent_memory_consolidation_runs_total", store_name="s1", mode="summary") == 1
     items = "agent_memory_consolidation_items_total"
     assert value(registry, items, store_name="s1", mode="facts", outcome="created") == 2
     assert value(registry, items, store_name="s1", mode="facts", outcome="superseded") == 1
     assert value(registry, items, store_name="s1", mode="summary", outcome="deleted") == 4
-    assert value(registry, "agent_memory_tombstones_unmatched_total", store_name="s1") == 3
+    assert value(registry, "agent_memory_fact_tombstone_unmatched_total", store_name="s1") == 3
 
 
 def test_background_failures_and_context_tokens(registry: CollectorRegistry) -> None:
@@ -136,6 +225,9 @@ def test_foreign_metric_with_our_name_is_a_configuration_error(registry: Collect
     "call",
     [
         lambda m: m.observe_remember(-1),
+        lambda m: m.observe_embedding_calls(-1),
+        lambda m: m.observe_tombstones_unmatched(0.5),
+        lambda m: m.add_items(1.5),
         lambda m: m.observe_evictions(1.5),
         lambda m: m.set_items(True),
         lambda m: m.observe_recall(hits=1, near_miss=False, embed_seconds=-0.1, search_seconds=0.0),
