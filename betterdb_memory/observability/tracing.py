@@ -1,11 +1,18 @@
 """OpenTelemetry spans, one per public store operation.
 
-Each operation opens a span named ``memory.<op>`` (``memory.recall``,
-``memory.remember``, ...) carrying:
+The tracer (instrumentation scope) is ``@betterdb/agent-memory``, as in
+betterdb-agent-memory: BetterDB Monitor keeps only spans whose scope starts with
+``@betterdb/`` and reads a memory store's spans by that exact name. Each operation
+opens a span named ``agent_memory.<op>``, the reference's names for its operations
+(``agent_memory.remember``, ``agent_memory.recall``, ``agent_memory.consolidate``,
+``agent_memory.consolidateFacts``; see ``OP_*``), carrying:
 
-* ``cache.name`` = the store name. BetterDB Monitor correlates traces with the
-  instances it discovered by this attribute; the reference library set none, so
-  Monitor dropped its spans.
+* ``cache.name`` = the store name, which Monitor groups a trace's spans by; on a
+  recall, ``cache.hit`` (a memory was returned) and, when known, ``cache.matched_key``
+  (the best hit's key, which Monitor checks against live Valkey state): see
+  ``mark_recall``.
+* the reference's attributes where a call site sets them (``recall.k``,
+  ``recall.result_count``, ``memory.importance``, ``consolidate.created``, ...).
 * ``db.system`` / ``db.system.name`` = ``"valkey"`` (the older and the current
   OpenTelemetry database conventions; exporters read one or the other).
 * ``gen_ai.memory.*``: operation, store, index, and whatever the store adds
@@ -39,6 +46,9 @@ from .._version import __version__
 from ..errors import BetterDBMemoryError, ValidationError
 
 __all__ = [
+    "ATTR_CACHE_HIT",
+    "ATTR_CACHE_KEY",
+    "ATTR_CACHE_MATCHED_KEY",
     "ATTR_CACHE_NAME",
     "ATTR_DB_SYSTEM",
     "ATTR_DB_SYSTEM_NAME",
@@ -48,11 +58,24 @@ __all__ = [
     "ATTR_MEMORY_K",
     "ATTR_MEMORY_OPERATION",
     "ATTR_MEMORY_STORE",
+    "ATTR_RECALL_CANDIDATES",
+    "ATTR_RECALL_K",
+    "ATTR_RECALL_NEAREST_DISTANCE",
+    "ATTR_RECALL_NEAR_THRESHOLD",
+    "ATTR_RECALL_RESULTS",
+    "DEFAULT_TRACER_NAME",
     "INSTRUMENTATION_NAME",
+    "OP_CONSOLIDATE",
+    "OP_CONSOLIDATE_FACTS",
+    "OP_RECALL",
+    "OP_REMEMBER",
+    "SPAN_PREFIX",
     "AttrValue",
     "Attributes",
     "Tracing",
     "add_attributes",
+    "consolidation_operation",
+    "mark_recall",
     "operation_span",
 ]
 
@@ -60,9 +83,24 @@ AttrValue: TypeAlias = AttributeValue
 # A mapping, or a zero-argument callable returning one, called only when recording.
 Attributes: TypeAlias = Mapping[str, AttrValue] | Callable[[], Mapping[str, AttrValue]]
 
-INSTRUMENTATION_NAME: Final = "betterdb_memory"
+#: The instrumentation scope: betterdb-agent-memory's tracer name, which Monitor keeps.
+INSTRUMENTATION_NAME: Final = "@betterdb/agent-memory"
+#: The reference's name for it (``MemoryTelemetryOptions(tracer_name=...)`` overrides it).
+DEFAULT_TRACER_NAME: Final = INSTRUMENTATION_NAME
+#: Every span is ``agent_memory.<operation>``.
+SPAN_PREFIX: Final = "agent_memory."
+
+# The reference's operations (span ``agent_memory.<op>``); other operations use the
+# same style (camelCase, as the reference's ``consolidateFacts``).
+OP_REMEMBER: Final = "remember"
+OP_RECALL: Final = "recall"
+OP_CONSOLIDATE: Final = "consolidate"
+OP_CONSOLIDATE_FACTS: Final = "consolidateFacts"
 
 ATTR_CACHE_NAME: Final = "cache.name"
+ATTR_CACHE_HIT: Final = "cache.hit"
+ATTR_CACHE_KEY: Final = "cache.key"
+ATTR_CACHE_MATCHED_KEY: Final = "cache.matched_key"
 ATTR_DB_SYSTEM: Final = "db.system"
 ATTR_DB_SYSTEM_NAME: Final = "db.system.name"
 ATTR_ERROR_TYPE: Final = "error.type"
@@ -71,19 +109,84 @@ ATTR_MEMORY_STORE: Final = "gen_ai.memory.store"
 ATTR_MEMORY_INDEX: Final = "gen_ai.memory.index"
 ATTR_MEMORY_K: Final = "gen_ai.memory.k"
 ATTR_MEMORY_HITS: Final = "gen_ai.memory.hits"
+# The reference's recall attributes.
+ATTR_RECALL_K: Final = "recall.k"
+ATTR_RECALL_CANDIDATES: Final = "recall.candidate_count"
+ATTR_RECALL_RESULTS: Final = "recall.result_count"
+ATTR_RECALL_NEAR_THRESHOLD: Final = "recall.zero_hits_near_threshold"
+ATTR_RECALL_NEAREST_DISTANCE: Final = "recall.nearest_distance"
 
 # Span names must stay low-cardinality (backends group by them): an operation is a
-# fixed identifier like "recall" or "consolidate.facts", never a user value.
-_OPERATION_RE: Final = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
+# fixed identifier like "recall" or "consolidateFacts", never a user value.
+_OPERATION_RE: Final = re.compile(r"^[a-z][A-Za-z0-9_]*(\.[a-z][A-Za-z0-9_]*)*$")
 
 
 def _check_operation(operation: str) -> str:
     if not isinstance(operation, str) or len(operation) > 64 or not _OPERATION_RE.match(operation):
         raise ValidationError(
-            f"operation must be a short lower-case identifier like 'recall', got {operation!r}",
+            f"operation must be a short identifier like 'recall' or 'consolidateFacts', got {operation!r}",
             details={"argument": "operation"},
         )
     return operation
+
+
+def _check_tracer_name(tracer_name: str | None) -> str:
+    if tracer_name is None:
+        return INSTRUMENTATION_NAME
+    if not isinstance(tracer_name, str) or not tracer_name.strip():
+        raise ValidationError(
+            f"tracer_name must be a non-empty string, got {tracer_name!r}",
+            details={"argument": "tracer_name"},
+        )
+    return tracer_name
+
+
+def consolidation_operation(mode: str) -> str:
+    """The reference's operation name for a consolidation run of ``mode``.
+
+    ``"facts"`` -> ``"consolidateFacts"``, anything else -> ``"consolidate"`` (the span
+    of ``consolidate(mode="facts")`` is ``agent_memory.consolidateFacts`` there).
+    """
+    return OP_CONSOLIDATE_FACTS if mode == "facts" else OP_CONSOLIDATE
+
+
+def mark_recall(
+    span: Span,
+    hits: int,
+    *,
+    k: int | None = None,
+    candidates: int | None = None,
+    matched_key: str | None = None,
+    nearest_distance: float | None = None,
+) -> None:
+    """Set what a recall span reports once the hits are known (no-op when not recording).
+
+    Sets ``cache.hit`` (``hits > 0``, a bool, what Monitor reads), ``recall.result_count``
+    and ``gen_ai.memory.hits``; with ``k``, ``recall.k`` and ``gen_ai.memory.k``; with
+    ``candidates``, ``recall.candidate_count``; with ``matched_key``, ``cache.matched_key``
+    (the best hit's document key, which Monitor looks up to explain the hit).
+    ``nearest_distance`` marks a near miss (the reference's
+    ``recall.zero_hits_near_threshold`` / ``recall.nearest_distance``): pass it only when
+    the recall was empty and its nearest candidate sat just past the threshold.
+    """
+    if not span.is_recording():
+        return
+    attrs: dict[str, AttrValue] = {
+        ATTR_CACHE_HIT: hits > 0,
+        ATTR_RECALL_RESULTS: hits,
+        ATTR_MEMORY_HITS: hits,
+    }
+    if k is not None:
+        attrs[ATTR_RECALL_K] = k
+        attrs[ATTR_MEMORY_K] = k
+    if candidates is not None:
+        attrs[ATTR_RECALL_CANDIDATES] = candidates
+    if matched_key is not None:
+        attrs[ATTR_CACHE_MATCHED_KEY] = matched_key
+    if nearest_distance is not None:
+        attrs[ATTR_RECALL_NEAR_THRESHOLD] = True
+        attrs[ATTR_RECALL_NEAREST_DISTANCE] = float(nearest_distance)
+    span.set_attributes(attrs)
 
 
 def add_attributes(span: Span, attributes: Attributes | None) -> None:
@@ -112,7 +215,7 @@ def _open_span(
 ) -> Iterator[Span]:
     _check_operation(operation)
     with tracer.start_as_current_span(
-        f"memory.{operation}",
+        f"{SPAN_PREFIX}{operation}",
         kind=SpanKind.INTERNAL,
         record_exception=False,
         set_status_on_exception=False,
@@ -146,6 +249,7 @@ def operation_span(
     index_name: str,
     attributes: Attributes | None = None,
     tracer_provider: TracerProvider | None = None,
+    tracer_name: str | None = None,
 ) -> AbstractContextManager[Span]:
     """Open the span of one public operation, as the current span.
 
@@ -155,13 +259,15 @@ def operation_span(
     should prefer ``Tracing.span``, which looks its tracer up once.
 
     Args:
-        operation: the operation, e.g. ``"recall"``; the span is ``memory.<operation>``.
+        operation: the operation, e.g. ``"recall"``; the span is ``agent_memory.<operation>``.
         store_name: the store name (``cache.name``, ``gen_ai.memory.store``).
         index_name: the search index (``gen_ai.memory.index``).
         attributes: extra attributes, or a callable returning them (called only when
             the span records).
         tracer_provider: a provider to use instead of the global one (tests, or an
             application running several providers).
+        tracer_name: the instrumentation scope (default ``@betterdb/agent-memory``;
+            Monitor keeps only scopes starting with ``@betterdb/``).
 
     Returns:
         A context manager yielding the span (non-recording when no SDK is configured).
@@ -169,7 +275,7 @@ def operation_span(
     Raises:
         ValidationError: ``operation`` is not a short identifier (on entering).
     """
-    tracer = trace.get_tracer(INSTRUMENTATION_NAME, __version__, tracer_provider)
+    tracer = trace.get_tracer(_check_tracer_name(tracer_name), __version__, tracer_provider)
     return _open_span(tracer, operation, store_name, index_name, attributes)
 
 
@@ -182,19 +288,27 @@ class Tracing:
         tracer_provider: use this provider instead of the global one. The global
             provider can be set only once per process, so tests and applications
             with several pipelines pass their own here.
+        tracer_name: the instrumentation scope (the reference's ``tracer_name``);
+            ``@betterdb/agent-memory`` by default.
     """
 
     def __init__(
-        self, store_name: str, index_name: str, *, tracer_provider: TracerProvider | None = None
+        self,
+        store_name: str,
+        index_name: str,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        tracer_name: str | None = None,
     ) -> None:
         if not isinstance(store_name, str) or not store_name:
             raise ValidationError("store_name must be a non-empty string", details={"argument": "store_name"})
         self.store_name = store_name
         self.index_name = index_name
         self.tracer_provider = tracer_provider
+        self.tracer_name = _check_tracer_name(tracer_name)
         # Looked up once: with no provider configured this is a proxy that starts
         # delegating by itself if the application sets a global provider later.
-        self._tracer = trace.get_tracer(INSTRUMENTATION_NAME, __version__, tracer_provider)
+        self._tracer = trace.get_tracer(self.tracer_name, __version__, tracer_provider)
 
     def __repr__(self) -> str:
         return f"Tracing(store_name={self.store_name!r}, index_name={self.index_name!r})"
@@ -203,8 +317,23 @@ class Tracing:
         """Open the span of ``operation``, as the current span (see ``operation_span``).
 
         Args:
-            operation: the operation, e.g. ``"recall"``; the span is ``memory.<operation>``.
+            operation: the operation, e.g. ``"recall"``; the span is ``agent_memory.<operation>``.
             attributes: extra attributes, or a callable returning them (called only
                 when the span records).
         """
         return _open_span(self._tracer, operation, self.store_name, self.index_name, attributes)
+
+    def mark_recall(
+        self,
+        span: Span,
+        hits: int,
+        *,
+        k: int | None = None,
+        candidates: int | None = None,
+        matched_key: str | None = None,
+        nearest_distance: float | None = None,
+    ) -> None:
+        """``mark_recall`` for a span of this store (see the module function)."""
+        mark_recall(
+            span, hits, k=k, candidates=candidates, matched_key=matched_key, nearest_distance=nearest_distance
+        )

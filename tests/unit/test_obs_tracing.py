@@ -1,4 +1,4 @@
-"""Tracing: one memory.<op> span per operation, Monitor's cache.name, errors, zero cost untraced.
+"""Tracing: one agent_memory.<op> span per operation, scope @betterdb/agent-memory, cache.name / cache.hit.
 
 The global tracer provider can be set only once per process, so these tests never
 set it: each uses its own SDK provider passed to ``Tracing(tracer_provider=...)``.
@@ -17,7 +17,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from betterdb_memory.errors import IndexNotFoundError, ValidationError
-from betterdb_memory.observability.tracing import Tracing, add_attributes, operation_span
+from betterdb_memory.observability.tracing import (
+    OP_CONSOLIDATE,
+    OP_CONSOLIDATE_FACTS,
+    OP_RECALL,
+    OP_REMEMBER,
+    Tracing,
+    add_attributes,
+    consolidation_operation,
+    mark_recall,
+    operation_span,
+)
 
 
 @pytest.fixture
@@ -36,13 +46,13 @@ def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
 
 
 def test_span_name_and_standard_attributes(provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
-    """The span is memory.<op> with cache.name (for Monitor), db.system and gen_ai.memory.* set."""
+    """The span is agent_memory.<op> with cache.name (for Monitor), db.system and gen_ai.memory.* set."""
     tracing = Tracing("shop", "shop:mem:idx", tracer_provider=provider)
     with tracing.span("recall", {"gen_ai.memory.k": 5}) as span:
         span.set_attribute("gen_ai.memory.hits", 2)
 
     (finished,) = exporter.get_finished_spans()
-    assert finished.name == "memory.recall"
+    assert finished.name == "agent_memory.recall"
     attrs = dict(finished.attributes or {})
     assert attrs["cache.name"] == "shop"
     assert attrs["db.system"] == "valkey"
@@ -53,7 +63,8 @@ def test_span_name_and_standard_attributes(provider: TracerProvider, exporter: I
     assert attrs["gen_ai.memory.hits"] == 2
     assert finished.status.status_code == StatusCode.UNSET
     assert finished.instrumentation_scope is not None
-    assert finished.instrumentation_scope.name == "betterdb_memory"
+    # Monitor keeps only spans whose scope starts with "@betterdb/"; this is the reference's name.
+    assert finished.instrumentation_scope.name == "@betterdb/agent-memory"
 
 
 def test_exception_is_recorded_and_propagates(
@@ -91,7 +102,7 @@ async def test_span_stays_current_across_await(
             await asyncio.sleep(0)
 
     inner, outer = exporter.get_finished_spans()
-    assert outer.name == "memory.consolidate"
+    assert outer.name == "agent_memory.consolidate"
     assert inner.parent is not None
     assert outer.context is not None
     assert inner.parent.span_id == outer.context.span_id
@@ -150,12 +161,68 @@ def test_operation_span_function(provider: TracerProvider, exporter: InMemorySpa
     with operation_span("forget", store_name="s", index_name="i", tracer_provider=provider):
         pass
     (finished,) = exporter.get_finished_spans()
-    assert finished.name == "memory.forget"
+    assert finished.name == "agent_memory.forget"
     assert (finished.attributes or {})["cache.name"] == "s"
 
 
-@pytest.mark.parametrize("op", ["", "Recall", "recall thread-123", "memory.", "a" * 65])
+@pytest.mark.parametrize("op", ["", "Recall", "recall thread-123", "memory.", "a" * 65, "consolidate-facts"])
 def test_operation_must_be_a_short_identifier(provider: TracerProvider, op: str) -> None:
     """Span names stay low-cardinality: user values cannot become operation names."""
     with pytest.raises(ValidationError), Tracing("s", "i", tracer_provider=provider).span(op):
         pass
+
+
+def test_reference_operation_names(provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    """The reference's four span names, consolidateFacts (camelCase) included."""
+    tracing = Tracing("s", "i", tracer_provider=provider)
+    for op in (OP_REMEMBER, OP_RECALL, consolidation_operation("summary"), consolidation_operation("facts")):
+        with tracing.span(op):
+            pass
+    assert [s.name for s in exporter.get_finished_spans()] == [
+        "agent_memory.remember",
+        "agent_memory.recall",
+        "agent_memory.consolidate",
+        "agent_memory.consolidateFacts",
+    ]
+    assert (OP_CONSOLIDATE, OP_CONSOLIDATE_FACTS) == ("consolidate", "consolidateFacts")
+
+
+def test_tracer_name_option(provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    """``tracer_name`` (the reference's MemoryTelemetryOptions field) sets the scope."""
+    with Tracing("s", "i", tracer_provider=provider, tracer_name="@betterdb/agent-memory-eu").span("recall"):
+        pass
+    with operation_span("recall", store_name="s", index_name="i", tracer_provider=provider, tracer_name="x"):
+        pass
+    scopes = [s.instrumentation_scope.name for s in exporter.get_finished_spans() if s.instrumentation_scope]
+    assert scopes == ["@betterdb/agent-memory-eu", "x"]
+    with pytest.raises(ValidationError):
+        Tracing("s", "i", tracer_name="")
+
+
+@pytest.mark.parametrize(("hits", "hit"), [(3, True), (0, False)])
+def test_mark_recall_sets_cache_hit_and_counts(
+    provider: TracerProvider, exporter: InMemorySpanExporter, hits: int, hit: bool
+) -> None:
+    """cache.hit is a bool (what Monitor reads): true when the recall returned a memory."""
+    tracing = Tracing("shop", "i", tracer_provider=provider)
+    with tracing.span("recall") as span:
+        tracing.mark_recall(span, hits, k=8, candidates=20, matched_key="shop:mem:abc" if hits else None)
+    attrs = dict(exporter.get_finished_spans()[0].attributes or {})
+    assert attrs["cache.hit"] is hit
+    assert attrs["cache.name"] == "shop"
+    assert attrs["recall.result_count"] == attrs["gen_ai.memory.hits"] == hits
+    assert attrs["recall.k"] == attrs["gen_ai.memory.k"] == 8
+    assert attrs["recall.candidate_count"] == 20
+    assert attrs.get("cache.matched_key") == ("shop:mem:abc" if hits else None)
+    assert "recall.zero_hits_near_threshold" not in attrs
+
+
+def test_mark_recall_near_miss_and_untraced(provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+    with Tracing("s", "i", tracer_provider=provider).span("recall") as span:
+        mark_recall(span, 0, nearest_distance=0.41)
+    attrs = dict(exporter.get_finished_spans()[0].attributes or {})
+    assert attrs["cache.hit"] is False
+    assert attrs["recall.zero_hits_near_threshold"] is True
+    assert attrs["recall.nearest_distance"] == 0.41
+    with Tracing("s", "i", tracer_provider=trace.NoOpTracerProvider()).span("recall") as span:
+        mark_recall(span, 1)  # a non-recording span: nothing to do, no error
