@@ -38,7 +38,7 @@ from .extraction import ExtractedFact, FactExtractor, OpenAIFactExtractor
 from .facade import AgentMemory
 from .keys import Scope
 from .models import MemoryHit, MemoryItem, MemoryPage, StoreStats
-from .observability.live_config import ConfigSnapshot
+from .observability.live_config import ConfigSnapshot, MemoryConfigSnapshot
 from .ranking import HybridRanker, Reranker
 from .scoring import ScoreParts, Weights
 from .store import MemoryStore
@@ -71,6 +71,7 @@ __all__ = [
     "IndexExistsError",
     "IndexInfo",
     "IndexNotFoundError",
+    "MemoryConfigSnapshot",
     "MemoryHit",
     "MemoryItem",
     "MemoryNotFoundError",

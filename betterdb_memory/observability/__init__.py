@@ -3,7 +3,8 @@
 Each module is standalone (no store import) so the store composes them:
 
 * ``metrics``: ``MemoryMetrics``, Prometheus ``agent_memory_*`` with a ``store_name`` label.
-* ``tracing``: ``Tracing``, one ``memory.<op>`` span per public operation.
+* ``tracing``: ``Tracing``, one ``agent_memory.<op>`` span per public operation
+  (scope ``@betterdb/agent-memory``).
 * ``discovery``: ``DiscoveryMarker`` (BetterDB Monitor registry + heartbeat) and ``StatsHash``.
 * ``live_config``: ``LiveConfig`` and the pure ``apply_config_hash``.
 * ``telemetry``: ``Telemetry``, opt-in anonymous product events.
@@ -19,15 +20,23 @@ from .discovery import (
     registry_field,
     stats_key,
 )
-from .live_config import ConfigSnapshot, LiveConfig, Rejection, apply_config_hash, config_key
+from .live_config import (
+    ConfigSnapshot,
+    LiveConfig,
+    MemoryConfigSnapshot,
+    Rejection,
+    apply_config_hash,
+    config_key,
+)
 from .metrics import MemoryMetrics
 from .telemetry import Telemetry
-from .tracing import Tracing, add_attributes, operation_span
+from .tracing import Tracing, add_attributes, mark_recall, operation_span
 
 __all__ = [
     "ConfigSnapshot",
     "DiscoveryMarker",
     "LiveConfig",
+    "MemoryConfigSnapshot",
     "MemoryMetrics",
     "Rejection",
     "StatsHash",
@@ -38,6 +47,7 @@ __all__ = [
     "config_key",
     "fallback_registry_field",
     "heartbeat_key",
+    "mark_recall",
     "operation_span",
     "registry_field",
     "stats_key",

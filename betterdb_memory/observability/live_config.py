@@ -4,12 +4,17 @@ The hash is ``<name>:__mem_config`` (BetterDB Monitor reads ``recall.threshold``
 from it and its threshold-adjust action writes it). Field names are the
 reference library's, so existing hashes keep working::
 
-    recall.threshold            float in [0, 1]   (cosine distance cut-off)
+    recall.threshold            float in [0, 2]   cosine-distance ceiling: recall keeps
+                                                  hits with distance <= threshold
     recall.weights.similarity   float >= 0
     recall.weights.recency      float >= 0
     recall.weights.importance   float >= 0        (not all three zero)
     recall.halfLifeSeconds      float > 0
-    maxItemsPerScope            int >= 1
+    maxItemsPerScope            number >= 1       (floored: 2.7 caps at 2)
+
+The ranges are the reference library's, so any value it applies is applied here
+(``recall.threshold`` 1.5 is a valid, loose, distance), and a value BetterDB
+Monitor writes means the same to both libraries.
 
 Rules, applied by the pure ``apply_config_hash``:
 
@@ -42,6 +47,7 @@ from typing import Any, Final, cast
 import valkey.asyncio as avalkey
 
 from ..errors import ConfigurationError, ValidationError, translate
+from ..scoring import Weights
 
 __all__ = [
     "CONFIG_FIELDS",
@@ -53,6 +59,7 @@ __all__ = [
     "FIELD_WEIGHT_SIMILARITY",
     "ConfigSnapshot",
     "LiveConfig",
+    "MemoryConfigSnapshot",
     "Rejection",
     "apply_config_hash",
     "config_key",
@@ -84,7 +91,9 @@ _WEIGHTS_GROUP: Final = "recall.weights"
 # A plain decimal number. Python's float() also takes "nan", "inf", "1_000" and
 # surrounding whitespace; a config value should be what it looks like.
 _NUMBER_RE: Final = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-_INT_RE: Final = re.compile(r"^\+?\d+$")
+
+#: The largest cosine distance (opposite vectors); a threshold above it would admit everything.
+MAX_DISTANCE: Final = 2.0
 
 
 def config_key(name: str) -> str:
@@ -109,8 +118,8 @@ def _check_finite(value: float) -> float:
 
 
 def _check_threshold(value: float) -> float:
-    if not 0.0 <= _check_finite(value) <= 1.0:
-        raise _Invalid("threshold must be within [0, 1]")
+    if not 0.0 <= _check_finite(value) <= MAX_DISTANCE:
+        raise _Invalid("threshold is a cosine distance and must be within [0, 2]")
     return value
 
 
@@ -133,9 +142,10 @@ def _check_cap(value: int) -> int:
 
 
 def _cap(text: str) -> int:
-    if not _INT_RE.match(text):
-        raise _Invalid("must be a whole number")
-    return _check_cap(int(text))
+    value = _number(text)
+    if value < 1:
+        raise _Invalid("must be >= 1")
+    return math.floor(value)  # the reference floors a fractional cap
 
 
 _PARSERS: Final[dict[str, Callable[[str], float | int]]] = {
@@ -152,8 +162,17 @@ _PARSERS: Final[dict[str, Callable[[str], float | int]]] = {
 class ConfigSnapshot:
     """The recall/eviction tunables in force at one moment (immutable).
 
-    The defaults are the reference library's. ``threshold=None`` means "no
-    distance cut-off"; ``max_items_per_scope=None`` means "no cap".
+    The reference's ``MemoryConfigSnapshot`` (also exported under that name). The
+    defaults are the reference library's.
+
+    Attributes:
+        threshold: cosine-distance ceiling in [0, 2]: recall keeps hits whose
+            distance is <= threshold (0.33 ~ similarity 0.835). ``None``: the
+            embedder's calibrated default, which the store resolves.
+        weight_similarity / weight_recency / weight_importance: the composite-score
+            weights; ``weights`` gives them as one ``Weights`` (``RecallWeights``).
+        half_life_seconds: recency half-life.
+        max_items_per_scope: the capacity cap; ``None`` means no cap.
 
     Raises:
         ConfigurationError: a value is out of range (the same rules as the hash).
@@ -197,13 +216,17 @@ class ConfigSnapshot:
                 raise ConfigurationError(
                     f"max_items_per_scope={cap!r}: {exc}", details={"argument": "max_items_per_scope"}
                 ) from None
-        if self.weights == (0.0, 0.0, 0.0):
+        if self.weight_similarity == self.weight_recency == self.weight_importance == 0.0:
             raise ConfigurationError("recall weights must not all be zero", details={"argument": "weights"})
 
     @property
-    def weights(self) -> tuple[float, float, float]:
-        """``(similarity, recency, importance)``."""
-        return (self.weight_similarity, self.weight_recency, self.weight_importance)
+    def weights(self) -> Weights:
+        """The composite-score weights: ``.similarity``, ``.recency``, ``.importance``."""
+        return Weights(
+            similarity=float(self.weight_similarity),
+            recency=float(self.weight_recency),
+            importance=float(self.weight_importance),
+        )
 
     def as_hash(self) -> dict[str, str]:
         """The snapshot as hash fields (``None`` values left out), e.g. for ``config show``."""
@@ -213,6 +236,10 @@ class ConfigSnapshot:
             if value is not None:
                 out[field] = str(value)
         return out
+
+
+#: The reference's name for ``ConfigSnapshot``.
+MemoryConfigSnapshot = ConfigSnapshot
 
 
 @dataclass(frozen=True)
@@ -447,7 +474,12 @@ class LiveConfig:
         text = value.strip() if isinstance(value, str) else repr(value)
         parsed = parse_field(field, text)
         if field in _WEIGHT_FIELDS:
-            weights = dict(zip(_WEIGHT_FIELDS, self._current.weights, strict=True))
+            current = self._current
+            weights = {
+                FIELD_WEIGHT_SIMILARITY: current.weight_similarity,
+                FIELD_WEIGHT_RECENCY: current.weight_recency,
+                FIELD_WEIGHT_IMPORTANCE: current.weight_importance,
+            }
             weights[field] = float(parsed)
             if all(w == 0.0 for w in weights.values()):
                 raise ValidationError(

@@ -106,8 +106,11 @@ async def test_set_validates_then_writes(any_client: avalkey.Valkey, key: str) -
     with pytest.raises(ValidationError):
         await live.set("recall.nope", 1)
     with pytest.raises(ValidationError):
-        await live.set("maxItemsPerScope", 2.5)
+        await live.set("maxItemsPerScope", 0.5)
     assert await any_client.hgetall(key) == {}
+    assert (await live.set("maxItemsPerScope", 2.5)).max_items_per_scope == 2  # floored, as the reference does
+    assert (await live.set("recall.threshold", 1.5)).threshold == 1.5  # a distance: 1.5 is valid
+    await live.unset("maxItemsPerScope")
 
     snap = await live.set("recall.threshold", 0.5)
     assert snap.threshold == 0.5

@@ -14,11 +14,13 @@ from betterdb_memory.observability import live_config as lc
 from betterdb_memory.observability.live_config import (
     CONFIG_FIELDS,
     ConfigSnapshot,
+    MemoryConfigSnapshot,
     Rejection,
     apply_config_hash,
     config_key,
     parse_field,
 )
+from betterdb_memory.scoring import Weights
 
 DEFAULTS = ConfigSnapshot(
     threshold=0.33,
@@ -72,7 +74,33 @@ def test_invalid_threshold_keeps_last_good_not_default() -> None:
     last_good, _ = apply_config_hash({"recall.threshold": "0.9"}, defaults=DEFAULTS, last_good=DEFAULTS)
     snap, rejections = apply_config_hash({"recall.threshold": "5"}, defaults=DEFAULTS, last_good=last_good)
     assert snap.threshold == 0.9
-    assert rejections == [Rejection("recall.threshold", "5", "threshold must be within [0, 1]")]
+    assert rejections == [
+        Rejection("recall.threshold", "5", "threshold is a cosine distance and must be within [0, 2]")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "attr", "applied"),
+    [
+        ("recall.threshold", "1.5", "threshold", 1.5),  # a loose distance, valid in the reference
+        ("recall.threshold", "2", "threshold", 2.0),
+        ("recall.threshold", "0", "threshold", 0.0),
+        ("recall.weights.similarity", "3", "weight_similarity", 3.0),
+        ("recall.weights.importance", "0", "weight_importance", 0.0),
+        ("recall.halfLifeSeconds", "0.5", "half_life_seconds", 0.5),
+        ("maxItemsPerScope", "1", "max_items_per_scope", 1),
+        ("maxItemsPerScope", "2.7", "max_items_per_scope", 2),  # floored, as the reference does
+        ("maxItemsPerScope", "10.0", "max_items_per_scope", 10),
+        ("maxItemsPerScope", "1e3", "max_items_per_scope", 1000),
+    ],
+)
+def test_values_in_the_references_ranges_apply(field: str, value: str, attr: str, applied: float) -> None:
+    """Every value betterdb-agent-memory applies is applied here, with the same result."""
+    snap, rejections = apply_config_hash({field: value}, defaults=DEFAULTS, last_good=DEFAULTS)
+    assert rejections == []
+    assert getattr(snap, attr) == applied
+    if attr == "max_items_per_scope":
+        assert isinstance(snap.max_items_per_scope, int)
 
 
 def test_absent_field_returns_to_default() -> None:
@@ -90,7 +118,7 @@ def test_absent_field_returns_to_default() -> None:
         ("recall.threshold", "nan"),
         ("recall.threshold", "inf"),
         ("recall.threshold", "-0.1"),
-        ("recall.threshold", "1.0001"),
+        ("recall.threshold", "2.0001"),
         ("recall.threshold", ""),
         ("recall.threshold", "0_5"),
         ("recall.weights.similarity", "-1"),
@@ -98,9 +126,9 @@ def test_absent_field_returns_to_default() -> None:
         ("recall.halfLifeSeconds", "0"),
         ("recall.halfLifeSeconds", "-5"),
         ("maxItemsPerScope", "0"),
-        ("maxItemsPerScope", "2.5"),
-        ("maxItemsPerScope", "10.0"),
+        ("maxItemsPerScope", "0.99"),
         ("maxItemsPerScope", "-3"),
+        ("maxItemsPerScope", "many"),
     ],
 )
 def test_each_invalid_value_is_rejected(field: str, value: str) -> None:
@@ -124,7 +152,7 @@ def test_all_weights_zero_keeps_last_good_weights() -> None:
         DEFAULTS, weight_similarity=0.9, weight_recency=0.1, weight_importance=0.0
     )
     snap, rejections = apply_config_hash(raw, defaults=DEFAULTS, last_good=last_good)
-    assert snap.weights == (0.9, 0.1, 0.0)
+    assert snap.weights == Weights(similarity=0.9, recency=0.1, importance=0.0)
     assert snap.threshold == 0.4
     assert [r.field for r in rejections] == ["recall.weights"]
 
@@ -150,7 +178,8 @@ def test_whitespace_around_values_is_tolerated() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"threshold": 2.0},
+        {"threshold": 2.01},
+        {"threshold": -0.1},
         {"threshold": math.nan},
         {"weight_similarity": -0.1},
         {"weight_similarity": 0.0, "weight_recency": 0.0, "weight_importance": 0.0},
@@ -214,4 +243,22 @@ def test_any_hash_yields_a_valid_snapshot(raw: dict[str, str | bytes]) -> None:
                 assert got == getattr(DEFAULTS, attr)
         elif field in rejected or ("recall.weights" in rejected and field in lc._WEIGHT_FIELDS):
             assert got == getattr(last_good, attr)
-    assert snap.weights != (0.0, 0.0, 0.0)
+    assert snap.weights != Weights(0.0, 0.0, 0.0)
+    assert snap.threshold is None or 0.0 <= snap.threshold <= 2.0
+
+
+def test_weights_is_a_weights_object_and_the_attributes_stay() -> None:
+    """``snapshot.weights.similarity`` works (the reference's RecallWeights); the flat attributes too."""
+    snap = ConfigSnapshot(weight_similarity=0.7, weight_recency=0.2, weight_importance=0.1)
+    assert isinstance(snap.weights, Weights)
+    assert (snap.weights.similarity, snap.weights.recency, snap.weights.importance) == (0.7, 0.2, 0.1)
+    assert (snap.weight_similarity, snap.weight_recency, snap.weight_importance) == (0.7, 0.2, 0.1)
+    assert ConfigSnapshot(weight_similarity=1).weights.similarity == 1.0
+
+
+def test_threshold_none_means_the_embedders_default_and_the_alias() -> None:
+    """``threshold=None`` is allowed (the store resolves the embedder's default); the reference's name works."""
+    assert ConfigSnapshot(threshold=None).threshold is None
+    assert ConfigSnapshot(threshold=1.5).threshold == 1.5
+    assert MemoryConfigSnapshot is ConfigSnapshot
+    assert ConfigSnapshot().threshold == 0.33
