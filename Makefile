@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EXTRAS ?= embedded,onnx,openai,telemetry,dev,compat
 
-.PHONY: demo test test-unit check format bench bench-quality clean venv
+.PHONY: demo test test-unit test-valkey-search test-cluster check format bench bench-quality clean venv
 
 venv: $(STAMP)
 
@@ -23,6 +23,14 @@ test: $(STAMP)
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit
+
+# The suite against valkey-search (standalone, AOF everysec) and the cluster tests, on the
+# optional test engine in ../shared/engines/valkey-search: one line and success when it is absent.
+test-valkey-search: $(STAMP)
+	@PYTHON=$(PY) bash scripts/with-valkey-search.sh standalone $(PY) -m pytest -q --ignore=tests/cluster
+
+test-cluster: $(STAMP)
+	@PYTHON=$(PY) bash scripts/with-valkey-search.sh cluster $(PY) -m pytest -q tests/cluster
 
 check: $(STAMP)
 	$(VENV)/bin/ruff check betterdb_memory tests bench examples

@@ -34,7 +34,7 @@ import valkey
 
 from .errors import ConfigurationError, StoreConnectionError
 
-__all__ = ["EmbeddedServer", "default_data_dir", "find_binaries", "server_url_from_env"]
+__all__ = ["Binaries", "EmbeddedServer", "default_data_dir", "find_binaries", "server_url_from_env"]
 
 log = logging.getLogger("betterdb_memory.server")
 
@@ -137,6 +137,9 @@ class EmbeddedServer:
         persistence: ``False`` turns AOF off (throw-away servers only).
         startup_timeout: seconds to wait for PING to answer.
         extra_args: more ``valkey-server`` arguments, appended as given.
+        binaries: the server binary and search module to run (default: the
+            ``embedded`` extra's Valkey + RediSearch, ``find_binaries()``); for
+            example a ``valkey-server`` and valkey-search's ``libsearch.so``.
 
     A state file in ``data_dir`` records the pid and port, so a second process can
     ``attach()`` to a server that is already running on the same data dir instead of
@@ -153,6 +156,7 @@ class EmbeddedServer:
         persistence: bool = True,
         startup_timeout: float = 20.0,
         extra_args: tuple[str, ...] = (),
+        binaries: Binaries | None = None,
     ) -> None:
         if appendfsync not in ("always", "everysec", "no"):
             raise ConfigurationError(
@@ -170,6 +174,7 @@ class EmbeddedServer:
         self.persistence = persistence
         self.startup_timeout = startup_timeout
         self.extra_args = extra_args
+        self.binaries = binaries
         self._proc: subprocess.Popen[bytes] | None = None
         self._attached_pid: int | None = None
 
@@ -230,7 +235,7 @@ class EmbeddedServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self._attach_existing():
             return self
-        binaries = find_binaries()
+        binaries = self.binaries if self.binaries is not None else find_binaries()
         if self.port is None:
             self.port = _free_port()
         cmd = self.command_line(binaries)

@@ -16,7 +16,9 @@ import pytest
 import valkey.asyncio as avalkey
 
 from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory.dialect import parse_module_list
 from betterdb_memory.server import EmbeddedServer, server_url_from_env
+from tests.engines import session_engine
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +35,25 @@ def valkey_url() -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def expected_engine(valkey_url: str) -> str:
+    """The engine the session server runs: as the harness declared it, else the embedded one's, else asked.
+
+    ``make test-valkey-search`` declares ``valkey-search``; without ``VALKEY_URL`` the
+    session runs the embedded RediSearch; any other server is asked (``MODULE LIST``).
+    """
+    declared = session_engine()
+    if declared:
+        return declared
+    if not server_url_from_env():
+        return "redisearch"
+    import valkey
+
+    with valkey.Valkey.from_url(valkey_url) as c:
+        found = parse_module_list(c.execute_command("MODULE", "LIST"))
+    return found[0] if found else "unknown"
 
 
 @pytest.fixture

@@ -315,11 +315,11 @@ async def test_get_unknown_and_malformed_ids(store: MemoryStore) -> None:
         await store.get("not-an-id")
 
 
-async def test_stats_reports_counts_and_engine(store: MemoryStore) -> None:
+async def test_stats_reports_counts_and_engine(store: MemoryStore, expected_engine: str) -> None:
     await store.remember_many(["a b", "c d", {"content": "e f", "thread_id": "t"}])
     st = await store.stats()
     assert st.items == 3 and st.scopes == 2
-    assert st.capabilities.engine == "redisearch" and st.dimensions == DIM
+    assert st.capabilities.engine == expected_engine and st.dimensions == DIM
     assert st.counters["remembers"] == 3
 
 

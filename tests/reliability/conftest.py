@@ -2,7 +2,9 @@
 
 The session server of ``tests/conftest.py`` serves the isolation, load, input and
 hygiene tests. Crash and connection-fault tests get a dedicated ``EmbeddedServer``
-of their own (``own_server``), so killing it never disturbs another test.
+of their own (``own_server``), so killing it never disturbs another test; it runs
+the session's engine (valkey-search under ``make test-valkey-search``, see
+``tests/engines.py``), else the embedded one.
 ``FaultProxy`` is a TCP relay in front of a real server that drops the connection
 at an exact command (the n-th request carrying a byte pattern), for faults that
 must land between two round trips of one operation.
@@ -21,6 +23,7 @@ import numpy as np
 import pytest
 
 from betterdb_memory.server import AppendFsync, EmbeddedServer
+from tests.engines import own_server_binaries
 
 DIM = 384  # HashingEmbedder() default
 
@@ -51,9 +54,10 @@ async def scan_keys(client: Any, pattern: str) -> list[str]:
 def own_server(tmp_path: Path) -> Iterator[Callable[..., EmbeddedServer]]:
     """Start dedicated servers on ``tmp_path``; whatever state they end in, stop them after."""
     started: list[EmbeddedServer] = []
+    binaries = own_server_binaries(tmp_path)
 
     def start(appendfsync: AppendFsync = "everysec", sub: str = "data") -> EmbeddedServer:
-        server = EmbeddedServer(tmp_path / sub, appendfsync=appendfsync)
+        server = EmbeddedServer(tmp_path / sub, appendfsync=appendfsync, binaries=binaries)
         started.append(server)
         return server.start()
 
