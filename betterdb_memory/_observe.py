@@ -5,6 +5,11 @@ opt-in telemetry (modules in ``observability/``) are wired here so ``MemoryStore
 makes one call per concern. Stats-hash counters are batched in process and flushed
 about once a second by a short background task: Monitor polls every 15 s, and an
 extra HINCRBY round trip on every recall would cost more than the recall itself.
+
+The recall near miss (nothing returned, but the nearest candidate sat just past
+the threshold) is decided and warned about here too: ``is_near_miss`` is the
+reference's rule, ``warn_near_miss`` its one warning, ``StoreObservability.near_miss``
+both, once per store.
 """
 
 from __future__ import annotations
@@ -12,28 +17,139 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import os
+import sys
+import warnings
 from collections import Counter
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry.trace import Span
 
-from .errors import BetterDBMemoryError, translate
+from .errors import BetterDBMemoryError, ConfigurationError, translate
 from .keys import KeySpace
 from .observability.discovery import DiscoveryMarker
 from .observability.live_config import ConfigSnapshot, LiveConfig
 from .observability.metrics import MemoryMetrics
 from .observability.telemetry import Telemetry
-from .observability.tracing import Tracing
+from .observability.tracing import Tracing, mark_recall
 
-__all__ = ["StoreObservability"]
+__all__ = ["NEAR_MISS_FACTOR", "StoreObservability", "is_near_miss", "warn_near_miss"]
 
 log = logging.getLogger("betterdb_memory")
 
+#: An empty recall is a near miss when its nearest candidate's distance is past the
+#: threshold but within this multiple of it (the reference's "within 2x").
+NEAR_MISS_FACTOR: Final = 2.0
+
+_PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def is_near_miss(nearest_distance: float, threshold: float, *, factor: float = NEAR_MISS_FACTOR) -> bool:
+    """Whether an empty recall's nearest candidate sat just past the distance ceiling.
+
+    The reference's rule: strictly outside the threshold (a candidate within it was
+    admitted, so an empty result there is not the threshold's doing) and within
+    ``factor`` times it.
+    """
+    return math.isfinite(nearest_distance) and threshold < nearest_distance <= threshold * factor
+
+
+def _stacklevel_outside_package() -> int:
+    """The ``warnings.warn`` stacklevel of the first frame outside this package.
+
+    A fixed stacklevel breaks whenever the call chain inside the store changes; this
+    points the warning at the caller's ``await store.recall(...)`` line wherever the
+    check runs (coroutine frames chain through ``f_back`` while they run).
+    """
+    frame = sys._getframe(2)  # the caller of warn_near_miss
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
+def warn_near_miss(
+    store_name: str, nearest_distance: float, threshold: float, *, config_key: str | None = None
+) -> None:
+    """Warn (``UserWarning``) that a recall came back empty just past its threshold.
+
+    The message gives the nearest cosine distance, the threshold, and the ways to
+    raise it; the warning points at the caller's line, outside this package.
+    Whether to warn (once per store) is the caller's decision: see
+    ``StoreObservability.near_miss``.
+    """
+    where = f", or the live recall.threshold field of {config_key}" if config_key else ""
+    warnings.warn(
+        f"recall on {store_name!r} returned 0 hits, but the nearest candidate was at cosine distance "
+        f"{nearest_distance:.3f}, just past the threshold {threshold:g}. If your embedding model places "
+        f"correct matches that far apart, raise the threshold: recall(threshold=...), the store's "
+        f"default_threshold{where}. (Warned once per store.)",
+        UserWarning,
+        stacklevel=_stacklevel_outside_package(),
+    )
+
+
+def _telemetry_options(telemetry: object) -> dict[str, Any]:
+    """The fields of a ``MemoryTelemetryOptions``-like object (read by name, all optional)."""
+    prefix = getattr(telemetry, "metrics_prefix", None)
+    if prefix is None:
+        prefix = getattr(telemetry, "prefix", None)
+    return {
+        "registry": getattr(telemetry, "registry", None),
+        "tracer_provider": getattr(telemetry, "tracer_provider", None),
+        "metrics_prefix": prefix,
+        "tracer_name": getattr(telemetry, "tracer_name", None),
+    }
+
+
+def _product_analytics(telemetry: object, analytics: object) -> Telemetry:
+    """The product-analytics ``Telemetry``: off unless turned on; ``analytics=False`` wins.
+
+    ``analytics`` is the reference's option (``True`` opts in here; there it was on
+    by default). A ``Telemetry`` given as ``telemetry=`` (this library's earlier
+    spelling) is used as is. ``DO_NOT_TRACK`` and ``BETTERDB_TELEMETRY=false`` still
+    win at every event (``Telemetry.active``).
+    """
+    if analytics is False:
+        return Telemetry(enabled=False)
+    if isinstance(analytics, Telemetry):
+        return analytics
+    if analytics is True:
+        return Telemetry.opt_in()
+    if analytics is not None:
+        raise ConfigurationError(
+            f"analytics must be a bool or a Telemetry, got {type(analytics).__name__}",
+            code="configuration.analytics",
+            details={"argument": "analytics"},
+        )
+    if isinstance(telemetry, Telemetry):
+        return telemetry
+    if telemetry is True:
+        return Telemetry.opt_in()
+    return Telemetry(enabled=False)
+
 
 class StoreObservability:
-    """Per-store metrics, tracing, live config, discovery and counters."""
+    """Per-store metrics, tracing, live config, discovery and counters.
+
+    Args:
+        client / keys / defaults: the store's client, key space and constructor tunables.
+        registry / tracer_provider: where metrics and spans go (default: the globals).
+        discovery / config_refresh_seconds / heartbeat_interval: Monitor and live config.
+        telemetry: either the reference's ``MemoryTelemetryOptions`` (``registry``,
+            ``tracer_provider``, ``metrics_prefix``, ``tracer_name``; its fields
+            override the arguments of the same meaning), or this library's product
+            analytics ``Telemetry`` / ``bool`` (earlier spelling of ``analytics``).
+        analytics: anonymous product analytics. ``True`` opts in (key and host from
+            ``BETTERDB_TELEMETRY_KEY`` / ``_HOST``), ``False`` or ``None``: off, or a
+            ``Telemetry``. Off by default, unlike the reference; ``DO_NOT_TRACK``
+            always wins.
+        metrics_prefix / tracer_name: metric-name prefix and instrumentation scope.
+    """
 
     def __init__(
         self,
@@ -46,12 +162,25 @@ class StoreObservability:
         discovery: bool = True,
         config_refresh_seconds: float = 5.0,
         heartbeat_interval: float = 30.0,
-        telemetry: Telemetry | None = None,
+        telemetry: object = None,
+        analytics: bool | Telemetry | None = None,
+        metrics_prefix: str | None = None,
+        tracer_name: str | None = None,
     ) -> None:
+        if telemetry is not None and not isinstance(telemetry, Telemetry | bool):
+            opts = _telemetry_options(telemetry)
+            registry = opts["registry"] if opts["registry"] is not None else registry
+            tracer_provider = (
+                opts["tracer_provider"] if opts["tracer_provider"] is not None else tracer_provider
+            )
+            metrics_prefix = opts["metrics_prefix"] if opts["metrics_prefix"] is not None else metrics_prefix
+            tracer_name = opts["tracer_name"] if opts["tracer_name"] is not None else tracer_name
         self._client = client
         self.keys = keys
-        self.metrics = MemoryMetrics(keys.name, registry)
-        self.tracing = Tracing(keys.name, keys.index, tracer_provider=tracer_provider)
+        self.metrics = MemoryMetrics(keys.name, registry, prefix=metrics_prefix)
+        self.tracing = Tracing(
+            keys.name, keys.index, tracer_provider=tracer_provider, tracer_name=tracer_name
+        )
         self.live = LiveConfig(
             client,
             keys.config,
@@ -63,7 +192,9 @@ class StoreObservability:
         self._discovery_enabled = discovery
         self._heartbeat_interval = heartbeat_interval
         self.discovery: DiscoveryMarker | None = None
-        self.telemetry = telemetry or Telemetry(enabled=False)
+        self.telemetry = _product_analytics(telemetry, analytics)
+        self._near_miss_warned = False
+        self.near_misses = 0
         self._pending: Counter[str] = Counter()
         self._flush_task: asyncio.Task[None] | None = None
         self._started = False
@@ -73,6 +204,40 @@ class StoreObservability:
 
     def config(self) -> ConfigSnapshot:
         return self.live.current()
+
+    def mark_recall(
+        self,
+        span: Span,
+        hits: int,
+        *,
+        k: int | None = None,
+        candidates: int | None = None,
+        matched_key: str | None = None,
+        nearest_distance: float | None = None,
+    ) -> None:
+        """Set ``cache.hit`` (``hits > 0``) and the recall counts on a recall span.
+
+        See ``observability.tracing.mark_recall``; ``nearest_distance`` only for a
+        near miss (as returned by ``near_miss``'s check).
+        """
+        mark_recall(
+            span, hits, k=k, candidates=candidates, matched_key=matched_key, nearest_distance=nearest_distance
+        )
+
+    def near_miss(self, nearest_distance: float, threshold: float) -> bool:
+        """Check an empty recall for a near miss; on the first one of this store, warn.
+
+        Call it only when a recall returned nothing. Returns whether it was a near
+        miss (pass that to ``metrics.observe_recall(near_miss=...)``, which counts
+        ``agent_memory_recall_near_miss_total``); ``near_misses`` counts them too.
+        """
+        if not is_near_miss(nearest_distance, threshold):
+            return False
+        self.near_misses += 1
+        if not self._near_miss_warned:
+            self._near_miss_warned = True
+            warn_near_miss(self.keys.name, nearest_distance, threshold, config_key=self.keys.config)
+        return True
 
     async def start(self, capabilities: list[str]) -> None:
         """Start background work once the store is ready: config refresh, Monitor marker."""

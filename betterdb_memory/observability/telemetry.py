@@ -3,13 +3,14 @@
 The reference library sent events by default with a key baked into the package.
 This one does the opposite, and each rule has a reason:
 
-* **Off unless turned on**: ``Telemetry(enabled=True)``, or ``BETTERDB_TELEMETRY``
-  set to ``1``/``true``/``yes`` read by ``Telemetry.from_env()`` (the only place
-  the environment is read for it, as for all configuration in this package).
+* **Off unless turned on**: ``Telemetry(enabled=True)``, ``MemoryStore(analytics=True)``
+  (the reference's option, which defaulted to on there; ``Telemetry.opt_in()``), or
+  ``BETTERDB_TELEMETRY`` set to ``1``/``true``/``yes`` read by ``Telemetry.from_env()``.
 * **``DO_NOT_TRACK`` always wins** (any non-empty value except ``0``/``false``/
   ``no``/``off``), even over ``enabled=True``, and it is checked at every capture
   so it also stops a running process's telemetry. It is the cross-tool convention
-  users set once for all their tools.
+  users set once for all their tools. ``BETTERDB_TELEMETRY=false`` (``0``/``no``/
+  ``off``), the reference's documented opt-out, wins the same way.
 * **No baked key or host.** ``api_key`` / ``host`` are configuration
   (``BETTERDB_TELEMETRY_KEY`` / ``BETTERDB_TELEMETRY_HOST``). Without a key
   nothing is sent, so a fork or a test run can never report to anyone by accident.
@@ -47,6 +48,7 @@ __all__ = [
     "Telemetry",
     "bucket_count",
     "do_not_track",
+    "opted_out",
 ]
 
 log = logging.getLogger("betterdb_memory.telemetry")
@@ -73,6 +75,13 @@ def do_not_track(environ: Mapping[str, str] | None = None) -> bool:
     """True when ``DO_NOT_TRACK`` asks tools not to report (https://consoledonottrack.com)."""
     env = os.environ if environ is None else environ
     return env.get(ENV_DO_NOT_TRACK, "").strip().lower() not in _FALSE
+
+
+def opted_out(environ: Mapping[str, str] | None = None) -> bool:
+    """True when ``DO_NOT_TRACK`` is set, or ``BETTERDB_TELEMETRY`` is explicitly false-ish."""
+    env = os.environ if environ is None else environ
+    explicit = env.get(ENV_ENABLED, "").strip().lower()
+    return do_not_track(env) or (explicit != "" and explicit in _FALSE)
 
 
 def bucket_count(n: int) -> str:
@@ -141,10 +150,26 @@ class Telemetry:
             engine=engine,
         )
 
+    @classmethod
+    def opt_in(cls, environ: Mapping[str, str] | None = None, *, engine: str = "unknown") -> Telemetry:
+        """Enabled by the caller (``analytics=True``); key and host still come from
+        ``BETTERDB_TELEMETRY_KEY`` / ``BETTERDB_TELEMETRY_HOST`` (no key: nothing is sent).
+
+        ``DO_NOT_TRACK`` and ``BETTERDB_TELEMETRY=false`` still win, at every event.
+        """
+        env = os.environ if environ is None else environ
+        return cls(
+            enabled=True,
+            api_key=env.get(ENV_KEY, "").strip() or None,
+            host=env.get(ENV_HOST, "").strip() or None,
+            engine=engine,
+        )
+
     @property
     def active(self) -> bool:
-        """Whether ``capture`` would send: enabled, configured, and no ``DO_NOT_TRACK``."""
-        return self.enabled and self._api_key is not None and not self._unavailable and not do_not_track()
+        """Whether ``capture`` would send: enabled, configured, and not opted out
+        (``DO_NOT_TRACK``, ``BETTERDB_TELEMETRY=false``)."""
+        return self.enabled and self._api_key is not None and not self._unavailable and not opted_out()
 
     def capture(self, event: str, properties: Mapping[str, Any] | None = None) -> None:
         """Queue one event; a no-op unless ``active``. Never raises.

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from betterdb_memory._version import __version__
-from betterdb_memory.observability.telemetry import Telemetry, bucket_count, do_not_track
+from betterdb_memory.observability.telemetry import Telemetry, bucket_count, do_not_track, opted_out
 
 KEY = "phc_test_key_not_real"
 
@@ -226,3 +226,25 @@ def test_capture_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_counts_are_bucketed(n: int, bucket: str) -> None:
     """Counts are sent as orders of magnitude, never exact."""
     assert bucket_count(n) == bucket
+
+
+@pytest.mark.parametrize("value", ["false", "0", "no", "off", "FALSE"])
+def test_betterdb_telemetry_false_wins_over_enabled(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """The reference's documented opt-out, BETTERDB_TELEMETRY=false, also silences an opted-in store."""
+    monkeypatch.setenv("BETTERDB_TELEMETRY", value)
+    assert opted_out()
+    telemetry = Telemetry(enabled=True, api_key=KEY, host="http://127.0.0.1:9")
+    assert not telemetry.active
+    telemetry.capture("store.opened")
+    assert telemetry._client is None
+
+
+def test_opt_in_reads_key_and_host_from_the_environment(collector: _Collector) -> None:
+    """``analytics=True`` is ``Telemetry.opt_in()``: enabled, configured from the environment."""
+    assert not Telemetry.opt_in({}).active  # no key: nothing to send to
+    telemetry = Telemetry.opt_in({"BETTERDB_TELEMETRY_KEY": KEY, "BETTERDB_TELEMETRY_HOST": collector.url})
+    assert telemetry.enabled and telemetry.active
+    assert telemetry.host == collector.url
+    telemetry.close()
+    assert not opted_out({}) and not opted_out({"BETTERDB_TELEMETRY": "1"})
+    assert opted_out({"DO_NOT_TRACK": "1"})
