@@ -34,7 +34,7 @@ from .observability.discovery import DiscoveryMarker
 from .observability.live_config import ConfigSnapshot, LiveConfig
 from .observability.metrics import MemoryMetrics
 from .observability.telemetry import Telemetry
-from .observability.tracing import Tracing, mark_recall
+from .observability.tracing import Tracing, mark_recall, mark_remember
 
 __all__ = ["NEAR_MISS_FACTOR", "StoreObservability", "is_near_miss", "warn_near_miss"]
 
@@ -223,6 +223,12 @@ class StoreObservability:
         mark_recall(
             span, hits, k=k, candidates=candidates, matched_key=matched_key, nearest_distance=nearest_distance
         )
+
+    def mark_remember(
+        self, span: Span, *, importance: float | None = None, ttl: float | None = None, key: str | None = None
+    ) -> None:
+        """Set ``memory.importance`` / ``memory.ttl`` / ``cache.key`` on a remember span."""
+        mark_remember(span, importance=importance, ttl=ttl, key=key)
 
     def near_miss(self, nearest_distance: float, threshold: float) -> bool:
         """Check an empty recall for a near miss; on the first one of this store, warn.

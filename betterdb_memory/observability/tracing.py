@@ -54,10 +54,12 @@ __all__ = [
     "ATTR_DB_SYSTEM_NAME",
     "ATTR_ERROR_TYPE",
     "ATTR_MEMORY_HITS",
+    "ATTR_MEMORY_IMPORTANCE",
     "ATTR_MEMORY_INDEX",
     "ATTR_MEMORY_K",
     "ATTR_MEMORY_OPERATION",
     "ATTR_MEMORY_STORE",
+    "ATTR_MEMORY_TTL",
     "ATTR_RECALL_CANDIDATES",
     "ATTR_RECALL_K",
     "ATTR_RECALL_NEAREST_DISTANCE",
@@ -76,6 +78,7 @@ __all__ = [
     "add_attributes",
     "consolidation_operation",
     "mark_recall",
+    "mark_remember",
     "operation_span",
 ]
 
@@ -115,6 +118,9 @@ ATTR_RECALL_CANDIDATES: Final = "recall.candidate_count"
 ATTR_RECALL_RESULTS: Final = "recall.result_count"
 ATTR_RECALL_NEAR_THRESHOLD: Final = "recall.zero_hits_near_threshold"
 ATTR_RECALL_NEAREST_DISTANCE: Final = "recall.nearest_distance"
+# The reference's remember attributes.
+ATTR_MEMORY_IMPORTANCE: Final = "memory.importance"
+ATTR_MEMORY_TTL: Final = "memory.ttl"
 
 # Span names must stay low-cardinality (backends group by them): an operation is a
 # fixed identifier like "recall" or "consolidateFacts", never a user value.
@@ -201,6 +207,27 @@ def add_attributes(span: Span, attributes: Attributes | None) -> None:
         return
     values = attributes() if callable(attributes) else attributes
     span.set_attributes(values)
+
+
+def mark_remember(
+    span: Span, *, importance: float | None = None, ttl: float | None = None, key: str | None = None
+) -> None:
+    """Set what a remember span reports (no-op when not recording).
+
+    ``memory.importance`` (the effective importance, the default included, as the
+    reference reports it), ``memory.ttl`` when one was given, and ``cache.key`` (the
+    document written, which Monitor can look up) for a single write.
+    """
+    if not span.is_recording():
+        return
+    attrs: dict[str, AttrValue] = {}
+    if importance is not None:
+        attrs[ATTR_MEMORY_IMPORTANCE] = float(importance)
+    if ttl is not None:
+        attrs[ATTR_MEMORY_TTL] = ttl
+    if key is not None:
+        attrs[ATTR_CACHE_KEY] = key
+    span.set_attributes(attrs)
 
 
 def _error_type(exc: BaseException) -> str:
@@ -337,3 +364,9 @@ class Tracing:
         mark_recall(
             span, hits, k=k, candidates=candidates, matched_key=matched_key, nearest_distance=nearest_distance
         )
+
+    def mark_remember(
+        self, span: Span, *, importance: float | None = None, ttl: float | None = None, key: str | None = None
+    ) -> None:
+        """``mark_remember`` for a span of this store (see the module function)."""
+        mark_remember(span, importance=importance, ttl=ttl, key=key)

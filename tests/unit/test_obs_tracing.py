@@ -26,6 +26,7 @@ from betterdb_memory.observability.tracing import (
     add_attributes,
     consolidation_operation,
     mark_recall,
+    mark_remember,
     operation_span,
 )
 
@@ -226,3 +227,16 @@ def test_mark_recall_near_miss_and_untraced(provider: TracerProvider, exporter: 
     assert attrs["recall.nearest_distance"] == 0.41
     with Tracing("s", "i", tracer_provider=trace.NoOpTracerProvider()).span("recall") as span:
         mark_recall(span, 1)  # a non-recording span: nothing to do, no error
+
+
+def test_mark_remember_sets_the_references_attributes(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    tracing = Tracing("shop", "i", tracer_provider=provider)
+    with tracing.span("remember") as span:
+        tracing.mark_remember(span, importance=0.5, ttl=60, key="shop:mem:abc")
+    with tracing.span("remember") as span:
+        mark_remember(span, importance=0.8)
+    first, second = (dict(s.attributes or {}) for s in exporter.get_finished_spans())
+    assert (first["memory.importance"], first["memory.ttl"], first["cache.key"]) == (0.5, 60, "shop:mem:abc")
+    assert second["memory.importance"] == 0.8 and "memory.ttl" not in second and "cache.key" not in second
