@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 async def test_rich_context_uses_at_least_90_percent_and_never_more(make_store: Any) -> None:
     """More material than room: >= 90% of the usable budget is used, never more; the reserve is left alone."""
-    store = make_store(max_session_turns=100, summarize_batch=0, threshold=0.0)
+    store = make_store(max_session_turns=100, summarize_batch=0, default_threshold=2.0)
     for i in range(60):
         await store.store_turn(
             "t",
@@ -59,7 +59,7 @@ async def test_oversize_turn_does_not_hide_older_turns(make_store: Any) -> None:
 
 async def test_redaction_excludes_sensitivity_classes(make_store: Any) -> None:
     """redact= leaves out memories of those classes; the store's default applies when not given."""
-    store = make_store(redact=["pii"], threshold=0.0)
+    store = make_store(redact=["pii"], default_threshold=2.0)
     await store.remember_many(
         [
             {"content": "User's favourite colour is blue", "agent_id": "a", "sensitivity": "none"},
