@@ -36,9 +36,13 @@ from .observability.metrics import MemoryMetrics
 from .observability.telemetry import Telemetry
 from .observability.tracing import Tracing, mark_recall, mark_remember
 
-__all__ = ["NEAR_MISS_FACTOR", "StoreObservability", "is_near_miss", "warn_near_miss"]
+__all__ = ["MARKER_FEATURES", "NEAR_MISS_FACTOR", "StoreObservability", "is_near_miss", "warn_near_miss"]
 
 log = logging.getLogger("betterdb_memory")
+
+#: The feature names betterdb-agent-memory publishes in its discovery marker; the
+#: engine capabilities a store probed follow them.
+MARKER_FEATURES: Final = ("recall", "consolidate", "reinforce")
 
 #: An empty recall is a near miss when its nearest candidate's distance is past the
 #: threshold but within this multiple of it (the reference's "within 2x").
@@ -259,7 +263,7 @@ class StoreObservability:
                 self.keys.name,
                 index_name=self.keys.index,
                 stats_key=self.keys.stats,
-                capabilities=capabilities,
+                capabilities=[*MARKER_FEATURES, *capabilities],
                 heartbeat_interval=self._heartbeat_interval,
                 on_error=lambda exc: self.metrics.observe_background_failure("heartbeat"),
             )

@@ -202,7 +202,7 @@ async def test_monitor_reads_marker_heartbeat_stats_config_and_index(
         assert marker["type"] == "agent_memory" and marker["prefix"] == unique_name
         assert marker["protocol_version"] == 1 and marker["stats_key"] == f"{unique_name}:__mem_stats"
         assert marker["pid"] == os.getpid() and marker["hostname"] == socket.gethostname()
-        assert isinstance(marker["capabilities"], list)
+        assert marker["capabilities"][:3] == ["recall", "consolidate", "reinforce"]  # the reference's
         assert await text_client.get("__betterdb:protocol") == "1"
         heartbeat_key = f"__betterdb:heartbeat:{unique_name}:mem"
         assert await text_client.get(heartbeat_key)
