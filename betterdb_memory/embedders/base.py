@@ -231,8 +231,11 @@ class FunctionEmbedder:
 
         Raises:
             ValidationError: ``texts`` is a bare ``str`` or holds a non-string.
-            EmbeddingError: the function returned a vector of the wrong length, NaN or
-                infinity.
+            ConfigurationError: the function returned a vector of another length than
+                ``dimensions`` (``configuration.dimensions``; a ``ValueError``, as the
+                reference's "embedding dimension mismatch").
+            EmbeddingError: the function returned something that is not a vector, NaN
+                or infinity.
         """
         texts = check_texts(texts)
         if not texts:
@@ -252,12 +255,24 @@ class FunctionEmbedder:
 
         rows = await asyncio.gather(*(one(t) for t in texts))
         for i, row in enumerate(rows):
-            if isinstance(row, str | bytes) or len(row) != self._dimensions:
+            if isinstance(row, str | bytes) or not hasattr(row, "__len__"):
                 raise EmbeddingError(
-                    f"embedding function {self._model_id!r} returned a vector of the wrong length "
-                    f"for text {i} (expected {self._dimensions})",
-                    code="embedder.bad_shape",
-                    details={"model_id": self._model_id, "index": i, "expected": self._dimensions},
+                    f"embedding function {self._model_id!r} returned {type(row).__name__} for text {i}, "
+                    "not a vector",
+                    code="embedder.bad_type",
+                    details={"model_id": self._model_id, "index": i},
+                )
+            if len(row) != self._dimensions:
+                raise ConfigurationError(
+                    f"embedding dimension mismatch: embedding function {self._model_id!r} returned "
+                    f"{len(row)} values for text {i}, expected {self._dimensions}",
+                    code="configuration.dimensions",
+                    details={
+                        "model_id": self._model_id,
+                        "index": i,
+                        "expected": self._dimensions,
+                        "got": len(row),
+                    },
                 )
         return validate_embeddings(
             rows, count=len(texts), dimensions=self._dimensions, model_id=self._model_id

@@ -116,9 +116,10 @@ async def test_function_embedder_bounds_concurrency() -> None:
 @pytest.mark.parametrize(
     ("vector", "code"),
     [
-        ([1.0, 2.0], "embedder.bad_shape"),
         ([1.0, float("nan"), 0.0], "embedder.nonfinite"),
         ([float("inf"), 0.0, 0.0], "embedder.nonfinite"),
+        ("abc", "embedder.bad_type"),
+        (None, "embedder.bad_type"),
     ],
 )
 async def test_function_embedder_rejects_bad_vectors(vector: list[float], code: str) -> None:
@@ -130,6 +131,19 @@ async def test_function_embedder_rejects_bad_vectors(vector: list[float], code: 
     with pytest.raises(EmbeddingError) as info:
         await FunctionEmbedder(fn, 3).embed(["x"])
     assert info.value.code == code
+
+
+async def test_function_embedder_wrong_length_is_a_dimension_mismatch() -> None:
+    """A vector of another length than ``dimensions`` is a ValueError, as the reference's mismatch."""
+
+    async def fn(text: str) -> list[float]:
+        return [1.0, 2.0]
+
+    with pytest.raises(ConfigurationError) as info:
+        await FunctionEmbedder(fn, 3).embed(["x"])
+    assert isinstance(info.value, ValueError)
+    assert info.value.code == "configuration.dimensions"
+    assert (info.value.details["expected"], info.value.details["got"]) == (3, 2)
 
 
 async def test_function_embedder_refuses_a_sync_function() -> None:
