@@ -158,12 +158,42 @@ _PARSERS: Final[dict[str, Callable[[str], float | int]]] = {
 }
 
 
-@dataclass(frozen=True)
+_DEFAULT_WEIGHTS: Final = Weights()
+_DEFAULT_HALF_LIFE: Final = 7 * 24 * 3600.0
+
+
+def _weights_of(weights: object) -> tuple[Any, Any, Any]:
+    """``(similarity, recency, importance)`` of a ``Weights``-like object or a mapping."""
+    if isinstance(weights, Mapping):
+        unknown = set(weights) - {"similarity", "recency", "importance"}
+        if unknown:
+            raise ConfigurationError(
+                f"unknown weight names {sorted(unknown)}", details={"argument": "weights"}
+            )
+        return (
+            weights.get("similarity", _DEFAULT_WEIGHTS.similarity),
+            weights.get("recency", _DEFAULT_WEIGHTS.recency),
+            weights.get("importance", _DEFAULT_WEIGHTS.importance),
+        )
+    try:
+        # Weights, RecallWeights, or the reference's own RecallWeights dataclass.
+        return (weights.similarity, weights.recency, weights.importance)  # type: ignore[attr-defined]
+    except AttributeError:
+        raise ConfigurationError(
+            f"weights must be Weights (RecallWeights) or a mapping, got {type(weights).__name__}",
+            details={"argument": "weights"},
+        ) from None
+
+
+@dataclass(frozen=True, init=False)
 class ConfigSnapshot:
     """The recall/eviction tunables in force at one moment (immutable).
 
-    The reference's ``MemoryConfigSnapshot`` (also exported under that name). The
-    defaults are the reference library's.
+    The reference's ``MemoryConfigSnapshot`` (also exported under that name), and
+    built like it: ``ConfigSnapshot(threshold=0.33, weights=RecallWeights(...),
+    half_life_seconds=..., max_items_per_scope=...)``; the flat ``weight_*``
+    arguments (positional after ``threshold``) work too. The defaults are the
+    reference library's.
 
     Attributes:
         threshold: cosine-distance ceiling in [0, 2]: recall keeps hits whose
@@ -175,15 +205,48 @@ class ConfigSnapshot:
         max_items_per_scope: the capacity cap; ``None`` means no cap.
 
     Raises:
-        ConfigurationError: a value is out of range (the same rules as the hash).
+        ConfigurationError: a value is out of range (the same rules as the hash), or
+            ``weights=`` given together with a ``weight_*`` argument.
     """
 
     threshold: float | None = 0.33
-    weight_similarity: float = 0.6
-    weight_recency: float = 0.25
-    weight_importance: float = 0.15
-    half_life_seconds: float = 7 * 24 * 3600.0
+    weight_similarity: float = _DEFAULT_WEIGHTS.similarity
+    weight_recency: float = _DEFAULT_WEIGHTS.recency
+    weight_importance: float = _DEFAULT_WEIGHTS.importance
+    half_life_seconds: float = _DEFAULT_HALF_LIFE
     max_items_per_scope: int | None = None
+
+    def __init__(
+        self,
+        threshold: float | None = 0.33,
+        weight_similarity: float | None = None,
+        weight_recency: float | None = None,
+        weight_importance: float | None = None,
+        half_life_seconds: float = _DEFAULT_HALF_LIFE,
+        max_items_per_scope: int | None = None,
+        *,
+        weights: Weights | Mapping[str, float] | None = None,
+    ) -> None:
+        flat = (weight_similarity, weight_recency, weight_importance)
+        if weights is not None:
+            if any(w is not None for w in flat):
+                raise ConfigurationError(
+                    "pass weights= or weight_similarity / weight_recency / weight_importance, not both",
+                    details={"argument": "weights"},
+                )
+            flat = _weights_of(weights)
+        defaults = (_DEFAULT_WEIGHTS.similarity, _DEFAULT_WEIGHTS.recency, _DEFAULT_WEIGHTS.importance)
+        sim, rec, imp = (d if w is None else w for w, d in zip(flat, defaults, strict=True))
+        for attr, value in (
+            ("threshold", threshold),
+            ("weight_similarity", sim),
+            ("weight_recency", rec),
+            ("weight_importance", imp),
+            ("half_life_seconds", half_life_seconds),
+            ("max_items_per_scope", max_items_per_scope),
+        ):
+            object.__setattr__(self, attr, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         floats: list[tuple[str, Any, Callable[[float], float]]] = [

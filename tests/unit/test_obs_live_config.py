@@ -262,3 +262,26 @@ def test_threshold_none_means_the_embedders_default_and_the_alias() -> None:
     assert ConfigSnapshot(threshold=1.5).threshold == 1.5
     assert MemoryConfigSnapshot is ConfigSnapshot
     assert ConfigSnapshot().threshold == 0.33
+
+
+def test_snapshot_is_built_like_the_references() -> None:
+    """``MemoryConfigSnapshot(threshold=, weights=RecallWeights(...), half_life_seconds=)`` works."""
+    w = Weights(similarity=0.5, recency=0.3, importance=0.2)
+    snap = MemoryConfigSnapshot(threshold=0.4, weights=w, half_life_seconds=60)
+    assert snap.weights == w and snap.half_life_seconds == 60 and snap.max_items_per_scope is None
+    assert snap == ConfigSnapshot(0.4, 0.5, 0.3, 0.2, 60)
+    assert ConfigSnapshot(weights={"recency": 0.5}).weights == Weights(0.6, 0.5, 0.15)
+
+    class ReferenceWeights:  # betterdb-agent-memory's own RecallWeights dataclass, duck-typed
+        similarity, recency, importance = 1.0, 0.0, 0.0
+
+    assert ConfigSnapshot(weights=ReferenceWeights()).weight_similarity == 1.0  # type: ignore[arg-type]
+    assert dataclasses.replace(snap, threshold=1.0).weights == w
+    for bad in (
+        {"weights": w, "weight_recency": 0.1},
+        {"weights": "heavy"},
+        {"weights": {"speed": 1.0}},
+        {"weights": Weights(0.0, 0.0, 0.0)},
+    ):
+        with pytest.raises(ConfigurationError):
+            ConfigSnapshot(**bad)
