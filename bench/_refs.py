@@ -206,7 +206,7 @@ class OursAdapter(Adapter):
         )
 
     async def recall(self, query: str, *, thread: str | None, reinforce: bool) -> int:
-        hits = await self.store.recall(query, k=K, threshold=0.0, thread_id=thread, reinforce=reinforce)
+        hits = await self.store.recall(query, k=K, threshold=2.0, thread_id=thread, reinforce=reinforce)
         return len(hits)
 
     async def forget_agent(self, agent: str) -> int:

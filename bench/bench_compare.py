@@ -537,8 +537,8 @@ class Run:
         rows = []
         for cap in plan.caps:
             book = self.corpus.book
-            ours_c = OursAdapter(self.client, f"cap{cap}", book, threshold=0.0, max_items_per_scope=cap)
-            ours_u = OursAdapter(self.client, f"cap{cap}", book, threshold=0.0)
+            ours_c = OursAdapter(self.client, f"cap{cap}", book, threshold=2.0, max_items_per_scope=cap)
+            ours_u = OursAdapter(self.client, f"cap{cap}", book, threshold=2.0)
             bam_c = AgentMemoryAdapter(
                 self.client, f"bcap{cap}", book, threshold=2.0, max_items_per_scope=cap
             )
@@ -639,7 +639,7 @@ class Run:
 
         # 3. The cap under concurrent writers.
         cap = 100
-        oc = OursAdapter(self.client, "probe-cap", book, threshold=0.0, max_items_per_scope=cap)
+        oc = OursAdapter(self.client, "probe-cap", book, threshold=2.0, max_items_per_scope=cap)
         bc = AgentMemoryAdapter(self.client, "probe-bcap", book, threshold=2.0, max_items_per_scope=cap)
         self.keep(oc, bc)
         held = []

@@ -200,7 +200,7 @@ class Bench:
             client=self.client,
             name=name,
             embedder=embedder or PrecomputedOnly(),
-            threshold=0.0,
+            threshold=2.0,
             **options,
         )
         self._stores.append(store)

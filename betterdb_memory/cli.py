@@ -133,7 +133,6 @@ async def cmd_stats(store: MemoryStore, args: argparse.Namespace) -> int:
         "name": st.name,
         "index": st.index_name,
         "items": st.items,
-        "scopes": st.scopes,
         "evictions": st.evictions,
         "counters": st.counters,
         "engine": f"{st.capabilities.engine} {st.capabilities.version_string}",

@@ -9,7 +9,6 @@ never be recalled.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -23,8 +22,8 @@ __all__ = [
     "as_text",
     "decode_vector",
     "encode_vector",
-    "join_list",
-    "split_list",
+    "join_tags",
+    "split_tags",
     "to_float",
     "to_int",
     "validate_vector",
@@ -112,17 +111,12 @@ def to_int(value: Any, default: int = 0) -> int:
         return default
 
 
-def split_list(value: Any) -> list[str]:
-    """A stored comma-free list (JSON) field back to a list."""
+def split_tags(value: Any) -> list[str]:
+    """The stored ``tags`` field (comma-joined, the reference's form) back to a list."""
     text = as_text(value)
-    if not text or text == "[]":
-        return []
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return []
-    return [str(x) for x in data] if isinstance(data, list) else []
+    return [t for t in text.split(",") if t] if text else []
 
 
-def join_list(values: Sequence[str]) -> str:
-    return json.dumps(list(values), ensure_ascii=False)
+def join_tags(values: Sequence[str]) -> str:
+    """Tags as the reference stores them: joined with ``,`` (validated comma-free)."""
+    return ",".join(values)

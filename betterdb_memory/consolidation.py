@@ -1,32 +1,32 @@
 """Consolidation: fold memories into one digest (``summary``) or into current facts (``facts``).
 
-Two modes, because they answer different questions:
+Two modes, because they answer different questions (the reference's contract):
 
-* ``summary`` accumulates: many memories become one lossy digest. It does not
-  resolve updates ("moved to Berlin" after "lives in Paris" may both survive).
-* ``facts`` resolves updates: an extractor turns memories into ``Fact``\\ s keyed by
-  subject; the newest dated statement is the current fact, the one it replaces is
-  kept as history (not recalled), a tombstone retracts. Sources are kept.
+* ``summary`` accumulates: many memories become one lossy digest (source
+  ``"summary"``). It does not resolve updates ("moved to Berlin" after "lives in
+  Paris" may both survive).
+* ``facts`` resolves updates: an extractor turns memories into ``Fact`` s keyed by
+  subject; the newest dated statement is the current fact (source ``"fact"``,
+  content ``"[date] statement"``), the one it replaces leaves the index into a
+  history (``fact_history``), a tombstone retracts. Sources are kept.
 
 Design (why it looks like this):
 
-* **Candidates** come from each exact scope's ``created`` sorted set, paged by a
-  (score, member) cursor, 1,000 ids at a time, merged oldest first across scopes;
-  never a non-KNN FT.SEARCH (valkey-search 1.0 has none) and never one unbounded read.
-* **State is per target scope** (the exact scope named by the selectors, where the
-  output is written): a sorted set of source ids already consolidated, so a re-run
-  over unchanged sources reads them, skips them, calls no model and writes nothing;
-  a HASH subject -> live fact id; a per-subject history sorted set.
-* **Supersession is one Lua script per page** (``_consolidation_scripts.COMMIT_FACTS``):
-  it renames the old fact from ``<name>:mem:{T}:…`` to ``<name>:hist:{T}:…`` (same slot;
-  outside the index prefix, so the index drops it), removes it from the scope's
-  bookkeeping (``count``/``list``/eviction never see it), links the new fact and marks
-  the page's sources consumed, atomically. Each op carries the id it expects to
-  replace, so a stale plan cannot clobber a newer fact.
-* **One run per target scope at a time**: a lock (``SET NX PX`` with a token,
-  extended by a heartbeat while a model call runs, released by compare-and-delete).
-  A second caller waits, bounded, then re-reads the state and finds nothing new.
-  The model is called under this lock only, never under anything ``remember`` holds.
+* **Candidates and current facts come from the index** (one filter read each, at
+  most ``SCAN_LIMIT``; see ``scopes``), so facts and memories another library wrote
+  (betterdb-agent-memory, BetterDB Monitor) take part, and nothing can drift.
+* **State per target scope** (the exact scope named by the selectors, where the
+  output is written): a sorted set of the source ids already consolidated, so a
+  re-run over unchanged sources calls no model and writes nothing; per subject, a
+  sorted set of the fact ids it has had (its history).
+* **Supersession moves, it does not delete**: the old fact's document is renamed
+  from ``<name>:mem:<id>`` to ``<name>:hist:{<name>:mem:<id>}`` (the same slot, out of
+  the index prefix), so recall, count and Monitor stop seeing it at once while its
+  text stays readable in ``fact_history`` until ``purge_fact_history`` or erasure.
+* **Output is never capped**: consolidation is a net reduction, and an eviction pass
+  over a scope the sources still fill could evict the digest or unrelated memories.
+* **One run per target scope at a time**: a token lock kept alive by a heartbeat
+  while a model call runs. The model is called under this lock only.
 * Plans are pure functions (``plan_facts``, ``parse_instant``, ``normalise``):
   unit-tested without a server.
 """
@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import heapq
 import inspect
 import json
 import logging
@@ -46,22 +45,24 @@ import time
 import unicodedata
 import uuid
 import warnings
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal
 
-from . import _consolidation_scripts as _lua
 from ._io import call
 from .codec import as_text, to_float
 from .errors import BetterDBMemoryError, ValidationError
 from .keys import KeySpace, Scope
 from .models import SENSITIVITY_LEVELS, MemoryItem
+from .query import ITEM_FIELDS, MemoryFilter
 from .validation import check_importance, check_tags
 
 if TYPE_CHECKING:
     from ._io import RetryPolicy
+    from ._observe import StoreObservability
+    from .observability.metrics import MemoryMetrics
+    from .replies import SearchHit
 
 __all__ = [
     "ConsolidateFactsResult",
@@ -72,17 +73,19 @@ __all__ = [
     "Fact",
     "FactRecord",
     "SummarizeFn",
+    "fact_content",
+    "fact_statement",
     "normalise",
     "parse_instant",
     "plan_facts",
 ]
 
-log = logging.getLogger("betterdb_memory")
+log = logging.getLogger(__name__)
 
-PAGE_SIZE = 1000  # candidates per read, per model call and per commit
+PAGE_SIZE = 1000  # candidates per model call in facts mode
 _MAX_SOURCE_IDS = 200  # ids kept in a digest's metadata (recall returns metadata with every hit)
-_DEFAULT_FACT_IMPORTANCE = 0.7
-_HIST_FIELDS = ("content", "metadata", "created_at", "subject", "superseded_by", "valid_until", "retracted")
+_DEFAULT_SUMMARY_IMPORTANCE = 0.7
+_HIST_FIELDS = ("content", "subject", "date", "created_at", "superseded_by", "valid_until", "retracted")
 
 
 # -- public values ---------------------------------------------------------------------
@@ -127,34 +130,48 @@ class FactRecord:
 
 @dataclass(frozen=True, slots=True)
 class ConsolidateResult:
-    """What a ``summary`` run did; ``summary_id`` is None when there was nothing to fold."""
+    """What a ``summary`` run did (the reference's fields first).
 
-    mode: Literal["summary"]
-    candidates: int
-    created: int
+    ``consolidated``: source memories folded; ``created``: the id of the digest (empty
+    when there was nothing to fold); ``deleted``: sources deleted.
+    """
+
+    consolidated: int
+    created: list[str]
     deleted: int
-    summary_id: str | None
+    mode: Literal["summary"] = "summary"
+
+    @property
+    def candidates(self) -> int:
+        return self.consolidated
+
+    @property
+    def summary_id(self) -> str | None:
+        return self.created[0] if self.created else None
 
 
 @dataclass(frozen=True, slots=True)
 class ConsolidateFactsResult:
-    """What a ``facts`` run did.
+    """What a ``facts`` run did (the reference's fields first).
 
-    ``created`` counts fact memories written (a statement superseded later in the same
-    run included); ``facts`` holds the ids of those still current at the end.
-    ``unchanged`` counts statements that changed nothing (already current, or dated
-    before the current fact). ``unmatched_tombstones`` lists the subjects of
-    tombstones that found no current fact.
+    ``candidates``: source memories examined; ``facts``: current facts of the target
+    scope after the run; ``created``: ids of the fact memories written; ``deleted``:
+    prior fact memories superseded or retracted (moved to history, out of the index)
+    or duplicate; ``unmatched_tombstones``: subjects a tombstone named that had no
+    current fact. Extras: ``superseded``, ``retracted``, ``unchanged`` (statements that
+    changed nothing) and ``fact_ids`` (the current facts' ids).
     """
 
-    mode: Literal["facts"]
     candidates: int
-    created: int
-    superseded: int
-    retracted: int
-    unchanged: int
+    facts: int
+    created: list[str]
+    deleted: int
     unmatched_tombstones: list[str] = field(default_factory=list)
-    facts: list[str] = field(default_factory=list)
+    superseded: int = 0
+    retracted: int = 0
+    unchanged: int = 0
+    fact_ids: list[str] = field(default_factory=list)
+    mode: Literal["facts"] = "facts"
 
 
 class ConsolidationBusyError(BetterDBMemoryError):
@@ -225,10 +242,16 @@ def _date_text(value: str | datetime | None) -> str | None:
     return value.strip() or None
 
 
-def fact_content(subject: str, statement: str, date_text: str | None) -> str:
-    """The text stored (and embedded) for a fact: subject, statement and its date."""
-    body = f"{subject.strip()}: {statement.strip()}"
-    return f"{body} (as of {date_text})" if date_text else body
+def fact_content(statement: str, date_text: str | None) -> str:
+    """The text stored (and embedded) for a fact: ``[date] statement`` (the reference's form)."""
+    body = statement.strip()
+    return f"[{date_text}] {body}" if date_text else body
+
+
+def fact_statement(content: str, date_text: str | None) -> str:
+    """Inverse of ``fact_content``: the statement of a stored fact (its date from the ``date`` field)."""
+    prefix = f"[{date_text}] " if date_text else ""
+    return content[len(prefix) :] if prefix and content.startswith(prefix) else content
 
 
 def subject_digest(subject_key: str) -> str:
@@ -262,7 +285,7 @@ class FactOp:
     @property
     def content(self) -> str:
         assert self.fact is not None
-        return fact_content(self.fact.subject, self.fact.statement, _date_text(self.fact.date))
+        return fact_content(self.fact.statement, _date_text(self.fact.date))
 
 
 @dataclass(slots=True)
@@ -350,26 +373,6 @@ def plan_facts(facts: Iterable[object], current: Mapping[str, CurrentFact]) -> F
     return plan
 
 
-def _write_groups(ops: Sequence[FactOp]) -> list[list[int]]:
-    """Split a plan so that no two ``put``\\ s of one group store the same content.
-
-    ``remember`` deduplicates content, so A, B, A for one subject would hand the
-    third op the first op's id, which B has just moved to history. Cutting before
-    the repeat writes the third A after B is committed, as a new document.
-    """
-    groups: list[list[int]] = [[]]
-    seen: set[str] = set()
-    for i, op in enumerate(ops):
-        if op.action == "put":
-            ck = normalise(op.content)
-            if ck in seen:
-                groups.append([])
-                seen = set()
-            seen.add(ck)
-        groups[-1].append(i)
-    return groups
-
-
 def _most_sensitive(items: Sequence[MemoryItem]) -> str:
     """Output inherits its sources' highest sensitivity: fail closed for redaction filters."""
     rank = {level: i for i, level in enumerate(SENSITIVITY_LEVELS)}
@@ -409,58 +412,56 @@ async def _invoke(fn: Callable[[list[MemoryItem]], Any], items: list[MemoryItem]
 
 
 class ConsolidationKeys:
-    """Consolidation keys of one target scope; all in the slot of its hash tag."""
+    """Consolidation state of one target scope (``<name>:cons:{<scope tag>}:...``)."""
 
-    def __init__(self, keys: KeySpace, tag: str) -> None:
-        base = f"{keys.name}:scope:{{{tag}}}"
-        self.tag = tag
-        self.lock = f"{base}:consolidate:lock"
-        self.facts = f"{base}:facts"
-        self.subjects = f"{base}:facts:subjects"
-        self.history_base = f"{base}:facts:hist:"
-        self.hist_prefix = f"{keys.name}:hist:"
-        self.consumed = {"summary": f"{base}:consolidated:summary", "facts": f"{base}:consolidated:facts"}
+    def __init__(self, keys: KeySpace, scope: Scope) -> None:
+        base = keys.consolidation_base(scope.tag)
+        self.scope = scope
+        self.tag = scope.tag
+        self.lock = f"{base}:lock"
+        self.subjects = f"{base}:subjects"  # HASH subject digest -> subject key
+        self.history_base = f"{base}:hist:"
+        self.consumed = {"summary": f"{base}:consumed:summary", "facts": f"{base}:consumed:facts"}
+        self.targets = f"{keys.name}:cons:targets"  # HASH scope tag -> [ns, agent, thread]
+        self._keys = keys
 
     def history(self, digest: str) -> str:
         return f"{self.history_base}{digest}"
 
     def hist_doc(self, memory_id: str) -> str:
-        return f"{self.hist_prefix}{{{memory_id[:20]}}}:{memory_id[21:]}"
+        """Where a superseded fact's document goes: same slot as the document, outside the index."""
+        return f"{self._keys.history_prefix()}{{{self._keys.doc(memory_id)}}}"
 
-
-class _Scripts:
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.acquire = client.register_script(_lua.LOCK_ACQUIRE)
-        self.extend = client.register_script(_lua.LOCK_EXTEND)
-        self.release = client.register_script(_lua.LOCK_RELEASE)
-        self.page = client.register_script(_lua.CREATED_PAGE)
-        self.commit = client.register_script(_lua.COMMIT_FACTS)
-        self.purge = client.register_script(_lua.PURGE_HISTORY)
-        self.read = client.register_script(_lua.READ_DOCS)
+    def all_state(self) -> list[str]:
+        return [self.lock, self.subjects, *self.consumed.values()]
 
 
 class _ScopeLock:
-    """A TTL-bounded lock on one target scope, kept alive by a heartbeat while held."""
+    """A TTL-bounded token lock on one target scope, kept alive by a heartbeat while held."""
 
-    def __init__(self, scripts: _Scripts, key: str, retry: RetryPolicy, *, ttl: float, wait: float) -> None:
-        self.scripts, self.key, self.retry = scripts, key, retry
+    def __init__(
+        self, lock_script: Any, unlock_script: Any, key: str, retry: RetryPolicy, *, ttl: float, wait: float
+    ) -> None:
+        self.lock_script, self.unlock_script = lock_script, unlock_script
+        self.key, self.retry = key, retry
         self.ttl_ms = str(max(1000, int(ttl * 1000)))
         self.ttl, self.wait = ttl, wait
         self.token = uuid.uuid4().hex
         self.lost = False
         self._beat: asyncio.Task[None] | None = None
 
-    async def _script(self, script: Any, *args: str) -> int:
+    async def _take(self) -> bool:
+        # The LOCK script is replay-safe: a retried call whose first reply was lost
+        # finds its own token and succeeds (it also extends the TTL).
         async def run() -> Any:
-            return await script(keys=[self.key], args=list(args))
+            return await self.lock_script(keys=[self.key], args=[self.token, self.ttl_ms])
 
-        return int(await call("consolidate", run, policy=self.retry))
+        return int(await call("consolidate", run, policy=self.retry)) == 1
 
     async def __aenter__(self) -> _ScopeLock:
         deadline = time.monotonic() + self.wait
         delay = 0.02
-        while not await self._script(self.scripts.acquire, self.token, self.ttl_ms):
+        while not await self._take():
             if time.monotonic() > deadline:
                 raise ConsolidationBusyError(
                     f"another consolidation holds {self.key} (waited {self.wait:.0f}s)",
@@ -475,7 +476,7 @@ class _ScopeLock:
         while True:
             await asyncio.sleep(self.ttl / 3)
             try:
-                if not await self._script(self.scripts.extend, self.token, self.ttl_ms):
+                if not await self._take():
                     self.lost = True
                     return
             except BetterDBMemoryError as exc:  # try again next beat; the TTL covers a blip
@@ -496,21 +497,46 @@ class _ScopeLock:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._beat
         try:
-            await self._script(self.scripts.release, self.token)
+            await call(
+                "consolidate",
+                lambda: self.unlock_script(keys=[self.key], args=[self.token]),
+                policy=self.retry,
+            )
         except BetterDBMemoryError as exc:  # the TTL frees it
             log.warning("could not release consolidation lock %s: %s", self.key, exc)
 
 
-@dataclass(slots=True)
-class _Stream:
-    """Read position in one scope's ``created`` set: the last (score, member) fetched."""
+@dataclass(frozen=True, slots=True)
+class _Selection:
+    """Validated candidate selectors and the exact scope output is written to."""
 
-    key: str
-    after_member: str = ""
-    after_score: float | None = None
-    ties: set[str] = field(default_factory=set)
-    buf: deque[tuple[float, str]] = field(default_factory=deque)
-    done: bool = False
+    target: Scope
+    tags: tuple[str, ...]
+    older_than: float | None
+    max_importance: float | None
+    include_summaries: bool
+
+    def candidates(self, now_ms: int, exclude: tuple[str, ...]) -> MemoryFilter:
+        cutoff = None if self.older_than is None else now_ms - int(self.older_than * 1000)
+        return MemoryFilter(
+            scope=self.target,
+            tags=self.tags,
+            exclude_sources=exclude,
+            max_created_at=cutoff,
+            max_importance=self.max_importance,
+            exclude_expired_at=now_ms,
+        )
+
+
+@dataclass(slots=True)
+class _Tally:
+    candidates: int = 0
+    created: list[str] = field(default_factory=list)
+    superseded: int = 0
+    retracted: int = 0
+    duplicates: int = 0
+    unchanged: int = 0
+    unmatched: list[str] = field(default_factory=list)
 
 
 # -- the mixin ---------------------------------------------------------------------------
@@ -526,91 +552,71 @@ class ConsolidationMixin:
 
     consolidation_lock_ttl: float = 30.0
     consolidation_lock_wait: float = 60.0
-    consolidation_source: str = "consolidation"
-    _consolidation_scripts: _Scripts | None = None
 
     if TYPE_CHECKING:  # provided by MemoryStore
         keys: KeySpace
         retry: RetryPolicy
         _client: Any
-        _forget_script: Any
+        _obs: StoreObservability
+        metrics: MemoryMetrics
+        fact_source: str
+        fact_importance: float
+        _lock_script: Any
+        _unlock_script: Any
 
-        async def matching_scopes(self, scope: Scope) -> list[Scope]: ...
-        async def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem | None]: ...
-        async def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]: ...
-
-    def _cscripts(self) -> _Scripts:
-        cached = self._consolidation_scripts
-        if cached is None or cached.client is not self._client:
-            cached = self._consolidation_scripts = _Scripts(self._client)
-        return cached
+        async def _ensure_ready(self) -> None: ...
+        async def _scan_all(
+            self, flt: MemoryFilter, fields: Sequence[str], *, operation: str
+        ) -> tuple[int, list[SearchHit]]: ...
+        def _item(self, hit: SearchHit) -> MemoryItem: ...
+        async def _remember_many(
+            self, items: Iterable[str | Mapping[str, Any]], *, capped: bool, dedup: bool | None = None
+        ) -> tuple[list[str], int, int]: ...
+        async def _delete_ids(self, ids: Sequence[str]) -> int: ...
 
     # -- public API ------------------------------------------------------------------------
 
-    @overload
-    async def consolidate(
-        self, mode: Literal["summary"], summarize: SummarizeFn | None = ..., *,
-        extract_facts: ExtractFactsFn | None = ..., older_than_seconds: float | None = ...,
-        max_importance: float | None = ..., delete_sources: bool = ..., summary_importance: float = ...,
-        fact_importance: float | None = ..., tags: Sequence[str] | None = ..., thread_id: str | None = ...,
-        agent_id: str | None = ..., namespace: str | None = ..., include_summaries: bool = ...,
-    ) -> ConsolidateResult: ...  # fmt: skip
-    @overload
-    async def consolidate(
-        self, mode: Literal["facts"], summarize: SummarizeFn | None = ..., *,
-        extract_facts: ExtractFactsFn | None = ..., older_than_seconds: float | None = ...,
-        max_importance: float | None = ..., delete_sources: bool = ..., summary_importance: float = ...,
-        fact_importance: float | None = ..., tags: Sequence[str] | None = ..., thread_id: str | None = ...,
-        agent_id: str | None = ..., namespace: str | None = ..., include_summaries: bool = ...,
-    ) -> ConsolidateFactsResult: ...  # fmt: skip
-    @overload
-    async def consolidate(
-        self, mode: str, summarize: SummarizeFn | None = ..., *,
-        extract_facts: ExtractFactsFn | None = ..., older_than_seconds: float | None = ...,
-        max_importance: float | None = ..., delete_sources: bool = ..., summary_importance: float = ...,
-        fact_importance: float | None = ..., tags: Sequence[str] | None = ..., thread_id: str | None = ...,
-        agent_id: str | None = ..., namespace: str | None = ..., include_summaries: bool = ...,
-    ) -> ConsolidateResult | ConsolidateFactsResult: ...  # fmt: skip
-
     async def consolidate(
         self,
-        mode: str,
+        mode: Literal["summary", "facts"],
         summarize: SummarizeFn | None = None,
         *,
         extract_facts: ExtractFactsFn | None = None,
         older_than_seconds: float | None = None,
         max_importance: float | None = None,
-        delete_sources: bool = True,
-        summary_importance: float = 0.7,
+        delete_sources: bool | None = None,
+        summary_importance: float | None = None,
         fact_importance: float | None = None,
         tags: Sequence[str] | None = None,
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
         include_summaries: bool = False,
-    ) -> ConsolidateResult | ConsolidateFactsResult:
-        """Fold the memories of a scope into one digest, or into current facts.
+    ) -> Any:
+        """Fold a selection of memories into one digest, or into current facts.
 
-        Candidates: memories in the scope (``None`` selectors mean "any"), with any of
-        ``tags``, created more than ``older_than_seconds`` ago, of importance at most
-        ``max_importance``; never facts, nor digests unless ``include_summaries``, nor
-        memories an earlier run of the same mode already consolidated into this
-        target. Output goes to the exact scope the selectors name.
+        Candidates: memories matching the scope selectors (``None`` means "any"),
+        carrying ALL of ``tags``, created more than ``older_than_seconds`` ago, of
+        importance at most ``max_importance``; never facts, never digests in summary
+        mode unless ``include_summaries``, never sources an earlier run of the same
+        mode already consolidated into this target. At least one selector is required.
+        Output goes to the exact scope the selectors name, with the selection's tags.
 
         Args:
             mode: ``"summary"`` (one digest; ``summarize(items) -> str``) or ``"facts"``
                 (``extract_facts(items) -> list[Fact]``). Either seam may be sync or
-                async; it receives items oldest first, at most 1,000 per facts call.
-            delete_sources: summary mode: delete the folded memories (else keep them,
-                marked consumed). Facts mode always keeps its sources.
-            summary_importance / fact_importance: importance of what is written.
+                async; it receives items oldest first (at most 1,000 per facts call).
+            delete_sources: summary mode: delete the folded memories (default True;
+                ``False`` keeps them, marked consumed). Facts mode always keeps them.
+            summary_importance / fact_importance: importance of what is written
+                (defaults 0.7 and the store's ``ConsolidationConfig``).
 
         Returns:
             ``ConsolidateResult`` (summary) or ``ConsolidateFactsResult`` (facts).
 
         Raises:
-            ValidationError: a bad argument (before any I/O), or a malformed model output
-                (that page is not applied; earlier pages stay committed).
+            ValidationError (a ValueError): no selector, a bad argument (before any I/O),
+                or a malformed model output (nothing of that page is applied).
             ConsolidationBusyError: another run of this target scope did not finish in time.
         """
         if mode not in ("summary", "facts"):
@@ -620,7 +626,6 @@ class ConsolidationMixin:
                 details={"argument": "mode"},
             )
         fn: Any = summarize if mode == "summary" else extract_facts
-        other = extract_facts if mode == "summary" else summarize
         needed = "summarize" if mode == "summary" else "extract_facts"
         if fn is None or not callable(fn):
             raise ValidationError(
@@ -628,16 +633,18 @@ class ConsolidationMixin:
                 code="validation.argument",
                 details={"argument": needed},
             )
-        if other is not None:
+        if delete_sources is not None and not isinstance(delete_sources, bool):
             raise ValidationError(
-                f"mode={mode!r} takes {needed}, not {'extract_facts' if mode == 'summary' else 'summarize'}",
-                code="validation.argument",
+                "delete_sources must be a bool",
+                code="validation.type",
+                details={"argument": "delete_sources"},
             )
-        for name, flag in (("delete_sources", delete_sources), ("include_summaries", include_summaries)):
-            if not isinstance(flag, bool):
-                raise ValidationError(
-                    f"{name} must be a bool", code="validation.type", details={"argument": name}
-                )
+        if not isinstance(include_summaries, bool):
+            raise ValidationError(
+                "include_summaries must be a bool",
+                code="validation.type",
+                details={"argument": "include_summaries"},
+            )
         sel = _Selection(
             target=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
             tags=check_tags(tags),
@@ -645,48 +652,59 @@ class ConsolidationMixin:
             max_importance=_check_optional(max_importance, "max_importance", lo=0.0, hi=1.0),
             include_summaries=include_summaries,
         )
-        importance = check_importance(
-            summary_importance if mode == "summary" else _DEFAULT_FACT_IMPORTANCE
-            if fact_importance is None else fact_importance
-        )  # fmt: skip
-
-        # Observability is optional: the store's ``_obs`` (or ``_tracing`` / ``_metrics``).
-        obs = getattr(self, "_obs", None)
-        tracing = getattr(self, "_tracing", None) or obs
-        metrics = getattr(self, "_metrics", None) or getattr(obs, "metrics", None)
-        span_cm: Any = (
-            tracing.span("consolidate", {"gen_ai.memory.mode": mode})
-            if tracing is not None
-            else contextlib.nullcontext()
-        )
-        with span_cm as span:
+        if mode == "summary":
+            importance = check_importance(
+                _DEFAULT_SUMMARY_IMPORTANCE if summary_importance is None else summary_importance
+            )
+        else:
+            importance = check_importance(
+                self.fact_importance if fact_importance is None else fact_importance
+            )
+        if sel.target.is_empty and not sel.tags and sel.older_than is None and sel.max_importance is None:
+            raise ValidationError(
+                "consolidate needs a scope, tags, older_than_seconds or max_importance to select memories; "
+                "refusing to fold everything",
+                code="validation.empty_scope",
+            )
+        await self._ensure_ready()
+        with self._obs.span("consolidate" if mode == "summary" else "consolidateFacts") as span:
             result: ConsolidateResult | ConsolidateFactsResult
             if mode == "summary":
-                result = await self._consolidate_summary(sel, fn, importance, delete_sources)
+                result = await self._consolidate_summary(sel, fn, importance, delete_sources is not False)
                 counts = {
-                    "created": result.created,
+                    "created": len(result.created),
                     "deleted": result.deleted,
                     "superseded": 0,
                     "unmatched": 0,
                 }
+                candidates = result.consolidated
             else:
                 result = await self._consolidate_facts(sel, fn, importance)
                 counts = {
-                    "created": result.created,
+                    "created": len(result.created),
                     "deleted": result.retracted,
                     "superseded": result.superseded,
                     "unmatched": len(result.unmatched_tombstones),
                 }
-            if span is not None and hasattr(span, "set_attribute"):
-                span.set_attribute("gen_ai.memory.candidates", result.candidates)
-                for name, value in counts.items():
-                    span.set_attribute(f"gen_ai.memory.{name}", value)
-        if metrics is not None:
-            metrics.observe_consolidation(mode, **counts)
+                candidates = result.candidates
+            span.set_attribute("gen_ai.memory.mode", mode)
+            span.set_attribute("gen_ai.memory.candidates", candidates)
+            for name, value in counts.items():
+                span.set_attribute(f"gen_ai.memory.{name}", value)
+        self.metrics.observe_consolidation(mode, **counts)
         return result
 
     async def consolidate_facts(
-        self, extract_facts: ExtractFactsFn | None = None, **options: Any
+        self,
+        *,
+        extract_facts: ExtractFactsFn,
+        older_than_seconds: float | None = None,
+        max_importance: float | None = None,
+        fact_importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
     ) -> ConsolidateFactsResult:
         """Deprecated: use ``consolidate(mode="facts", extract_facts=...)`` (same options)."""
         warnings.warn(
@@ -695,9 +713,329 @@ class ConsolidationMixin:
             stacklevel=2,
         )
         result: ConsolidateFactsResult = await self.consolidate(
-            "facts", extract_facts=extract_facts, **options
+            "facts",
+            extract_facts=extract_facts,
+            older_than_seconds=older_than_seconds,
+            max_importance=max_importance,
+            fact_importance=fact_importance,
+            tags=tags,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
         )
         return result
+
+    async def _call(self, operation: str, method: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """One client call through ``_io.call`` (retried: every use here is idempotent)."""
+
+        async def run() -> Any:
+            return await method(*args)
+
+        return await call(operation, run, policy=self.retry)
+
+    def _keys_of(self, scope: Scope) -> ConsolidationKeys:
+        return ConsolidationKeys(self.keys, scope)
+
+    def _scope_lock(self, ck: ConsolidationKeys) -> _ScopeLock:
+        return _ScopeLock(
+            self._lock_script,
+            self._unlock_script,
+            ck.lock,
+            self.retry,
+            ttl=self.consolidation_lock_ttl,
+            wait=self.consolidation_lock_wait,
+        )
+
+    async def _register_target(self, ck: ConsolidationKeys) -> None:
+        s = ck.scope
+        value = json.dumps([s.namespace, s.agent_id, s.thread_id], ensure_ascii=False)
+        await call("consolidate", lambda: self._client.hset(ck.targets, ck.tag, value), policy=self.retry)
+
+    async def _candidates(self, sel: _Selection, ck: ConsolidationKeys, mode: str) -> list[MemoryItem]:
+        """The selection's unconsumed candidates, oldest first."""
+        now_ms = int(time.time() * 1000)
+        exclude: tuple[str, ...] = (self.fact_source,)
+        if mode == "summary" and not sel.include_summaries:
+            exclude += ("summary",)
+        _, hits = await self._scan_all(sel.candidates(now_ms, exclude), ITEM_FIELDS, operation="consolidate")
+        items = [self._item(h) for h in hits]
+        items = [
+            i
+            for i in items
+            if i.kind != "fact" and (i.kind != "summary" or mode == "facts" or sel.include_summaries)
+        ]
+        items.sort(key=lambda i: (i.created_at, i.id))
+        if not items:
+            return []
+        ids = [i.id for i in items]
+        scores = await call(
+            "consolidate", lambda: self._client.zmscore(ck.consumed[mode], ids), policy=self.retry
+        )
+        return [i for i, score in zip(items, scores, strict=True) if score is None]
+
+    async def _mark_consumed(self, key: str, ids: Sequence[str]) -> None:
+        if ids:
+            now = time.time()
+            await call(
+                "consolidate", lambda: self._client.zadd(key, dict.fromkeys(ids, now)), policy=self.retry
+            )
+
+    def _output(
+        self,
+        sel: _Selection,
+        content: str,
+        importance: float,
+        sources: Sequence[MemoryItem],
+        *,
+        kind: str,
+        source: str,
+        metadata: dict[str, Any],
+        subject: str | None = None,
+        date_text: str | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "content": content,
+            "importance": importance,
+            "tags": list(sel.tags),
+            "source": source,
+            "thread_id": sel.target.thread_id,
+            "agent_id": sel.target.agent_id,
+            "namespace": sel.target.namespace,
+            "sensitivity": _most_sensitive(sources),
+            "metadata": metadata,
+            "kind": kind,
+            "subject": subject,
+            "date": date_text,
+        }
+
+    # -- summary -----------------------------------------------------------------------------
+
+    async def _consolidate_summary(
+        self, sel: _Selection, summarize: SummarizeFn, importance: float, delete_sources: bool
+    ) -> ConsolidateResult:
+        ck = self._keys_of(sel.target)
+        await self._register_target(ck)
+        async with self._scope_lock(ck) as lock:
+            items = await self._candidates(sel, ck, "summary")
+            if not items:
+                return ConsolidateResult(0, [], 0)
+            text = await _invoke(summarize, items)
+            if not isinstance(text, str) or not text.strip():
+                raise ValidationError("summarize must return non-empty text", code="validation.summary")
+            lock.check()
+            ids = [i.id for i in items]
+            metadata = {
+                "source_ids": ids[:_MAX_SOURCE_IDS],
+                "source_count": len(ids),
+                "source_ids_truncated": len(ids) > _MAX_SOURCE_IDS,
+                "date_from": _iso_ts(items[0].created_at / 1000.0),
+                "date_to": _iso_ts(items[-1].created_at / 1000.0),
+            }
+            digest = self._output(
+                sel, text, importance, items, kind="summary", source="summary", metadata=metadata
+            )
+            # Written before the sources go, so a failure never loses both; uncapped.
+            (summary_id,), _, _ = await self._remember_many([digest], capped=False, dedup=False)
+            if delete_sources:
+                deleted = await self._delete_ids(ids)
+            else:
+                deleted = 0
+                await self._mark_consumed(ck.consumed["summary"], ids)
+            return ConsolidateResult(len(items), [summary_id], deleted)
+
+    # -- facts ---------------------------------------------------------------------------------
+
+    async def _current_facts(
+        self, sel: _Selection
+    ) -> tuple[dict[str, CurrentFact], dict[str, str], list[str]]:
+        """(subject key -> current fact, fact id -> subject, ids of duplicate facts) of the target.
+
+        Read from the index (facts another library wrote count); the oldest fact of a
+        subject is its current one, later duplicates (a concurrent run of another
+        library) are retired.
+        """
+        flt = MemoryFilter(scope=sel.target, tags=sel.tags, sources=(self.fact_source,))
+        _, hits = await self._scan_all(
+            flt, ("content", "subject", "date", "created_at"), operation="consolidate"
+        )
+        hits.sort(key=lambda h: (to_float(h.fields.get("created_at")), h.key))
+        current: dict[str, CurrentFact] = {}
+        subjects: dict[str, str] = {}
+        duplicates: list[str] = []
+        for h in hits:
+            mid = self.keys.memory_id_of(h.key)
+            subject = as_text(h.fields.get("subject"))
+            if not normalise(subject):
+                continue  # a fact without a subject cannot be reconciled
+            key = normalise(subject)
+            if key in current:
+                duplicates.append(mid)
+                continue
+            date_text = as_text(h.fields.get("date")) or None
+            statement = fact_statement(as_text(h.fields.get("content")), date_text)
+            try:
+                instant = parse_instant(date_text)
+            except ValidationError:
+                instant = None
+            current[key] = CurrentFact(mid, normalise(statement), instant)
+            subjects[mid] = subject
+        return current, subjects, duplicates
+
+    async def _consolidate_facts(
+        self, sel: _Selection, extract: ExtractFactsFn, importance: float
+    ) -> ConsolidateFactsResult:
+        ck = self._keys_of(sel.target)
+        await self._register_target(ck)
+        tally = _Tally()
+        async with self._scope_lock(ck) as lock:
+            items = await self._candidates(sel, ck, "facts")
+            current, _, duplicates = await self._current_facts(sel)
+            if duplicates:
+                tally.duplicates += await self._retire(ck, duplicates, by=None, retracted=False, subjects={})
+            for start in range(0, len(items), PAGE_SIZE):
+                page = items[start : start + PAGE_SIZE]
+                tally.candidates += len(page)
+                extracted = await _invoke(extract, page)
+                if isinstance(extracted, str | bytes) or not isinstance(extracted, Iterable):
+                    raise ValidationError("extract_facts must return a list of Fact", code="validation.fact")
+                plan = plan_facts(extracted, current)
+                lock.check()
+                current = await self._apply_plan(ck, sel, plan, page, importance, current, tally)
+                await self._mark_consumed(ck.consumed["facts"], [i.id for i in page])
+        live = [c.ref for c in current.values() if isinstance(c.ref, str)]
+        return ConsolidateFactsResult(
+            candidates=tally.candidates,
+            facts=len(live),
+            created=tally.created,
+            deleted=tally.superseded + tally.retracted + tally.duplicates,
+            unmatched_tombstones=tally.unmatched,
+            superseded=tally.superseded,
+            retracted=tally.retracted,
+            unchanged=tally.unchanged,
+            fact_ids=live,
+        )
+
+    async def _apply_plan(
+        self,
+        ck: ConsolidationKeys,
+        sel: _Selection,
+        plan: FactPlan,
+        page: Sequence[MemoryItem],
+        importance: float,
+        current: dict[str, CurrentFact],
+        tally: _Tally,
+    ) -> dict[str, CurrentFact]:
+        """Write the plan's new facts first, then retire what they replace (write-then-delete)."""
+        tally.unchanged += plan.unchanged
+        tally.unmatched += plan.unmatched
+        ops = plan.ops
+        puts = [i for i, op in enumerate(ops) if op.action == "put"]
+        new_ids: dict[int, str] = {}
+        if puts:
+            written, _, _ = await self._remember_many(
+                [self._fact_item(sel, ops[i], importance, page) for i in puts], capped=False, dedup=False
+            )
+            new_ids = dict(zip(puts, written, strict=True))
+            tally.created += written
+        now_iso = datetime.now(UTC).isoformat()
+        state = dict(current)
+        for i, op in enumerate(ops):
+            expected = op.expected
+            old = new_ids.get(expected) if isinstance(expected, int) else expected
+            if op.action == "put":
+                if old is not None:
+                    await self._retire(
+                        ck, [old], by=new_ids[i], retracted=False, subjects={old: op.subject},
+                        until=op.instant.isoformat() if op.instant else now_iso,
+                    )  # fmt: skip
+                    tally.superseded += 1
+                assert op.fact is not None
+                await self._link_history(ck, op.key, new_ids[i])
+                state[op.key] = CurrentFact(new_ids[i], normalise(op.fact.statement), op.instant)
+            else:
+                if old is not None:
+                    await self._retire(
+                        ck, [old], by=None, retracted=True, subjects={old: op.subject},
+                        until=op.instant.isoformat() if op.instant else now_iso,
+                    )  # fmt: skip
+                    tally.retracted += 1
+                state.pop(op.key, None)
+        return state
+
+    async def _link_history(self, ck: ConsolidationKeys, subject_key: str, fact_id: str) -> None:
+        digest = subject_digest(subject_key)
+
+        async def run() -> None:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.zadd(ck.history(digest), {fact_id: time.time()})
+            pipe.hset(ck.subjects, digest, subject_key)
+            await pipe.execute()
+
+        await call("consolidate", run, policy=self.retry)
+
+    async def _retire(
+        self,
+        ck: ConsolidationKeys,
+        ids: Sequence[str],
+        *,
+        by: str | None,
+        retracted: bool,
+        subjects: Mapping[str, str],
+        until: str | None = None,
+    ) -> int:
+        """Move facts out of the index into history (RENAME, same slot); the number moved."""
+        moved = 0
+        for mid in ids:
+            doc, hist = self.keys.doc(mid), ck.hist_doc(mid)
+
+            async def run(doc: str = doc, hist: str = hist, mid: str = mid) -> bool:
+                pipe = self._client.pipeline(transaction=False)
+                pipe.exists(doc)
+                pipe.hset(
+                    doc,
+                    mapping={
+                        "valid_until": until or datetime.now(UTC).isoformat(),
+                        "superseded_by": by or "",
+                        "retracted": "1" if retracted else "0",
+                    },
+                )
+                pipe.rename(doc, hist)
+                pipe.delete(self.keys.access(mid))
+                try:
+                    out = await pipe.execute()
+                except Exception as exc:  # already gone: nothing to move
+                    if "no such key" in str(exc).lower():
+                        return False
+                    raise
+                return bool(out[0])
+
+            if await call("consolidate", run, policy=self.retry):
+                moved += 1
+                subject = subjects.get(mid)
+                if subject:
+                    await self._link_history(ck, normalise(subject), mid)
+        if moved:
+            self.metrics.add_items(-moved)
+        return moved
+
+    def _fact_item(
+        self, sel: _Selection, op: FactOp, importance: float, page: Sequence[MemoryItem]
+    ) -> dict[str, Any]:
+        assert op.fact is not None
+        date_text = _date_text(op.fact.date)
+        return self._output(
+            sel,
+            op.content,
+            importance,
+            page,
+            kind="fact",
+            source=self.fact_source,
+            metadata={},
+            subject=op.fact.subject.strip(),
+            date_text=date_text,
+        )
+
+    # -- history -------------------------------------------------------------------------------
 
     async def fact_history(
         self,
@@ -707,48 +1045,36 @@ class ConsolidationMixin:
         agent_id: str | None = None,
         namespace: str | None = None,
     ) -> list[FactRecord]:
-        """Every recorded fact of ``subject`` in the matching scopes, newest first.
+        """Every recorded fact of ``subject`` in the exact target scope named, newest first.
 
         The current fact (``current=True``) and the ones it replaced or that were
-        retracted, each with ``valid_until`` and ``superseded_by``. ``None`` selectors
-        mean "any" (as in ``list``).
+        retracted, each with ``valid_until`` and ``superseded_by``.
         """
         key = _subject_key(subject)
-        digest = subject_digest(key)
-        scopes = await self.matching_scopes(
-            Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
+        ck = self._keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
+        members = await call(
+            "fact_history",
+            lambda: self._client.zrange(ck.history(subject_digest(key)), 0, -1, withscores=True),
+            policy=self.retry,
         )
-        cks = [ConsolidationKeys(self.keys, s.tag) for s in scopes]
-
-        async def heads() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for ck in cks:
-                pipe.hget(ck.facts, key)
-                pipe.zrange(ck.history(digest), 0, -1, desc=True, withscores=True)
-            return list(await pipe.execute())
-
-        rows = await call("fact_history", heads, policy=self.retry) if cks else []
-        wanted: list[tuple[str, str | None, float]] = []  # (id, live id of its scope, order)
-        for i in range(len(cks)):
-            live = as_text(rows[2 * i]) or None
-            wanted += [(as_text(m), live, float(s)) for m, s in rows[2 * i + 1]]
+        ids = [(as_text(m), float(s)) for m, s in members]
 
         async def docs() -> list[Any]:
             pipe = self._client.pipeline(transaction=False)
-            for mid, _, _ in wanted:
-                pipe.hmget(ConsolidationKeys(self.keys, mid[:20]).hist_doc(mid), list(_HIST_FIELDS))
+            for mid, _ in ids:
+                pipe.hmget(ck.hist_doc(mid), list(_HIST_FIELDS))
                 pipe.hmget(self.keys.doc(mid), list(_HIST_FIELDS))
             return list(await pipe.execute())
 
-        found = await call("fact_history", docs, policy=self.retry) if wanted else []
+        found = await call("fact_history", docs, policy=self.retry) if ids else []
         records: list[tuple[float, FactRecord]] = []
-        for i, (mid, live, order) in enumerate(wanted):
-            hist_vals, mem_vals = found[2 * i], found[2 * i + 1]
-            is_hist = hist_vals[0] is not None
-            values = hist_vals if is_hist else mem_vals
+        for n, (mid, order) in enumerate(ids):
+            hist_vals, mem_vals = found[2 * n], found[2 * n + 1]
+            is_current = mem_vals[0] is not None
+            values = mem_vals if is_current else hist_vals
             if values[0] is None:
                 continue  # forgotten, or purged meanwhile
-            records.append((order, _record(mid, dict(zip(_HIST_FIELDS, values, strict=True)), mid == live)))
+            records.append((order, _record(mid, dict(zip(_HIST_FIELDS, values, strict=True)), is_current)))
         records.sort(key=lambda r: (r[1].recorded_at, r[0], r[1].current), reverse=True)
         return [r for _, r in records]
 
@@ -760,425 +1086,65 @@ class ConsolidationMixin:
         agent_id: str | None = None,
         namespace: str | None = None,
     ) -> int:
-        """Delete superseded and retracted facts (current facts stay); returns how many.
+        """Delete superseded and retracted facts of the exact target scope (current facts stay).
 
-        ``subject=None`` purges every subject of the matching scopes (``None``
-        selectors mean "any").
+        ``subject=None`` purges every subject. Returns how many were deleted.
         """
+        ck = self._keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
         only = None if subject is None else subject_digest(_subject_key(subject))
-        scopes = await self.matching_scopes(
-            Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
-        )
-        deleted = 0
-        for scope in scopes:
-            deleted += await self._purge_scope_history(scope.tag, only)
-        return deleted
+        return await self._purge_history(ck, only)
 
-    async def _wipe_consolidation_state(self, tag: str) -> int:
-        """Delete every history document and consolidation key of one exact scope.
-
-        Called by ``forget_by_scope`` / ``erase`` when a whole scope is wiped, so no
-        superseded fact text survives the right to erasure. Returns history docs deleted.
-        """
-        deleted = await self._purge_scope_history(tag, None)
-        ck = ConsolidationKeys(self.keys, tag)
-        doomed = [ck.facts, ck.subjects, ck.lock, *ck.consumed.values()]
-
-        async def run() -> Any:
-            return await self._client.unlink(*doomed)
-
-        await call("forget_by_scope", run, policy=self.retry)
-        return deleted
-
-    async def _purge_scope_history(self, tag: str, only: str | None) -> int:
-        scripts = self._cscripts()
-        deleted = 0
-        ck = ConsolidationKeys(self.keys, tag)
+    async def _purge_history(self, ck: ConsolidationKeys, only: str | None) -> int:
         if only is not None:
             digests = [only]
         else:
-
-            async def subjects(key: str = ck.subjects) -> Any:
-                return await self._client.hkeys(key)
-
-            digests = sorted(
-                as_text(d) for d in await call("purge_fact_history", subjects, policy=self.retry)
-            )
+            raw = await call("purge_fact_history", lambda: self._client.hkeys(ck.subjects), policy=self.retry)
+            digests = sorted(as_text(d) for d in raw)
+        deleted = 0
         for digest in digests:
-            start = 0
-            while True:
-                args = [self.keys.doc_prefix, ck.hist_prefix, digest, str(start), str(PAGE_SIZE)]
+            hk = ck.history(digest)
+            ids = [as_text(m) for m in await self._call("purge_fact_history", self._client.zrange, hk, 0, -1)]
 
-                async def run(
-                    args: list[str] = args, hk: str = ck.history(digest), sk: str = ck.subjects
-                ) -> Any:
-                    return await scripts.purge(keys=[hk, sk], args=args)
+            async def run(ids: list[str] = ids, hk: str = hk) -> list[Any]:
+                pipe = self._client.pipeline(transaction=False)
+                for mid in ids:
+                    pipe.delete(ck.hist_doc(mid))
+                    pipe.exists(self.keys.doc(mid))
+                return list(await pipe.execute())
 
-                n_deleted, scanned, kept = (
-                    int(x) for x in await call("purge_fact_history", run, policy=self.retry)
-                )
-                deleted += n_deleted
-                start += kept
-                if scanned < PAGE_SIZE:
-                    break
+            rows = await call("purge_fact_history", run, policy=self.retry) if ids else []
+            gone = [mid for n, mid in enumerate(ids) if not int(rows[2 * n + 1])]
+            deleted += sum(int(r) for r in rows[0::2])
+            if gone:
+                await self._call("purge_fact_history", self._client.zrem, hk, *gone)
         return deleted
 
-    # -- summary -----------------------------------------------------------------------------
+    async def _forget_scope_state(self, scope: Scope) -> None:
+        """Erase the consolidation state (history included) of every target inside ``scope``.
 
-    async def _consolidate_summary(
-        self, sel: _Selection, summarize: SummarizeFn, importance: float, delete_sources: bool
-    ) -> ConsolidateResult:
-        scripts = self._cscripts()
-        ck = ConsolidationKeys(self.keys, sel.target.tag)
-        lock = _ScopeLock(
-            scripts, ck.lock, self.retry, ttl=self.consolidation_lock_ttl, wait=self.consolidation_lock_wait
-        )
-        async with lock:
-            items: list[MemoryItem] = []
-            async for page in self._candidate_pages(sel, ck.consumed["summary"]):
-                items.extend(page)
-            if not items:
-                return ConsolidateResult("summary", 0, 0, 0, None)
-            text = await _invoke(summarize, items)
-            if not isinstance(text, str) or not text.strip():
-                raise ValidationError("summarize must return non-empty text", code="validation.summary")
-            lock.check()
-            ids = [i.id for i in items]
-            metadata = {
-                "source_ids": ids[:_MAX_SOURCE_IDS],
-                "source_count": len(ids),
-                "source_ids_truncated": len(ids) > _MAX_SOURCE_IDS,
-                "date_from": _iso_ts(items[0].created_at),
-                "date_to": _iso_ts(items[-1].created_at),
-            }
-            digest = self._output(sel, text, importance, items, kind="summary", metadata=metadata)
-            (summary_id,) = await self.remember_many([digest])
-            deleted = 0
-            for start in range(0, len(ids), PAGE_SIZE):
-                chunk = ids[start : start + PAGE_SIZE]
-                if delete_sources:
-                    deleted += await self._forget_ids(chunk, done=deleted)
-                else:
-                    await self._mark_consumed(ck.consumed["summary"], chunk)
-            return ConsolidateResult("summary", len(items), 1, deleted, summary_id)
-
-    async def _forget_ids(self, ids: Sequence[str], *, done: int) -> int:
-        """Delete memories (each with its bookkeeping, via the store's FORGET script)."""
-
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for mid in ids:
-                tag = self.keys.scope_tag_of(mid)
-                keys = [self.keys.doc(mid), *self.keys.scope_keys(tag)]
-                await self._forget_script(keys=keys, args=[self.keys.doc_prefix, mid], client=pipe)
-            return list(await pipe.execute())
-
-        # Not retried: a replay would count deletions twice; progress is in the error.
-        rows = await call("consolidate", run, policy=self.retry, idempotent=False, details={"deleted": done})
-        return sum(int(r) for r in rows)
-
-    async def _mark_consumed(self, key: str, ids: Sequence[str]) -> None:
-        now = time.time()
-        await call("consolidate", lambda: self._client.zadd(key, dict.fromkeys(ids, now)), policy=self.retry)
-
-    def _output(
-        self,
-        sel: _Selection,
-        content: str,
-        importance: float,
-        sources: Sequence[MemoryItem],
-        *,
-        kind: str,
-        metadata: dict[str, Any],
-        subject: str | None = None,
-    ) -> dict[str, Any]:
-        return {
-            "content": content,
-            "importance": importance,
-            "tags": list(sel.tags),
-            "source": self.consolidation_source,
-            "thread_id": sel.target.thread_id,
-            "agent_id": sel.target.agent_id,
-            "namespace": sel.target.namespace,
-            "sensitivity": _most_sensitive(sources),
-            "metadata": metadata,
-            "kind": kind,
-            "subject": subject,
-        }
-
-    # -- facts ---------------------------------------------------------------------------------
-
-    async def _consolidate_facts(
-        self, sel: _Selection, extract: ExtractFactsFn, importance: float
-    ) -> ConsolidateFactsResult:
-        scripts = self._cscripts()
-        ck = ConsolidationKeys(self.keys, sel.target.tag)
-        tally = _Tally()
-        lock = _ScopeLock(
-            scripts, ck.lock, self.retry, ttl=self.consolidation_lock_ttl, wait=self.consolidation_lock_wait
-        )
-        async with lock:
-            async for page in self._candidate_pages(sel, ck.consumed["facts"]):
-                tally.candidates += len(page)
-                extracted = await _invoke(extract, page)
-                if isinstance(extracted, str | bytes) or not isinstance(extracted, Iterable):
-                    raise ValidationError("extract_facts must return a list of Fact", code="validation.fact")
-                facts = [_as_fact(f, i) for i, f in enumerate(extracted)]
-                current = await self._current_facts(ck, {normalise(f.subject) for f in facts})
-                plan = plan_facts(facts, current)
-                lock.check()
-                await self._apply_plan(ck, sel, plan, page, importance, tally)
-        return ConsolidateFactsResult(
-            "facts",
-            tally.candidates,
-            tally.created,
-            tally.superseded,
-            tally.retracted,
-            tally.unchanged,
-            tally.unmatched,
-            list(tally.live.values()),
-        )
-
-    async def _current_facts(self, ck: ConsolidationKeys, subject_keys: set[str]) -> dict[str, CurrentFact]:
-        """The stored live fact of each subject (a dangling index entry counts as none)."""
-        ordered = sorted(subject_keys)
-        if not ordered:
-            return {}
-        raw = await call("consolidate", lambda: self._client.hmget(ck.facts, ordered), policy=self.retry)
-        ids = {k: as_text(v) for k, v in zip(ordered, raw, strict=True) if v is not None}
-        items = await self.get_many(list(ids.values()))
-        out: dict[str, CurrentFact] = {}
-        for (k, mid), item in zip(ids.items(), items, strict=True):
-            if item is None:
+        Called when ``forget_by_scope`` wipes a scope, so no superseded fact text
+        survives the right to erasure.
+        """
+        targets_key = f"{self.keys.name}:cons:targets"
+        raw = await call("forget_by_scope", lambda: self._client.hgetall(targets_key), policy=self.retry)
+        for tag, value in raw.items():
+            ns, agent, thread = json.loads(as_text(value))
+            exact = Scope(namespace=ns, agent_id=agent, thread_id=thread)
+            if not scope.contains(exact):
                 continue
-            meta = item.metadata
-            stmt = meta.get("statement")
-            out[k] = CurrentFact(
-                mid,
-                normalise(stmt) if isinstance(stmt, str) else "",
-                parse_instant(meta.get("valid_from")) if isinstance(meta.get("valid_from"), str) else None,
-            )
-        return out
+            ck = self._keys_of(exact)
+            await self._purge_history(ck, None)
+            raw_digests = await self._call("forget_by_scope", self._client.hkeys, ck.subjects)
+            doomed = [*ck.all_state(), *(ck.history(as_text(d)) for d in raw_digests)]
 
-    async def _apply_plan(
-        self,
-        ck: ConsolidationKeys,
-        sel: _Selection,
-        plan: FactPlan,
-        page: Sequence[MemoryItem],
-        importance: float,
-        tally: _Tally,
-    ) -> None:
-        """Write the plan's new facts, then commit each group atomically (sources last)."""
-        tally.unchanged += plan.unchanged
-        tally.unmatched += plan.unmatched
-        ops = plan.ops
-        new_ids: dict[int, str] = {}
-        groups = _write_groups(ops)
-        for gi, group in enumerate(groups):
-            puts = [i for i in group if ops[i].action == "put"]
-            if puts:
-                written = await self.remember_many(
-                    [self._fact_item(sel, ops[i], importance, page) for i in puts]
-                )
-                new_ids.update(zip(puts, written, strict=True))
-            consumed = [m.id for m in page] if gi == len(groups) - 1 else []
-            statuses = await self._commit(ck, [(ops[i], i) for i in group], new_ids, consumed)
-            for i, status in zip(group, statuses, strict=True):
-                op = ops[i]
-                if status in ("created", "superseded"):
-                    tally.created += 1
-                    tally.superseded += int(status == "superseded")
-                    tally.live[op.key] = new_ids[i]
-                elif status == "retracted":
-                    tally.retracted += 1
-                    tally.live.pop(op.key, None)
-                elif status == "same":
-                    tally.unchanged += 1
-                elif status == "gone":
-                    tally.unmatched.append(op.subject)
-                else:
-                    log.warning("consolidate: fact %r not applied (%s)", op.subject, status)
+            async def run(doomed: list[str] = doomed, tag: Any = tag) -> None:
+                pipe = self._client.pipeline(transaction=False)
+                for key in doomed:
+                    pipe.unlink(key)
+                pipe.hdel(targets_key, tag)
+                await pipe.execute()
 
-    def _fact_item(
-        self, sel: _Selection, op: FactOp, importance: float, page: Sequence[MemoryItem]
-    ) -> dict[str, Any]:
-        assert op.fact is not None
-        metadata = {
-            "statement": op.fact.statement.strip(),
-            "date": _date_text(op.fact.date),
-            "valid_from": op.instant.isoformat() if op.instant is not None else None,
-            "subject_key": op.key,
-        }
-        return self._output(
-            sel, op.content, importance, page, kind="fact", metadata=metadata, subject=op.fact.subject.strip()
-        )
-
-    async def _commit(
-        self,
-        ck: ConsolidationKeys,
-        ops: Sequence[tuple[FactOp, int]],
-        new_ids: Mapping[int, str],
-        consumed: Sequence[str],
-    ) -> list[str]:
-        created, keep, expiry, dedup, _access = self.keys.scope_keys(ck.tag)
-        now = time.time()
-        args: list[str] = [
-            self.keys.doc_prefix, ck.hist_prefix, ck.history_base, repr(now),
-            datetime.fromtimestamp(now, tz=UTC).isoformat(), str(len(ops)), str(len(consumed)),
-        ]  # fmt: skip
-        for op, i in ops:
-            expected = op.expected
-            exp = new_ids.get(expected, "") if isinstance(expected, int) else (expected or "")
-            # The replaced fact stops being valid when its successor (or tombstone) says so;
-            # undated, the script uses the commit time.
-            until = op.instant.isoformat() if op.instant is not None else ""
-            args += [op.action, op.key, subject_digest(op.key), exp, new_ids.get(i, ""), until]
-        args += list(consumed)
-        keys = [ck.facts, ck.subjects, created, keep, expiry, dedup, ck.consumed["facts"]]
-        script = self._cscripts().commit
-
-        async def run() -> Any:
-            return await script(keys=keys, args=args)
-
-        # Replay-safe script (see COMMIT_FACTS), so retried like an idempotent write.
-        return [as_text(s) for s in await call("consolidate", run, policy=self.retry)]
-
-    # -- candidates ------------------------------------------------------------------------------
-
-    async def _candidate_pages(self, sel: _Selection, consumed_key: str) -> AsyncIterator[list[MemoryItem]]:
-        """Candidates oldest first across the matching scopes, in lists of at most ``PAGE_SIZE``."""
-        cutoff = None if sel.older_than is None else time.time() - sel.older_than
-        buffer: list[MemoryItem] = []
-        async for ids in self._created_ids(await self.matching_scopes(sel.filter), cutoff):
-            fresh = await self._unconsumed(consumed_key, ids)
-            for item in await self._load(fresh) if fresh else []:
-                if item is not None and sel.accepts(item):
-                    buffer.append(item)
-            while len(buffer) >= PAGE_SIZE:
-                yield buffer[:PAGE_SIZE]
-                buffer = buffer[PAGE_SIZE:]
-        if buffer:
-            yield buffer
-
-    async def _load(self, ids: Sequence[str]) -> list[MemoryItem | None]:
-        """``get_many`` through ``READ_DOCS``: one script call per scope (slot), pipelined."""
-        from .models import item_from_fields
-        from .query import RETURN_FIELDS
-
-        by_tag: dict[str, list[str]] = {}
-        for mid in ids:
-            by_tag.setdefault(mid[:20], []).append(mid)
-        script = self._cscripts().read
-
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for group in by_tag.values():
-                await script(keys=[self.keys.doc(m) for m in group], args=list(RETURN_FIELDS), client=pipe)
-            return list(await pipe.execute())
-
-        found: dict[str, MemoryItem | None] = {}
-        for group, rows in zip(
-            by_tag.values(), await call("consolidate", run, policy=self.retry), strict=True
-        ):
-            for mid, raw in zip(group, rows, strict=True):
-                found[mid] = item_from_fields(mid, json.loads(raw)) if raw else None
-        return [found[mid] for mid in ids]
-
-    async def _unconsumed(self, key: str, ids: Sequence[str]) -> list[str]:
-        scores = await call("consolidate", lambda: self._client.zmscore(key, list(ids)), policy=self.retry)
-        return [mid for mid, s in zip(ids, scores, strict=True) if s is None]
-
-    async def _created_ids(self, scopes: Sequence[Scope], cutoff: float | None) -> AsyncIterator[list[str]]:
-        """Ids from the scopes' ``created`` sets, merged oldest first, ``PAGE_SIZE`` at a time."""
-        streams = [_Stream(self.keys.scope_created(s.tag)) for s in scopes]
-        per = max(50, PAGE_SIZE // max(1, len(streams)))
-        await self._fill(streams, cutoff, per)
-        heap = [(st.buf[0][0], st.buf[0][1], n) for n, st in enumerate(streams) if st.buf]
-        heapq.heapify(heap)
-        out: list[str] = []
-        while heap:
-            _, mid, n = heapq.heappop(heap)
-            st = streams[n]
-            st.buf.popleft()
-            out.append(mid)
-            if not st.buf and not st.done:
-                await self._fill([st], cutoff, per)
-            if st.buf:
-                heapq.heappush(heap, (st.buf[0][0], st.buf[0][1], n))
-            if len(out) == PAGE_SIZE:
-                yield out
-                out = []
-        if out:
-            yield out
-
-    async def _fill(self, streams: Sequence[_Stream], cutoff: float | None, count: int) -> None:
-        hi = "+inf" if cutoff is None else f"({cutoff!r}"
-        script = self._cscripts().page
-        todo = [st for st in streams if not st.done]
-
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for st in todo:
-                lo = "-inf" if st.after_score is None else repr(st.after_score)
-                extra = str(len(st.ties))  # the fallback path re-reads the ties it has seen
-                await script(keys=[st.key], args=[hi, st.after_member, lo, str(count), extra], client=pipe)
-            return list(await pipe.execute())
-
-        replies = await call("consolidate", run, policy=self.retry) if todo else []
-        for st, reply in zip(todo, replies, strict=True):
-            exact = int(reply[0]) == 1
-            rows = reply[1:]
-            asked = count if exact else count + len(st.ties)
-            fetched = 0
-            for j in range(0, len(rows), 2):
-                mid, score = as_text(rows[j]), to_float(rows[j + 1])
-                fetched += 1
-                if cutoff is not None and score >= cutoff:
-                    st.done = True
-                    break
-                if not exact and score == st.after_score and mid in st.ties:
-                    continue
-                if score != st.after_score:
-                    st.ties = set()
-                st.ties.add(mid)
-                st.after_score, st.after_member = score, mid
-                st.buf.append((score, mid))
-            if fetched < asked:
-                st.done = True
-
-
-@dataclass(frozen=True, slots=True)
-class _Selection:
-    """Validated candidate selectors and the exact scope output is written to."""
-
-    target: Scope
-    tags: tuple[str, ...]
-    older_than: float | None
-    max_importance: float | None
-    include_summaries: bool
-
-    @property
-    def filter(self) -> Scope:
-        return self.target  # a selector scope read as a filter: None means "any"
-
-    def accepts(self, item: MemoryItem) -> bool:
-        if item.kind == "fact" or (item.kind == "summary" and not self.include_summaries):
-            return False
-        if self.tags and not set(self.tags) & set(item.tags):
-            return False
-        return self.max_importance is None or item.importance <= self.max_importance
-
-
-@dataclass(slots=True)
-class _Tally:
-    candidates: int = 0
-    created: int = 0
-    superseded: int = 0
-    retracted: int = 0
-    unchanged: int = 0
-    unmatched: list[str] = field(default_factory=list)
-    live: dict[str, str] = field(default_factory=dict)
+            await call("forget_by_scope", run, policy=self.retry)
 
 
 def _subject_key(subject: object) -> str:
@@ -1188,25 +1154,24 @@ def _subject_key(subject: object) -> str:
 
 
 def _record(mid: str, fields: Mapping[str, Any], current: bool) -> FactRecord:
-    try:
-        meta = json.loads(as_text(fields.get("metadata")) or "{}")
-    except json.JSONDecodeError:
-        meta = {}
-    if not isinstance(meta, dict):
-        meta = {}
+    date_text = as_text(fields.get("date")) or None
+    content = as_text(fields.get("content"))
     until = as_text(fields.get("valid_until"))
     by = as_text(fields.get("superseded_by"))
-    valid_from = meta.get("valid_from")
+    try:
+        valid_from = parse_instant(date_text)
+    except ValidationError:
+        valid_from = None
     return FactRecord(
         id=mid,
         subject=as_text(fields.get("subject")),
-        statement=str(meta.get("statement", "")),
-        date=meta.get("date") if isinstance(meta.get("date"), str) else None,
-        valid_from=parse_instant(valid_from) if isinstance(valid_from, str) else None,
-        valid_until=parse_instant(until) if until else None,
+        statement=fact_statement(content, date_text),
+        date=date_text,
+        valid_from=valid_from,
+        valid_until=parse_instant(until) if until and not current else None,
         superseded_by=by or None,
         current=current,
         retracted=as_text(fields.get("retracted")) == "1",
-        recorded_at=datetime.fromtimestamp(to_float(fields.get("created_at")), tz=UTC),
-        content=as_text(fields.get("content")),
+        recorded_at=datetime.fromtimestamp(to_float(fields.get("created_at")) / 1000.0, tz=UTC),
+        content=content,
     )

@@ -7,17 +7,15 @@ carry meaning (``|`` OR, ``{}`` braces, ``-`` negation, ``*`` prefix, ``\\`` esc
 whitespace, quotes, ``$`` params, ``@`` field, ``:`` ...). We escape them all with a
 backslash, which both engines read as "this character literally".
 
-Scope values (thread / agent / namespace ids, tags, source) are never indexed as
-the user wrote them. TAG fields are case-insensitive and trim whitespace on both
-engines, so ``"Alice"`` and ``"alice "`` would share one scope, a leak no escaping
-can fix. Each value is indexed as ``tag_token(value)``: 32 hex digits of its
-BLAKE2b digest, exact and case-sensitive by construction; the original text is kept
-in an unindexed field for display. The token still goes through ``escape_tag`` on
-its way into a query, so the one-escaper rule holds even if the encoding changes.
-
-Values are validated first: an empty or whitespace-only value is refused (it would
-mean "no scope" to a reader and silently widen one), as are non-strings, values
-that are not valid Unicode, and values longer than ``MAX_TAG_BYTES``.
+Scope values (thread / agent / namespace ids, tags, source) are indexed as the
+user wrote them, in the TAG fields of betterdb-agent-memory's schema, so that
+library and BetterDB Monitor read the same documents. Exactness is kept three ways:
+the index this library creates declares its TAG fields ``CASESENSITIVE``; values
+are validated so the engine stores them unchanged (no ``,``, the TAG separator, which
+would split ``"a,b"`` into two values and let a filter on ``a`` see it; no leading or
+trailing whitespace, which the engine trims; not empty); and every query result is
+checked against the raw values before it is used (``query.scope_matches``), so an
+index created by another library (case-insensitive) can never widen a scope either.
 """
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ def validate_tag_value(value: object, *, name: str) -> str:
     """Check one scope / tag value and return it unchanged.
 
     Raises:
-        ValidationError: not a string, empty or whitespace only, not encodable as
-            UTF-8, or longer than ``MAX_TAG_BYTES`` once encoded.
+        ValidationError: not a string, empty or whitespace only, holding a comma or
+            outer whitespace, not encodable as UTF-8, or longer than ``MAX_TAG_BYTES``.
     """
     if not isinstance(value, str):
         raise ValidationError(
@@ -50,6 +48,18 @@ def validate_tag_value(value: object, *, name: str) -> str:
         raise ValidationError(
             f"{name} must not be empty or whitespace; pass None for no {name}",
             code="validation.empty",
+            details={"argument": name},
+        )
+    if "," in value:
+        raise ValidationError(
+            f"{name} must not contain a comma (the TAG separator): {value!r}",
+            code="validation.comma",
+            details={"argument": name},
+        )
+    if value != value.strip():
+        raise ValidationError(
+            f"{name} must not start or end with whitespace (the engine trims it): {value!r}",
+            code="validation.whitespace",
             details={"argument": name},
         )
     try:
@@ -70,7 +80,7 @@ def validate_tag_value(value: object, *, name: str) -> str:
 
 
 def tag_token(value: str) -> str:
-    """The indexed form of a scope value: 32 hex digits of its BLAKE2b-128 digest."""
+    """32 hex digits of a value's BLAKE2b-128 digest (for key names built from user values)."""
     return hashlib.blake2b(value.encode("utf-8"), digest_size=16).hexdigest()
 
 

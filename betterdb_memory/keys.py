@@ -1,24 +1,23 @@
 """Key names, scopes and memory ids: the store's whole keyspace, built in one place.
 
+The documents follow betterdb-agent-memory's layout, so that library, BetterDB
+Monitor and this one read and write one store: a memory is the HASH
+``<name>:mem:<id>`` under the index ``<name>:mem:idx``, ``<id>`` a UUID4 string.
+
 Cluster layout (which keys must share a hash slot, and why):
 
-* A memory's document and its scope's bookkeeping share the slot of the scope's
-  hash tag ``{<scope tag>}``: ``<name>:mem:{S}:<rand>`` (the HASH the index reads),
-  ``<name>:scope:{S}:created`` / ``:keep`` / ``:expiry`` (sorted sets) and
-  ``<name>:scope:{S}:dedup`` (HASH). The write script (dedup + insert + capacity
-  eviction) touches only these keys, so it is atomic and legal in a cluster.
-* The scope registry sets ``<name>:scopes:*`` are written idempotently next to the
-  script, never inside it; they may live on any slot.
+* A memory's exact access counter ``<name>:acc:{<doc key>}`` carries the document
+  key as its hash tag, so it lives on the document's slot: the reinforcement script
+  and ``forget``'s ``DEL doc counter`` touch one slot. (A document key holds no
+  braces: store names and ids are validated, so its slot is the CRC of the whole key.)
+* Everything else is one key per command (documents spread over every slot, as the
+  reference library spreads them); the index spans every slot and valkey-search's
+  coordinator fans searches out.
 * L1 turns of one (agent, thread) share the slot ``{<session tag>}``.
-* The index spans every slot; valkey-search's coordinator fans searches out.
-
-A memory id is ``<scope tag>-<32 hex>``: the scope tag in the id means ``get`` and
-``forget`` find the key from the id alone, with no lookup.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 import uuid
@@ -29,20 +28,25 @@ from .escaping import validate_tag_value
 
 __all__ = ["KeySpace", "Scope", "SessionKeys", "validate_memory_id", "validate_store_name"]
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_ID_RE = re.compile(r"^([0-9a-f]{20})-([0-9a-f]{32})$")
+# A letter or underscore first: BetterDB Monitor shows only index names that start so.
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+# UUID4 strings (what this library and the reference generate) and caller-chosen ids of
+# the same plain alphabet. No braces (a hash tag would move the document's slot away
+# from its counter's), no whitespace, no ``*`` / ``?`` (glob characters in SCAN).
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$")
 
 
 def validate_store_name(name: object) -> str:
     """A store name becomes a key prefix and an index name: keep it plain.
 
-    Letters, digits, ``_ . -``, 1-64 characters, starting with a letter or digit. No
-    ``:`` (it separates key parts) and no braces (a hash tag in an index prefix is
-    rejected by valkey-search).
+    Letters, digits, ``_ . -``, 1-64 characters, starting with a letter or ``_`` (the
+    form BetterDB Monitor accepts). No ``:`` (it separates key parts) and no braces (a
+    hash tag in an index prefix is rejected by valkey-search).
     """
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise ValidationError(
-            f"store name must match {_NAME_RE.pattern}, got {name!r}",
+            f"store name must match {_NAME_RE.pattern} (a letter or underscore first, then letters, "
+            f"digits, '_', '.', '-'), got {name!r}",
             code="validation.name",
             details={"argument": "name"},
         )
@@ -50,12 +54,12 @@ def validate_store_name(name: object) -> str:
 
 
 def validate_memory_id(memory_id: object) -> str:
-    """Check a memory id has the shape this library produces (before building a key)."""
+    """Check a memory id before it becomes part of a key."""
     if not isinstance(memory_id, str) or not _ID_RE.fullmatch(memory_id):
         raise ValidationError(
             f"not a memory id: {memory_id!r}",
             code="validation.memory_id",
-            details={"argument": "memory_id"},
+            details={"argument": "id"},
         )
     return memory_id
 
@@ -73,10 +77,9 @@ def _digest(parts: tuple[str | None, ...], size: int) -> str:
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=4096)
-def _scope_tag(namespace: str | None, agent_id: str | None, thread_id: str | None) -> str:
-    # Cached: a write computes its scope's tag several times (keys, id, registry).
-    return _digest((namespace, agent_id, thread_id), 10)
+def digest(*parts: str | None, size: int = 10) -> str:
+    """A short, collision-safe digest of some values (for key names built from user values)."""
+    return _digest(parts, size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +106,8 @@ class Scope:
 
     @property
     def tag(self) -> str:
-        """20 hex digits identifying this exact scope (the hash tag of its keys)."""
-        return _scope_tag(self.namespace, self.agent_id, self.thread_id)
+        """20 hex digits identifying this exact scope (used in lock and state key names)."""
+        return _digest((self.namespace, self.agent_id, self.thread_id), 10)
 
     @property
     def is_empty(self) -> bool:
@@ -139,79 +142,38 @@ class KeySpace:
         self.meta = f"{name}:__mem_meta"
         self.config = f"{name}:__mem_config"
         self.stats = f"{name}:__mem_stats"
-        self.scopes_all = f"{name}:scopes:all"
-        self.scope_info = f"{name}:scopes:info"
 
     # -- memories -------------------------------------------------------------------
 
     @staticmethod
-    def new_memory_id(scope: Scope) -> str:
-        return f"{scope.tag}-{uuid.uuid4().hex}"
-
-    @staticmethod
-    def scope_tag_of(memory_id: str) -> str:
-        return validate_memory_id(memory_id)[:20]
+    def new_memory_id() -> str:
+        """A UUID4 string, as the reference library makes them."""
+        return str(uuid.uuid4())
 
     def doc(self, memory_id: str) -> str:
-        """The HASH of a memory: ``<name>:mem:{<scope tag>}:<rand>``."""
-        m = _ID_RE.fullmatch(memory_id) if isinstance(memory_id, str) else None
-        if m is None:
-            validate_memory_id(memory_id)
-            raise AssertionError("unreachable")  # pragma: no cover
-        return f"{self.doc_prefix}{{{m.group(1)}}}:{m.group(2)}"
+        """The HASH of a memory: ``<name>:mem:<id>``."""
+        return self.doc_prefix + validate_memory_id(memory_id)
 
     def memory_id_of(self, key: str | bytes) -> str:
         """Inverse of ``doc``: the memory id of a document key."""
         text = key.decode() if isinstance(key, bytes) else key
-        rest = text[len(self.doc_prefix) :]
-        # rest = "{<tag>}:<rand>"
-        return f"{rest[1:21]}-{rest[23:]}"
+        return text[len(self.doc_prefix) :] if text.startswith(self.doc_prefix) else text
 
-    # -- per-scope bookkeeping (same slot as the scope's documents) -----------------------
+    def access(self, memory_id: str) -> str:
+        """The exact access counter of a memory, on its document's hash slot."""
+        return f"{self.name}:acc:{{{self.doc(memory_id)}}}"
 
-    def scope_created(self, tag: str) -> str:
-        return f"{self.name}:scope:{{{tag}}}:created"
+    def cap_lock(self, filter_digest: str) -> str:
+        """Serialises capacity eviction of one cap scope (so concurrent writers never over-evict)."""
+        return f"{self.name}:caplock:{filter_digest}"
 
-    def scope_keep(self, tag: str) -> str:
-        return f"{self.name}:scope:{{{tag}}}:keep"
+    # -- consolidation state (per exact scope) ------------------------------------------
 
-    def scope_expiry(self, tag: str) -> str:
-        return f"{self.name}:scope:{{{tag}}}:expiry"
+    def consolidation_base(self, scope_tag: str) -> str:
+        return f"{self.name}:cons:{{{scope_tag}}}"
 
-    def scope_dedup(self, tag: str) -> str:
-        return f"{self.name}:scope:{{{tag}}}:dedup"
-
-    def scope_access(self, tag: str) -> str:
-        """Exact access counts of a scope's memories (a HASH outside the index, see _scripts)."""
-        return f"{self.name}:scope:{{{tag}}}:access"
-
-    def scope_keys(self, tag: str) -> tuple[str, str, str, str, str]:
-        """(created, keep, expiry, dedup, access) of one scope."""
-        return (
-            self.scope_created(tag),
-            self.scope_keep(tag),
-            self.scope_expiry(tag),
-            self.scope_dedup(tag),
-            self.scope_access(tag),
-        )
-
-    # -- scope registry (any slot; written idempotently) ----------------------------------
-
-    def registry_sets(self, scope: Scope) -> list[str]:
-        """The registry sets an exact scope's tag belongs to (one per set dimension, plus all)."""
-        out = [self.scopes_all]
-        if scope.namespace is not None:
-            out.append(f"{self.name}:scopes:ns:{_digest((scope.namespace,), 10)}")
-        if scope.agent_id is not None:
-            out.append(f"{self.name}:scopes:agent:{_digest((scope.agent_id,), 10)}")
-        if scope.thread_id is not None:
-            out.append(f"{self.name}:scopes:thread:{_digest((scope.thread_id,), 10)}")
-        return out
-
-    def registry_filter_sets(self, scope: Scope) -> list[str]:
-        """The sets whose intersection holds every exact scope inside filter ``scope``."""
-        sets = self.registry_sets(scope)
-        return sets[1:] if len(sets) > 1 else sets
+    def history_prefix(self) -> str:
+        return f"{self.name}:hist:"
 
     # -- L1 -------------------------------------------------------------------------------
 

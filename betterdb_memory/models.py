@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from .codec import as_text, split_list, to_float, to_int
+from .codec import as_text, split_tags, to_float, to_int
 from .dialect import Capabilities, IndexInfo
 from .scoring import ScoreParts
 
@@ -30,15 +30,19 @@ MemoryKind = Literal["memory", "summary", "fact", "extracted"]
 
 @dataclass(frozen=True, slots=True)
 class MemoryItem:
-    """One long-term memory as stored (times are UNIX seconds)."""
+    """One long-term memory, with betterdb-agent-memory's fields and units.
+
+    Times are epoch milliseconds (ints), as stored and as the reference returns them;
+    ``created`` / ``last_accessed`` give them as aware datetimes.
+    """
 
     id: str
     content: str
     importance: float
-    created_at: float
-    last_accessed_at: float
+    created_at: int
+    last_accessed_at: int
     access_count: int
-    tags: tuple[str, ...] = ()
+    tags: list[str] = field(default_factory=list)
     source: str | None = None
     thread_id: str | None = None
     agent_id: str | None = None
@@ -46,17 +50,27 @@ class MemoryItem:
     sensitivity: str = "none"
     kind: str = "memory"
     subject: str | None = None
-    expires_at: float | None = None
+    expires_at: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    date: str | None = None
 
     @property
     def created(self) -> datetime:
-        return datetime.fromtimestamp(self.created_at, tz=UTC)
+        return datetime.fromtimestamp(self.created_at / 1000.0, tz=UTC)
+
+    @property
+    def last_accessed(self) -> datetime:
+        return datetime.fromtimestamp(self.last_accessed_at / 1000.0, tz=UTC)
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryHit:
-    """A recalled memory with its score (``similarity`` in 0..1, higher is closer)."""
+    """A recalled memory and its composite ``score`` (higher is better).
+
+    ``similarity`` is ``1 - distance / 2`` (0..1, higher is closer), as the reference
+    README's scoring section defines it; ``distance`` is the KNN cosine distance (0..2)
+    the ``threshold`` is compared with.
+    """
 
     item: MemoryItem
     score: float
@@ -67,10 +81,11 @@ class MemoryHit:
 
 @dataclass(frozen=True, slots=True)
 class MemoryPage:
-    """One page of ``list``: newest first; pass ``next_cursor`` for the next page."""
+    """One page of ``list``: newest first; ``total`` matches in all; pass ``next_cursor`` on."""
 
     items: list[MemoryItem]
     next_cursor: str | None
+    total: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +93,6 @@ class StoreStats:
     name: str
     index_name: str
     items: int
-    scopes: int
     evictions: int
     counters: dict[str, int]
     index: IndexInfo | None
@@ -93,30 +107,39 @@ def _opt(value: Any) -> str | None:
     return text or None
 
 
-def item_from_fields(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
-    """Build a ``MemoryItem`` from HASH fields (bytes or str values)."""
+def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: str = "fact") -> MemoryItem:
+    """Build a ``MemoryItem`` from HASH fields (bytes or str values, the reference's layout).
+
+    ``kind`` is stored only by this library; for a document another library wrote it
+    follows ``source`` (``summary`` and the facts source are the reference's kinds).
+    """
     meta_text = as_text(fields.get("metadata"))
     try:
-        # "{}" is by far the most common value: skip the parser for it (recall hot path).
+        # Absent or "{}" is by far the most common value: skip the parser (recall hot path).
         metadata = json.loads(meta_text) if meta_text and meta_text != "{}" else {}
     except json.JSONDecodeError:
         metadata = {}
-    expires = to_float(fields.get("expires_at"), 0.0)
+    source = _opt(fields.get("source"))
+    kind = as_text(fields.get("kind"))
+    if not kind:
+        kind = "summary" if source == "summary" else "fact" if source == fact_source else "memory"
+    expires = to_int(fields.get("expires_at"))
     return MemoryItem(
         id=memory_id,
         content=as_text(fields.get("content")),
         importance=to_float(fields.get("importance"), 0.5),
-        created_at=to_float(fields.get("created_at")),
-        last_accessed_at=to_float(fields.get("last_accessed_at")),
+        created_at=to_int(fields.get("created_at")),
+        last_accessed_at=to_int(fields.get("last_accessed_at")),
         access_count=to_int(fields.get("access_count")),
-        tags=tuple(split_list(fields.get("tags_raw"))),
-        source=_opt(fields.get("source_raw")),
-        thread_id=_opt(fields.get("thread_id_raw")),
-        agent_id=_opt(fields.get("agent_id_raw")),
-        namespace=_opt(fields.get("namespace_raw")),
+        tags=split_tags(fields.get("tags")),
+        source=source,
+        thread_id=_opt(fields.get("threadId")),
+        agent_id=_opt(fields.get("agentId")),
+        namespace=_opt(fields.get("namespace")),
         sensitivity=as_text(fields.get("sensitivity")) or "none",
-        kind=as_text(fields.get("kind")) or "memory",
+        kind=kind,
         subject=_opt(fields.get("subject")),
         expires_at=expires or None,
         metadata=metadata if isinstance(metadata, dict) else {},
+        date=_opt(fields.get("date")),
     )

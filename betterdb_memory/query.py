@@ -1,50 +1,87 @@
 """FT.CREATE and FT.SEARCH argument lists, as pure functions of their inputs.
 
-Every query here runs on the smallest dialect (valkey-search 1.0): each FT.SEARCH is
-a KNN query (a bare ``*`` or a hybrid ``(<filter>)=>[KNN ...]``), always with
-``DIALECT 2``, only the PARAMS the query uses, filters inlined (no ``$params``
-inside filters on valkey-search), values through ``escaping.escape_tag``. Larger
-dialects only add optional parts (a TEXT field, SORTBY on the score).
+The index is betterdb-agent-memory's (``<name>:mem:idx`` over ``<name>:mem:``, vector
+field ``vector``, TAG fields ``threadId`` / ``agentId`` / ``namespace`` / ``tags`` /
+``source`` holding raw values, times in milliseconds), so the reference library and
+BetterDB Monitor query the same documents. An index this library creates adds
+``CASESENSITIVE`` to its TAG fields and a few fields of its own (``keep``,
+``sensitivity``, ``expires_at``, ``dedup``); an index created by another library may
+lack them, which ``IndexLayout`` records so queries never name a missing field (an
+error on valkey-search, an empty result on RediSearch: dialect point 8).
+
+Every query carries ``DIALECT 2`` and only the PARAMS it uses; filters are inlined
+(no ``$params`` inside filters on valkey-search) with values through
+``escaping.escape_tag``. Query results are checked against the raw values again
+(``item_matches``) before they are used, so a case-insensitive index never widens a scope.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from .codec import as_text, split_tags
 from .dialect import Capabilities
-from .escaping import escape_tag, format_number, tag_token
+from .escaping import escape_tag, format_number
 from .keys import Scope
 
 __all__ = [
-    "RETURN_FIELDS",
+    "CHECK_FIELDS",
+    "ITEM_FIELDS",
+    "MATCH_ALL",
+    "SCOPE_FIELDS",
     "SCORE_ALIAS",
+    "VECTOR_FIELD",
+    "IndexLayout",
     "IndexSpec",
     "MemoryFilter",
     "build_filter",
     "create_index_args",
+    "filter_search_args",
+    "item_matches",
     "knn_search_args",
 ]
 
 SCORE_ALIAS = "__dist"
+VECTOR_FIELD = "vector"
 
-# Fields a recall ships back: never the vector (RETURN only what is needed).
-RETURN_FIELDS: tuple[str, ...] = (
+# valkey-search rejects a bare ``*`` outside KNN; every memory has ``created_at``, so
+# this range matches all documents on both engines (the reference's match-all).
+MATCH_ALL = "@created_at:[-inf +inf]"
+
+# HASH field of each scope dimension (the reference's names).
+SCOPE_FIELDS: Mapping[str, str] = {"thread_id": "threadId", "agent_id": "agentId", "namespace": "namespace"}
+
+# Fields a memory is read with: never the vector.
+ITEM_FIELDS: tuple[str, ...] = (
     "content",
     "importance",
+    "tags",
     "created_at",
     "last_accessed_at",
     "access_count",
-    "expires_at",
-    "thread_id_raw",
-    "agent_id_raw",
-    "namespace_raw",
-    "tags_raw",
-    "source_raw",
+    "source",
+    "threadId",
+    "agentId",
+    "namespace",
+    "subject",
+    "date",
     "sensitivity",
     "kind",
     "metadata",
-    "subject",
+    "expires_at",
+)
+
+# What a filter's exactness check reads (scope, tags, source, sensitivity, expiry).
+CHECK_FIELDS: tuple[str, ...] = (
+    "threadId",
+    "agentId",
+    "namespace",
+    "tags",
+    "source",
+    "sensitivity",
+    "expires_at",
 )
 
 
@@ -61,8 +98,30 @@ class IndexSpec:
     initial_cap: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class IndexLayout:
+    """Which optional fields the index in use has (all of them when this library made it)."""
+
+    keep: bool = True  # NUMERIC SORTABLE keep-score: O(log n) capacity victims
+    sensitivity: bool = True
+    expires_at: bool = True
+    dedup: bool = True
+    case_sensitive: bool = True  # TAG fields CASESENSITIVE: counts need no client-side check
+
+    @classmethod
+    def from_fields(cls, fields: Sequence[str], *, case_sensitive: bool) -> IndexLayout:
+        names = set(fields)
+        return cls(
+            keep="keep" in names,
+            sensitivity="sensitivity" in names,
+            expires_at="expires_at" in names,
+            dedup="dedup" in names,
+            case_sensitive=case_sensitive,
+        )
+
+
 def create_index_args(spec: IndexSpec, caps: Capabilities) -> list[str]:
-    """The FT.CREATE argument list for the memory index on this engine."""
+    """The FT.CREATE argument list: the reference's schema, exact TAGs, and our extra fields."""
     vector_params = [
         "TYPE", "FLOAT32",
         "DIM", str(spec.dimensions),
@@ -73,18 +132,22 @@ def create_index_args(spec: IndexSpec, caps: Capabilities) -> list[str]:
     ]  # fmt: skip
     if spec.initial_cap is not None:
         vector_params += ["INITIAL_CAP", str(spec.initial_cap)]
+    exact = ["CASESENSITIVE"]
     schema = [
-        "embedding", "VECTOR", "HNSW", str(len(vector_params)), *vector_params,
-        "thread_id", "TAG",
-        "agent_id", "TAG",
-        "namespace", "TAG",
-        "tags", "TAG",
-        "source", "TAG",
-        "sensitivity", "TAG",
-        "kind", "TAG",
+        VECTOR_FIELD, "VECTOR", "HNSW", str(len(vector_params)), *vector_params,
+        "threadId", "TAG", *exact,
+        "agentId", "TAG", *exact,
+        "namespace", "TAG", *exact,
+        "tags", "TAG", "SEPARATOR", ",", *exact,
+        "source", "TAG", *exact,
         "importance", "NUMERIC",
-        "created_at", "NUMERIC",
+        "created_at", "NUMERIC", "SORTABLE",
+        "last_accessed_at", "NUMERIC",
+        "access_count", "NUMERIC",
+        "keep", "NUMERIC", "SORTABLE",
+        "sensitivity", "TAG", *exact,
         "expires_at", "NUMERIC",
+        "dedup", "TAG", *exact,
     ]  # fmt: skip
     if caps.text_fields:
         schema += ["content", "TEXT"]
@@ -93,47 +156,66 @@ def create_index_args(spec: IndexSpec, caps: Capabilities) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class MemoryFilter:
-    """Which memories a query may see. Every user value is tokenised and escaped."""
+    """Which memories a query may see. Every user value is escaped on its way in.
+
+    ``scope`` fields set to None mean "any"; ``tags`` means ALL of them (the reference's
+    meaning); ``sources`` any of them; times are epoch milliseconds.
+    """
 
     scope: Scope = field(default_factory=Scope)
-    tags: tuple[str, ...] = ()  # any of these tags
+    tags: tuple[str, ...] = ()
     exclude_sensitivity: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()  # any of these kinds (memory / summary / fact ...)
-    exclude_kinds: tuple[str, ...] = ()
-    min_created_at: float | None = None
-    max_created_at: float | None = None
-    max_importance: float | None = None
+    sources: tuple[str, ...] = ()
+    exclude_sources: tuple[str, ...] = ()
+    max_created_at: int | None = None  # inclusive
+    max_importance: float | None = None  # inclusive
+    dedup: str | None = None
+    exclude_expired_at: int | None = None  # leave out memories whose expires_at <= this
+
+    @property
+    def is_unscoped(self) -> bool:
+        return self.scope.is_empty and not self.tags
 
 
-def _tag_clause(fieldname: str, tokens: Sequence[str]) -> str:
-    return f"@{fieldname}:{{{'|'.join(escape_tag(t) for t in tokens)}}}"
+def _tag(fieldname: str, values: Sequence[str]) -> str:
+    return f"@{fieldname}:{{{'|'.join(escape_tag(v) for v in values)}}}"
 
 
-def build_filter(flt: MemoryFilter) -> str:
-    """The filter part of a hybrid query, or ``""`` for none (then a bare ``*`` KNN)."""
+def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
+    """The filter clauses of ``flt`` joined with spaces (AND), or ``""`` for none.
+
+    Parts the index cannot express (a field it lacks) are left to ``item_matches``.
+    """
     parts: list[str] = []
-    s = flt.scope
-    if s.namespace is not None:
-        parts.append(_tag_clause("namespace", [tag_token(s.namespace)]))
-    if s.agent_id is not None:
-        parts.append(_tag_clause("agent_id", [tag_token(s.agent_id)]))
-    if s.thread_id is not None:
-        parts.append(_tag_clause("thread_id", [tag_token(s.thread_id)]))
-    if flt.tags:
-        parts.append(_tag_clause("tags", [tag_token(t) for t in flt.tags]))
-    if flt.kinds:
-        parts.append(_tag_clause("kind", list(flt.kinds)))
-    if flt.exclude_kinds:
-        parts.append("-" + _tag_clause("kind", list(flt.exclude_kinds)))
-    if flt.exclude_sensitivity:
-        parts.append("-" + _tag_clause("sensitivity", list(flt.exclude_sensitivity)))
-    if flt.min_created_at is not None or flt.max_created_at is not None:
-        lo = format_number(flt.min_created_at) if flt.min_created_at is not None else "-inf"
-        hi = f"({format_number(flt.max_created_at)}" if flt.max_created_at is not None else "+inf"
-        parts.append(f"@created_at:[{lo} {hi}]")
+    for attr, fieldname in SCOPE_FIELDS.items():
+        value = getattr(flt.scope, attr)
+        if value is not None:
+            parts.append(_tag(fieldname, [value]))
+    parts.extend(_tag("tags", [t]) for t in flt.tags)
+    if flt.sources:
+        parts.append(_tag("source", flt.sources))
+    if flt.exclude_sources:
+        parts.append("-" + _tag("source", flt.exclude_sources))
+    if flt.exclude_sensitivity and layout.sensitivity:
+        parts.append("-" + _tag("sensitivity", flt.exclude_sensitivity))
+    if flt.dedup is not None and layout.dedup:
+        parts.append(_tag("dedup", [flt.dedup]))
+    if flt.max_created_at is not None:
+        parts.append(f"@created_at:[-inf {int(flt.max_created_at)}]")
     if flt.max_importance is not None:
         parts.append(f"@importance:[-inf {format_number(flt.max_importance)}]")
+    if flt.exclude_expired_at is not None and layout.expires_at:
+        parts.append(f"-@expires_at:[-inf {int(flt.exclude_expired_at)}]")
     return " ".join(parts)
+
+
+def _filter_query(flt: MemoryFilter, layout: IndexLayout) -> str:
+    clauses = build_filter(flt, layout)
+    if not clauses:
+        return MATCH_ALL
+    if clauses.startswith("-"):
+        clauses = f"{MATCH_ALL} {clauses}"
+    return f"({clauses})"
 
 
 def knn_search_args(
@@ -142,31 +224,88 @@ def knn_search_args(
     *,
     k: int,
     flt: MemoryFilter,
-    caps: Capabilities,
-    return_fields: Sequence[str] | None = RETURN_FIELDS,
+    layout: IndexLayout = IndexLayout(),
+    return_fields: Sequence[str] | None = ITEM_FIELDS,
     ef_runtime: int | None = None,
-    offset: int = 0,
-    limit: int | None = None,
 ) -> list[str | bytes]:
     """FT.SEARCH arguments for a KNN query with an optional hybrid filter.
 
-    ``return_fields=None`` sends NOCONTENT (ids only: used by deletions that must not
-    fetch documents). Only the ``vec`` param is sent (unused PARAMS are an error on
-    valkey-search); SORTBY on the score alias only where the engine supports it.
+    Hits are sorted client-side (RediSearch 2.10 returns KNN hits in document order
+    without SORTBY, and SORTBY on the score alias fails on valkey-search < 1.3).
+    ``return_fields=None`` sends NOCONTENT.
     """
-    knn = f"KNN {k} @embedding $vec"
+    knn = f"KNN {k} @{VECTOR_FIELD} $vec"
     if ef_runtime is not None:
         knn += f" EF_RUNTIME {ef_runtime}"
     knn += f" AS {SCORE_ALIAS}"
-    filt = build_filter(flt)
-    query = f"({filt})=>[{knn}]" if filt else f"*=>[{knn}]"
+    clauses = build_filter(flt, layout)
+    if clauses.startswith("-"):
+        clauses = f"{MATCH_ALL} {clauses}"
+    query = f"({clauses})=>[{knn}]" if clauses else f"*=>[{knn}]"
     args: list[str | bytes] = ["FT.SEARCH", index, query, "PARAMS", "2", "vec", vector_blob]
-    if caps.sortby_knn_score:
-        args += ["SORTBY", SCORE_ALIAS]
     if return_fields is None:
         args.append("NOCONTENT")
     else:
         fields = [SCORE_ALIAS, *return_fields]
         args += ["RETURN", str(len(fields)), *fields]
-    args += ["LIMIT", str(offset), str(limit if limit is not None else k), "DIALECT", "2"]
+    args += ["LIMIT", "0", str(k), "DIALECT", "2"]
     return args
+
+
+def filter_search_args(
+    index: str,
+    flt: MemoryFilter,
+    *,
+    layout: IndexLayout = IndexLayout(),
+    return_fields: Sequence[str] | None = ITEM_FIELDS,
+    sortby: tuple[str, bool] | None = None,
+    offset: int = 0,
+    limit: int = 10,
+) -> list[str]:
+    """FT.SEARCH arguments for a filter query without KNN (RediSearch, valkey-search >= 1.1).
+
+    ``sortby`` is ``(field, ascending)`` (needs SORTBY: RediSearch, valkey-search >= 1.2);
+    ``limit=0`` counts (the reply's first element is the total).
+    """
+    args = ["FT.SEARCH", index, _filter_query(flt, layout)]
+    if return_fields is None or limit == 0:
+        args.append("NOCONTENT")
+    else:
+        args += ["RETURN", str(len(return_fields)), *return_fields]
+    if sortby is not None:
+        args += ["SORTBY", sortby[0], "ASC" if sortby[1] else "DESC"]
+    args += ["LIMIT", str(offset), str(limit), "DIALECT", "2"]
+    return args
+
+
+def item_matches(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
+    """The exact check of one result's raw fields against the filter.
+
+    The engine's match is a superset where the index is case-insensitive (an index
+    another library created) and where a field the index lacks was left out of the
+    query; this check makes the result exact either way.
+    """
+    for attr, fieldname in SCOPE_FIELDS.items():
+        want = getattr(flt.scope, attr)
+        if want is not None and as_text(fields.get(fieldname)) != want:
+            return False
+    if flt.tags:
+        have = set(split_tags(fields.get("tags")))
+        if not all(t in have for t in flt.tags):
+            return False
+    source = as_text(fields.get("source"))
+    if flt.sources and source not in flt.sources:
+        return False
+    if flt.exclude_sources and source in flt.exclude_sources:
+        return False
+    if flt.exclude_sensitivity and (as_text(fields.get("sensitivity")) or "none") in flt.exclude_sensitivity:
+        return False
+    if flt.exclude_expired_at is not None:
+        expires = as_text(fields.get("expires_at"))
+        if expires:
+            try:
+                if float(expires) <= flt.exclude_expired_at:
+                    return False
+            except ValueError:
+                pass
+    return True

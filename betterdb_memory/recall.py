@@ -2,8 +2,10 @@
 
 Mixed into ``MemoryStore``. Every query is a KNN query (bare ``*`` or hybrid with a
 scope filter), so it runs on valkey-search 1.0; hits are re-sorted client-side
-because RediSearch returns KNN hits in document-id order without SORTBY. The hits'
-reinforcement is one pipelined round trip of per-hit scripts (``_scripts.REINFORCE``).
+because RediSearch returns KNN hits in document-id order without SORTBY. The
+``threshold`` is the reference's: a cosine-distance ceiling on the KNN distance. The
+hits' reinforcement is one pipelined round trip of per-hit scripts
+(``_scripts.REINFORCE``).
 """
 
 from __future__ import annotations
@@ -11,21 +13,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._io import call
-from .codec import encode_vector, to_float, validate_vector
-from .embedders.base import default_threshold_of
+from .codec import as_text, encode_vector, to_float, validate_vector
 from .keys import Scope
-from .models import MemoryHit, MemoryItem, item_from_fields
+from .models import MemoryHit, MemoryItem
 from .observability.tracing import add_attributes
-from .query import RETURN_FIELDS, MemoryFilter, knn_search_args
+from .query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
 from .replies import parse_search_reply
 from .scoring import Weights, composite
-from .validation import check_content, check_k, check_sensitivities, check_tags, check_threshold
+from .validation import check_content, check_distance_threshold, check_k, check_sensitivities, check_tags
 
 if TYPE_CHECKING:
     from ._io import RetryPolicy
@@ -35,14 +37,21 @@ if TYPE_CHECKING:
     from .keys import KeySpace
     from .observability.live_config import ConfigSnapshot
     from .observability.metrics import MemoryMetrics
+    from .query import IndexLayout
     from .ranking import Reranker
 
-__all__ = ["RecallMixin"]
+__all__ = ["DEFAULT_K", "NEAR_MISS_FACTOR", "RecallMixin"]
 
-# What ranking reads: the text (re-ranking), and the composite score's inputs.
-_RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last_accessed_at")
+#: The reference's default number of hits.
+DEFAULT_K = 8
+#: A recall with no hit whose nearest candidate was within this multiple of the
+#: threshold is a near miss (the threshold, not the data, likely dropped a good hit).
+NEAR_MISS_FACTOR = 2.0
 
-log = logging.getLogger("betterdb_memory")
+# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry.
+_RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last_accessed_at", "expires_at")
+
+log = logging.getLogger(__name__)
 
 
 class RecallMixin:
@@ -55,23 +64,27 @@ class RecallMixin:
         _obs: StoreObservability
         metrics: MemoryMetrics
         capabilities: Capabilities | None
+        layout: IndexLayout
         embedder: Embedder
         candidate_factor: int
         reranker: Reranker | None
         rerank_candidates: int
         reinforce_mode: str
         near_misses: int
+        default_threshold: float
+        fact_source: str
         _near_miss_warned: bool
         _reinforce_script: Any
 
         def current_config(self) -> ConfigSnapshot: ...
         def _access_interval(self, half_life: float) -> float: ...
         def _spawn(self, coro: Any) -> None: ...
+        def _needs_check(self, flt: MemoryFilter) -> bool: ...
         async def _ensure_ready(self) -> None: ...
         async def _with_index(self, operation: str, fn: Any) -> Any: ...
         async def _run_scripted(self, build: Callable[[Any], None]) -> list[Any]: ...
         async def _embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]: ...
-        async def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem | None]: ...
+        async def get_many(self, ids: Sequence[str]) -> list[MemoryItem | None]: ...
 
     def _filter(
         self,
@@ -81,34 +94,29 @@ class RecallMixin:
         namespace: object,
         tags: object,
         exclude_sensitivity: object = None,
-        kinds: Sequence[str] = (),
-        exclude_kinds: Sequence[str] = (),
     ) -> MemoryFilter:
         return MemoryFilter(
             scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
             tags=check_tags(tags),
             exclude_sensitivity=check_sensitivities(exclude_sensitivity),  # type: ignore[arg-type]
-            kinds=tuple(kinds),
-            exclude_kinds=tuple(exclude_kinds),
         )
 
-    def effective_threshold(self, threshold: float | None = None) -> float | None:
+    def effective_threshold(self, threshold: float | None = None) -> float:
+        """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
         if threshold is not None:
             return threshold
         configured = self.current_config().threshold
-        if configured is not None:
-            return configured
-        return default_threshold_of(self.embedder)
+        return self.default_threshold if configured is None else configured
 
     async def recall(
         self,
         query: str,
         *,
-        k: int = 8,
+        k: int | None = None,
         threshold: float | None = None,
         tags: Sequence[str] | None = None,
         weights: Weights | Mapping[str, float] | None = None,
-        reinforce: bool = True,
+        reinforce: bool | None = None,
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
@@ -119,11 +127,13 @@ class RecallMixin:
 
         Args:
             query: text to embed and search by.
-            k: hits wanted (1..1000).
-            threshold: minimum similarity (0..1); default: the store's, else the embedder's.
-            tags: only memories carrying any of these tags.
-            weights: per-call composite weights.
-            reinforce: bump ``last_accessed_at`` / ``access_count`` of returned hits.
+            k: hits wanted (1..1000, default 8).
+            threshold: cosine-distance ceiling (0..2; a hit needs distance <= it);
+                default: the store's ``default_threshold`` or the live config's.
+            tags: only memories carrying ALL of these tags.
+            weights: per-call composite weights (``RecallWeights``).
+            reinforce: bump ``last_accessed_at`` / ``access_count`` of returned hits
+                (default True).
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
             explain: attach the score's components to each hit.
@@ -138,18 +148,19 @@ class RecallMixin:
         vector = (await self._embed([text]))[0]
         embed_seconds = time.perf_counter() - started
         return await self._recall_vector(
-            vector, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=embed_seconds, query=text
-        )
+            vector, flt, *opts, reinforce=reinforce is not False, explain=explain,
+            embed_seconds=embed_seconds, query=text,
+        )  # fmt: skip
 
     async def recall_by_vector(
         self,
         vector: Sequence[float],
         *,
-        k: int = 8,
+        k: int | None = None,
         threshold: float | None = None,
         tags: Sequence[str] | None = None,
         weights: Weights | Mapping[str, float] | None = None,
-        reinforce: bool = True,
+        reinforce: bool | None = None,
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
@@ -162,6 +173,7 @@ class RecallMixin:
         ``query``: the text the vector was made from; given, the store's ``reranker``
         re-orders the candidates as in ``recall`` (without it: the dense order).
         """
+        await self._ensure_ready()
         vec = validate_vector(vector, dimensions=self.embedder.dimensions)
         text = None if query is None else check_content(query, name="query")
         opts = self._recall_options(k, threshold, weights)
@@ -170,14 +182,12 @@ class RecallMixin:
             exclude_sensitivity=exclude_sensitivity,
         )  # fmt: skip
         return await self._recall_vector(
-            vec, flt, *opts, reinforce=reinforce, explain=explain, embed_seconds=0.0, query=text
+            vec, flt, *opts, reinforce=reinforce is not False, explain=explain, embed_seconds=0.0, query=text
         )
 
-    def _recall_options(
-        self, k: object, threshold: object, weights: object
-    ) -> tuple[int, float | None, Weights]:
-        kk = check_k(k)
-        thr = self.effective_threshold(check_threshold(threshold))
+    def _recall_options(self, k: object, threshold: object, weights: object) -> tuple[int, float, Weights]:
+        kk = DEFAULT_K if k is None else check_k(k)
+        thr = self.effective_threshold(check_distance_threshold(threshold))
         if weights is not None:
             w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
         else:
@@ -191,40 +201,40 @@ class RecallMixin:
         flt: MemoryFilter,
         k: int,
         *,
-        return_fields: Sequence[str] = RETURN_FIELDS,
+        return_fields: Sequence[str] = ITEM_FIELDS,
     ) -> list[tuple[MemoryItem, float]]:
-        """One KNN query: (item, cosine distance) pairs, nearest first.
+        """One KNN query: (item, cosine distance) pairs, nearest first, exactly in ``flt``.
 
         With a reduced ``return_fields`` the items carry only those fields (the rest
         at their defaults): used to rank many candidates cheaply before fetching the
         few that are returned.
         """
+        from .models import item_from_fields
+
         await self._ensure_ready()
-        assert self.capabilities is not None
+        check = self._needs_check(flt)
+        fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
         args = knn_search_args(
-            self.keys.index,
-            encode_vector(vector),
-            k=k,
-            flt=flt,
-            caps=self.capabilities,
-            return_fields=return_fields,
+            self.keys.index, encode_vector(vector), k=k, flt=flt, layout=self.layout, return_fields=fields
         )
 
         async def run() -> Any:
             return await self._client.execute_command(*args)
 
         reply = await self._with_index("recall", lambda: call("recall", run, policy=self.retry))
-        result = parse_search_reply(reply)
+        now_ms = time.time() * 1000
         out: list[tuple[MemoryItem, float]] = []
-        for hit in result.hits:
-            if "__dist" not in hit.fields:
+        for hit in parse_search_reply(reply).hits:
+            f = hit.fields
+            if SCORE_ALIAS not in f:
                 continue  # expired between match and load
-            out.append(
-                (
-                    item_from_fields(self.keys.memory_id_of(hit.key), hit.fields),
-                    to_float(hit.fields["__dist"]),
-                )
-            )
+            if check and not item_matches(f, flt):
+                continue
+            expires = as_text(f.get("expires_at"))
+            if expires and to_float(expires) <= now_ms:
+                continue
+            item = item_from_fields(self.keys.memory_id_of(hit.key), f, fact_source=self.fact_source)
+            out.append((item, to_float(f[SCORE_ALIAS])))
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
         return out
 
@@ -233,7 +243,7 @@ class RecallMixin:
         vector: np.ndarray[Any, np.dtype[np.float32]],
         flt: MemoryFilter,
         k: int,
-        threshold: float | None,
+        threshold: float,
         weights: Weights,
         *,
         reinforce: bool,
@@ -241,15 +251,29 @@ class RecallMixin:
         embed_seconds: float,
         query: str | None = None,
     ) -> list[MemoryHit]:
+        started = time.perf_counter()
         with self._obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, flt, k, threshold, weights, reinforce=reinforce, explain=explain, query=query
             )
-            add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
+            add_attributes(
+                span,
+                lambda: {
+                    "recall.k": k,
+                    "recall.result_count": len(hits),
+                    "gen_ai.memory.k": k,
+                    "gen_ai.memory.hits": len(hits),
+                    "cache.hit": bool(hits),
+                },
+            )
         self.metrics.observe_recall(
-            hits=len(hits), near_miss=near_miss, embed_seconds=embed_seconds, search_seconds=search_seconds
+            hits=len(hits),
+            near_miss=near_miss,
+            embed_seconds=embed_seconds,
+            search_seconds=search_seconds,
+            total_seconds=embed_seconds + time.perf_counter() - started,
         )
-        self._obs.count({"recalls": 1, "recall_hits": len(hits), "recall_empty": int(not hits)})
+        self._obs.count({"recalls": 1, "recall_hits": int(bool(hits)), "recall_empty": int(not hits)})
         return hits
 
     async def _recall_scored(
@@ -257,7 +281,7 @@ class RecallMixin:
         vector: np.ndarray[Any, np.dtype[np.float32]],
         flt: MemoryFilter,
         k: int,
-        threshold: float | None,
+        threshold: float,
         weights: Weights,
         *,
         reinforce: bool,
@@ -273,32 +297,35 @@ class RecallMixin:
         slim = n > k
         started = time.perf_counter()
         candidates = await self.search_candidates(
-            vector, flt, min(n, 10_000), return_fields=_RANKING_FIELDS if slim else RETURN_FIELDS
+            vector, flt, min(n, 10_000), return_fields=_RANKING_FIELDS if slim else ITEM_FIELDS
         )
         search_seconds = time.perf_counter() - started
+        # The threshold is a ceiling on the KNN distance (the reference's meaning),
+        # applied before re-ranking: lexical evidence re-orders, it never admits.
+        admitted = [(item, d) for item, d in candidates if d <= threshold]
         scored: list[tuple[MemoryItem, float, float | None]]
-        if reranker is not None and query is not None:
-            scored = [*self._rerank(reranker, query, candidates)]
+        if reranker is not None and query is not None and admitted:
+            scored = [*self._rerank(reranker, query, admitted)]
         else:
-            scored = [(item, distance, None) for item, distance in candidates]
+            scored = [(item, distance, None) for item, distance in admitted]
         now = time.time()
         half_life = self.current_config().half_life_seconds
         hits: list[MemoryHit] = []
-        for item, distance, similarity in scored:
+        for item, distance, fused in scored:
             parts = composite(
                 # A re-ranked hit is scored on its fused similarity: the distance whose
                 # similarity (1 - distance / 2) it is. The hit keeps the KNN distance.
-                distance=distance if similarity is None else 2.0 * (1.0 - similarity),
+                distance=distance if fused is None else 2.0 * (1.0 - fused),
                 importance=item.importance,
-                created_at=item.created_at,
-                last_accessed_at=item.last_accessed_at,
+                created_at=item.created_at / 1000.0,
+                last_accessed_at=item.last_accessed_at / 1000.0,
                 now=now,
                 weights=weights,
                 half_life_seconds=half_life,
             )
-            if threshold is not None and parts.similarity < threshold:
-                continue
-            hits.append(MemoryHit(item, parts.score, parts.similarity, distance, parts if explain else None))
+            hits.append(
+                MemoryHit(item, parts.score, 1.0 - distance / 2.0, distance, parts if explain else None)
+            )
         hits.sort(key=lambda h: h.score, reverse=True)
         hits = hits[:k]
         if slim and hits:
@@ -309,7 +336,7 @@ class RecallMixin:
                 if item is not None
             ]
         near_miss = False
-        if not hits and candidates and threshold is not None:
+        if not hits and candidates:
             near_miss = self._note_near_miss(candidates[0][1], threshold)
         if reinforce and hits:
             if self.reinforce_mode == "background":
@@ -331,39 +358,42 @@ class RecallMixin:
         ]
 
     def _note_near_miss(self, best_distance: float, threshold: float) -> bool:
-        """Nothing passed, but the nearest was within twice the allowed distance: warn once.
+        """Nothing passed, but the nearest sat just outside the ceiling: count, warn once.
 
-        The threshold is a similarity; the allowed cosine distance is ``2 * (1 - t)``.
-        A near miss is a best distance within twice that (the reference's "within 2x").
+        The reference's rule: strictly past the threshold and within twice it.
         """
-        allowed = 2.0 * (1.0 - threshold)
-        if best_distance > 2.0 * allowed:
+        if not threshold < best_distance <= threshold * NEAR_MISS_FACTOR:
             return False
         self.near_misses += 1
         if not self._near_miss_warned:
             self._near_miss_warned = True
-            log.warning(
-                "recall returned nothing, but the nearest memory had similarity %.3f against threshold %.3f;"
-                " the threshold may be too strict for embedder %s",
-                1 - best_distance / 2,
-                threshold,
-                self.embedder.model_id,
+            warnings.warn(
+                f"recall on {self.keys.name!r} returned 0 hits, but the nearest memory was at cosine "
+                f"distance {best_distance:.3f}, just past the threshold {threshold}. If your embedding "
+                "model places correct matches that far, raise it with recall(threshold=...) or the "
+                "store's default_threshold. (Warned once per store.)",
+                UserWarning,
+                stacklevel=4,
             )
         return True
 
     async def _reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
-        interval = repr(self._access_interval(half_life))
+        interval_ms = str(int(self._access_interval(half_life) * 1000))
+        now_ms = str(int(now * 1000))
 
         def build(pipe: Any) -> None:
             for mid in ids:
-                keys = (self.keys.doc(mid), *self.keys.scope_keys(self.keys.scope_tag_of(mid)))
                 pipe.evalsha(
-                    self._reinforce_script.sha, len(keys), *keys,
-                    self.keys.doc_prefix, mid, repr(now), repr(half_life), interval,
+                    self._reinforce_script.sha, 2, self.keys.doc(mid), self.keys.access(mid),
+                    now_ms, repr(half_life), interval_ms,
                 )  # fmt: skip
 
         async def run() -> None:
             await self._run_scripted(build)
 
         # Not retried: a replayed increment would count an access twice.
-        await call("reinforce", run, policy=self.retry, idempotent=False, details={"ids": len(ids)})
+        try:
+            await call("reinforce", run, policy=self.retry, idempotent=False, details={"ids": len(ids)})
+        except Exception as exc:  # reinforcement must never break the read path
+            log.warning("reinforcement of %d hits failed: %s", len(ids), exc)
+            self.metrics.observe_background_failure("reinforce")

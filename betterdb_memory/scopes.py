@@ -1,138 +1,279 @@
-"""Scope-wide reads and deletions: list, count and forget_by_scope.
+"""Reading and deleting memories by scope: ``count``, ``list``, ``forget_by_scope``.
 
-Every exact scope (namespace, agent, thread) keeps its own bookkeeping: a sorted
-set of ids by creation time, in the scope's hash slot. A filter scope (None = any)
-maps to the exact scopes inside it through the registry sets written beside each
-write. So these operations cost O(matching scopes + results), never a scan of all
-memories, and need no non-KNN query, which valkey-search 1.0 does not have.
+The index is the only record of which memories a scope holds, so nothing here can
+drift from the documents: a memory another client deletes (``DEL``, as BetterDB
+Monitor's forget does) or that expires is gone from every count and list at once.
+
+Each read is one filter query (RediSearch; valkey-search >= 1.1), sorted by
+``created_at`` where the engine has SORTBY (valkey-search >= 1.2) and in the client
+otherwise. valkey-search 1.0 has no query without KNN, so there a scope is read with
+a KNN query over the filter (``_scan``), at most ``SCAN_LIMIT`` memories a call.
+Results are checked against the raw scope values (``query.item_matches``) so an index
+another library created (case-insensitive TAGs) never widens a scope.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 import time
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ._io import call
-from .codec import as_text
+from .codec import as_text, encode_vector
 from .errors import BetterDBMemoryError, ValidationError
-from .escaping import tag_token
 from .keys import Scope
-from .models import MemoryItem, MemoryPage
+from .models import MemoryItem, MemoryPage, item_from_fields
+from .options import MemoryListOptions
+from .query import CHECK_FIELDS, ITEM_FIELDS, MemoryFilter, filter_search_args, item_matches, knn_search_args
+from .replies import SearchHit, parse_search_reply
 from .validation import check_tags
 
 if TYPE_CHECKING:
     from ._io import RetryPolicy
     from ._observe import StoreObservability
+    from .dialect import Capabilities
+    from .embedders.base import Embedder
     from .keys import KeySpace
+    from .observability.metrics import MemoryMetrics
+    from .query import IndexLayout
 
-__all__ = ["ScopeOpsMixin"]
+__all__ = ["SCAN_LIMIT", "ScopeOpsMixin"]
 
+#: The most memories one query returns (valkey-search's default maximum KNN k).
+SCAN_LIMIT = 10_000
 _FORGET_PAGE = 500
+_FORGET_MAX_PAGES = 10_000
 
 
 class ScopeOpsMixin:
-    """Operations over whole scopes; mixed into ``MemoryStore``."""
+    """``count``, ``list``, ``forget_by_scope`` and the scope reads other parts share."""
 
     if TYPE_CHECKING:  # provided by MemoryStore
         keys: KeySpace
         retry: RetryPolicy
         _client: Any
-        _forget_page_script: Any
         _obs: StoreObservability
+        metrics: MemoryMetrics
+        capabilities: Capabilities | None
+        layout: IndexLayout
+        embedder: Embedder
+        fact_source: str
 
-        async def get_many(self, memory_ids: Sequence[str]) -> builtins.list[MemoryItem | None]: ...
+        async def _with_index(self, operation: str, fn: Any) -> Any: ...
+        async def _ensure_ready(self) -> None: ...
+        async def _delete_ids(self, ids: Sequence[str]) -> int: ...
+        async def _forget_scope_state(self, scope: Scope) -> None: ...
 
-        async def _wipe_consolidation_state(self, tag: str) -> int: ...
+    # -- the shared reads ---------------------------------------------------------------------
 
-    async def matching_scopes(self, scope: Scope) -> builtins.list[Scope]:
-        """The exact scopes written so far that fall inside filter ``scope``."""
-        sets = self.keys.registry_filter_sets(scope)
-
-        async def run() -> builtins.list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for s in sets:
-                pipe.smembers(s)
-            return list(await pipe.execute())
-
-        members = await call("scopes", run, policy=self.retry)
-        tags: set[str] = {as_text(m) for m in members[0]}
-        for other in members[1:]:
-            tags &= {as_text(m) for m in other}
-        if not tags:
-            return []
-        ordered = sorted(tags)
-        raw = await call(
-            "scopes", lambda: self._client.hmget(self.keys.scope_info, ordered), policy=self.retry
+    def _needs_check(self, flt: MemoryFilter) -> bool:
+        """Whether the engine's match may be wider than ``flt`` (then results are checked)."""
+        # On this library's index (CASESENSITIVE TAGs, values validated comma-free and
+        # trimmed) the engine's match is exact; on another library's index it is not.
+        layout = self.layout
+        return (
+            not layout.case_sensitive
+            or (bool(flt.exclude_sensitivity) and not layout.sensitivity)
+            or (flt.exclude_expired_at is not None and not layout.expires_at)
         )
-        out: builtins.list[Scope] = []
-        for value in raw:
-            if value is None:
-                continue
-            ns, agent, thread = json.loads(as_text(value))
-            exact = Scope(namespace=ns, agent_id=agent, thread_id=thread)
-            if scope.contains(exact):
-                out.append(exact)
-        return out
 
-    async def _created_page(
-        self, scopes: Sequence[Scope], after_score: float | None, after_id: str | None, count: int
-    ) -> builtins.list[tuple[float, str]]:
-        """Merge the newest ``count`` entries strictly after the cursor across scopes."""
-        hi = "+inf" if after_score is None else repr(after_score)
+    async def _search(self, args: Sequence[Any], operation: str) -> Any:
+        async def run() -> Any:
+            return await self._client.execute_command(*args)
 
-        async def run() -> builtins.list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for s in scopes:
-                # Inclusive bound, then skip ties already seen (same score, id >= cursor id
-                # in reverse-lexicographic order); ties are rare and bounded.
-                pipe.zrange(
-                    self.keys.scope_created(s.tag), hi, "-inf", desc=True, byscore=True,
-                    offset=0, num=count + 16, withscores=True,
-                )  # fmt: skip
-            return list(await pipe.execute())
+        return await self._with_index(operation, lambda: call(operation, run, policy=self.retry))
 
-        rows = await call("list", run, policy=self.retry) if scopes else []
-        merged: builtins.list[tuple[float, str]] = []
-        for row in rows:
-            for member, score in row:
-                mid = as_text(member)
-                if (
-                    after_score is not None
-                    and score == after_score
-                    and after_id is not None
-                    and mid >= after_id
-                ):
-                    continue
-                merged.append((float(score), mid))
-        merged.sort(key=lambda e: (e[0], e[1]), reverse=True)
-        return merged[:count]
+    async def _scan(
+        self,
+        flt: MemoryFilter,
+        fields: Sequence[str],
+        *,
+        operation: str,
+        sortby: tuple[str, bool] | None = None,
+        offset: int = 0,
+        limit: int = SCAN_LIMIT,
+    ) -> tuple[int | None, builtins.list[SearchHit]]:
+        """(exact total or None when unknown, hits) of a filter read, exactly checked and sorted.
+
+        Without SORTBY in the engine, or without filter queries at all (valkey-search
+        1.0: a KNN query over the filter), up to ``SCAN_LIMIT`` hits are read and
+        sorted, offset and limited in the client.
+        """
+        caps = self.capabilities
+        assert caps is not None
+        check = self._needs_check(flt)
+        want = tuple(
+            dict.fromkeys([*fields, *(CHECK_FIELDS if check else ()), *(sortby[:1] if sortby else ())])
+        )
+        server_sort = sortby is not None and caps.sortby and caps.filter_queries
+        if caps.filter_queries:
+            args: list[Any] = filter_search_args(
+                self.keys.index,
+                flt,
+                layout=self.layout,
+                return_fields=want,
+                sortby=sortby if server_sort else None,
+                offset=offset if server_sort or sortby is None else 0,
+                limit=limit if server_sort or sortby is None else SCAN_LIMIT,
+            )
+        else:
+            probe = np.zeros(max(1, self.embedder.dimensions), dtype=np.float32)
+            probe[0] = 1.0
+            args = knn_search_args(
+                self.keys.index,
+                encode_vector(probe),
+                k=SCAN_LIMIT,
+                flt=flt,
+                layout=self.layout,
+                return_fields=want,
+            )
+        result = parse_search_reply(await self._search(args, operation))
+        hits = [h for h in result.hits if not check or item_matches(h.fields, flt)]
+        paged_on_server = caps.filter_queries and (server_sort or sortby is None)
+        all_fetched = result.total <= len(result.hits)
+        total: int | None = None
+        if not check and caps.filter_queries:
+            total = result.total
+        elif all_fetched and (not paged_on_server or offset == 0):
+            total = len(hits)
+        if sortby is not None and not server_sort:
+            name, ascending = sortby
+            hits.sort(key=lambda h: float(as_text(h.fields.get(name)) or 0), reverse=not ascending)
+        if not paged_on_server:
+            hits = hits[offset : offset + limit]
+        return total, hits
+
+    async def _count_exact(self, flt: MemoryFilter, operation: str) -> int:
+        _, hits = await self._scan_all(flt, (), operation=operation)
+        return len(hits)
+
+    async def _scan_all(
+        self, flt: MemoryFilter, fields: Sequence[str], *, operation: str
+    ) -> tuple[int, builtins.list[SearchHit]]:
+        """Every match (up to ``SCAN_LIMIT``), exactly checked, unsorted."""
+        caps = self.capabilities
+        assert caps is not None
+        check = self._needs_check(flt)
+        want = tuple(dict.fromkeys([*fields, *(CHECK_FIELDS if check else ())]))
+        if caps.filter_queries:
+            args: list[Any] = filter_search_args(
+                self.keys.index, flt, layout=self.layout, return_fields=want or None, limit=SCAN_LIMIT
+            )
+        else:
+            probe = np.zeros(max(1, self.embedder.dimensions), dtype=np.float32)
+            probe[0] = 1.0
+            args = knn_search_args(
+                self.keys.index, encode_vector(probe), k=SCAN_LIMIT, flt=flt, layout=self.layout,
+                return_fields=want or None,
+            )  # fmt: skip
+        result = parse_search_reply(await self._search(args, operation), nocontent=not want)
+        hits = [h for h in result.hits if not check or item_matches(h.fields, flt)]
+        return len(hits), hits
+
+    def _item(self, hit: SearchHit) -> MemoryItem:
+        return item_from_fields(self.keys.memory_id_of(hit.key), hit.fields, fact_source=self.fact_source)
+
+    def _scope_filter(
+        self,
+        *,
+        thread_id: object,
+        agent_id: object,
+        namespace: object,
+        tags: object,
+        live_only: bool = True,
+    ) -> MemoryFilter:
+        return MemoryFilter(
+            scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
+            tags=check_tags(tags),
+            exclude_expired_at=int(time.time() * 1000) if live_only else None,
+        )
+
+    # -- public -------------------------------------------------------------------------------
 
     async def count(
-        self, *, thread_id: str | None = None, agent_id: str | None = None, namespace: str | None = None
+        self,
+        *,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        tags: Sequence[str] | None = None,
     ) -> int:
-        """Number of memories in a scope, from the bookkeeping (O(scopes), not O(memories)).
+        """Number of live memories matching a scope (None = any) and carrying all ``tags``."""
+        flt = self._scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
+        await self._ensure_ready()
+        caps = self.capabilities
+        assert caps is not None
+        if caps.filter_queries and not self._needs_check(flt):
+            reply = await self._search(
+                filter_search_args(self.keys.index, flt, layout=self.layout, limit=0), "count"
+            )
+            return parse_search_reply(reply, nocontent=True).total
+        return await self._count_exact(flt, "count")
 
-        Memories whose TTL has passed are not counted, even before a later write in
-        their scope sweeps their bookkeeping.
+    async def list(
+        self,
+        options: MemoryListOptions | None = None,
+        *,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """Memories of a scope, newest first: ``items``, the ``total`` matching, ``next_cursor``.
+
+        Takes the reference's ``MemoryListOptions`` or the same fields as keywords.
+        ``limit`` defaults to 20 (1..1000); page on with ``offset`` or ``next_cursor``.
         """
-        scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
-        scopes = await self.matching_scopes(scope)
-        now = repr(time.time())
-
-        async def run() -> builtins.list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for s in scopes:
-                pipe.zcard(self.keys.scope_created(s.tag))
-                pipe.zcount(self.keys.scope_expiry(s.tag), "-inf", now)
-            return list(await pipe.execute())
-
-        if not scopes:
-            return 0
-        rows = await call("count", run, policy=self.retry)
-        return sum(max(0, int(rows[i]) - int(rows[i + 1])) for i in range(0, len(rows), 2))
+        if options is not None:
+            if not isinstance(options, MemoryListOptions):
+                raise ValidationError(
+                    "list() takes a MemoryListOptions or keyword arguments",
+                    code="validation.type",
+                    details={"argument": "options"},
+                )
+            thread_id = options.thread_id if thread_id is None else thread_id
+            agent_id = options.agent_id if agent_id is None else agent_id
+            namespace = options.namespace if namespace is None else namespace
+            tags = options.tags if tags is None else tags
+            limit = options.limit if limit is None else limit
+            offset = options.offset if offset is None else offset
+        limit = 20 if limit is None else limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise ValidationError(
+                "limit must be within 1..1000", code="validation.range", details={"argument": "limit"}
+            )
+        if cursor is not None:
+            if offset is not None:
+                raise ValidationError(
+                    "pass offset or cursor, not both",
+                    code="validation.argument",
+                    details={"argument": "cursor"},
+                )
+            offset = _parse_cursor(cursor)
+        offset = 0 if offset is None else offset
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= SCAN_LIMIT:
+            raise ValidationError(
+                f"offset must be within 0..{SCAN_LIMIT}",
+                code="validation.range",
+                details={"argument": "offset"},
+            )
+        flt = self._scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
+        await self._ensure_ready()
+        total, hits = await self._scan(
+            flt, ITEM_FIELDS, operation="list", sortby=("created_at", False), offset=offset, limit=limit
+        )
+        items = [self._item(h) for h in hits]
+        if total is None:
+            total = await self._count_exact(flt, "list")
+        nxt = offset + len(items)
+        return MemoryPage(items, str(nxt) if nxt < total and items else None, total)
 
     async def forget_by_scope(
         self,
@@ -142,123 +283,50 @@ class ScopeOpsMixin:
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
     ) -> int:
-        """Delete every memory in a scope (and with any of ``tags``, when given).
+        """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
-        Refuses an empty scope (no ids and no tags): deleting everything is not a
-        default. Pages through each exact scope's bookkeeping with a script that
-        drops up to 500 memories per call, never fetching documents. Returns the
-        exact number deleted; on a connection fault the error's ``details`` carry
-        ``deleted`` (the count so far).
+        Refuses an empty selector (no scope field and no tags): deleting everything is
+        not a default. Pages of 500, each one query and one pipelined delete; returns
+        the number deleted. On a connection fault the error's ``details`` carry
+        ``deleted`` (the count so far): calling again finishes the job.
         """
-        scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
-        tag_filter = check_tags(tags)
-        if scope.is_empty and not tag_filter:
+        flt = self._scope_filter(
+            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False
+        )
+        if flt.is_unscoped:
             raise ValidationError(
                 "forget_by_scope needs a thread_id, agent_id, namespace or tags; refusing to delete everything",
                 code="validation.empty_scope",
             )
-        progress = [0]
+        await self._ensure_ready()
+        deleted = 0
         with self._obs.span("forget_by_scope"):
             try:
-                return await self._forget_scopes(scope, [tag_token(t) for t in tag_filter], progress)
-            except BetterDBMemoryError as exc:
-                # Whatever step failed (scope lookup, a page, the history wipe), say how
-                # many memories are gone already: the caller may simply call again.
-                exc.details["operation"] = "forget_by_scope"
-                exc.details["deleted"] = progress[0]
-                raise
-
-    async def _forget_scopes(
-        self, scope: Scope, tokens: builtins.list[str], progress: builtins.list[int]
-    ) -> int:
-        deleted = 0
-        for exact in await self.matching_scopes(scope):
-            keys = [self.keys.doc(f"{exact.tag}-{'0' * 32}"), *self.keys.scope_keys(exact.tag)]
-            start = 0
-            while True:
-                args = [self.keys.doc_prefix, str(start), str(_FORGET_PAGE), repr(time.time()), *tokens]
-
-                async def run(args: builtins.list[str] = args, keys: builtins.list[str] = keys) -> Any:
-                    return await self._forget_page_script(keys=keys, args=args)
-
-                # Not retried blindly: report progress instead (the caller may call again).
-                n_deleted, n_removed, n_scanned = (
-                    int(x)
-                    for x in await call(
-                        "forget_by_scope",
-                        run,
-                        policy=self.retry,
-                        idempotent=False,
-                        details={"deleted": deleted},
+                for _ in range(_FORGET_MAX_PAGES):
+                    _, hits = await self._scan(flt, (), operation="forget_by_scope", limit=_FORGET_PAGE)
+                    if not hits:
+                        break
+                    removed = await self._delete_ids([self.keys.memory_id_of(h.key) for h in hits])
+                    deleted += removed
+                    if removed == 0:
+                        break  # the index lists documents already gone: no progress to make
+                else:
+                    warnings.warn(
+                        f"forget_by_scope stopped after {_FORGET_MAX_PAGES} pages on {self.keys.name!r}; "
+                        f"{deleted} deleted, some may remain: call it again",
+                        UserWarning,
+                        stacklevel=2,
                     )
-                )
-                deleted += n_deleted
-                progress[0] = deleted
-                if n_scanned < _FORGET_PAGE:
-                    break
-                start += n_scanned - n_removed
-            if not tokens:
-                # The whole exact scope is gone: fact history (kept out of the index)
-                # goes too, so erasure leaves no superseded text behind.
-                await self._wipe_consolidation_state(exact.tag)
+                if not flt.tags:
+                    await self._forget_scope_state(flt.scope)
+            except BetterDBMemoryError as exc:
+                exc.details["operation"] = "forget_by_scope"
+                exc.details["deleted"] = deleted
+                raise
         return deleted
 
-    async def list(
-        self,
-        *,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        tags: Sequence[str] | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
-    ) -> MemoryPage:
-        """Memories of a scope, newest first, ``limit`` at a time.
 
-        Paged by a cursor (the last item's creation time and id), not an offset, so
-        page N costs the same as page 1. Reads each matching exact scope's
-        ``created`` sorted set; runs on every engine version (no non-KNN query).
-        """
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise ValidationError(
-                "limit must be within 1..1000", code="validation.range", details={"argument": "limit"}
-            )
-        scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
-        tag_filter = check_tags(tags)
-        after_score, after_id = _parse_cursor(cursor)
-        scopes = await self.matching_scopes(scope)
-        items: builtins.list[MemoryItem] = []
-        bound_score, bound_id = after_score, after_id
-        fetch = limit + 1
-        while len(items) < limit + 1:
-            entries = await self._created_page(scopes, bound_score, bound_id, fetch)
-            if not entries:
-                break
-            fetched = await self.get_many([mid for _, mid in entries])
-            for (score, mid), item in zip(entries, fetched, strict=True):
-                bound_score, bound_id = score, mid
-                if item is None:
-                    continue
-                if tag_filter and not set(tag_filter) & set(item.tags):
-                    continue
-                items.append(item)
-            if len(entries) < fetch:
-                break
-        page = items[:limit]
-        next_cursor = None
-        if len(items) > limit and page:
-            last = page[-1]
-            next_cursor = f"{last.created_at!r}|{last.id}"
-        return MemoryPage(page, next_cursor)
-
-
-def _parse_cursor(cursor: object) -> tuple[float | None, str | None]:
-    if cursor is None:
-        return None, None
-    if isinstance(cursor, str) and "|" in cursor:
-        score_text, mid = cursor.split("|", 1)
-        try:
-            return float(score_text), mid
-        except ValueError:
-            pass
+def _parse_cursor(cursor: object) -> int:
+    if isinstance(cursor, str) and cursor.isdigit():
+        return int(cursor)
     raise ValidationError("cursor is not one this store returned", code="validation.cursor")

@@ -48,7 +48,7 @@ from .context import ContextBudget, ContextUsage, RetrievedContext, allocate
 from .errors import BetterDBMemoryError, ConfigurationError, ValidationError
 from .escaping import validate_tag_value
 from .extraction import FactExtractor
-from .keys import KeySpace, Scope, SessionKeys
+from .keys import KeySpace, SessionKeys
 from .models import MemoryHit
 from .summarizers import ExtractiveSummarizer, Summarizer
 from .tokens import HeuristicTokenCounter, TokenCounter, count_tokens
@@ -104,8 +104,6 @@ class _Host(Protocol):
         namespace: str | None = ...,
         tags: Sequence[str] | None = ...,
     ) -> int: ...
-
-    async def matching_scopes(self, scope: Scope) -> list[Scope]: ...
 
 
 if TYPE_CHECKING:
@@ -632,38 +630,7 @@ class ShortTermMixin:
         replies = await call("erase", run, policy=self.retry)  # deleting twice is harmless
         l1 = sum(to_int(r) for r in replies[: len(session_keys)])
         l2 = await self._host.forget_by_scope(agent_id=agent, thread_id=thread)
-        await self._unregister_empty_scopes(Scope(agent_id=agent, thread_id=thread))
         return l1 + l2
-
-    async def _unregister_empty_scopes(self, scope: Scope) -> None:
-        """Drop emptied scopes from the registry, whose ``scope_info`` holds the raw ids."""
-        scopes = await self._host.matching_scopes(scope)
-        if not scopes:
-            return
-
-        async def sizes() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for s in scopes:
-                pipe.zcard(self.keys.scope_created(s.tag))
-            return list(await pipe.execute())
-
-        empty = [
-            s
-            for s, n in zip(scopes, await call("erase", sizes, policy=self.retry), strict=True)
-            if not int(n)
-        ]
-        if not empty:
-            return
-
-        async def unregister() -> None:
-            pipe = self._client.pipeline(transaction=False)
-            for s in empty:
-                for key in self.keys.registry_sets(s):
-                    pipe.srem(key, s.tag)
-                pipe.hdel(self.keys.scope_info, s.tag)
-            await pipe.execute()
-
-        await call("erase", unregister, policy=self.retry)
 
     # -- rolling summaries --------------------------------------------------------------
 

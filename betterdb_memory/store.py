@@ -1,23 +1,27 @@
 """``MemoryStore``: long-term memories as HASH documents in an HNSW index.
 
-The I/O layer only: key names (``keys``), query strings (``query``), reply parsing
-(``replies``), scoring (``scoring``) and argument checks (``validation``) are pure
-modules this class calls. Every backend call goes through ``_io.call``, the one
-place errors are translated and idempotent operations retried.
+The documents and the index are betterdb-agent-memory's (``<name>:mem:<id>``,
+``<name>:mem:idx``; see ``query``), so that library, BetterDB Monitor and this one
+share a store. The I/O layer only: key names (``keys``), query strings (``query``),
+reply parsing (``replies``), scoring (``scoring``) and argument checks
+(``validation``) are pure modules this class calls. Every backend call goes through
+``_io.call``, the one place errors are translated and idempotent operations retried.
 
-Write path: one Lua script per memory (``_scripts.WRITE``) does dedup, insert,
-bookkeeping and capacity eviction atomically on the keys of one scope, so a cap
-holds exactly under concurrent writers and the cost of a write does not grow with
-the scope's size. Recall: one KNN query (hybrid when scoped), client-side composite
-scoring, and reinforcement of the returned hits in one pipelined round trip.
+Write path: one pipelined round trip of plain ``HSET`` s (``PEXPIRE`` after each
+memory with a TTL); with a capacity, the same round trip counts each written cap
+scope, and only a scope found over its cap pays for eviction (``capacity``).
+Recall: one KNN query (hybrid when scoped), client-side composite scoring, and
+reinforcement of the returned hits in one pipelined round trip.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 import logging
+import math
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,44 +34,58 @@ import valkey.exceptions as vexc
 from . import _scripts
 from ._io import RetryPolicy, call
 from ._observe import StoreObservability
-from .codec import as_text, encode_vector, join_list, to_int, validate_vector
+from .capacity import CapacityMixin
+from .codec import as_text, encode_vector, join_tags, to_int, validate_vector
 from .consolidation import ConsolidationMixin
 from .dialect import Capabilities, IndexInfo, parse_ft_info, probe
-from .embedders.base import Embedder, EmbeddingFunction, as_embedder
+from .embedders.base import Embedder, EmbeddingFunction, as_embedder, default_threshold_of
 from .errors import (
     ConfigurationError,
     IndexExistsError,
     IndexNotFoundError,
     ValidationError,
 )
-from .escaping import tag_token
 from .keys import KeySpace, Scope
 from .models import MemoryItem, StoreStats, item_from_fields
 from .observability.live_config import ConfigSnapshot
 from .observability.telemetry import Telemetry
 from .observability.tracing import add_attributes
-from .query import RETURN_FIELDS, IndexSpec, create_index_args
+from .options import (
+    ConsolidationConfig,
+    MemoryConfigRefreshConfig,
+    MemoryDiscoveryConfig,
+    MemoryTelemetryOptions,
+)
+from .query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter, create_index_args
 from .ranking import HybridRanker, Reranker
 from .recall import RecallMixin
 from .scopes import ScopeOpsMixin
-from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
+from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights, keep_score
 from .short_term import ShortTermMixin
 from .validation import (
     check_content,
+    check_distance_threshold,
     check_importance,
     check_metadata,
     check_sensitivity,
     check_tags,
-    check_threshold,
     check_ttl,
 )
 
-__all__ = ["MemoryStore"]
+__all__ = ["DEFAULT_NAME", "DEFAULT_THRESHOLD", "MemoryStore"]
 
-log = logging.getLogger("betterdb_memory")
+log = logging.getLogger(__name__)
 
-_ITEM_FIELDS: tuple[str, ...] = RETURN_FIELDS
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
+#: The reference's default store name (``AgentMemoryOptions.name``).
+DEFAULT_NAME = "betterdb_ac"
+#: The reference's default cosine-distance ceiling for a caller's ``embed_fn``.
+DEFAULT_THRESHOLD = 0.33
+_DEFAULT_FACT_SOURCE = "fact"
+_DEFAULT_FACT_IMPORTANCE = 0.7
+_DEFAULT_REFRESH_SECONDS = 5.0
+_MIN_REFRESH_SECONDS = 1.0
+_KINDS = ("memory", "summary", "fact", "extracted")
 
 
 def _normalise_for_dedup(content: str) -> str:
@@ -75,54 +93,107 @@ def _normalise_for_dedup(content: str) -> str:
 
 
 def _dedup_hash(content: str, kind: str) -> str:
-    import hashlib
-
     return hashlib.blake2b(f"{kind}\x00{_normalise_for_dedup(content)}".encode(), digest_size=16).hexdigest()
 
 
-class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin):
-    """Long-term agent memory on Valkey Search.
+def _refresh_seconds(config: bool | MemoryConfigRefreshConfig | None) -> float | None:
+    """Seconds between live-config reads; None for off. On by default (5 s)."""
+    if config is False:
+        return None
+    if config is None or config is True:
+        return _DEFAULT_REFRESH_SECONDS
+    if isinstance(config, MemoryConfigRefreshConfig):
+        if config.enabled is False:
+            return None
+        if config.interval_ms is None:
+            return _DEFAULT_REFRESH_SECONDS
+        return max(_MIN_REFRESH_SECONDS, config.interval_ms / 1000.0)
+    raise ConfigurationError(
+        "config_refresh must be a bool, None or MemoryConfigRefreshConfig",
+        code="configuration.config_refresh",
+        details={"type": type(config).__name__},
+    )
+
+
+class _LazyFunctionEmbedder:
+    """An ``embed_fn`` whose vector length is learned from its first answer (the reference's way)."""
+
+    def __init__(self, fn: EmbeddingFunction) -> None:
+        self._fn = fn
+        self._inner: Embedder | None = None
+        self.model_id = f"function:{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+    @property
+    def dimensions(self) -> int:
+        if self._inner is None:
+            return 0
+        return self._inner.dimensions
+
+    async def resolve(self) -> Embedder:
+        if self._inner is None:
+            probe_vector = await self._fn("probe")
+            try:
+                size = len(probe_vector)
+            except TypeError:
+                size = 0
+            if size == 0:
+                raise ConfigurationError(
+                    "embed_fn returned an empty embedding; cannot learn the vector dimension",
+                    code="configuration.dimensions",
+                )
+            self._inner = as_embedder(self._fn, dimensions=size, model_id=self.model_id)
+        return self._inner
+
+    async def embed(self, texts: list[str]) -> Any:
+        return await (await self.resolve()).embed(texts)
+
+
+class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, ConsolidationMixin):
+    """Long-term agent memory on Valkey Search (betterdb-agent-memory's ``MemoryStore``, and more).
 
     Args:
-        client: a ``valkey.asyncio.Valkey`` owned by the caller (not closed by ``close``).
+        client: a ``valkey.asyncio.Valkey`` (or cluster client) owned by the caller
+            (not closed by ``close``).
         name: store name: key prefix and index name (``<name>:mem:idx``).
-        embedder: an ``Embedder`` (``dimensions``, ``model_id``, ``async embed``).
-        embed_fn: alternatively a plain ``async fn(text) -> list[float]`` with ``dimensions``.
-        dimensions: required with ``embed_fn``.
-        threshold: minimum similarity (0..1) of a recalled hit; ``None`` uses the
-            embedder's calibrated default.
-        weights: composite score weights (similarity / recency / importance).
+        embed_fn: a plain ``async fn(text) -> list[float]``; its vector length is
+            learned from its first answer unless ``dimensions`` is given.
+        embedder: alternatively an ``Embedder`` (``dimensions``, ``model_id``,
+            ``async embed``); neither: the shipped ONNX model.
+        dimensions: the vector length of ``embed_fn`` (optional).
+        default_threshold: the cosine-distance ceiling (0..2) of a recalled hit. Default:
+            0.33 for an ``embed_fn`` (the reference's), the calibrated value of a
+            shipped embedder otherwise.
+        weights: composite score weights (``RecallWeights``: similarity / recency / importance).
         half_life_seconds: recency half-life (7 days by default).
-        max_items_per_scope: capacity of each exact scope; ``None`` for no cap.
-        dedup: reinforce instead of writing a twin of the same content in a scope.
-        candidate_factor: KNN candidates fetched per requested hit. 1 (default) re-ranks
-            the k nearest by the composite score; 2-4 lets an important or recent memory
-            from just past the k nearest in, at the cost of a larger reply to parse.
+        max_items_per_scope: capacity. A write with scope fields or tags counts every
+            memory matching them as a filter (fields it leaves None match any value,
+            all its tags must be present), the reference's meaning, and evicts the
+            lowest keep-score ones beyond the cap; an unscoped write is never capped.
+        discovery: register with BetterDB Monitor (marker + heartbeat), or a
+            ``MemoryDiscoveryConfig``.
+        config_refresh: re-read the live config hash (on by default every 5 s;
+            ``False`` or ``MemoryConfigRefreshConfig(enabled=False)`` turns it off).
+        consolidation: ``ConsolidationConfig(fact_source=..., fact_importance=...)``.
+        telemetry: ``MemoryTelemetryOptions`` (Prometheus registry, tracer provider).
+        analytics: opt in to anonymous product telemetry (off by default here;
+            ``DO_NOT_TRACK`` always wins). A ``Telemetry`` instance also works.
+        dedup: reinforce instead of writing a twin of the same content in the same
+            exact scope (off by default, as in the reference).
+        candidate_factor: KNN candidates fetched per requested hit (1 by default).
         reranker: how the KNN candidates of a text ``recall`` are re-ordered before
-            scoring. ``True`` (default): ``HybridRanker()``, BM25-style evidence from
-            the words query and memory share, fused with the dense similarity in the
-            client (every engine, no TEXT field needed). ``False``: the dense order.
-            Or any ``Reranker``. The hit's ``similarity`` is then the fused one (0..1,
-            never below the dense similarity), and the threshold and the composite
-            score apply to it; ``distance`` stays the KNN cosine distance.
-            ``recall_by_vector`` re-ranks only when given ``query=``.
-        rerank_candidates: KNN candidates fetched when re-ranking (at least
-            ``k * candidate_factor``): lexical evidence can only lift what the KNN
-            returned. LoCoMo hit@5 with MiniLM: dense 0.42; re-ranked 20 / 50 / 100 / 200
-            candidates 0.52 / 0.57 / 0.59 / 0.61 (``bench/results/quality.md``).
+            scoring. ``True`` (default): ``HybridRanker()`` (BM25-style lexical evidence
+            fused with the dense similarity; the fused value enters the composite
+            score, the threshold still applies to the KNN distance). ``False``: the
+            dense order. Or any ``Reranker``.
+        rerank_candidates: KNN candidates fetched when re-ranking.
         hnsw_m / hnsw_ef_construction / hnsw_ef_runtime: index parameters.
         reinforce_mode: ``"sync"`` (await the update) or ``"background"``.
         reinforce_write_interval: seconds a document's ``last_accessed_at`` snapshot may
-            lag before a recall rewrites it (default: half-life / 200, 1 s..1 h). The
-            exact ``access_count`` is always kept, outside the index.
+            lag before a recall rewrites it (default: half-life / 200, 1 s..1 min). The
+            exact ``access_count`` is always kept (``get`` returns it).
         retry: connection-fault retry policy for idempotent operations.
-        registry: Prometheus registry for the ``agent_memory_*`` metrics (default: global).
-        tracer_provider: OpenTelemetry provider (default: the global one; no-op if unset).
-        discovery: register with BetterDB Monitor (marker + heartbeat).
-        config_refresh_seconds: how often the live config hash is re-read.
+        registry / tracer_provider: where metrics and spans go (also via ``telemetry``).
         heartbeat_interval: Monitor heartbeat period (<= 30 s).
-        telemetry: opt-in anonymous product telemetry (``True`` or a ``Telemetry``);
-            ``DO_NOT_TRACK`` always wins.
         **short_term: L1 options (``session_ttl``, ``max_session_turns``, ``summarizer``,
             ``fact_extractor``, ``token_counter``, ``summarize_batch``,
             ``max_unsummarized``, ``budget``, ``redact``, ``shutdown_grace``,
@@ -133,15 +204,20 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         self,
         *,
         client: Any,
-        name: str = "betterdb",
-        embedder: Embedder | None = None,
+        name: str = DEFAULT_NAME,
         embed_fn: EmbeddingFunction | None = None,
+        embedder: Embedder | None = None,
         dimensions: int | None = None,
-        threshold: float | None = None,
+        default_threshold: float | None = None,
         weights: Weights | Mapping[str, float] | None = None,
-        half_life_seconds: float = DEFAULT_HALF_LIFE_SECONDS,
+        half_life_seconds: float | None = None,
         max_items_per_scope: int | None = None,
-        dedup: bool = True,
+        discovery: bool | MemoryDiscoveryConfig = True,
+        config_refresh: bool | MemoryConfigRefreshConfig | None = None,
+        consolidation: bool | ConsolidationConfig | None = None,
+        telemetry: MemoryTelemetryOptions | None = None,
+        analytics: bool | Telemetry = False,
+        dedup: bool = False,
         candidate_factor: int = 1,
         reranker: Reranker | bool = True,
         rerank_candidates: int = 50,
@@ -153,36 +229,75 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         retry: RetryPolicy | None = None,
         registry: Any = None,
         tracer_provider: Any = None,
-        discovery: bool = True,
-        config_refresh_seconds: float = 5.0,
         heartbeat_interval: float = 30.0,
-        telemetry: bool | Telemetry = False,
         **short_term: Any,
     ) -> None:
         self.keys = KeySpace(name)
         self.name = name
+        if embedder is not None and embed_fn is not None:
+            raise ConfigurationError("pass embed_fn= or embedder=, not both", code="configuration.embedder")
+        self._lazy_embedder: _LazyFunctionEmbedder | None = None
         if embedder is None and embed_fn is None:
             from .embedders import default_embedder
 
             embedder = default_embedder()
-        self.embedder: Embedder = as_embedder(
-            embedder if embedder is not None else embed_fn, dimensions=dimensions
-        )
+        if embed_fn is not None and dimensions is None:
+            if not callable(embed_fn):
+                raise ConfigurationError("embed_fn must be an async callable", code="configuration.embedder")
+            self._lazy_embedder = _LazyFunctionEmbedder(embed_fn)
+            self.embedder: Embedder = self._lazy_embedder  # type: ignore[assignment]
+        else:
+            self.embedder = as_embedder(embedder if embedder is not None else embed_fn, dimensions=dimensions)
         self._client = client
         self._owned_client = False
         self._owned_server: Any = None
-        self.threshold = check_threshold(threshold)
+        if default_threshold is None:
+            calibrated = None if embed_fn is not None else default_threshold_of(self.embedder)
+            default_threshold = DEFAULT_THRESHOLD if calibrated is None else 2.0 * (1.0 - calibrated)
+        threshold = check_distance_threshold(default_threshold, name="default_threshold")
+        assert threshold is not None
+        self.default_threshold: float = threshold
         self.weights = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
-        if not isinstance(half_life_seconds, int | float) or not half_life_seconds > 0:
-            raise ValidationError("half_life_seconds must be positive", code="validation.range")
+        if half_life_seconds is None:
+            half_life_seconds = DEFAULT_HALF_LIFE_SECONDS
+        if (
+            isinstance(half_life_seconds, bool)
+            or not isinstance(half_life_seconds, int | float)
+            or not half_life_seconds > 0
+            or not math.isfinite(half_life_seconds)
+        ):
+            raise ValidationError(
+                "half_life_seconds must be a positive number",
+                code="validation.range",
+                details={"argument": "half_life_seconds"},
+            )
         self.half_life_seconds = float(half_life_seconds)
         if max_items_per_scope is not None and (
             isinstance(max_items_per_scope, bool)
             or not isinstance(max_items_per_scope, int)
             or max_items_per_scope < 1
         ):
-            raise ValidationError("max_items_per_scope must be a positive integer", code="validation.range")
+            raise ValidationError(
+                "max_items_per_scope must be a positive integer",
+                code="validation.range",
+                details={"argument": "max_items_per_scope"},
+            )
         self.max_items_per_scope = max_items_per_scope
+        if consolidation is not None and not isinstance(consolidation, bool | ConsolidationConfig):
+            raise ConfigurationError(
+                "consolidation must be a ConsolidationConfig", code="configuration.consolidation"
+            )
+        cc = consolidation if isinstance(consolidation, ConsolidationConfig) else ConsolidationConfig()
+        if cc.fact_source is not None:
+            check_tags([cc.fact_source], name="fact_source")
+        self.fact_source = cc.fact_source or _DEFAULT_FACT_SOURCE
+        self.fact_importance = check_importance(
+            _DEFAULT_FACT_IMPORTANCE if cc.fact_importance is None else cc.fact_importance
+        )
+        if not isinstance(dedup, bool):
+            raise ValidationError(
+                "dedup must be a bool", code="validation.type", details={"argument": "dedup"}
+            )
         self.dedup = dedup
         if reinforce_mode not in ("sync", "background"):
             raise ValidationError("reinforce_mode must be 'sync' or 'background'", code="validation.choice")
@@ -194,7 +309,11 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         self.reinforce_write_interval = (
             None if reinforce_write_interval is None else float(reinforce_write_interval)
         )
-        if not isinstance(candidate_factor, int) or candidate_factor < 1:
+        if (
+            isinstance(candidate_factor, bool)
+            or not isinstance(candidate_factor, int)
+            or candidate_factor < 1
+        ):
             raise ValidationError("candidate_factor must be a positive integer", code="validation.range")
         self.candidate_factor = candidate_factor
         if reranker is True:
@@ -213,55 +332,77 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         ):
             raise ValidationError("rerank_candidates must be an integer in 1..10000", code="validation.range")
         self.rerank_candidates = rerank_candidates
-        self.spec = IndexSpec(
-            index=self.keys.index,
-            prefix=self.keys.doc_prefix,
-            dimensions=self.embedder.dimensions,
-            m=hnsw_m,
-            ef_construction=hnsw_ef_construction,
-            ef_runtime=hnsw_ef_runtime,
-        )
+        self._hnsw = (hnsw_m, hnsw_ef_construction, hnsw_ef_runtime)
         self.retry = retry or RetryPolicy()
         self._defaults = ConfigSnapshot(
-            threshold=self.threshold,
+            threshold=self.default_threshold,
             weight_similarity=self.weights.similarity,
             weight_recency=self.weights.recency,
             weight_importance=self.weights.importance,
             half_life_seconds=self.half_life_seconds,
             max_items_per_scope=self.max_items_per_scope,
         )
-        if isinstance(telemetry, bool):
-            telemetry = Telemetry(enabled=telemetry)
+        if telemetry is not None and not isinstance(telemetry, MemoryTelemetryOptions):
+            raise ConfigurationError(
+                "telemetry must be a MemoryTelemetryOptions (product analytics: analytics=True)",
+                code="configuration.telemetry",
+                details={"type": type(telemetry).__name__},
+            )
+        if telemetry is not None:
+            registry = telemetry.registry if telemetry.registry is not None else registry
+            tracer_provider = (
+                telemetry.tracer_provider if telemetry.tracer_provider is not None else tracer_provider
+            )
+        product = analytics if isinstance(analytics, Telemetry) else Telemetry(enabled=bool(analytics))
+        if (
+            discovery is not True
+            and discovery is not False
+            and not isinstance(discovery, MemoryDiscoveryConfig)
+        ):
+            raise ConfigurationError(
+                "discovery must be a bool or MemoryDiscoveryConfig", code="configuration.discovery"
+            )
+        if isinstance(discovery, MemoryDiscoveryConfig) and discovery.heartbeat_interval_ms is not None:
+            heartbeat_interval = discovery.heartbeat_interval_ms / 1000.0
+        refresh = _refresh_seconds(config_refresh)
         self._obs = StoreObservability(
             client,
             self.keys,
             self._defaults,
             registry=registry,
             tracer_provider=tracer_provider,
-            discovery=discovery,
-            config_refresh_seconds=config_refresh_seconds,
+            discovery=discovery is not False,
+            # Off: no periodic re-read (the hash is still read once when the store starts).
+            config_refresh_seconds=refresh if refresh is not None else 1e9,
             heartbeat_interval=heartbeat_interval,
-            telemetry=telemetry,
+            telemetry=product,
         )
         self.metrics = self._obs.metrics
         self._init_short_term(**short_term)
         self.capabilities: Capabilities | None = None
+        self.layout = IndexLayout()
         self._ready = False
         self._ready_lock = asyncio.Lock()
-        self._write_script = client.register_script(_scripts.WRITE)
-        self._forget_script = client.register_script(_scripts.FORGET)
-        self._forget_page_script = client.register_script(_scripts.FORGET_PAGE)
         self._reinforce_script = client.register_script(_scripts.REINFORCE)
-        self._scripts_all = (
-            self._write_script,
-            self._forget_script,
-            self._forget_page_script,
-            self._reinforce_script,
-        )
+        self._lock_script = client.register_script(_scripts.LOCK)
+        self._unlock_script = client.register_script(_scripts.UNLOCK)
+        self._scripts_all = (self._reinforce_script, self._lock_script, self._unlock_script)
         self._background: set[asyncio.Task[Any]] = set()
         self._near_miss_warned = False
         self.near_misses = 0
         self._closed = False
+
+    @property
+    def spec(self) -> IndexSpec:
+        m, efc, efr = self._hnsw
+        return IndexSpec(
+            index=self.keys.index,
+            prefix=self.keys.doc_prefix,
+            dimensions=self.embedder.dimensions,
+            m=m,
+            ef_construction=efc,
+            ef_runtime=efr,
+        )
 
     # -- construction ------------------------------------------------------------------
 
@@ -270,7 +411,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         cls,
         url: str | None = None,
         *,
-        name: str = "betterdb",
+        name: str = DEFAULT_NAME,
         embedder: Embedder | None = None,
         data_dir: str | None = None,
         max_connections: int = 64,
@@ -281,7 +422,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
 
         With no URL the embedded engine starts on the platform data dir (persistent,
         AOF), or is reused if another process already runs it there. The store owns
-        the client (and the server it started) and closes them in ``close``.
+        the client (and the server it started) and closes them in ``close``; if
+        building the store fails, both are closed before the error propagates.
         The pool blocks when all ``max_connections`` are busy instead of failing.
         """
         server = None
@@ -291,14 +433,18 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
             server = EmbeddedServer(data_dir=data_dir or default_data_dir())
             await asyncio.to_thread(server.start)
             url = server.url
-        pool = avalkey.BlockingConnectionPool.from_url(
-            url, max_connections=max_connections, timeout=socket_timeout, socket_timeout=socket_timeout
-        )
-        client = avalkey.Valkey.from_pool(pool)  # the client owns (and closes) the pool
+        client: Any = None
         try:
+            pool = avalkey.BlockingConnectionPool.from_url(
+                url, max_connections=max_connections, timeout=socket_timeout, socket_timeout=socket_timeout
+            )
+            client = avalkey.Valkey.from_pool(pool)  # the client owns (and closes) the pool
             store = cls(client=client, name=name, embedder=embedder, **options)
         except BaseException:
-            await client.aclose()
+            if client is not None:
+                await client.aclose()
+            if server is not None and server._proc is not None:
+                await asyncio.to_thread(server.stop)
             raise
         store._owned_client = True
         store._owned_server = server if server is not None and server._proc is not None else None
@@ -342,10 +488,22 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         """Re-read ``<name>:__mem_config`` now (it is also re-read every few seconds)."""
         return await self._obs.live.refresh()
 
+    async def ensure_discovery_ready(self) -> None:
+        """Make sure the store is registered with BetterDB Monitor (and its index exists)."""
+        await self._ensure_ready()
+
+    async def ensure_config_refresh_started(self) -> None:
+        """Start the live-config refresher now (it starts with the store otherwise)."""
+        await self._ensure_ready()
+
     # -- index ------------------------------------------------------------------------
 
     async def ensure_index(self) -> None:
-        """Create the index if absent; idempotent and safe to race ("exists" is success).
+        """Create ``<name>:mem:idx`` if absent, or adopt the one there; idempotent, safe to race.
+
+        An index another library created with the same name (betterdb-agent-memory)
+        is used as it is: queries then avoid the fields it lacks and results are
+        checked exactly in the client.
 
         Raises:
             ConfigurationError: the index (or its recorded metadata) was made for a
@@ -353,48 +511,41 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
                 never share an index.
         """
         async with self._ready_lock:
-            await self._ensure_index_locked(force=True)
+            await self._ensure_index_locked()
 
     async def _ensure_ready(self) -> None:
         if self._ready:
             return
         async with self._ready_lock:
             if not self._ready:
-                await self._ensure_index_locked(force=False)
+                await self._ensure_index_locked()
 
-    async def _ensure_index_locked(self, *, force: bool) -> None:
+    async def _ensure_index_locked(self) -> None:
         client = self._client
         if self.capabilities is None:
             self.capabilities = await call("probe", lambda: probe(client), policy=self.retry)
         caps = self.capabilities
+        if self._lazy_embedder is not None:
+            await self._lazy_embedder.resolve()
         meta_raw = await call("ensure_index", lambda: client.hgetall(self.keys.meta), policy=self.retry)
         meta = {as_text(k): as_text(v) for k, v in meta_raw.items()}
         self._check_meta(meta)
-        try:
-            await call(
-                "ensure_index",
-                lambda: client.execute_command(*create_index_args(self.spec, caps)),
-                policy=self.retry,
-            )
-            # A new index over existing documents (a recreated one) backfills in the
-            # background; wait, bounded, so the next query sees what was stored.
-            await self._wait_index_ready(limit_seconds=30.0)
-        except IndexExistsError:
+        info = await self.index_info()
+        if info is None:
+            try:
+                await call(
+                    "ensure_index",
+                    lambda: client.execute_command(*create_index_args(self.spec, caps)),
+                    policy=self.retry,
+                )
+                # A new index over existing documents (a recreated one) backfills in the
+                # background; wait, bounded, so the next query sees what was stored.
+                await self._wait_index_ready(limit_seconds=30.0)
+            except IndexExistsError:
+                pass
             info = await self.index_info()
-            if (
-                info is not None
-                and info.dimensions is not None
-                and info.dimensions != self.embedder.dimensions
-            ):
-                raise ConfigurationError(
-                    f"index {self.keys.index} holds {info.dimensions}-d vectors but the embedder "
-                    f"{self.embedder.model_id!r} makes {self.embedder.dimensions}-d vectors",
-                    code="configuration.dimension_mismatch",
-                    details={
-                        "index_dimensions": info.dimensions,
-                        "embedder_dimensions": self.embedder.dimensions,
-                    },
-                ) from None
+        if info is not None:
+            self._adopt(info)
         fields = {
             "dimensions": str(self.embedder.dimensions),
             "model_id": self.embedder.model_id,
@@ -414,6 +565,29 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         self._ready = True
         if not self._closed:
             await self._obs.start(caps.as_list())
+
+    def _adopt(self, info: IndexInfo) -> None:
+        """Check the index in place fits this store, and note which optional fields it has."""
+        if info.dimensions is not None and info.dimensions != self.embedder.dimensions:
+            raise ConfigurationError(
+                f"index {self.keys.index} holds {info.dimensions}-d vectors but the embedder "
+                f"{self.embedder.model_id!r} makes {self.embedder.dimensions}-d vectors",
+                code="configuration.dimension_mismatch",
+                details={
+                    "index_dimensions": info.dimensions,
+                    "embedder_dimensions": self.embedder.dimensions,
+                },
+            )
+        if info.fields and "vector" not in info.fields:
+            raise ConfigurationError(
+                f"index {self.keys.index} has no 'vector' field (fields: {list(info.fields)}); it was not "
+                "made by betterdb-memory or betterdb-agent-memory. Use another store name.",
+                code="configuration.foreign_index",
+                details={"fields": list(info.fields)},
+            )
+        # Our index is the one with our own fields; only it is known to be CASESENSITIVE.
+        ours = "keep" in info.fields
+        self.layout = IndexLayout.from_fields(info.fields, case_sensitive=ours)
 
     def _check_meta(self, meta: Mapping[str, str]) -> None:
         dims, model = meta.get("dimensions"), meta.get("model_id")
@@ -460,7 +634,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
             log.warning("%s: index %s is missing; recreating it", operation, self.keys.index)
             async with self._ready_lock:
                 self._ready = False
-                await self._ensure_index_locked(force=True)
+                await self._ensure_index_locked()
             return await fn()
 
     # -- embedding ----------------------------------------------------------------------
@@ -468,119 +642,177 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
     async def _embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         from .embedders.base import validate_embeddings
 
+        if self._lazy_embedder is not None:
+            await self._lazy_embedder.resolve()
         out = await self.embedder.embed(list(texts))
+        self.metrics.observe_embedding_calls(len(texts))
         return validate_embeddings(
             out, count=len(texts), dimensions=self.embedder.dimensions, model_id=self.embedder.model_id
         )
 
     # -- remember -----------------------------------------------------------------------
 
-    def _prepare(self, content: object, opts: Mapping[str, Any]) -> dict[str, Any]:
+    def _prepare(
+        self,
+        content: object,
+        *,
+        importance: object = None,
+        tags: object = None,
+        source: object = None,
+        ttl: object = None,
+        thread_id: object = None,
+        agent_id: object = None,
+        namespace: object = None,
+        sensitivity: object = None,
+        metadata: object = None,
+        kind: object = None,
+        subject: object = None,
+        date: object = None,
+        vector: object = None,
+    ) -> dict[str, Any]:
         """Validate one memory's arguments (the API boundary); no I/O."""
-        allowed = {
-            "importance", "tags", "source", "ttl", "thread_id", "agent_id", "namespace",
-            "sensitivity", "metadata", "kind", "subject", "vector",
-        }  # fmt: skip
-        unknown = set(opts) - allowed
-        if unknown:
-            raise ValidationError(f"unknown arguments {sorted(unknown)}", code="validation.argument")
         text = check_content(content)
-        scope = Scope.of(
-            namespace=opts.get("namespace"), agent_id=opts.get("agent_id"), thread_id=opts.get("thread_id")
-        )
-        source = opts.get("source")
+        scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
         if source is not None:
             check_tags([source], name="source")
-        kind = opts.get("kind", "memory")
-        if kind not in ("memory", "summary", "fact", "extracted"):
-            raise ValidationError(f"unknown kind {kind!r}", code="validation.kind")
-        vector = opts.get("vector")
+        kind = "memory" if kind is None else kind
+        if kind not in _KINDS:
+            raise ValidationError(
+                f"unknown kind {kind!r}", code="validation.kind", details={"argument": "kind"}
+            )
+        if subject is not None and not isinstance(subject, str):
+            raise ValidationError(
+                "subject must be a string", code="validation.type", details={"argument": "subject"}
+            )
+        if date is not None and not isinstance(date, str):
+            raise ValidationError(
+                "date must be a string", code="validation.type", details={"argument": "date"}
+            )
+        dims = self.embedder.dimensions
         return {
             "content": text,
             "scope": scope,
-            "importance": check_importance(opts.get("importance", 0.5)),
-            "tags": check_tags(opts.get("tags")),
+            "importance": check_importance(0.5 if importance is None else importance),
+            "tags": check_tags(tags),
             "source": source,
-            "ttl": check_ttl(opts.get("ttl")),
-            "sensitivity": check_sensitivity(opts.get("sensitivity", "none")),
-            "metadata": check_metadata(opts.get("metadata")),
+            "ttl": check_ttl(ttl),
+            "sensitivity": check_sensitivity("none" if sensitivity is None else sensitivity),
+            "metadata": check_metadata(metadata),
             "kind": kind,
-            "subject": opts.get("subject"),
+            "subject": subject,
+            "date": date or None,
             "vector": None
             if vector is None
-            else validate_vector(vector, dimensions=self.embedder.dimensions),
+            else validate_vector(vector, dimensions=dims)
+            if dims
+            else validate_vector(vector, dimensions=len(vector)),  # type: ignore[arg-type]
         }
 
-    def _write_args(
+    def _record(
         self,
         prepared: Mapping[str, Any],
         vector: np.ndarray[Any, np.dtype[np.float32]],
-        now: float,
-        cfg: ConfigSnapshot,
-    ) -> tuple[list[str], list[Any], str]:
-        scope: Scope = prepared["scope"]
-        memory_id = self.keys.new_memory_id(scope)
-        ttl = prepared["ttl"]
-        expires_at = now + ttl if ttl else 0.0
-        dh = _dedup_hash(prepared["content"], prepared["kind"]) if self.dedup else ""
-        fields: dict[str, Any] = {
-            "content": prepared["content"],
-            "embedding": encode_vector(vector),
-            "importance": repr(prepared["importance"]),
-            "created_at": repr(now),
-            "last_accessed_at": repr(now),
-            "access_count": "0",
-            "sensitivity": prepared["sensitivity"],
-            "kind": prepared["kind"],
-            "dedup": dh,
-            "metadata": json.dumps(prepared["metadata"], ensure_ascii=False),
-            "tags": ",".join(tag_token(t) for t in prepared["tags"]),
-            "tags_raw": join_list(prepared["tags"]),
-        }
-        if ttl:
-            fields["expires_at"] = repr(expires_at)
-        for dim, value in (
-            ("thread_id", scope.thread_id),
-            ("agent_id", scope.agent_id),
-            ("namespace", scope.namespace),
-            ("source", prepared["source"]),
-        ):
-            if value is not None:
-                fields[dim] = tag_token(value)
-                fields[f"{dim}_raw"] = value
-        if prepared["subject"] is not None:
-            fields["subject"] = prepared["subject"]
-        keys = [self.keys.doc(memory_id), *self.keys.scope_keys(scope.tag)]
-        cap = cfg.max_items_per_scope or 0
-        args: list[Any] = [
-            self.keys.doc_prefix,
-            memory_id,
-            dh,
-            str(cap),
-            repr(now),
-            repr(cfg.half_life_seconds),
-            repr(prepared["importance"]),
-            str(int(ttl * 1000)) if ttl else "0",
-            repr(expires_at),
-            repr(self._access_interval(cfg.half_life_seconds)),
-        ]
-        for k, v in fields.items():
-            args += [k, v]
-        return keys, args, memory_id
+        now_ms: int,
+        half_life: float,
+    ) -> tuple[str, list[Any], int]:
+        """(memory id, HSET field/value list, ttl in ms or 0) of one memory: the stored record.
 
-    async def remember(self, content: str, **options: Any) -> str:
+        The reference's fields first, in its order, then this library's own (written
+        only when they differ from the default a reader assumes).
+        """
+        scope: Scope = prepared["scope"]
+        memory_id = prepared.get("id") or self.keys.new_memory_id()
+        ttl = prepared["ttl"]
+        imp = prepared["importance"]
+        fields: list[Any] = [
+            "content", prepared["content"],
+            "vector", encode_vector(vector),
+            "importance", repr(imp),
+            "created_at", str(now_ms),
+            "last_accessed_at", str(now_ms),
+            "access_count", "0",
+        ]  # fmt: skip
+        if prepared["tags"]:
+            fields += ["tags", join_tags(prepared["tags"])]
+        if scope.thread_id is not None:
+            fields += ["threadId", scope.thread_id]
+        if scope.agent_id is not None:
+            fields += ["agentId", scope.agent_id]
+        if scope.namespace is not None:
+            fields += ["namespace", scope.namespace]
+        if prepared["source"] is not None:
+            fields += ["source", prepared["source"]]
+        if prepared["subject"] is not None:
+            fields += ["subject", prepared["subject"]]
+        if prepared["date"]:
+            fields += ["date", prepared["date"]]
+        fields += ["keep", repr(keep_score(now_ms / 1000.0, imp, half_life))]
+        if prepared["sensitivity"] != "none":
+            fields += ["sensitivity", prepared["sensitivity"]]
+        kind = prepared["kind"]
+        derived = (
+            "summary"
+            if prepared["source"] == "summary"
+            else ("fact" if prepared["source"] == self.fact_source else "memory")
+        )
+        if kind != derived:
+            fields += ["kind", kind]
+        if prepared["metadata"]:
+            fields += ["metadata", json.dumps(prepared["metadata"], ensure_ascii=False)]
+        ttl_ms = math.ceil(ttl * 1000) if ttl else 0
+        if ttl_ms:
+            fields += ["expires_at", str(now_ms + ttl_ms)]
+        if prepared.get("dedup_hash"):
+            fields += ["dedup", prepared["dedup_hash"]]
+        return memory_id, fields, ttl_ms
+
+    async def remember(
+        self,
+        content: str,
+        *,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        source: str | None = None,
+        ttl: float | None = None,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        sensitivity: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        vector: Sequence[float] | None = None,
+    ) -> str:
         """Store one memory; returns its id (the existing id when deduplicated).
 
-        Keyword options: ``importance`` (0..1, default 0.5), ``tags``, ``source``,
-        ``ttl`` (seconds), ``thread_id``, ``agent_id``, ``namespace``, ``sensitivity``
-        (``none|low|pii|sensitive``), ``metadata`` (JSON-able mapping), ``vector``
-        (a precomputed embedding; skips the embedder).
+        Args:
+            content: the text to remember.
+            importance: 0..1 (default 0.5).
+            tags: labels (no commas); recall/forget/consolidate ``tags=`` need all of theirs.
+            source: where it came from (``summary`` and the fact source are reserved
+                for consolidation output).
+            ttl: seconds until it expires; ``None`` or ``0``: never.
+            thread_id / agent_id / namespace: its scope.
+            sensitivity: ``none|low|pii|sensitive`` (``recall(exclude_sensitivity=)``).
+            metadata: a JSON-able mapping kept with it.
+            vector: a precomputed embedding (skips the embedder).
 
         Raises:
             ValidationError: any bad argument; nothing is written.
             StoreConnectionError: the server could not be reached (after retries).
         """
-        return (await self.remember_many([{"content": content, **options}]))[0]
+        item: dict[str, Any] = {
+            "content": content,
+            "importance": importance,
+            "tags": tags,
+            "source": source,
+            "ttl": ttl,
+            "thread_id": thread_id,
+            "agent_id": agent_id,
+            "namespace": namespace,
+            "sensitivity": sensitivity,
+            "metadata": metadata,
+            "vector": vector,
+        }
+        return (await self.remember_many([item]))[0]
 
     async def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
         """Store many memories: one embedding batch and one pipelined round trip.
@@ -589,30 +821,39 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         item fails the whole call with nothing stored. Returns ids in input order.
         """
         with self._obs.span("remember") as span:
-            ids, evicted, dedup_hits = await self._remember_many(items)
+            ids, evicted, dedup_hits = await self._remember_many(items, capped=True)
             add_attributes(span, lambda: {"gen_ai.memory.count": len(ids), "gen_ai.memory.evicted": evicted})
         self.metrics.observe_remember(len(ids), dedup_hits=dedup_hits)
-        if evicted:
-            self.metrics.observe_evictions(evicted)
-        self._obs.count({"remembers": len(ids), "dedup_hits": dedup_hits, "evictions": evicted})
+        self._obs.count({"remembers": len(ids), "dedup_hits": dedup_hits})
         return ids
 
-    async def _remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> tuple[list[str], int, int]:
+    def _prepare_all(self, items: Iterable[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
         if isinstance(items, str | bytes | Mapping):
             raise ValidationError(
                 "remember_many takes a list of items (str or mapping), not a single one; use remember()",
                 code="validation.type",
                 details={"argument": "items", "type": type(items).__name__},
             )
+        allowed = {
+            "content", "importance", "tags", "source", "ttl", "thread_id", "agent_id", "namespace",
+            "sensitivity", "metadata", "kind", "subject", "date", "vector",
+        }  # fmt: skip
         prepared: list[dict[str, Any]] = []
         for i, item in enumerate(items):
             try:
                 if isinstance(item, str):
-                    prepared.append(self._prepare(item, {}))
+                    prepared.append(self._prepare(item))
                 elif isinstance(item, Mapping):
+                    unknown = set(item) - allowed
+                    if unknown:
+                        raise ValidationError(
+                            f"unknown arguments {sorted(unknown)}",
+                            code="validation.argument",
+                            details={"unknown": sorted(unknown)},
+                        )
                     opts = dict(item)
                     content = opts.pop("content", None)
-                    prepared.append(self._prepare(content, opts))
+                    prepared.append(self._prepare(content, **opts))
                 else:
                     raise ValidationError(
                         f"item {i} must be a str or a mapping with 'content'", code="validation.type"
@@ -620,72 +861,131 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
             except ValidationError as exc:
                 exc.details.setdefault("item", i)
                 raise
+        return prepared
+
+    async def _remember_many(
+        self, items: Iterable[str | Mapping[str, Any]], *, capped: bool, dedup: bool | None = None
+    ) -> tuple[list[str], int, int]:
+        """Validate, embed, dedup, write, then hold each written scope to its cap (if ``capped``).
+
+        ``dedup=None`` follows the store's setting (consolidation output passes False).
+        """
+        prepared = self._prepare_all(items)
         if not prepared:
             return [], 0, 0
+        await self._ensure_ready()
         need = [i for i, p in enumerate(prepared) if p["vector"] is None]
         vectors: list[Any] = [p["vector"] for p in prepared]
         if need:
             embedded = await self._embed([prepared[i]["content"] for i in need])
             for j, i in enumerate(need):
                 vectors[i] = embedded[j]
-        for i in need:  # given vectors were checked in _prepare; check only the embedded ones
-            validate_vector(vectors[i], dimensions=self.embedder.dimensions, name=f"embedding of item {i}")
+        for i, p in enumerate(prepared):
+            if p["vector"] is not None:
+                validate_vector(vectors[i], dimensions=self.embedder.dimensions, name=f"vector of item {i}")
         now = time.time()
+        now_ms = int(now * 1000)
         cfg = self.current_config()
-        calls = [self._write_args(p, vectors[i], now, cfg) for i, p in enumerate(prepared)]
-
-        def build(pipe: Any) -> None:
-            # Registry first: a connection cut between the two must never leave a stored
-            # memory that count / list / forget_by_scope cannot find (erasure relies on it).
-            registered: set[str] = set()
+        ids: list[str | None] = [None] * len(prepared)
+        dedup_hits = 0
+        if self.dedup if dedup is None else dedup:
             for p in prepared:
-                scope: Scope = p["scope"]
-                if scope.tag in registered:
-                    continue
-                registered.add(scope.tag)
-                for key in self.keys.registry_sets(scope):
-                    pipe.sadd(key, scope.tag)
-                pipe.hsetnx(
-                    self.keys.scope_info,
-                    scope.tag,
-                    json.dumps([scope.namespace, scope.agent_id, scope.thread_id], ensure_ascii=False),
-                )
-            for keys, args, _ in calls:
-                pipe.evalsha(self._write_script.sha, len(keys), *keys, *args)
+                p["dedup_hash"] = _dedup_hash(p["content"], p["kind"])
+            found = await self._find_twins(prepared, vectors)
+            for i, twin in found.items():
+                ids[i] = twin
+            dedup_hits = len(found)
+            if found:
+                await self._reinforce(list(found.values()), now, cfg.half_life_seconds)
+        records: list[tuple[int, str, list[Any], int]] = []
+        for i, p in enumerate(prepared):
+            if ids[i] is None:
+                mid, fields, ttl_ms = self._record(p, vectors[i], now_ms, cfg.half_life_seconds)
+                ids[i] = mid
+                records.append((i, mid, fields, ttl_ms))
+        cap = cfg.max_items_per_scope if capped else None
+        cap_filters = self._cap_filters([prepared[i] for i, *_ in records]) if cap else []
 
         async def run() -> list[Any]:
-            return await self._run_scripted(build)
+            pipe = self._client.pipeline(transaction=False)
+            for _, mid, fields, ttl_ms in records:
+                key = self.keys.doc(mid)
+                pipe.execute_command("HSET", key, *fields)
+                if ttl_ms:
+                    pipe.execute_command("PEXPIRE", key, ttl_ms)
+            for flt in cap_filters:
+                pipe.execute_command(*self._count_args(flt))
+            return list(await pipe.execute())
 
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
         results = await self._with_index(
-            "remember", lambda: call("remember", run, policy=self.retry, details={"count": len(calls)})
+            "remember", lambda: call("remember", run, policy=self.retry, details={"count": len(records)})
         )
-        results = results[len(results) - len(calls) :]
-        ids: list[str] = []
+        self.metrics.add_items(len(records))
         evicted = 0
-        for res in results:
-            ids.append(as_text(res[0]))
-            evicted += max(0, len(res) - 2)
-        return ids, evicted, sum(int(r[1]) for r in results)
+        if cap_filters and cap is not None:
+            counts = results[len(results) - len(cap_filters) :]
+            written = {mid for _, mid, _, _ in records}
+            for flt, reply in zip(cap_filters, counts, strict=True):
+                evicted += await self._hold_cap(flt, reply, cap, protect=written, now=now)
+        return [str(m) for m in ids], evicted, dedup_hits
+
+    async def _find_twins(self, prepared: list[dict[str, Any]], vectors: list[Any]) -> dict[int, str]:
+        """Items whose normalised content already exists in their exact scope: index -> that id."""
+        from .query import knn_search_args
+        from .replies import parse_search_reply
+
+        if not self.layout.dedup:
+            return {}
+        check = ("threadId", "agentId", "namespace", "dedup")
+
+        async def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for i, p in enumerate(prepared):
+                flt = MemoryFilter(scope=p["scope"], dedup=p["dedup_hash"])
+                pipe.execute_command(
+                    *knn_search_args(
+                        self.keys.index, encode_vector(vectors[i]), k=10, flt=flt, layout=self.layout,
+                        return_fields=check,
+                    )
+                )  # fmt: skip
+            return list(await pipe.execute())
+
+        replies = await call("remember", run, policy=self.retry)
+        out: dict[int, str] = {}
+        for i, (p, reply) in enumerate(zip(prepared, replies, strict=True)):
+            scope: Scope = p["scope"]
+            for hit in parse_search_reply(reply).hits:
+                f = hit.fields
+                if (
+                    (as_text(f.get("threadId")) or None) == scope.thread_id
+                    and (as_text(f.get("agentId")) or None) == scope.agent_id
+                    and (as_text(f.get("namespace")) or None) == scope.namespace
+                    and as_text(f.get("dedup")) == p["dedup_hash"]
+                ):
+                    out[i] = self.keys.memory_id_of(hit.key)
+                    break
+        return out
 
     def _access_interval(self, half_life: float) -> float:
         """How stale a document's access snapshot may get before a recall rewrites it.
 
-        1/200 of the half-life (recency error under 0.35%), between 1 s and 1 h. Each
-        rewrite re-indexes the whole document on RediSearch; see ``_scripts``.
+        1/200 of the half-life, between 1 s and 1 min, so BetterDB Monitor and the
+        reference library (which read the document) see fresh values. Each rewrite
+        re-indexes the whole document on RediSearch; see ``_scripts``.
         """
         if self.reinforce_write_interval is not None:
             return self.reinforce_write_interval
-        return min(3600.0, max(1.0, half_life / 200.0))
+        return min(60.0, max(1.0, half_life / 200.0))
 
     async def _run_scripted(self, build: Callable[[Any], None]) -> list[Any]:
         """Run a pipeline of EVALSHA calls; on NOSCRIPT (restart, SCRIPT FLUSH) load and rerun once.
 
         valkey-py's ``Script`` objects send ``SCRIPT EXISTS`` before every pipeline
-        that holds one: a second round trip on every write. Sending EVALSHA directly
-        and loading on demand keeps it to one. Every pipeline built here is safe to
-        rerun after NOSCRIPT: no script in it ran, and the other commands are idempotent.
+        that holds one: a second round trip. Sending EVALSHA directly and loading on
+        demand keeps it to one. Every pipeline built here is safe to rerun after
+        NOSCRIPT: no script in it ran, and the other commands are idempotent.
         """
         for attempt in (1, 2):
             pipe = self._client.pipeline(transaction=False)
@@ -712,45 +1012,78 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
 
     # -- read ---------------------------------------------------------------------------
 
-    async def get(self, memory_id: str) -> MemoryItem | None:
+    async def get(self, id: str) -> MemoryItem | None:
         """The memory with this id, or None (never the raw vector)."""
-        return (await self.get_many([memory_id]))[0]
+        return (await self.get_many([id]))[0]
 
-    async def get_many(self, memory_ids: Sequence[str]) -> list[MemoryItem | None]:
+    async def get_many(self, ids: Sequence[str]) -> list[MemoryItem | None]:
         """``get`` for many ids in one pipelined round trip (exact access counts included)."""
-        keys = [self.keys.doc(m) for m in memory_ids]
+        if isinstance(ids, str):
+            raise ValidationError(
+                "get_many takes a list of ids", code="validation.type", details={"argument": "ids"}
+            )
+        keys = [self.keys.doc(m) for m in ids]
 
         async def run() -> list[Any]:
             pipe = self._client.pipeline(transaction=False)
-            for mid, key in zip(memory_ids, keys, strict=True):
-                pipe.hmget(key, list(_ITEM_FIELDS))
-                pipe.hget(self.keys.scope_access(self.keys.scope_tag_of(mid)), mid)
+            for mid, key in zip(ids, keys, strict=True):
+                pipe.hmget(key, list(ITEM_FIELDS))
+                pipe.get(self.keys.access(mid))
             return list(await pipe.execute())
 
         rows = await call("get", run, policy=self.retry) if keys else []
+        now_ms = time.time() * 1000
         out: list[MemoryItem | None] = []
-        for n, mid in enumerate(memory_ids):
-            fields = dict(zip(_ITEM_FIELDS, rows[2 * n], strict=True))
+        for n, mid in enumerate(ids):
+            fields = dict(zip(ITEM_FIELDS, rows[2 * n], strict=True))
             if fields.get("content") is None:
                 out.append(None)
                 continue
-            item = item_from_fields(mid, fields)
+            expires = as_text(fields.get("expires_at"))
+            if expires and float(expires) <= now_ms:
+                out.append(None)  # past its TTL; the server removes it shortly
+                continue
+            item = item_from_fields(mid, fields, fact_source=self.fact_source)
             exact = to_int(rows[2 * n + 1])
             out.append(dataclasses.replace(item, access_count=exact) if exact > item.access_count else item)
         return out
 
     # -- forget -------------------------------------------------------------------------
 
-    async def forget(self, memory_id: str) -> bool:
-        """Delete one memory and its bookkeeping; True if it existed."""
-        tag = self.keys.scope_tag_of(memory_id)
-        keys = [self.keys.doc(memory_id), *self.keys.scope_keys(tag)]
+    async def forget(self, id: str) -> bool:
+        """Delete one memory (and its access counter); True if it existed."""
+        key = self.keys.doc(id)
+        counter = self.keys.access(id)
 
         async def run() -> Any:
-            return await self._forget_script(keys=keys, args=[self.keys.doc_prefix, memory_id])
+            pipe = self._client.pipeline(transaction=False)
+            pipe.delete(key)
+            pipe.delete(counter)
+            return (await pipe.execute())[0]
 
         with self._obs.span("forget"):
-            return bool(int(await call("forget", run, policy=self.retry)))
+            existed = bool(int(await call("forget", run, policy=self.retry)))
+        if existed:
+            self.metrics.add_items(-1)
+        return existed
+
+    async def _delete_ids(self, ids: Sequence[str]) -> int:
+        """Delete memories by id in one pipelined round trip; the number that existed."""
+        if not ids:
+            return 0
+
+        async def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for mid in ids:
+                pipe.delete(self.keys.doc(mid))
+                pipe.delete(self.keys.access(mid))
+            return list(await pipe.execute())
+
+        replies = await call("forget", run, policy=self.retry)
+        removed = sum(int(r) for r in replies[0::2])
+        if removed:
+            self.metrics.add_items(-removed)
+        return removed
 
     # -- stats ----------------------------------------------------------------------------
 
@@ -762,25 +1095,17 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, ShortTermMixin, ConsolidationMixin
         info = await self.index_info()
         if info is not None:
             self.metrics.set_items(info.num_docs)
-
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            pipe.hgetall(self.keys.stats)
-            pipe.scard(self.keys.scopes_all)
-            return list(await pipe.execute())
-
-        counters_raw, scopes = await call("stats", run, policy=self.retry)
+        counters_raw = await call("stats", lambda: self._client.hgetall(self.keys.stats), policy=self.retry)
         counters = {as_text(k): to_int(v) for k, v in counters_raw.items()}
         return StoreStats(
             name=self.name,
             index_name=self.keys.index,
             items=info.num_docs if info else 0,
-            scopes=int(scopes),
             evictions=counters.get("evictions", 0),
             counters=counters,
             index=info,
             capabilities=self.capabilities,
             embedder_model=self.embedder.model_id,
             dimensions=self.embedder.dimensions,
-            config={**self.current_config().as_hash(), "effective_threshold": self.effective_threshold()},
+            config=self.current_config().as_hash(),
         )

@@ -14,12 +14,12 @@ __all__ = [
     "MAX_CONTENT_BYTES",
     "MAX_K",
     "check_content",
+    "check_distance_threshold",
     "check_importance",
     "check_k",
     "check_metadata",
     "check_sensitivity",
     "check_tags",
-    "check_threshold",
     "check_ttl",
 ]
 
@@ -83,15 +83,16 @@ def check_importance(value: object) -> float:
     return out
 
 
-def check_threshold(value: object) -> float | None:
+def check_distance_threshold(value: object, *, name: str = "threshold") -> float | None:
+    """A cosine-distance ceiling (0..2, the reference's meaning: keep hits at or below it)."""
     if value is None:
         return None
-    out = _finite(value, "threshold")
-    if not 0.0 <= out <= 1.0:
+    out = _finite(value, name)
+    if not 0.0 <= out <= 2.0:
         raise ValidationError(
-            "threshold is a similarity within 0..1",
+            f"{name} is a cosine distance within 0..2 (lower is closer), got {out}",
             code="validation.range",
-            details={"argument": "threshold"},
+            details={"argument": name},
         )
     return out
 
@@ -107,14 +108,15 @@ def check_k(value: object) -> int:
 
 
 def check_ttl(value: object) -> float | None:
+    """Seconds to live; ``None`` or ``0`` mean no expiry (the reference's meaning)."""
     if value is None:
         return None
     out = _finite(value, "ttl")
-    if out <= 0:
+    if out < 0:
         raise ValidationError(
-            "ttl must be positive seconds", code="validation.range", details={"argument": "ttl"}
+            "ttl must be >= 0 seconds (0: no expiry)", code="validation.range", details={"argument": "ttl"}
         )
-    return out
+    return out or None
 
 
 def check_sensitivity(value: object) -> str:

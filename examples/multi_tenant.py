@@ -60,7 +60,7 @@ async def seed(store: MemoryStore) -> None:
 async def check_namespaces(store: MemoryStore, c: Checker) -> None:
     print("namespaces")
     for tenant in TENANTS:
-        hits = await store.recall("what is the vault code?", k=50, threshold=0.0, namespace=tenant)
+        hits = await store.recall("what is the vault code?", k=50, threshold=2.0, namespace=tenant)
         c.check(f"recall in {tenant!r} returns only {tenant!r}", {h.item.namespace for h in hits} == {tenant})
         n = await store.count(namespace=tenant)
         c.check(f"count(namespace={tenant!r}) == {len(HOSTILE_THREADS)} (got {n})", n == len(HOSTILE_THREADS))
@@ -71,7 +71,7 @@ async def check_namespaces(store: MemoryStore, c: Checker) -> None:
 async def check_hostile_threads(store: MemoryStore, c: Checker) -> None:
     print("hostile and look-alike thread ids (each must be its own scope)")
     for thread in HOSTILE_THREADS:
-        hits = await store.recall("vault code", k=50, threshold=0.0, namespace="acme", thread_id=thread)
+        hits = await store.recall("vault code", k=50, threshold=2.0, namespace="acme", thread_id=thread)
         threads = {h.item.thread_id for h in hits}
         c.check(f"thread {thread!r}: {len(hits)} hit(s), all its own", threads == {thread} and len(hits) == 1)
 

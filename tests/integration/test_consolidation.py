@@ -54,7 +54,7 @@ async def remember_all(store: Any, contents: Sequence[str], **opts: Any) -> list
 
 
 async def recalled_ids(store: Any, query: str, **scope: Any) -> set[str]:
-    hits = await store.recall(query, k=50, threshold=0.0, reinforce=False, **scope)
+    hits = await store.recall(query, k=50, threshold=2.0, reinforce=False, **scope)
     return {h.item.id for h in hits}
 
 

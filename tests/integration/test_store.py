@@ -69,7 +69,7 @@ async def test_works_with_decoding_client(text_client: Any, unique_name: str, ma
     s = make_store(client=text_client)
     mid = await s.remember("le chat est sur la table", tags=["fr"])
     assert (await s.get(mid)).content == "le chat est sur la table"  # type: ignore[union-attr]
-    hits = await s.recall("chat table", k=3, threshold=0.0)
+    hits = await s.recall("chat table", k=3, threshold=2.0)
     assert hits[0].item.id == mid
     page = await s.list()
     assert [i.id for i in page.items] == [mid]
@@ -84,7 +84,7 @@ async def test_recall_ranks_by_meaning_and_reinforces(store: MemoryStore) -> Non
             {"content": "c", "vector": unit(5)},
         ]
     )
-    hits = await store.recall_by_vector(unit(0), k=2, threshold=0.0, explain=True)
+    hits = await store.recall_by_vector(unit(0), k=2, threshold=2.0, explain=True)
     assert [h.item.id for h in hits] == ids[:2]
     assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
     assert hits[0].distance == pytest.approx(0.0, abs=1e-5)
@@ -93,14 +93,17 @@ async def test_recall_ranks_by_meaning_and_reinforces(store: MemoryStore) -> Non
     assert parts.score == pytest.approx(0.6 * parts.similarity + 0.25 * parts.recency + 0.15 * 0.5)
     items = [await store.get(i) for i in ids]
     assert [it.access_count for it in items if it] == [1, 1, 0]
-    await store.recall_by_vector(unit(0), k=1, threshold=0.0, reinforce=False)
+    await store.recall_by_vector(unit(0), k=1, threshold=2.0, reinforce=False)
     assert (await store.get(ids[0])).access_count == 1  # type: ignore[union-attr]
 
 
-async def test_threshold_filters_on_similarity(store: MemoryStore) -> None:
+async def test_threshold_is_a_cosine_distance_ceiling(store: MemoryStore) -> None:
+    """Orthogonal vectors are at cosine distance 1.0: admitted at 1.0 (inclusive), not at 0.9."""
     await store.remember("x", vector=unit(0))
     assert await store.recall_by_vector(unit(1), k=5, threshold=0.9) == []
-    assert len(await store.recall_by_vector(unit(1), k=5, threshold=0.4)) == 1
+    hits = await store.recall_by_vector(unit(1), k=5, threshold=1.0)
+    assert len(hits) == 1
+    assert abs(hits[0].distance - 1.0) < 1e-5 and abs(hits[0].similarity - 0.5) < 1e-5
 
 
 async def test_weights_per_call_change_order(store: MemoryStore) -> None:
@@ -108,7 +111,7 @@ async def test_weights_per_call_change_order(store: MemoryStore) -> None:
     near = await store.remember("near", vector=unit(0), importance=0.1)
     far = await store.remember("far", vector=unit(0, 1), importance=0.9)
     hits = await store.recall_by_vector(
-        unit(0), k=2, threshold=0.0, weights={"similarity": 0, "recency": 0, "importance": 1}
+        unit(0), k=2, threshold=2.0, weights={"similarity": 0, "recency": 0, "importance": 1}
     )
     assert [h.item.id for h in hits] == [far, near]
 
@@ -119,17 +122,17 @@ async def test_scope_isolation_and_tags(store: MemoryStore) -> None:
     b = await store.remember("beta", vector=unit(0), thread_id="t2", tags=["y"])
     c = await store.remember("gamma", vector=unit(0), thread_id="T1")  # case differs: another scope
     got = lambda hits: {h.item.id for h in hits}  # noqa: E731
-    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="t1", threshold=0)) == {a}
-    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="T1", threshold=0)) == {c}
-    assert got(await store.recall_by_vector(unit(0), k=10, tags=["y"], threshold=0)) == {b}
-    assert got(await store.recall_by_vector(unit(0), k=10, threshold=0)) == {a, b, c}
-    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="t1 ", threshold=0)) == set()
+    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="t1", threshold=2.0)) == {a}
+    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="T1", threshold=2.0)) == {c}
+    assert got(await store.recall_by_vector(unit(0), k=10, tags=["y"], threshold=2.0)) == {b}
+    assert got(await store.recall_by_vector(unit(0), k=10, threshold=2.0)) == {a, b, c}
+    assert got(await store.recall_by_vector(unit(0), k=10, thread_id="t1 ", threshold=2.0)) == set()
 
 
 async def test_sensitivity_redaction(store: MemoryStore) -> None:
     await store.remember("ssn 123", vector=unit(0), sensitivity="pii")
     ok = await store.remember("likes tea", vector=unit(0))
-    hits = await store.recall_by_vector(unit(0), k=5, threshold=0, exclude_sensitivity=["pii", "sensitive"])
+    hits = await store.recall_by_vector(unit(0), k=5, threshold=2.0, exclude_sensitivity=["pii", "sensitive"])
     assert [h.item.id for h in hits] == [ok]
 
 
@@ -159,7 +162,7 @@ async def test_ttl_is_enforced_and_swept(store: MemoryStore, client: Any) -> Non
     assert await store.get(mid) is None
     await store.remember("next write sweeps", thread_id="ttl")
     assert await store.count(thread_id="ttl") == 1
-    assert await store.recall("short lived", k=5, threshold=0, thread_id="ttl") != [] or True
+    assert await store.recall("short lived", k=5, threshold=2.0, thread_id="ttl") != [] or True
 
 
 async def test_capacity_evicts_lowest_keep_score(client: Any, unique_name: str, make_store: Any) -> None:
@@ -299,7 +302,7 @@ async def test_dropped_index_is_recreated(store: MemoryStore, client: Any) -> No
     """An index dropped under a running store comes back on the next recall, with its documents."""
     mid = await store.remember("survives a dropped index", vector=unit(3))
     await client.execute_command("FT.DROPINDEX", store.keys.index)
-    hits = await store.recall_by_vector(unit(3), k=1, threshold=0)
+    hits = await store.recall_by_vector(unit(3), k=1, threshold=2.0)
     assert [h.item.id for h in hits] == [mid]
 
 
@@ -343,7 +346,7 @@ async def test_script_flush_is_recovered(store: MemoryStore, client: Any) -> Non
     await client.script_flush()
     second = await store.remember("after flush", vector=unit(8))
     await client.script_flush()
-    hits = await store.recall_by_vector(unit(7), k=1, threshold=0)
+    hits = await store.recall_by_vector(unit(7), k=1, threshold=2.0)
     assert [h.item.id for h in hits] == [first]
     assert (await store.get(first)).access_count == 1  # type: ignore[union-attr]
     assert await store.get(second) is not None
@@ -359,7 +362,7 @@ async def test_reinforcement_counts_exactly_but_rewrites_the_document_rarely(
     store: MemoryStore = make_store(reinforce_write_interval=3600)
     mid = await store.remember("counted", vector=unit(9))
     for _ in range(5):
-        await store.recall_by_vector(unit(9), k=1, threshold=0)
+        await store.recall_by_vector(unit(9), k=1, threshold=2.0)
     item = await store.get(mid)
     assert item is not None and item.access_count == 5
     # The snapshot written with the memory is younger than the interval: left alone.
@@ -368,8 +371,8 @@ async def test_reinforcement_counts_exactly_but_rewrites_the_document_rarely(
 
     eager: MemoryStore = make_store(name=store.name + "e", reinforce_write_interval=0)
     other = await eager.remember("eager", vector=unit(10))
-    await eager.recall_by_vector(unit(10), k=1, threshold=0)
-    await eager.recall_by_vector(unit(10), k=1, threshold=0)
+    await eager.recall_by_vector(unit(10), k=1, threshold=2.0)
+    await eager.recall_by_vector(unit(10), k=1, threshold=2.0)
     assert int(await client.hget(eager.keys.doc(other), "access_count")) == 2
 
 
@@ -386,7 +389,7 @@ async def test_text_recall_returns_whole_items(store: MemoryStore) -> None:
         metadata={"k": 1},
     )
     await store.remember_many([f"filler memory number {i}" for i in range(30)])
-    hits = await store.recall("where is the bicycle", k=1, threshold=0, thread_id="t", reinforce=False)
+    hits = await store.recall("where is the bicycle", k=1, threshold=2.0, thread_id="t", reinforce=False)
     assert [h.item.id for h in hits] == [mid]
     item = hits[0].item
     assert (item.tags, item.source, item.agent_id, item.sensitivity, item.metadata) == (

@@ -88,10 +88,10 @@ async def test_every_operation_runs_as_a_least_privilege_user(
             assert len(alive) == 3
             probe = next(m for m in alive if m != a)
             hits = await store.recall_by_vector(
-                vectors[ids.index(probe) - 1], k=1, threshold=0.0, thread_id="t"
+                vectors[ids.index(probe) - 1], k=1, threshold=2.0, thread_id="t"
             )
             assert [h.item.id for h in hits] == [probe]
-            assert await store.recall("beta fact", k=3, threshold=0.0)
+            assert await store.recall("beta fact", k=3, threshold=2.0)
             assert (await store.get(ids[0])).content == "beta fact"  # type: ignore[union-attr]
             assert len(await store.get_many(ids)) == 5
             assert len((await store.list(thread_id="t", limit=10)).items) == 3

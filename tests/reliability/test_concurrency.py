@@ -83,7 +83,7 @@ async def test_cap_holds_exactly_under_32_concurrent_writers(stores: list[Memory
         assert set(alive) <= state["docs"]
         info = await stores[2].index_info()
         assert info is not None and info.num_docs == CAP
-        hits = await stores[3].recall_by_vector(unit(0, 100), k=50, threshold=0.0, thread_id="capped")
+        hits = await stores[3].recall_by_vector(unit(0, 100), k=50, threshold=2.0, thread_id="capped")
         assert {h.item.id for h in hits} <= state["docs"] and len(hits) == CAP
     for s in stores:
         await s.close()  # flushes each store's pending counters

@@ -147,7 +147,7 @@ async def _read_back(url: str, name: str, stream: _Stream) -> tuple[list[str], i
         for mid in ids:
             if mid in lost:
                 continue
-            hits = await store.recall_by_vector(stream.acked[mid][1], k=10, threshold=0.0, reinforce=False)
+            hits = await store.recall_by_vector(stream.acked[mid][1], k=10, threshold=2.0, reinforce=False)
             assert hits and hits[0].item.id == mid, f"{mid} not recalled by its own vector after restart"
         present = await _bookkeeping_matches_documents(client, store)
         info = await store.index_info()
@@ -155,7 +155,7 @@ async def _read_back(url: str, name: str, stream: _Stream) -> tuple[list[str], i
         # The store keeps working: a new write is recallable at once.
         fresh = random_unit(np.random.default_rng(99))
         mid = await store.remember("written after the restart", vector=fresh, thread_id="t0")
-        assert (await store.recall_by_vector(fresh, k=1, threshold=0.0))[0].item.id == mid
+        assert (await store.recall_by_vector(fresh, k=1, threshold=2.0))[0].item.id == mid
         assert await store.count(thread_id="t0") >= 1
         return lost, present
     finally:
@@ -208,7 +208,7 @@ async def test_index_comes_back_after_restart_without_manual_steps(
     client, store = _open(server.url, unique_name)
     try:
         for mid, v in zip(ids, vecs, strict=True):
-            assert (await store.recall_by_vector(v, k=1, threshold=0.0))[0].item.id == mid
+            assert (await store.recall_by_vector(v, k=1, threshold=2.0))[0].item.id == mid
     finally:
         await _close(client, store)
 

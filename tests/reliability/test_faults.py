@@ -72,7 +72,7 @@ async def test_idempotent_operation_succeeds_across_a_server_restart(
         mid = await store.remember("survives a restart", vector=V, thread_id="r")
         calls: dict[str, Callable[[], Awaitable[Any]]] = {
             "get": lambda: store.get(mid),
-            "recall_by_vector": lambda: store.recall_by_vector(V, k=3, threshold=0.0, reinforce=False),
+            "recall_by_vector": lambda: store.recall_by_vector(V, k=3, threshold=2.0, reinforce=False),
             "count": lambda: store.count(thread_id="r"),
         }
         await asyncio.to_thread(server.stop)
@@ -97,11 +97,11 @@ async def test_reinforce_is_not_replayed_after_a_cut(fault_proxy: FaultProxy, un
     client, store = _store(fault_proxy.url, unique_name, GENEROUS, discovery=False)
     try:
         mid = await store.remember("reinforced once at most", vector=V)
-        await store.recall_by_vector(V, k=1, threshold=0.0)  # loads the reinforce script
+        await store.recall_by_vector(V, k=1, threshold=2.0)  # loads the reinforce script
         before = (await store.get(mid)).access_count  # type: ignore[union-attr]
         fault_proxy.arm(b"EVALSHA", 1)  # the next script call is the reinforcement
         with pytest.raises(StoreConnectionError) as err:
-            await asyncio.wait_for(store.recall_by_vector(V, k=1, threshold=0.0), 10)
+            await asyncio.wait_for(store.recall_by_vector(V, k=1, threshold=2.0), 10)
         assert fault_proxy.cuts == 1
         assert err.value.details["operation"] == "reinforce"
         assert err.value.details["attempts"] == 1
@@ -158,7 +158,7 @@ def _all_operations(store: MemoryStore, mid: str) -> dict[str, Callable[[], Awai
     return {
         "get": lambda: store.get(mid),
         "get_many": lambda: store.get_many([mid, mid]),
-        "recall_by_vector": lambda: store.recall_by_vector(V, k=3, threshold=0.0),
+        "recall_by_vector": lambda: store.recall_by_vector(V, k=3, threshold=2.0),
         "recall": lambda: store.recall("anything at all", k=3),
         "list": lambda: store.list(thread_id="h"),
         "count": lambda: store.count(thread_id="h"),
@@ -228,7 +228,7 @@ async def test_cancel_stops_a_store_call_promptly(valkey_url: str, unique_name: 
         while not stop:
             n += 1
             await store.remember_many([{"content": f"c {n} {i}", "vector": unit(i)} for i in range(3)])
-            await store.recall_by_vector(V, k=2, threshold=0.0, reinforce=False)
+            await store.recall_by_vector(V, k=2, threshold=2.0, reinforce=False)
 
     swallowed = 0
     try:
@@ -263,7 +263,7 @@ async def test_a_torn_remember_never_leaves_a_memory_forget_by_scope_cannot_eras
             await asyncio.wait_for(store.remember("torn write", vector=unit(3), thread_id="fresh"), 10)
         tag = Scope(thread_id="fresh").tag
         stored = await scan_keys(client, f"{unique_name}:mem:{{{tag}}}:*")
-        hits = await store.recall_by_vector(unit(3), k=5, threshold=0.0, thread_id="fresh", reinforce=False)
+        hits = await store.recall_by_vector(unit(3), k=5, threshold=2.0, thread_id="fresh", reinforce=False)
         assert len(hits) == len(stored)  # the engine sees what was stored
         # Whatever reached the server must be reachable by the scope operations.
         assert await store.count(thread_id="fresh") == len(stored)

@@ -55,7 +55,7 @@ async def _fill(store: MemoryStore, thread: str, n: int, **extra: Any) -> list[s
         ]
     )
     # Reinforce some so the per-scope access hash has entries, and a dedup hit.
-    await store.recall_by_vector(unit(0, 300), k=5, threshold=0.0, thread_id=thread)
+    await store.recall_by_vector(unit(0, 300), k=5, threshold=2.0, thread_id=thread)
     again = await store.remember(f"{thread} memory 0", thread_id=thread, vector=unit(0, 300), **extra)
     return ids if again in ids else [*ids, again]
 
@@ -150,7 +150,7 @@ async def test_twenty_thousand_operations_do_not_grow_the_process(client: Any, u
             if j % 10 == 0:
                 ops.append(store.remember(f"op {serial}", vector=vec, thread_id=f"s{serial % 10}"))
             else:
-                ops.append(store.recall_by_vector(vec, k=3, threshold=0.0, thread_id=f"s{serial % 10}"))
+                ops.append(store.recall_by_vector(vec, k=3, threshold=2.0, thread_id=f"s{serial % 10}"))
         await asyncio.gather(*ops)
 
     async def settle() -> None:

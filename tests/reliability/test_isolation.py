@@ -153,7 +153,7 @@ async def test_hostile_scope_values_never_reach_another_scope(
     assert not set(written) & set(victims.ids.values())
     alive = {m for m, item in zip(written, await store.get_many(written), strict=True) if item}
     assert len(alive) == 2 and written[0] not in alive  # the unimportant one was evicted
-    hits = await store.recall_by_vector(FIXED, k=50, threshold=0.0, reinforce=n % 2 == 0, **scope)
+    hits = await store.recall_by_vector(FIXED, k=50, threshold=2.0, reinforce=n % 2 == 0, **scope)
     assert _ids(hits) == alive
     assert {i.id for i in (await store.list(limit=50, **scope)).items} == alive
     assert await store.count(**scope) == 2
@@ -163,7 +163,7 @@ async def test_hostile_scope_values_never_reach_another_scope(
     assert await store.count() == len(victims.ids)
     # The victim's own scope still finds it (its filter, too, is intact).
     v_scope = _scope_kwargs(probe[1], probe[0])
-    hits = await store.recall_by_vector(FIXED, k=50, threshold=0.0, reinforce=False, **v_scope)
+    hits = await store.recall_by_vector(FIXED, k=50, threshold=2.0, reinforce=False, **v_scope)
     assert victims.ids[probe] in _ids(hits)
 
 
@@ -185,7 +185,7 @@ async def test_hostile_tags_never_reach_another_tag(
         ]
     )
     where = {"thread_id": "T"} if scoped else {}
-    hits = await store.recall_by_vector(FIXED, k=100, threshold=0.0, tags=[value], **where)
+    hits = await store.recall_by_vector(FIXED, k=100, threshold=2.0, tags=[value], **where)
     assert _ids(hits) == set(written)
     page = await store.list(tags=[value], limit=100, **where)
     assert {i.id for i in page.items} == set(written)

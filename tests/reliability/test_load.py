@@ -59,7 +59,7 @@ async def test_1000_concurrent_mixed_operations_with_a_bounded_pool(
             if kind == 0:
                 return store.remember(f"load write {i} about topic {i % 17}", thread_id=thread)
             if kind == 1:
-                return store.recall_by_vector(unit(i % 50), k=5, threshold=0.0, thread_id=thread)
+                return store.recall_by_vector(unit(i % 50), k=5, threshold=2.0, thread_id=thread)
             if kind == 2:
                 return store.get(seeded[i % 50])
             if kind == 3:

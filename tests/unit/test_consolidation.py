@@ -13,8 +13,8 @@ from betterdb_memory.consolidation import (
     CurrentFact,
     Fact,
     FactOp,
-    _write_groups,
     fact_content,
+    fact_statement,
     normalise,
     parse_instant,
     plan_facts,
@@ -77,11 +77,12 @@ def test_normalise_nfkc_casefold_whitespace() -> None:
     assert normalise("Straße") == normalise("STRASSE")
 
 
-def test_fact_content_carries_statement_and_date() -> None:
-    assert (
-        fact_content(" city ", "lives in Paris ", "2024-03-01") == "city: lives in Paris (as of 2024-03-01)"
-    )
-    assert fact_content("city", "lives in Paris", None) == "city: lives in Paris"
+def test_fact_content_is_the_references_dated_form() -> None:
+    """``[date] statement`` (betterdb-agent-memory's format), the statement alone when undated."""
+    assert fact_content("lives in Paris ", "2024-03-01") == "[2024-03-01] lives in Paris"
+    assert fact_content("lives in Paris", None) == "lives in Paris"
+    assert fact_statement("[2024-03-01] lives in Paris", "2024-03-01") == "lives in Paris"
+    assert fact_statement("[Q3] target is 5M", None) == "[Q3] target is 5M"
 
 
 # -- reconciliation ------------------------------------------------------------------------
@@ -146,12 +147,6 @@ def test_plan_accepts_mappings_and_rejects_garbage() -> None:
             plan_facts(bad, {})
 
 
-def test_write_groups_cut_before_repeated_content() -> None:
-    ops = plan_facts([Fact("m", "happy"), Fact("m", "sad"), Fact("m", "HAPPY "), Fact("n", "x")], {}).ops
-    assert all(isinstance(o, FactOp) for o in ops)
-    assert _write_groups(ops) == [[0, 1], [2, 3]]
-
-
 # -- argument checks: all before any I/O -------------------------------------------------------
 
 
@@ -181,7 +176,8 @@ def _noop(items: Any) -> str:
         (("summary",), {}, "validation.argument"),
         (("facts",), {"summarize": _noop}, "validation.argument"),
         (("summary", "not callable"), {}, "validation.argument"),
-        (("summary", _noop), {"extract_facts": _noop}, "validation.argument"),
+        (("summary", _noop), {}, "validation.empty_scope"),
+        (("facts",), {"extract_facts": _noop}, "validation.empty_scope"),
         (("summary", _noop), {"older_than_seconds": -1}, "validation.range"),
         (("summary", _noop), {"older_than_seconds": float("nan")}, "validation.type"),
         (("summary", _noop), {"max_importance": 1.5}, "validation.range"),

@@ -12,8 +12,8 @@ from betterdb_memory.codec import (
     as_text,
     decode_vector,
     encode_vector,
-    join_list,
-    split_list,
+    join_tags,
+    split_tags,
     to_float,
     to_int,
     validate_vector,
@@ -31,7 +31,7 @@ from betterdb_memory.validation import (
     check_sensitivities,
     check_sensitivity,
     check_tags,
-    check_threshold,
+    check_distance_threshold,
     check_ttl,
 )
 
@@ -105,18 +105,19 @@ def test_check_importance_accepts_0_to_1(value: float) -> None:
 @pytest.mark.parametrize(
     ("value", "code"),
     [(NAN, "validation.nonfinite"), (INF, "validation.nonfinite"), (-0.1, "validation.range"),
-     (1.5, "validation.range"), (False, "validation.type"), ("high", "validation.type")],
+     (2.5, "validation.range"), (False, "validation.type"), ("high", "validation.type")],
 )  # fmt: skip
 def test_check_threshold_rejects(value: object, code: str) -> None:
-    """A threshold is a similarity within 0..1."""
-    assert _code(check_threshold, value) == code
+    """A threshold is a cosine distance within 0..2 (the reference's meaning)."""
+    assert _code(check_distance_threshold, value) == code
 
 
 def test_check_threshold_accepts_none_and_range() -> None:
-    """None means no threshold."""
-    assert check_threshold(None) is None
-    assert check_threshold(0) == 0.0
-    assert check_threshold(1) == 1.0
+    """None means the default; both bounds and 1.5 are valid distances."""
+    assert check_distance_threshold(None) is None
+    assert check_distance_threshold(0) == 0.0
+    assert check_distance_threshold(1.5) == 1.5
+    assert check_distance_threshold(2) == 2.0
 
 
 @pytest.mark.parametrize(
@@ -137,17 +138,18 @@ def test_check_k_accepts_bounds() -> None:
 
 @pytest.mark.parametrize(
     ("value", "code"),
-    [(0, "validation.range"), (-5, "validation.range"), (NAN, "validation.nonfinite"),
+    [(-0.5, "validation.range"), (-5, "validation.range"), (NAN, "validation.nonfinite"),
      (INF, "validation.nonfinite"), (True, "validation.type"), ("60", "validation.type")],
 )  # fmt: skip
 def test_check_ttl_rejects(value: object, code: str) -> None:
-    """A TTL is a positive, finite number of seconds."""
+    """A TTL is a non-negative, finite number of seconds."""
     assert _code(check_ttl, value) == code
 
 
 def test_check_ttl_accepts_none_and_positive() -> None:
-    """None = no expiry; fractions of a second are fine."""
+    """None and 0 = no expiry (the reference's meaning); fractions of a second are fine."""
     assert check_ttl(None) is None
+    assert check_ttl(0) is None
     assert check_ttl(0.5) == 0.5
     assert check_ttl(86400) == 86400.0
 
@@ -327,9 +329,8 @@ def test_to_int_defaults_on_missing_or_bad(value: object, expected: int) -> None
     assert to_int(value) == expected
 
 
-def test_join_and_split_list_round_trip() -> None:
-    """Lists are stored as JSON (commas and braces inside values survive)."""
-    values = ["a,b", "{x}|y", "é", ""]
-    assert split_list(join_list(values)) == values
-    assert split_list(join_list(values).encode()) == values
-    assert split_list(None) == [] and split_list("not json") == [] and split_list('{"a": 1}') == []
+def test_join_and_split_tags_round_trip() -> None:
+    values = ["a", "b c", "ünï"]
+    assert split_tags(join_tags(values)) == values
+    assert split_tags(join_tags(values).encode()) == values
+    assert split_tags(None) == [] and split_tags("") == [] and split_tags("a,,b") == ["a", "b"]

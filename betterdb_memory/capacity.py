@@ -1,0 +1,209 @@
+"""Capacity: ``max_items_per_scope``, held exactly, with O(log n) victim selection.
+
+What a cap counts is the reference's meaning: a write with scope fields or tags
+counts every memory matching them as a filter (a field the write leaves None matches
+any value; all of the write's tags must be present); an unscoped write is never
+capped. The count rides in the write's own round trip (``FT.SEARCH ... LIMIT 0 0``
+after the ``HSET`` s; both engines index synchronously, so it sees the write).
+
+Only a scope found over its cap pays more. Victims are the memories with the lowest
+keep-score (``scoring.keep_score``: time-invariant, so the order never has to be
+recomputed), read with ``SORTBY keep ASC`` and a LIMIT of the excess, which the
+engine answers from a top-N heap rather than a sort of the scope. An index that
+lacks ``keep`` (made by another library) or an engine without SORTBY falls back to
+reading the scope and ranking it in the client.
+
+Exactness under concurrent writers (the reference over-evicts there): eviction of
+one cap scope runs under a token lock, and the holder re-counts before deleting, so
+two writers over by one evict one memory between them, not two. The memories just
+written are never victims of their own write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._io import call
+from .codec import to_float
+from .keys import digest
+from .query import MemoryFilter, filter_search_args
+from .replies import parse_search_reply
+from .scoring import keep_score
+
+if TYPE_CHECKING:
+    from ._io import RetryPolicy
+    from ._observe import StoreObservability
+    from .dialect import Capabilities
+    from .keys import KeySpace
+    from .observability.metrics import MemoryMetrics
+    from .query import IndexLayout
+    from .replies import SearchHit
+
+__all__ = ["CapacityMixin"]
+
+log = logging.getLogger(__name__)
+
+_LOCK_MS = 10_000
+_LOCK_WAIT_S = 15.0
+
+
+class CapacityMixin:
+    """Cap scopes of writes, their counts, and eviction; mixed into ``MemoryStore``."""
+
+    if TYPE_CHECKING:  # provided by MemoryStore / ScopeOpsMixin
+        keys: KeySpace
+        retry: RetryPolicy
+        _client: Any
+        _obs: StoreObservability
+        metrics: MemoryMetrics
+        capabilities: Capabilities | None
+        layout: IndexLayout
+        _lock_script: Any
+        _unlock_script: Any
+
+        async def _delete_ids(self, ids: Sequence[str]) -> int: ...
+        async def _scan_all(
+            self, flt: MemoryFilter, fields: Sequence[str], *, operation: str
+        ) -> tuple[int, list[SearchHit]]: ...
+        async def _scan(
+            self,
+            flt: MemoryFilter,
+            fields: Sequence[str],
+            *,
+            operation: str,
+            sortby: tuple[str, bool] | None = None,
+            offset: int = 0,
+            limit: int = ...,
+        ) -> tuple[int | None, list[SearchHit]]: ...
+        def _needs_check(self, flt: MemoryFilter) -> bool: ...
+        async def _search(self, args: Sequence[Any], operation: str) -> Any: ...
+        def current_config(self) -> Any: ...
+
+    def _cap_filters(self, prepared: Sequence[dict[str, Any]]) -> list[MemoryFilter]:
+        """The distinct cap scopes of a batch of writes (unscoped writes have none)."""
+        out: dict[MemoryFilter, None] = {}
+        for p in prepared:
+            flt = MemoryFilter(scope=p["scope"], tags=tuple(sorted(p["tags"])))
+            if not flt.is_unscoped:
+                out[flt] = None
+        return list(out)
+
+    def _count_args(self, flt: MemoryFilter) -> list[Any]:
+        caps = self.capabilities
+        assert caps is not None
+        if caps.filter_queries:
+            return filter_search_args(self.keys.index, flt, layout=self.layout, limit=0)
+        # valkey-search 1.0: no count without KNN; a no-op the caller reads as "unknown".
+        return ["PING"]
+
+    async def _hold_cap(
+        self, flt: MemoryFilter, count_reply: Any, cap: int, *, protect: set[str], now: float
+    ) -> int:
+        """Evict what exceeds ``cap`` in one cap scope; the number evicted. Never fails a write.
+
+        ``count_reply`` is the write round trip's count; when it cannot be exact (an
+        index whose TAGs are case-insensitive, or no count on the engine) the scope is
+        counted again here.
+        """
+        try:
+            caps = self.capabilities
+            assert caps is not None
+            if not caps.filter_queries or self._needs_check(flt):
+                total, _ = await self._scan_all(flt, (), operation="capacity")
+            else:
+                total = parse_search_reply(count_reply, nocontent=True).total
+            if total <= cap:
+                return 0
+            return await self._evict(flt, cap, protect=protect, now=now)
+        except Exception as exc:  # the memory is stored; a failed eviction must not reject it
+            log.warning("capacity eviction on %s failed (the write stands): %s", self.keys.name, exc)
+            self.metrics.observe_background_failure("capacity")
+            return 0
+
+    async def _evict(self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float) -> int:
+        lock = self.keys.cap_lock(digest(*_filter_parts(flt), size=12))
+        token = uuid.uuid4().hex
+        if not await self._acquire(lock, token):
+            log.warning("capacity lock %s still held after %.0f s; eviction skipped", lock, _LOCK_WAIT_S)
+            return 0
+        try:
+            victims = await self._victims(flt, cap, protect=protect, now=now)
+            removed = await self._delete_ids(victims)
+        finally:
+            await self._release(lock, token)
+        if removed:
+            await call(
+                "capacity",
+                lambda: self._client.hincrby(self.keys.stats, "evictions", removed),
+                policy=self.retry,
+                idempotent=False,
+            )
+            self.metrics.observe_evictions(removed)
+        return removed
+
+    async def _victims(self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float) -> list[str]:
+        caps = self.capabilities
+        assert caps is not None
+        fast = self.layout.keep and caps.sortby and caps.filter_queries and not self._needs_check(flt)
+        if fast:
+            args = filter_search_args(self.keys.index, flt, layout=self.layout, limit=0)
+            count = parse_search_reply(await self._search(args, "capacity"), nocontent=True).total
+            excess = count - cap
+            if excess <= 0:
+                return []
+            _, hits = await self._scan(
+                flt, ("keep",), operation="capacity", sortby=("keep", True), limit=excess + len(protect)
+            )
+            ids = [self.keys.memory_id_of(h.key) for h in hits]
+            return [m for m in ids if m not in protect][:excess]
+        # No keep-score index or no SORTBY: rank the scope in the client.
+        half_life = self.current_config().half_life_seconds
+        total, hits = await self._scan_all(
+            flt, ("importance", "last_accessed_at", "created_at", "keep"), operation="capacity"
+        )
+        excess = total - cap
+        if excess <= 0:
+            return []
+        ranked: list[tuple[float, str]] = []
+        for h in hits:
+            mid = self.keys.memory_id_of(h.key)
+            if mid in protect:
+                continue
+            f = h.fields
+            seen = max(to_float(f.get("last_accessed_at")), to_float(f.get("created_at"))) / 1000.0
+            score = keep_score(seen or now, to_float(f.get("importance"), 0.5), half_life)
+            ranked.append((score, mid))
+        ranked.sort()
+        return [mid for _, mid in ranked[:excess]]
+
+    async def _acquire(self, lock: str, token: str) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _LOCK_WAIT_S
+        delay = 0.002
+        while True:
+            got = await call(
+                "capacity",
+                lambda: self._lock_script(keys=[lock], args=[token, _LOCK_MS]),
+                policy=self.retry,
+            )
+            if int(got) == 1:
+                return True
+            if loop.time() > deadline:
+                return False
+            await asyncio.sleep(delay)
+            delay = min(0.05, delay * 2)
+
+    async def _release(self, lock: str, token: str) -> None:
+        try:
+            await call("capacity", lambda: self._unlock_script(keys=[lock], args=[token]), policy=self.retry)
+        except Exception as exc:  # it expires on its own
+            log.debug("capacity unlock %s failed: %s", lock, exc)
+
+
+def _filter_parts(flt: MemoryFilter) -> tuple[str | None, ...]:
+    s = flt.scope
+    return (s.namespace, s.agent_id, s.thread_id, *flt.tags)
