@@ -1,7 +1,10 @@
 """Engine detection and FT.INFO parsing on real replies of both engines, both protocols.
 
-``probe`` is tested with a tiny fake client: what is under test is its fallback order
-(MODULE LIST -> INFO modules -> FT._LIST), which is pure control flow, not storage.
+``probe`` is tested with a tiny fake client: what is under test is its order of
+questions (MODULE LIST + INFO modules -> FT._LIST / FT.INFO), which is pure control
+flow, not storage. RediSearch 8.x is not on this machine: its replies are the captured
+RediSearch 2.10.5 ones with the version numbers of 8.0.2, which is exactly the point
+(the engines must be told apart by what they report beyond the number).
 """
 
 from __future__ import annotations
@@ -15,15 +18,30 @@ from valkey._parsers.helpers import parse_info  # the callback the client applie
 
 from betterdb_memory.dialect import (
     Capabilities,
+    IndexField,
     capabilities_for,
+    engine_from_ft_info,
+    engine_from_info,
+    identify_engine,
+    module_version,
     normalize_reply,
     parse_ft_info,
+    parse_index_schema,
     parse_info_modules,
     parse_module_list,
     probe,
 )
-from betterdb_memory.errors import ConfigurationError
-from tests.unit.test_core_fixtures import CAPTURES, REDISEARCH, VALKEY_SEARCH, capture, reply
+from betterdb_memory.errors import ConfigurationError, ServerError, classify_server_error
+from tests.unit.test_core_fixtures import (
+    CAPTURES,
+    MEM_CAPTURES,
+    MEM_REDISEARCH,
+    MEM_VALKEY_SEARCH,
+    REDISEARCH,
+    VALKEY_SEARCH,
+    capture,
+    reply,
+)
 
 EXPECTED_ENGINE = {
     "redisearch": ("redisearch", (2, 10, 5)),
@@ -200,10 +218,12 @@ def test_unknown_engine_gets_the_smallest_dialect() -> None:
 
 
 class FakeProbeClient:
-    """Answers MODULE LIST / INFO / FT._LIST with a value or raises the given exception."""
+    """Answers MODULE LIST / INFO / FT._LIST / FT.INFO <name> with a value or raises the given exception."""
 
-    def __init__(self, *, module_list: Any, info: Any, ft_list: Any) -> None:
-        self.answers = {"MODULE LIST": module_list, "INFO": info, "FT._LIST": ft_list}
+    def __init__(
+        self, *, module_list: Any, info: Any, ft_list: Any, more: dict[str, Any] | None = None
+    ) -> None:
+        self.answers = {"MODULE LIST": module_list, "INFO": info, "FT._LIST": ft_list, **(more or {})}
         self.calls: list[str] = []
 
     def _answer(self, name: str) -> Any:
@@ -225,10 +245,11 @@ def _blocked(command: str) -> vexc.ResponseError:
     return vexc.ResponseError(f"unknown command '{command}', with args beginning with: ")
 
 
-@pytest.mark.parametrize("capture_name", CAPTURES)
-async def test_probe_uses_module_list_first(capture_name: str) -> None:
-    """MODULE LIST answers: nothing else is asked."""
-    client = FakeProbeClient(module_list=reply(capture_name, "module_list"), info=None, ft_list=None)
+@pytest.mark.parametrize("capture_name", CAPTURES + MEM_CAPTURES)
+async def test_probe_uses_module_list_alone_when_its_number_decides(capture_name: str) -> None:
+    """21005 and 66049 each belong to one engine only: nothing else is asked (no INFO for ACL users)."""
+    name = "mem_module_list" if capture_name in MEM_CAPTURES else "module_list"
+    client = FakeProbeClient(module_list=reply(capture_name, name), info=_blocked("INFO"), ft_list=None)
     caps = await probe(client)
     assert (caps.engine, caps.version) == _expected(capture_name)
     assert client.calls == ["MODULE LIST"]
@@ -247,11 +268,11 @@ async def test_probe_falls_back_to_info_when_module_list_is_blocked(capture_name
 async def test_probe_assumes_smallest_dialect_when_only_ft_list_works(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """MODULE LIST and INFO both refused, FT._LIST answers: unknown engine, valkey-search 1.0 dialect."""
+    """MODULE LIST and INFO both refused, FT._LIST lists no index: unknown engine, valkey-search 1.0 dialect."""
     client = FakeProbeClient(
         module_list=_blocked("MODULE"),
         info=vexc.NoPermissionError("this user has no permissions to run the 'info' command"),
-        ft_list=reply("valkey-search-1.2.1-dev/resp2", "list"),
+        ft_list=[],
     )
     with caplog.at_level(logging.WARNING, logger="betterdb_memory"):
         caps = await probe(client)
@@ -260,9 +281,24 @@ async def test_probe_assumes_smallest_dialect_when_only_ft_list_works(
     assert "assuming valkey-search 1.0 dialect" in caplog.text
 
 
+@pytest.mark.parametrize("capture_name", CAPTURES)
+async def test_probe_reads_an_existing_index_when_nothing_else_answers(capture_name: str) -> None:
+    """MODULE LIST and INFO refused, an index exists: its FT.INFO shape names the engine."""
+    client = FakeProbeClient(
+        module_list=_blocked("MODULE"),
+        info=_blocked("INFO"),
+        ft_list=[b"idx"],
+        more={"FT.INFO idx": reply(capture_name, "info")},
+    )
+    caps = await probe(client)
+    assert caps.engine == capture(capture_name)["engine"]
+    assert caps.version == (0, 0, 0)  # no version anywhere: the smallest dialect of that engine
+    assert client.calls == ["MODULE LIST", "INFO", "FT._LIST", "FT.INFO idx"]
+
+
 async def test_probe_module_list_without_search_then_info_without_search_asks_ft_list() -> None:
     """Answers that list no search module are not trusted as 'no module': FT._LIST is still asked."""
-    client = FakeProbeClient(module_list=[], info={"modules": []}, ft_list=[])
+    client = FakeProbeClient(module_list=[], info={"modules": []}, ft_list=[])  # and lists no index
     caps = await probe(client)
     assert isinstance(caps, Capabilities)
     assert caps.engine == "unknown"
@@ -294,3 +330,315 @@ async def test_probe_lets_connection_faults_through(fault: Exception) -> None:
     with pytest.raises(type(fault)):
         await probe(client)
     assert client.calls == ["MODULE LIST"]
+
+
+# -- telling RediSearch 8.x from valkey-search: beyond the version number -------------------
+
+
+def _renumber(value: Any, old: int, new: int, texts: tuple[tuple[str, str], ...] = ()) -> Any:
+    """A decoded reply with module version ``old`` replaced by ``new`` (and text replacements)."""
+    pairs = ((f"ver={old}", f"ver={new}"), *texts)
+    if isinstance(value, bytes):
+        for a, b in pairs:
+            value = value.replace(a.encode(), b.encode())
+        return value
+    if isinstance(value, str):
+        for a, b in pairs:
+            value = value.replace(a, b)
+        return value
+    if isinstance(value, list):
+        return [new if v == old else _renumber(v, old, new, texts) for v in value]
+    if isinstance(value, dict):
+        return {k: new if v == old else _renumber(v, old, new, texts) for k, v in value.items()}
+    return value
+
+
+def _as_redisearch_8(value: Any) -> Any:
+    """A captured RediSearch 2.10.5 reply as RediSearch 8.0.2 would send it (module ver 80002)."""
+    return _renumber(value, 21005, 80002, (("search_version:2.10.5", "search_version:8.0.2"),))
+
+
+@pytest.mark.parametrize(
+    ("ver", "expected"),
+    [
+        (21005, ("redisearch", (2, 10, 5))),  # RediSearch 2.x-6.x: below 65536, no valkey-search there
+        (60400, ("redisearch", (6, 4, 0))),
+        (66049, ("valkey-search", (1, 2, 1))),  # valkey-search 1.x: 0x010000 .. 69999, no RediSearch there
+        (0x010300, ("valkey-search", (1, 3, 0))),
+        (80002, ("unknown", (0, 0, 0))),  # RediSearch 8.0.2, or valkey-search 1.56.130: undecided
+        (0x020000, ("unknown", (0, 0, 0))),  # valkey-search 2.0.0, or RediSearch 13.10.72
+    ],
+)
+def test_version_number_alone_decides_only_where_one_engine_can_have_it(
+    ver: int, expected: tuple[str, tuple[int, int, int]]
+) -> None:
+    """The number is trusted only outside the range both encodings share (RediSearch >= 7)."""
+    assert identify_engine(ver) == expected
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["bytes", "str"])
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_engine_from_info_search_fields(capture_name: str, text: bool) -> None:
+    """INFO search: RediSearch states search_version; valkey-search has fields of its own and no version."""
+    found = engine_from_info(reply(capture_name, "mem_info_search", text=text))
+    if capture(capture_name)["engine"] == "redisearch":
+        assert found == ("redisearch", (2, 10, 5))
+    else:
+        assert found == ("valkey-search", None)
+
+
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_engine_from_info_reads_the_clients_parsed_dict(capture_name: str) -> None:
+    """``client.info("modules")`` hands a dict; the same fields decide."""
+    body = reply(capture_name, "mem_info_modules", text=True).removeprefix("txt:")
+    assert engine_from_info(parse_info(body)) == engine_from_info(body)
+    assert engine_from_info(parse_info(body)) is not None
+
+
+def test_engine_from_info_without_either_engines_fields_is_none() -> None:
+    """No search section at all (only lua, or a bare server): no evidence."""
+    assert engine_from_info("# Modules\r\nmodule:name=lua,ver=1,api=1\r\n") is None
+    assert engine_from_info({}) is None
+
+
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+async def test_probe_tells_redisearch_8_from_valkey_search_by_info(capture_name: str) -> None:
+    """Module ver 80002 (RediSearch 8.0.2) with RediSearch's INFO: redisearch 8.0.2, every capability.
+
+    The same number with valkey-search's INFO fields would be valkey-search: the fields
+    decide, not the number.
+    """
+    engine = capture(capture_name)["engine"]
+    module_list = reply(capture_name, "mem_module_list")
+    body = reply(capture_name, "mem_info_modules", text=True).removeprefix("txt:")
+    if engine == "redisearch":
+        module_list, body = _as_redisearch_8(module_list), _as_redisearch_8(body)
+    else:  # a future valkey-search whose number is in the shared range: 1.56.130 == 80002
+        module_list, body = _renumber(module_list, 66049, 80002), _renumber(body, 66049, 80002)
+    assert module_version(module_list) == 80002
+    caps = await probe(FakeProbeClient(module_list=module_list, info=parse_info(body), ft_list=None))
+    if engine == "redisearch":
+        assert (caps.engine, caps.version) == ("redisearch", (8, 0, 2))
+        assert caps == capabilities_for("redisearch", (8, 0, 2))
+        assert caps.sortby_knn_score and caps.resp3_map_replies
+    else:
+        assert (caps.engine, caps.version) == ("valkey-search", (1, 56, 130))
+        assert not caps.resp3_map_replies
+
+
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+async def test_probe_with_a_shared_number_and_info_blocked_reads_an_index(capture_name: str) -> None:
+    """Module ver 80002, INFO refused: the FT.INFO shape of an existing index decides the engine."""
+    engine = capture(capture_name)["engine"]
+    module_list = _renumber(
+        reply(capture_name, "mem_module_list"), 21005 if engine == "redisearch" else 66049, 80002
+    )
+    client = FakeProbeClient(
+        module_list=module_list,
+        info=_blocked("INFO"),
+        ft_list=reply(capture_name, "mem_list"),
+        more={
+            "FT.INFO cap:mem:idx": reply(capture_name, "mem_info"),
+            "FT.INFO nc:mem:idx": reply(capture_name, "mem_info_nocase"),
+        },
+    )
+    caps = await probe(client)
+    assert (caps.engine, caps.version) == (
+        ("redisearch", (8, 0, 2)) if engine == "redisearch" else ("valkey-search", (1, 56, 130))
+    )
+    assert client.calls[:3] == ["MODULE LIST", "INFO", "FT._LIST"]
+    assert len(client.calls) == 4 and client.calls[3].startswith("FT.INFO ")  # one index is enough
+
+
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_parse_info_modules_uses_the_fields_not_only_the_number(capture_name: str) -> None:
+    """INFO modules carries the module line and the module's sections: 80002 + search_version -> RediSearch 8."""
+    body = reply(capture_name, "mem_info_modules", text=True)
+    if capture(capture_name)["engine"] == "redisearch":
+        assert parse_info_modules(body) == ("redisearch", (2, 10, 5))
+        assert parse_info_modules(_as_redisearch_8(body)) == ("redisearch", (8, 0, 2))
+    else:
+        assert parse_info_modules(body) == ("valkey-search", (1, 2, 1))
+
+
+def test_parse_module_list_leaves_a_shared_number_undecided() -> None:
+    """MODULE LIST alone with 80002: a search module is there (not None), its engine undecided."""
+    module_list = _as_redisearch_8(reply("redisearch-2.10.5-embedded/resp2", "mem_module_list"))
+    assert parse_module_list(module_list) == ("unknown", (0, 0, 0))
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["bytes", "str"])
+@pytest.mark.parametrize("capture_name", CAPTURES + MEM_CAPTURES)
+def test_engine_from_ft_info_shape(capture_name: str, text: bool) -> None:
+    """FT.INFO: backfill_in_progress/state -> valkey-search; percent_indexed/index_options -> RediSearch."""
+    name = "mem_info" if capture_name in MEM_CAPTURES else "info"
+    assert engine_from_ft_info(reply(capture_name, name, text=text)) == capture(capture_name)["engine"]
+    assert (
+        identify_engine(80002, ft_info=reply(capture_name, name, text=text))[0]
+        == capture(capture_name)["engine"]
+    )
+
+
+# -- FT.INFO of the memory schema ------------------------------------------------------------
+
+MEM_TAGS = ("threadId", "agentId", "namespace", "tags", "source")
+MEM_NUMERIC = ("importance", "created_at", "last_accessed_at", "access_count")
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["bytes", "str"])
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_parse_ft_info_of_the_memory_schema(capture_name: str, text: bool) -> None:
+    """Both engines: 6 documents, ready, no failures, vector dim 8 COSINE, every field listed."""
+    info = parse_ft_info(reply(capture_name, "mem_info", text=text))
+    assert (info.name, info.num_docs, info.ready, info.indexing_failures) == ("cap:mem:idx", 6, True, 0)
+    assert (info.dimensions, info.distance_metric) == (8, "COSINE")
+    assert set(info.fields) == {"vector", "content", *MEM_TAGS, *MEM_NUMERIC}
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["bytes", "str"])
+@pytest.mark.parametrize("case_sensitive", [True, False], ids=["CASESENSITIVE", "folded"])
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_parse_index_schema_reports_tag_case_and_separator(
+    capture_name: str, case_sensitive: bool, text: bool
+) -> None:
+    """Each TAG's CASESENSITIVE and SEPARATOR, each field's type, the vector's parameters, key type, prefix.
+
+    RediSearch lists CASESENSITIVE as a bare flag (RESP2) or under ``flags`` (RESP3);
+    valkey-search sends ``CASESENSITIVE "1"``/``"0"``; the parsed schema is the same.
+    """
+    name = "mem_info" if case_sensitive else "mem_info_nocase"
+    prefix = "cap:mem:" if case_sensitive else "nc:mem:"
+    schema = parse_index_schema(reply(capture_name, name, text=text))
+    assert (schema.name, schema.key_type, schema.prefixes) == (f"{prefix}idx", "HASH", (prefix,))
+    for tag in MEM_TAGS:
+        assert schema.field(tag) == IndexField(tag, tag, "TAG", separator=",", case_sensitive=case_sensitive)
+    for numeric in MEM_NUMERIC:
+        field = schema.field(numeric)
+        assert field is not None and (field.type, field.separator, field.case_sensitive) == (
+            "NUMERIC",
+            None,
+            None,
+        )
+    text_field = schema.field("content")
+    assert text_field is not None and text_field.type == "TEXT"
+    vector = schema.field("vector")
+    assert vector is not None
+    assert (vector.type, vector.dimensions, vector.distance_metric, vector.algorithm, vector.data_type) == (
+        "VECTOR",
+        8,
+        "COSINE",
+        "HNSW",
+        "FLOAT32",
+    )
+    assert {f.alias for f in schema.fields} == {"vector", "content", *MEM_TAGS, *MEM_NUMERIC}
+    assert schema.field("nope") is None
+
+
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_parse_index_schema_sortable_only_where_reported(capture_name: str) -> None:
+    """RediSearch reports created_at SORTABLE; valkey-search accepts SORTABLE and does not report it."""
+    schema = parse_index_schema(reply(capture_name, "mem_info"))
+    sortable = {f.alias for f in schema.fields if f.sortable}
+    assert sortable == ({"created_at"} if capture(capture_name)["engine"] == "redisearch" else set())
+
+
+@pytest.mark.parametrize("capture_name", CAPTURES)
+def test_parse_index_schema_of_the_original_capture(capture_name: str) -> None:
+    """The original capture's index: ``thread TAG`` without options is folded with separator ','."""
+    schema = parse_index_schema(reply(capture_name, "info", text=True))
+    assert (schema.name, schema.prefixes) == ("idx", ("m:",))
+    assert schema.field("thread") == IndexField(
+        "thread", "thread", "TAG", separator=",", case_sensitive=False
+    )
+    assert {f.alias: f.type for f in schema.fields} == {
+        "vec": "VECTOR",
+        "thread": "TAG",
+        "imp": "NUMERIC",
+        "created": "NUMERIC",
+    }
+
+
+def test_parse_index_schema_of_an_aliased_field_and_a_custom_separator() -> None:
+    """``$.who AS who TAG SEPARATOR |`` on JSON (RediSearch's RESP2 shape): name, alias and separator kept."""
+    reply_ = [
+        "index_name", "j", "index_options", [],
+        "index_definition", ["key_type", "JSON", "prefixes", ["j:", "k:"], "default_score", "1"],
+        "attributes", [["identifier", "$.who", "attribute", "who", "type", "TAG", "SEPARATOR", "|"]],
+    ]  # fmt: skip
+    schema = parse_index_schema(reply_)
+    assert (schema.key_type, schema.prefixes) == ("JSON", ("j:", "k:"))
+    assert schema.fields == (IndexField("$.who", "who", "TAG", separator="|", case_sensitive=False),)
+
+
+# -- what the memory-schema replies show about the dialects ---------------------------------
+
+
+def _total_and_ids(got: Any) -> tuple[int, list[str]]:
+    """A NOCONTENT FT.SEARCH reply, RESP2 array or RediSearch's RESP3 map, as (total, ids)."""
+    if isinstance(got, dict):
+        return got["total_results"], [r["id"] for r in got["results"]]
+    return got[0], list(got[1:])
+
+
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_tag_case_folding_and_separator_as_captured(capture_name: str) -> None:
+    """CASESENSITIVE keeps 'Agent-A' apart from 'agent-a'; without it both engines fold case; ',' splits tags."""
+    assert _total_and_ids(reply(capture_name, "mem_tag_case_sensitive", text=True)) == (0, [])
+    assert _total_and_ids(reply(capture_name, "mem_tag_exact_case", text=True))[0] == 6
+    total, ids = _total_and_ids(reply(capture_name, "mem_tag_case_insensitive", text=True))
+    assert total == 6 and all(i.startswith("nc:mem:") for i in ids)
+    assert _total_and_ids(reply(capture_name, "mem_tag_separator", text=True)) == (
+        2,
+        ["cap:mem:1", "cap:mem:2"],
+    )
+    total, ids = _total_and_ids(reply(capture_name, "mem_text", text=True))  # TEXT: order is the engine's
+    assert (total, sorted(ids)) == (2, ["cap:mem:1", "cap:mem:6"])
+
+
+@pytest.mark.parametrize("capture_name", MEM_VALKEY_SEARCH)
+def test_valkey_search_filter_query_sorts_and_limits(capture_name: str) -> None:
+    """valkey-search 1.2: a non-KNN filter query with SORTBY created_at DESC and LIMIT 0 2 (RETURN order kept)."""
+    got = reply(capture_name, "mem_filter_sorted", text=True)
+    assert got[0] == 3 and got[1::2] == ["cap:mem:5", "cap:mem:3"]
+    assert got[2] == ["content", "The meeting is on Friday", "importance", "0.5", "created_at", "1700000500"]
+    assert reply(capture_name, "mem_filter_count") == [6]
+
+
+@pytest.mark.parametrize("capture_name", MEM_VALKEY_SEARCH)
+def test_valkey_search_knn_hybrid_and_sortby_score(capture_name: str) -> None:
+    """Hybrid KNN answers a RESP2 array even under RESP3; SORTBY on the KNN alias is an error on 1.2."""
+    got = reply(capture_name, "mem_knn_hybrid", text=True)
+    assert isinstance(got, list) and got[0] == 2 and got[1::2] == ["cap:mem:3", "cap:mem:5"]
+    assert isinstance(reply(capture_name, "mem_knn_sortby_score"), vexc.ResponseError)
+
+
+@pytest.mark.parametrize("capture_name", MEM_REDISEARCH)
+def test_redisearch_filter_query_and_knn_sortby_score(capture_name: str) -> None:
+    """RediSearch 2.10: the same queries answer (a map under RESP3); SORTBY on the KNN alias works."""
+    for name in ("mem_filter_sorted", "mem_knn_hybrid", "mem_knn_sortby_score"):
+        got = reply(capture_name, name, text=True)
+        assert isinstance(got, dict if capture(capture_name)["protocol"] == 3 else list)
+    assert not isinstance(reply(capture_name, "mem_unknown_field"), vexc.ResponseError)  # empty, not an error
+
+
+MEM_ERRORS = {
+    "mem_create_again": "IndexExistsError",
+    "mem_info_unknown": "IndexNotFoundError",
+    "mem_search_unknown": "IndexNotFoundError",
+    "mem_syntax_error": "QuerySyntaxError",
+    "mem_unknown_field": "QuerySyntaxError",  # valkey-search only
+    "mem_wrong_blob": "VectorSizeError",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MEM_ERRORS))
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_memory_schema_errors_map_to_their_class(capture_name: str, name: str) -> None:
+    """Every error the memory-schema sequence drew maps to its class on both engines, both protocols."""
+    got = reply(capture_name, name)
+    if not isinstance(got, vexc.ResponseError):
+        assert (name, capture(capture_name)["engine"]) == ("mem_unknown_field", "redisearch")
+        return
+    cls = classify_server_error(str(got))
+    assert issubclass(cls, ServerError)
+    assert cls.__name__ == MEM_ERRORS[name]

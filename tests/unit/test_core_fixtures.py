@@ -25,6 +25,38 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "search_replies.
 REDISEARCH = ("redisearch-2.10.5/resp2", "redisearch-2.10.5/resp3")
 VALKEY_SEARCH = ("valkey-search-1.2.1-dev/resp2", "valkey-search-1.2.1-dev/resp3")
 CAPTURES = REDISEARCH + VALKEY_SEARCH
+# The memory-schema captures (``mem_*`` replies; tests/fixtures/README.md): the embedded engine
+# and the valkey-search 1.2.1 release, captured by scripts/capture_search_replies.py.
+MEM_REDISEARCH = ("redisearch-2.10.5-embedded/resp2", "redisearch-2.10.5-embedded/resp3")
+MEM_VALKEY_SEARCH = ("valkey-search-1.2.1/resp2", "valkey-search-1.2.1/resp3")
+MEM_CAPTURES = MEM_REDISEARCH + MEM_VALKEY_SEARCH
+MEM_REPLIES = (
+    "mem_hello",
+    "mem_module_list",
+    "mem_info_modules",
+    "mem_info_search",
+    "mem_create",
+    "mem_create_again",
+    "mem_create_nocase",
+    "mem_list",
+    "mem_info",
+    "mem_info_nocase",
+    "mem_filter_sorted",
+    "mem_filter_count",
+    "mem_knn_hybrid",
+    "mem_knn_sortby_score",
+    "mem_tag_case_sensitive",
+    "mem_tag_exact_case",
+    "mem_tag_case_insensitive",
+    "mem_tag_separator",
+    "mem_text",
+    "mem_info_unknown",
+    "mem_search_unknown",
+    "mem_unknown_field",
+    "mem_syntax_error",
+    "mem_wrong_blob",
+    "mem_dropindex",
+)
 KNN_REPLIES = (
     "knn_pure_return",
     "knn_pure_nocontent",
@@ -91,15 +123,33 @@ def error_text(capture_name: str, reply_name: str) -> str | None:
 # -- the fixture file and the decoder ----------------------------------------------------
 
 
-def test_fixture_holds_the_four_engine_protocol_captures() -> None:
-    """Both engines over both protocols, with engine/version/protocol recorded."""
-    assert set(_load()["captures"]) == set(CAPTURES)
-    assert [(capture(c)["engine"], capture(c)["version"], capture(c)["protocol"]) for c in CAPTURES] == [
+def test_fixture_holds_the_engine_protocol_captures() -> None:
+    """Both engines over both protocols, twice (original and memory schema), engine/version/protocol recorded."""
+    assert set(_load()["captures"]) == set(CAPTURES) | set(MEM_CAPTURES)
+    assert [
+        (capture(c)["engine"], capture(c)["version"], capture(c)["protocol"]) for c in CAPTURES + MEM_CAPTURES
+    ] == [
         ("redisearch", "2.10.5", 2),
         ("redisearch", "2.10.5", 3),
         ("valkey-search", "1.2.1", 2),
         ("valkey-search", "1.2.1", 3),
-    ]
+    ] * 2
+
+
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_every_memory_schema_capture_holds_the_same_replies(capture_name: str) -> None:
+    """Each memory-schema capture has exactly the ``mem_*`` replies, and none of them is a raw path."""
+    assert set(capture(capture_name)["replies"]) == set(MEM_REPLIES)
+    assert "/lib" not in json.dumps(capture(capture_name)["replies"])
+
+
+@pytest.mark.parametrize("capture_name", MEM_CAPTURES)
+def test_memory_schema_captures_speak_the_protocol_they_claim(capture_name: str) -> None:
+    """HELLO answered with the capture's protocol: a map under RESP3, an array under RESP2."""
+    hello = reply(capture_name, "mem_hello", text=True)
+    fields = hello if isinstance(hello, dict) else dict(zip(hello[::2], hello[1::2], strict=True))
+    assert fields["proto"] == capture(capture_name)["protocol"]
+    assert isinstance(hello, dict) is (capture(capture_name)["protocol"] == 3)
 
 
 @pytest.mark.parametrize("capture_name", CAPTURES)

@@ -1,0 +1,288 @@
+"""Capture real replies of a search engine for ``tests/fixtures/search_replies.json``.
+
+Usage: python scripts/capture_search_replies.py URL CAPTURE_NAME [--protocol 2|3] [--write]
+
+Speaks RESP over a raw socket (no client library in between), so simple strings,
+bulk strings, RESP3 maps, doubles and verbatim strings keep the distinctions the
+fixture encoding records (tests/fixtures/README.md). Runs the memory-schema sequence
+below on the server at URL (it creates and drops ``cap:mem:idx`` / ``nc:mem:idx`` and
+their ``cap:mem:*`` / ``nc:mem:*`` documents, nothing else) and prints the capture as
+JSON, or with ``--write`` merges it into the fixture file as
+``captures[CAPTURE_NAME]["replies"]`` (other replies of that capture are kept).
+Maintenance tool: the test suite never runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "search_replies.json"
+DIM = 8
+
+# The schema of the issue (the reference library's field names); CASESENSITIVE dropped for nc:mem:idx.
+SCHEMA_TEXT = (
+    "vector VECTOR HNSW 6 TYPE FLOAT32 DIM 8 DISTANCE_METRIC COSINE "
+    "threadId TAG CASESENSITIVE agentId TAG CASESENSITIVE namespace TAG CASESENSITIVE "
+    "tags TAG SEPARATOR , CASESENSITIVE source TAG CASESENSITIVE importance NUMERIC "
+    "created_at NUMERIC SORTABLE last_accessed_at NUMERIC access_count NUMERIC content TEXT"
+)
+SCHEMA = SCHEMA_TEXT.split()
+CONTENTS = (
+    "Ada lives in Lisbon",
+    "Ada works as an engineer",
+    "Grace likes sailing",
+    "Grace moved to Porto",
+    "The meeting is on Friday",
+    "Lisbon is sunny in May",
+)
+
+
+class Resp:
+    """A minimal RESP2/RESP3 connection that keeps every reply type."""
+
+    def __init__(self, host: str, port: int, password: str | None) -> None:
+        self.sock = socket.create_connection((host, port), timeout=30)
+        self.buf = b""
+        if password:
+            self.call("AUTH", password)
+
+    def call(self, *args: Any) -> Any:
+        out = [b"*%d\r\n" % len(args)]
+        for a in args:
+            b = a if isinstance(a, bytes) else str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+        self.sock.sendall(b"".join(out))
+        return self._read()
+
+    def _line(self) -> bytes:
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n: int) -> bytes:
+        while len(self.buf) < n + 2:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n + 2 :]
+        return data
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        self.buf += chunk
+
+    def _read(self) -> Any:
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return {"simple": rest.decode()}
+        if kind == b"-":
+            return {"error": rest.decode()}
+        if kind == b":":
+            return int(rest)
+        if kind == b",":
+            return {"double": rest.decode()}
+        if kind == b"_":
+            return None
+        if kind == b"#":
+            return {"bool": rest == b"t"}
+        if kind in (b"$", b"="):
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self._exact(n)
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                return {"bytes_b64": base64.b64encode(data).decode()}
+            if any(ord(c) < 32 and c not in "\r\n\t" for c in text):
+                return {"bytes_b64": base64.b64encode(data).decode()}
+            return text  # a verbatim string keeps its "txt:" prefix, as in the original capture
+        if kind in (b"*", b"~", b">"):
+            n = int(rest)
+            return None if n < 0 else [self._read() for _ in range(n)]
+        if kind == b"%":
+            return {"map": [[self._read(), self._read()] for _ in range(int(rest))]}
+        raise ValueError(f"unknown RESP type {line!r}")
+
+
+def vec(i: int) -> bytes:
+    values = [((i * 7 + j * 3) % 11) / 10.0 + (0.5 if j == i % DIM else 0.0) for j in range(DIM)]
+    return struct.pack(f"<{DIM}f", *values)
+
+
+def _scrub(node: Any) -> Any:
+    """Replace the module's file path (machine-specific) with ``<module-path>``, as the original capture did."""
+    if isinstance(node, str) and node.startswith("/") and node.endswith(".so"):
+        return "<module-path>"
+    if isinstance(node, list):
+        return [_scrub(v) for v in node]
+    if isinstance(node, dict) and "map" in node:
+        return {"map": [[_scrub(k), _scrub(v)] for k, v in node["map"]]}
+    return node
+
+
+def capture(conn: Resp, protocol: int) -> dict[str, dict[str, Any]]:
+    """The memory-schema sequence; every reply is named ``mem_*`` (no clash with the original capture)."""
+    replies: dict[str, dict[str, Any]] = {}
+
+    def run(name: str, *cmd: Any) -> Any:
+        reply = _scrub(conn.call(*cmd))
+        shown = [f"<{len(c)} bytes>" if isinstance(c, bytes) else str(c) for c in cmd]
+        replies[name if name.startswith("mem_") else f"mem_{name}"] = {"command": shown, "reply": reply}
+        return reply
+
+    for idx in ("cap:mem:idx", "nc:mem:idx"):
+        conn.call("FT.DROPINDEX", idx)
+    for prefix in ("cap:mem:", "nc:mem:"):
+        conn.call("DEL", *[f"{prefix}{i}" for i in range(1, 7)])
+    run("mem_hello", "HELLO", protocol)
+    run("module_list", "MODULE", "LIST")
+    run("info_modules", "INFO", "modules")
+    run("info_search", "INFO", "search")
+    run("mem_create", "FT.CREATE", "cap:mem:idx", "ON", "HASH", "PREFIX", 1, "cap:mem:", "SCHEMA", *SCHEMA)
+    run(
+        "mem_create_again",
+        "FT.CREATE",
+        "cap:mem:idx",
+        "ON",
+        "HASH",
+        "PREFIX",
+        1,
+        "cap:mem:",
+        "SCHEMA",
+        *SCHEMA,
+    )
+    nocase = [w for w in SCHEMA if w != "CASESENSITIVE"]
+    run(
+        "mem_create_nocase",
+        "FT.CREATE",
+        "nc:mem:idx",
+        "ON",
+        "HASH",
+        "PREFIX",
+        1,
+        "nc:mem:",
+        "SCHEMA",
+        *nocase,
+    )
+    for prefix in ("cap:mem:", "nc:mem:"):
+        for i in range(1, 7):
+            conn.call(
+                "HSET", f"{prefix}{i}",
+                "vector", vec(i),
+                "threadId", "t1" if i % 2 else "t2",
+                "agentId", "Agent-A",
+                "namespace", "ns",
+                "tags", "Alpha,beta" if i <= 2 else "gamma",
+                "source", "user",
+                "importance", f"{i / 10:.1f}",
+                "created_at", 1_700_000_000 + 100 * i,
+                "last_accessed_at", 1_700_000_000 + 100 * i,
+                "access_count", i,
+                "content", CONTENTS[i - 1],
+            )  # fmt: skip
+    time.sleep(1.0)  # let both engines finish indexing before FT.INFO
+    run("list", "FT._LIST")
+    run("mem_info", "FT.INFO", "cap:mem:idx")
+    run("mem_info_nocase", "FT.INFO", "nc:mem:idx")
+    run(
+        "mem_filter_sorted", "FT.SEARCH", "cap:mem:idx", "@threadId:{t1}",
+        "RETURN", 3, "content", "importance", "created_at",
+        "SORTBY", "created_at", "DESC", "LIMIT", 0, 2, "DIALECT", 2,
+    )  # fmt: skip
+    run(
+        "mem_filter_count",
+        "FT.SEARCH",
+        "cap:mem:idx",
+        "@namespace:{ns}",
+        "NOCONTENT",
+        "LIMIT",
+        0,
+        0,
+        "DIALECT",
+        2,
+    )
+    run(
+        "mem_knn_hybrid", "FT.SEARCH", "cap:mem:idx",
+        "(@threadId:{t1} @importance:[0.2 +inf])=>[KNN 3 @vector $v AS score]",
+        "PARAMS", 2, "v", vec(1), "RETURN", 3, "score", "content", "importance", "DIALECT", 2,
+    )  # fmt: skip
+    run(
+        "mem_knn_sortby_score", "FT.SEARCH", "cap:mem:idx", "*=>[KNN 3 @vector $v AS score]",
+        "PARAMS", 2, "v", vec(1), "SORTBY", "score", "RETURN", 1, "score", "DIALECT", 2,
+    )  # fmt: skip
+    run(
+        "mem_tag_case_sensitive",
+        "FT.SEARCH",
+        "cap:mem:idx",
+        "@agentId:{agent\\-a}",
+        "NOCONTENT",
+        "DIALECT",
+        2,
+    )
+    run("mem_tag_exact_case", "FT.SEARCH", "cap:mem:idx", "@agentId:{Agent\\-A}", "NOCONTENT", "DIALECT", 2)
+    run(
+        "mem_tag_case_insensitive",
+        "FT.SEARCH",
+        "nc:mem:idx",
+        "@agentId:{agent\\-a}",
+        "NOCONTENT",
+        "DIALECT",
+        2,
+    )
+    run("mem_tag_separator", "FT.SEARCH", "cap:mem:idx", "@tags:{beta}", "NOCONTENT", "DIALECT", 2)
+    run("mem_text", "FT.SEARCH", "cap:mem:idx", "@content:lisbon", "NOCONTENT", "DIALECT", 2)
+    run("mem_info_unknown", "FT.INFO", "nope:mem:idx")
+    run("mem_search_unknown", "FT.SEARCH", "nope:mem:idx", "*", "DIALECT", 2)
+    run("mem_unknown_field", "FT.SEARCH", "cap:mem:idx", "@nope:{x}", "NOCONTENT", "DIALECT", 2)
+    run("mem_syntax_error", "FT.SEARCH", "cap:mem:idx", "(@threadId:{t1)", "NOCONTENT", "DIALECT", 2)
+    run(
+        "mem_wrong_blob", "FT.SEARCH", "cap:mem:idx", "*=>[KNN 3 @vector $v]",
+        "PARAMS", 2, "v", b"\x00" * 12, "DIALECT", 2,
+    )  # fmt: skip
+    run("mem_dropindex", "FT.DROPINDEX", "nc:mem:idx")
+    conn.call("FT.DROPINDEX", "cap:mem:idx")
+    for prefix in ("cap:mem:", "nc:mem:"):
+        conn.call("DEL", *[f"{prefix}{i}" for i in range(1, 7)])
+    return replies
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("url")
+    ap.add_argument("capture_name", help="e.g. valkey-search-1.2.1/resp2")
+    ap.add_argument("--protocol", type=int, choices=(2, 3), default=2)
+    ap.add_argument("--engine", default=None, help="engine recorded for a new capture")
+    ap.add_argument("--version", default=None, help="version recorded for a new capture")
+    ap.add_argument("--write", action="store_true", help="merge into tests/fixtures/search_replies.json")
+    args = ap.parse_args(argv)
+    url = urlparse(args.url)
+    conn = Resp(url.hostname or "127.0.0.1", url.port or 6379, url.password)
+    replies = capture(conn, args.protocol)
+    if not args.write:
+        json.dump(replies, sys.stdout, indent=1)
+        return 0
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    cap = data["captures"].setdefault(args.capture_name, {"replies": {}})
+    for key, value in (("engine", args.engine), ("version", args.version), ("protocol", args.protocol)):
+        if value is not None:
+            cap.setdefault(key, value)
+    cap["replies"].update(replies)
+    FIXTURE.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{args.capture_name}: {len(replies)} replies merged into {FIXTURE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
