@@ -28,8 +28,9 @@ from .escaping import validate_tag_value
 
 __all__ = ["KeySpace", "Scope", "SessionKeys", "validate_memory_id", "validate_store_name"]
 
-# A letter or underscore first: BetterDB Monitor shows only index names that start so.
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+# BetterDB Monitor's own check of a store name (a letter or underscore first, then
+# letters, digits, ``_ . - :``), bounded in length.
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,199}$")
 # UUID4 strings (what this library and the reference generate) and caller-chosen ids of
 # the same plain alphabet. No braces (a hash tag would move the document's slot away
 # from its counter's), no whitespace, no ``*`` / ``?`` (glob characters in SCAN).
@@ -39,14 +40,21 @@ _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$")
 def validate_store_name(name: object) -> str:
     """A store name becomes a key prefix and an index name: keep it plain.
 
-    Letters, digits, ``_ . -``, 1-64 characters, starting with a letter or ``_`` (the
-    form BetterDB Monitor accepts). No ``:`` (it separates key parts) and no braces (a
-    hash tag in an index prefix is rejected by valkey-search).
+    What BetterDB Monitor shows: a letter or ``_`` first, then letters, digits and
+    ``_ . - :`` (1-200 characters). No braces (a hash tag in an index prefix is
+    rejected by valkey-search). No ``:``-separated part ``mem`` after the first: the
+    store ``a:mem`` would keep its documents under ``a:mem:mem:``, inside the index
+    prefix ``a:mem:`` of the store ``a``, which would then see them.
     """
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+    if (
+        not isinstance(name, str)
+        or not _NAME_RE.fullmatch(name)
+        or "mem" in name.split(":")[1:]
+        or name.endswith(":")
+    ):
         raise ValidationError(
-            f"store name must match {_NAME_RE.pattern} (a letter or underscore first, then letters, "
-            f"digits, '_', '.', '-'), got {name!r}",
+            "store name must start with a letter or '_', hold only letters, digits, '_', '.', '-', ':' "
+            f"(at most 200, no ':mem' part, not ending in ':'), got {name!r}",
             code="validation.name",
             details={"argument": "name"},
         )

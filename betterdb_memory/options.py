@@ -69,12 +69,19 @@ class ConsolidationConfig:
 
 @dataclass
 class MemoryTelemetryOptions:
-    """Where metrics and spans go: a Prometheus ``registry``, a ``tracer_provider``,
-    and the metric-name ``prefix`` (default ``agent_memory``)."""
+    """Where metrics and spans go (the reference's fields, then ``tracer_provider``).
 
+    ``tracer_name``: the OpenTelemetry instrumentation scope (default
+    ``@betterdb/agent-memory``, the prefix BetterDB Monitor keeps); ``metrics_prefix``:
+    the metric-name prefix (default ``agent_memory``); ``registry``: a Prometheus
+    registry (default: the global one); ``tracer_provider``: an OpenTelemetry provider
+    (default: the global one).
+    """
+
+    tracer_name: str | None = None
+    metrics_prefix: str | None = None
     registry: Any = None
     tracer_provider: Any = None
-    prefix: str | None = None
 
 
 @dataclass

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -70,10 +69,8 @@ class RecallMixin:
         reranker: Reranker | None
         rerank_candidates: int
         reinforce_mode: str
-        near_misses: int
         default_threshold: float
         fact_source: str
-        _near_miss_warned: bool
         _reinforce_script: Any
 
         def current_config(self) -> ConfigSnapshot: ...
@@ -256,16 +253,13 @@ class RecallMixin:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, flt, k, threshold, weights, reinforce=reinforce, explain=explain, query=query
             )
-            add_attributes(
+            self._obs.mark_recall(
                 span,
-                lambda: {
-                    "recall.k": k,
-                    "recall.result_count": len(hits),
-                    "gen_ai.memory.k": k,
-                    "gen_ai.memory.hits": len(hits),
-                    "cache.hit": bool(hits),
-                },
+                len(hits),
+                k=k,
+                matched_key=self.keys.doc(hits[0].item.id) if hits else None,
             )
+            add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
         self.metrics.observe_recall(
             hits=len(hits),
             near_miss=near_miss,
@@ -337,7 +331,7 @@ class RecallMixin:
             ]
         near_miss = False
         if not hits and candidates:
-            near_miss = self._note_near_miss(candidates[0][1], threshold)
+            near_miss = self._obs.near_miss(candidates[0][1], threshold)
         if reinforce and hits:
             if self.reinforce_mode == "background":
                 self._spawn(self._reinforce([h.item.id for h in hits], now, half_life))
@@ -356,26 +350,6 @@ class RecallMixin:
             for item, similarity in reranker.rerank(query, candidates)
             if item.id in distance_of  # a reranker may drop candidates, never invent them
         ]
-
-    def _note_near_miss(self, best_distance: float, threshold: float) -> bool:
-        """Nothing passed, but the nearest sat just outside the ceiling: count, warn once.
-
-        The reference's rule: strictly past the threshold and within twice it.
-        """
-        if not threshold < best_distance <= threshold * NEAR_MISS_FACTOR:
-            return False
-        self.near_misses += 1
-        if not self._near_miss_warned:
-            self._near_miss_warned = True
-            warnings.warn(
-                f"recall on {self.keys.name!r} returned 0 hits, but the nearest memory was at cosine "
-                f"distance {best_distance:.3f}, just past the threshold {threshold}. If your embedding "
-                "model places correct matches that far, raise it with recall(threshold=...) or the "
-                "store's default_threshold. (Warned once per store.)",
-                UserWarning,
-                stacklevel=4,
-            )
-        return True
 
     async def _reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
         interval_ms = str(int(self._access_interval(half_life) * 1000))

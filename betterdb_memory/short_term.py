@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from ._io import RetryPolicy, call
 from .codec import as_text, to_int
 from .context import ContextBudget, ContextUsage, RetrievedContext, allocate
-from .errors import BetterDBMemoryError, ConfigurationError, ValidationError
+from .errors import BetterDBMemoryError, ConfigurationError, TokenBudgetError, ValidationError
 from .escaping import validate_tag_value
 from .extraction import FactExtractor
 from .keys import KeySpace, SessionKeys
@@ -477,7 +477,7 @@ class ShortTermMixin:
         ns = None if namespace is None else validate_tag_value(namespace, name="namespace")
         text = check_content(query, name="query")
         if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
-            raise ValidationError(
+            raise TokenBudgetError(
                 f"token_budget must be a positive integer, not {token_budget!r}",
                 code="validation.budget",
                 details={"argument": "token_budget"},

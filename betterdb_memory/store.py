@@ -348,12 +348,6 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
                 code="configuration.telemetry",
                 details={"type": type(telemetry).__name__},
             )
-        if telemetry is not None:
-            registry = telemetry.registry if telemetry.registry is not None else registry
-            tracer_provider = (
-                telemetry.tracer_provider if telemetry.tracer_provider is not None else tracer_provider
-            )
-        product = analytics if isinstance(analytics, Telemetry) else Telemetry(enabled=bool(analytics))
         if (
             discovery is not True
             and discovery is not False
@@ -375,7 +369,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             # Off: no periodic re-read (the hash is still read once when the store starts).
             config_refresh_seconds=refresh if refresh is not None else 1e9,
             heartbeat_interval=heartbeat_interval,
-            telemetry=product,
+            telemetry=telemetry,
+            analytics=analytics,
         )
         self.metrics = self._obs.metrics
         self._init_short_term(**short_term)
@@ -388,9 +383,12 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         self._unlock_script = client.register_script(_scripts.UNLOCK)
         self._scripts_all = (self._reinforce_script, self._lock_script, self._unlock_script)
         self._background: set[asyncio.Task[Any]] = set()
-        self._near_miss_warned = False
-        self.near_misses = 0
         self._closed = False
+
+    @property
+    def near_misses(self) -> int:
+        """Recalls that came back empty with the nearest memory just past the threshold."""
+        return self._obs.near_misses
 
     @property
     def spec(self) -> IndexSpec:
@@ -823,6 +821,15 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         with self._obs.span("remember") as span:
             ids, evicted, dedup_hits = await self._remember_many(items, capped=True)
             add_attributes(span, lambda: {"gen_ai.memory.count": len(ids), "gen_ai.memory.evicted": evicted})
+            if len(ids) == 1 and isinstance(items, list | tuple):
+                opts = items[0] if isinstance(items[0], Mapping) else {}
+                importance = opts.get("importance")
+                self._obs.mark_remember(
+                    span,
+                    importance=0.5 if importance is None else importance,
+                    ttl=opts.get("ttl"),
+                    key=self.keys.doc(ids[0]),
+                )
         self.metrics.observe_remember(len(ids), dedup_hits=dedup_hits)
         self._obs.count({"remembers": len(ids), "dedup_hits": dedup_hits})
         return ids

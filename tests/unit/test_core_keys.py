@@ -12,10 +12,10 @@ from betterdb_memory.errors import ValidationError
 from betterdb_memory.keys import KeySpace, Scope, validate_memory_id, validate_store_name
 
 SCOPE = Scope.of(namespace="acme", agent_id="bot", thread_id="t1")
-# Pinned: every stored key embeds these digests; a change orphans existing data.
+# Pinned: consolidation state and L1 keys embed these digests; a change orphans existing data.
 SCOPE_TAG = "8d8cdb735248fb6e8d27"
 SESSION_TAG = "55053b8ff909c57de4ef"  # (agent "bot", thread "t1")
-MEMORY_ID = f"{SCOPE_TAG}-0123456789abcdef0123456789abcdef"
+MEMORY_ID = "0b7c1f52-3f7e-4b51-9a53-5b2a8f3c1d11"
 
 
 def crc16(data: bytes) -> int:
@@ -52,16 +52,14 @@ def test_crc16_matches_the_cluster_spec_reference_values() -> None:
 
 
 def test_store_level_keys() -> None:
-    """Index, prefix and the store's own keys, all under ``<name>:``."""
+    """Index, prefix and the store's own keys, all under ``<name>:`` (betterdb-agent-memory's names)."""
     ks = KeySpace("mem")
-    assert (ks.doc_prefix, ks.index, ks.meta, ks.config, ks.stats, ks.scopes_all, ks.scope_info) == (
+    assert (ks.doc_prefix, ks.index, ks.meta, ks.config, ks.stats) == (
         "mem:mem:",
         "mem:mem:idx",
         "mem:__mem_meta",
         "mem:__mem_config",
         "mem:__mem_stats",
-        "mem:scopes:all",
-        "mem:scopes:info",
     )
 
 
@@ -71,30 +69,13 @@ def test_scope_tag_is_pinned() -> None:
     assert re.fullmatch(r"[0-9a-f]{20}", Scope().tag)
 
 
-def test_memory_and_scope_keys_exact() -> None:
-    """A memory's HASH and its scope's bookkeeping all carry ``{<scope tag>}``."""
+def test_memory_keys_exact() -> None:
+    """``<name>:mem:<id>`` (what Monitor's HGETALL / DEL address) and the access counter."""
     ks = KeySpace("mem")
-    assert ks.doc(MEMORY_ID) == f"mem:mem:{{{SCOPE_TAG}}}:0123456789abcdef0123456789abcdef"
-    assert ks.scope_keys(SCOPE_TAG) == (
-        f"mem:scope:{{{SCOPE_TAG}}}:created",
-        f"mem:scope:{{{SCOPE_TAG}}}:keep",
-        f"mem:scope:{{{SCOPE_TAG}}}:expiry",
-        f"mem:scope:{{{SCOPE_TAG}}}:dedup",
-        f"mem:scope:{{{SCOPE_TAG}}}:access",
-    )
-
-
-def test_registry_sets_exact() -> None:
-    """One registry set per dimension set, plus ``all``; a filter intersects only the dimensions given."""
-    ks = KeySpace("mem")
-    assert ks.registry_sets(SCOPE) == [
-        "mem:scopes:all",
-        "mem:scopes:ns:2fbe3ca3c8274a9d1803",
-        "mem:scopes:agent:20ff0d68523f9c97d4ed",
-        "mem:scopes:thread:4cf34f867caf3b73843f",
-    ]
-    assert ks.registry_filter_sets(Scope.of(agent_id="bot")) == ["mem:scopes:agent:20ff0d68523f9c97d4ed"]
-    assert ks.registry_filter_sets(Scope()) == ["mem:scopes:all"]
+    assert ks.doc(MEMORY_ID) == f"mem:mem:{MEMORY_ID}"
+    assert ks.access(MEMORY_ID) == f"mem:acc:{{mem:mem:{MEMORY_ID}}}"
+    assert ks.consolidation_base(SCOPE_TAG) == f"mem:cons:{{{SCOPE_TAG}}}"
+    assert ks.cap_lock("abc") == "mem:caplock:abc"
 
 
 def test_session_keys_exact() -> None:
@@ -113,13 +94,13 @@ def test_session_keys_exact() -> None:
 # -- round trips and slots --------------------------------------------------------------------
 
 
-def test_new_memory_id_embeds_the_scope_tag() -> None:
-    """``<scope tag>-<32 hex>``, valid, unique, and the tag is recoverable from the id alone."""
-    ids = {KeySpace.new_memory_id(SCOPE) for _ in range(100)}
+def test_new_memory_id_is_a_uuid4_string() -> None:
+    """As the reference makes them; valid and unique."""
+    ids = {KeySpace.new_memory_id() for _ in range(100)}
     assert len(ids) == 100
     for mid in ids:
         assert validate_memory_id(mid) == mid
-        assert KeySpace.scope_tag_of(mid) == SCOPE_TAG
+        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", mid)
 
 
 @pytest.mark.parametrize("as_bytes", [False, True], ids=["str", "bytes"])
@@ -127,18 +108,18 @@ def test_doc_and_memory_id_of_round_trip(as_bytes: bool) -> None:
     """``memory_id_of(doc(id)) == id`` for str keys and for the bytes a client hands back."""
     ks = KeySpace("my-store.v2")
     for _ in range(50):
-        mid = ks.new_memory_id(SCOPE)
+        mid = ks.new_memory_id()
         key = ks.doc(mid)
         assert key.startswith(ks.doc_prefix)
         assert ks.memory_id_of(key.encode() if as_bytes else key) == mid
 
 
-def test_all_keys_of_one_scope_share_a_slot() -> None:
-    """doc / created / keep / expiry / dedup of one scope hash to one cluster slot (script-safe)."""
+def test_a_memory_and_its_access_counter_share_a_slot() -> None:
+    """The reinforcement script and forget's ``DEL doc counter`` touch one slot."""
     ks = KeySpace("mem")
-    for scope in (SCOPE, Scope(), Scope.of(thread_id="x"), Scope.of(namespace="n", agent_id="a")):
-        keys = [ks.doc(ks.new_memory_id(scope)) for _ in range(5)] + list(ks.scope_keys(scope.tag))
-        assert {hash_slot(k) for k in keys} == {hash_slot(scope.tag)}
+    for _ in range(50):
+        mid = ks.new_memory_id()
+        assert hash_slot(ks.doc(mid)) == hash_slot(ks.access(mid))
 
 
 def test_session_keys_share_a_slot() -> None:
@@ -149,10 +130,10 @@ def test_session_keys_share_a_slot() -> None:
         assert len({hash_slot(k) for k in (s.turns, s.meta, s.summary_lock, s.summary_cursor)}) == 1
 
 
-def test_different_scopes_spread_over_slots() -> None:
-    """Scopes are spread over the cluster rather than piled on one slot."""
+def test_memories_spread_over_slots() -> None:
+    """Documents are spread over the cluster rather than piled on one slot."""
     ks = KeySpace("mem")
-    slots = {hash_slot(ks.scope_created(Scope.of(thread_id=f"t{i}").tag)) for i in range(200)}
+    slots = {hash_slot(ks.doc(ks.new_memory_id())) for _ in range(200)}
     assert len(slots) > 150
 
 
@@ -201,19 +182,21 @@ def test_distinct_scopes_have_distinct_tags(
 # -- validation ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["a", "mem", "My-Store_1.0", "0abc", "x" * 64])
+@pytest.mark.parametrize("name", ["a", "mem", "My-Store_1.0", "_a", "app:prod", "betterdb_ac", "x" * 200])
 def test_valid_store_names(name: str) -> None:
-    """Letters, digits, ``_ . -``, 1-64 characters, starting alphanumeric."""
+    """What BetterDB Monitor shows: a letter or ``_`` first, then letters, digits, ``_ . - :``."""
     assert validate_store_name(name) == name
     assert KeySpace(name).name == name
 
 
 @pytest.mark.parametrize(
     "name",
-    ["", "a:b", "{tag}", "a b", "-a", ".a", "_a", "x" * 65, "é", "abc\n", "a\x00", None, 5, b"mem"],
-)
+    ["", "0abc", "1store", "{tag}", "a b", "-a", ".a", "x" * 201, "é", "abc\n", "a\x00", "a:mem", "a:mem:b",
+     "a:", None, 5, b"mem"],
+)  # fmt: skip
 def test_invalid_store_names_are_rejected(name: object) -> None:
-    """No ``:``, braces, spaces, trailing newline, non-ASCII or non-str: ``validation.name``."""
+    """Names Monitor cannot show, braces, spaces, non-str, and a ``mem`` part (it would nest one
+    store's documents inside another's index prefix): ``validation.name``."""
     with pytest.raises(ValidationError) as info:
         KeySpace(name)  # type: ignore[arg-type]
     assert info.value.code == "validation.name"
@@ -221,28 +204,13 @@ def test_invalid_store_names_are_rejected(name: object) -> None:
 
 @pytest.mark.parametrize(
     "memory_id",
-    [
-        "",
-        "abc",
-        SCOPE_TAG,
-        MEMORY_ID.upper(),
-        MEMORY_ID + "0",
-        MEMORY_ID[:-1],
-        MEMORY_ID + "\n",
-        "x" + MEMORY_ID[1:],
-        MEMORY_ID.replace("-", ":"),
-        f"{{{SCOPE_TAG}}}-0123456789abcdef0123456789abcdef",
-        None,
-        MEMORY_ID.encode(),
-    ],
+    ["", "-abc", "a b", "a{b}c", "{x}", "a*", "a?", "a\n", "x" * 201, None, 5, MEMORY_ID.encode()],
 )
 def test_invalid_memory_ids_are_rejected(memory_id: object) -> None:
-    """Only ids this library made: ``validation.memory_id`` before any key is built."""
+    """``validation.memory_id`` before any key is built: no braces (slot), glob or space characters."""
     with pytest.raises(ValidationError) as info:
         validate_memory_id(memory_id)
     assert info.value.code == "validation.memory_id"
     if isinstance(memory_id, str):
         with pytest.raises(ValidationError):
             KeySpace("mem").doc(memory_id)
-        with pytest.raises(ValidationError):
-            KeySpace.scope_tag_of(memory_id)
