@@ -17,6 +17,7 @@ __all__ = [
     "MemoryHit",
     "MemoryItem",
     "MemoryKind",
+    "MemoryListResult",
     "MemoryPage",
     "Sensitivity",
     "StoreStats",
@@ -86,6 +87,10 @@ class MemoryPage:
     items: list[MemoryItem]
     next_cursor: str | None
     total: int = 0
+
+
+#: The reference's name for what ``list`` returns (``items`` and ``total``; ``next_cursor`` is extra).
+MemoryListResult = MemoryPage
 
 
 @dataclass(frozen=True, slots=True)

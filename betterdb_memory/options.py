@@ -19,7 +19,6 @@ __all__ = [
     "MemoryConfigRefreshConfig",
     "MemoryDiscoveryConfig",
     "MemoryListOptions",
-    "MemoryListResult",
     "MemoryScope",
     "MemoryTelemetryOptions",
     "RecallWeights",
@@ -111,11 +110,3 @@ class MemoryListOptions:
     tags: list[str] | None = None
     limit: int | None = None
     offset: int | None = None
-
-
-@dataclass
-class MemoryListResult:
-    """One page of ``list``: ``items`` and the ``total`` matching the filter."""
-
-    items: list[Any] = field(default_factory=list)
-    total: int = 0

@@ -181,10 +181,12 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             exact scope (off by default, as in the reference).
         candidate_factor: KNN candidates fetched per requested hit (1 by default).
         reranker: how the KNN candidates of a text ``recall`` are re-ordered before
-            scoring. ``True`` (default): ``HybridRanker()`` (BM25-style lexical evidence
-            fused with the dense similarity; the fused value enters the composite
-            score, the threshold still applies to the KNN distance). ``False``: the
-            dense order. Or any ``Reranker``.
+            scoring. ``True``: ``HybridRanker()`` (BM25-style lexical evidence fused
+            with the dense similarity; the fused value enters the composite score, the
+            threshold still applies to the KNN distance). ``False``: the dense order
+            and the reference's score exactly. Or any ``Reranker``. Default (``None``):
+            off with an ``embed_fn`` (a drop-in store scores exactly as the reference
+            documents), on with this library's embedders (measured on LoCoMo).
         rerank_candidates: KNN candidates fetched when re-ranking.
         hnsw_m / hnsw_ef_construction / hnsw_ef_runtime: index parameters.
         reinforce_mode: ``"sync"`` (await the update) or ``"background"``.
@@ -219,7 +221,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         analytics: bool | Telemetry = False,
         dedup: bool = False,
         candidate_factor: int = 1,
-        reranker: Reranker | bool = True,
+        reranker: Reranker | bool | None = None,
         rerank_candidates: int = 50,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
@@ -316,6 +318,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         ):
             raise ValidationError("candidate_factor must be a positive integer", code="validation.range")
         self.candidate_factor = candidate_factor
+        if reranker is None:
+            reranker = embed_fn is None
         if reranker is True:
             reranker = HybridRanker()
         if reranker is not False and not isinstance(reranker, Reranker):
