@@ -37,7 +37,7 @@ from ._observe import StoreObservability
 from .capacity import CapacityMixin
 from .codec import as_text, encode_vector, join_tags, to_int, validate_vector
 from .consolidation import ConsolidationMixin
-from .dialect import Capabilities, IndexInfo, parse_ft_info, probe
+from .dialect import Capabilities, IndexInfo, IndexSchema, parse_ft_info, parse_index_schema, probe
 from .embedders.base import Embedder, EmbeddingFunction, as_embedder, default_threshold_of
 from .errors import (
     ConfigurationError,
@@ -532,8 +532,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         meta_raw = await call("ensure_index", lambda: client.hgetall(self.keys.meta), policy=self.retry)
         meta = {as_text(k): as_text(v) for k, v in meta_raw.items()}
         self._check_meta(meta)
-        info = await self.index_info()
-        if info is None:
+        reply = await self._index_reply()
+        if reply is None:
             try:
                 await call(
                     "ensure_index",
@@ -545,9 +545,9 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
                 await self._wait_index_ready(limit_seconds=30.0)
             except IndexExistsError:
                 pass
-            info = await self.index_info()
-        if info is not None:
-            self._adopt(info)
+            reply = await self._index_reply()
+        if reply is not None:
+            self._adopt(parse_ft_info(reply), parse_index_schema(reply))
         fields = {
             "dimensions": str(self.embedder.dimensions),
             "model_id": self.embedder.model_id,
@@ -568,7 +568,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         if not self._closed:
             await self._obs.start(caps.as_list())
 
-    def _adopt(self, info: IndexInfo) -> None:
+    def _adopt(self, info: IndexInfo, schema: IndexSchema) -> None:
         """Check the index in place fits this store, and note which optional fields it has."""
         if info.dimensions is not None and info.dimensions != self.embedder.dimensions:
             raise ConfigurationError(
@@ -580,16 +580,22 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
                     "embedder_dimensions": self.embedder.dimensions,
                 },
             )
-        if info.fields and "vector" not in info.fields:
+        vector = schema.field("vector")
+        if schema.fields and (vector is None or vector.type != "VECTOR"):
             raise ConfigurationError(
-                f"index {self.keys.index} has no 'vector' field (fields: {list(info.fields)}); it was not "
-                "made by betterdb-memory or betterdb-agent-memory. Use another store name.",
+                f"index {self.keys.index} has no 'vector' field (fields: {[f.alias for f in schema.fields]}); "
+                "it was not made by betterdb-memory or betterdb-agent-memory. Use another store name.",
                 code="configuration.foreign_index",
-                details={"fields": list(info.fields)},
+                details={"fields": [f.alias for f in schema.fields]},
             )
-        # Our index is the one with our own fields; only it is known to be CASESENSITIVE.
-        ours = "keep" in info.fields
-        self.layout = IndexLayout.from_fields(info.fields, case_sensitive=ours)
+        # Counts are exact without a client-side check only when every scope TAG is
+        # case-sensitive and split on "," alone (the index this library creates).
+        scope_tags = [schema.field(n) for n in ("threadId", "agentId", "namespace", "tags", "source")]
+        exact = all(
+            f is not None and f.type == "TAG" and f.case_sensitive is True and f.separator in (None, ",")
+            for f in scope_tags
+        )
+        self.layout = IndexLayout.from_fields([f.alias for f in schema.fields], case_sensitive=exact)
 
     def _check_meta(self, meta: Mapping[str, str]) -> None:
         dims, model = meta.get("dimensions"), meta.get("model_id")
@@ -615,17 +621,20 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
                 return
             await asyncio.sleep(0.05)
 
-    async def index_info(self) -> IndexInfo | None:
-        """FT.INFO of this store's index, normalised across engines; None when absent."""
+    async def _index_reply(self) -> Any:
         try:
-            reply = await call(
+            return await call(
                 "index_info",
                 lambda: self._client.execute_command("FT.INFO", self.keys.index),
                 policy=self.retry,
             )
         except IndexNotFoundError:
             return None
-        return parse_ft_info(reply)
+
+    async def index_info(self) -> IndexInfo | None:
+        """FT.INFO of this store's index, normalised across engines; None when absent."""
+        reply = await self._index_reply()
+        return None if reply is None else parse_ft_info(reply)
 
     async def _with_index(self, operation: str, fn: Any) -> Any:
         """Run ``fn``; if the index vanished under us, recreate it once and run again."""
