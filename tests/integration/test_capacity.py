@@ -1,0 +1,84 @@
+"""``max_items_per_scope``: the reference's filter meaning, exact, O(excess) victims, never its own write."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+
+from betterdb_memory import MemoryStore
+
+DIM = 384  # HashingEmbedder's default, the make_store fixture's embedder
+
+
+def unit(*positions: int) -> list[float]:
+    v = np.zeros(DIM, dtype=np.float32)
+    for p in positions:
+        v[p] = 1.0
+    return list(v / np.linalg.norm(v))
+
+
+async def test_a_thread_scoped_write_counts_every_agent_of_that_thread(make_store: Any) -> None:
+    """The reference's meaning: a write with thread_id only counts that thread's memories of
+    every agent (its None fields match any value), and evicts among them."""
+    s: MemoryStore = make_store(max_items_per_scope=2)
+    a = await s.remember("agent a", importance=0.1, thread_id="t", agent_id="a", vector=unit(0))
+    await s.remember("agent b", importance=0.9, thread_id="t", agent_id="b", vector=unit(1))
+    other = await s.remember("other thread", importance=0.0, thread_id="u", vector=unit(2))
+    await s.remember("thread only", importance=0.5, thread_id="t", vector=unit(3))
+    assert await s.get(a) is None  # the lowest keep-score among thread t's three
+    assert await s.get(other) is not None  # another thread is not counted
+    assert await s.count(thread_id="t") == 2
+
+
+async def test_tags_narrow_the_cap_scope_to_memories_with_all_of_them(make_store: Any) -> None:
+    s: MemoryStore = make_store(max_items_per_scope=1)
+    untagged = await s.remember("untagged", importance=0.0, thread_id="t", vector=unit(0))
+    only_x = await s.remember("x only", importance=0.0, thread_id="t", tags=["x"], vector=unit(1))
+    both = await s.remember("x and y", importance=0.9, thread_id="t", tags=["x", "y"], vector=unit(2))
+    # The (t, [x, y]) write counts only memories with x AND y: one, so nothing goes.
+    assert all([await s.get(untagged), await s.get(only_x), await s.get(both)])
+    newer = await s.remember("x and y again", importance=0.9, thread_id="t", tags=["y", "x"], vector=unit(3))
+    assert await s.get(both) is None and await s.get(newer) is not None
+    assert await s.get(untagged) is not None and await s.get(only_x) is not None
+
+
+async def test_an_unscoped_write_is_never_capped(make_store: Any) -> None:
+    s: MemoryStore = make_store(max_items_per_scope=1)
+    ids = [await s.remember(f"global {i}", vector=unit(i)) for i in range(3)]
+    assert all(await s.get_many(ids))
+
+
+async def test_a_batch_never_evicts_its_own_writes(make_store: Any) -> None:
+    """Writing more than the cap in one call keeps the batch and evicts the older ones."""
+    s: MemoryStore = make_store(max_items_per_scope=2)
+    old = await s.remember("old", importance=1.0, thread_id="t", vector=unit(0))
+    batch = await s.remember_many(
+        [{"content": f"b{i}", "importance": 0.0, "thread_id": "t", "vector": unit(i + 1)} for i in range(2)]
+    )
+    assert await s.get(old) is None
+    assert all(await s.get_many(batch))
+    assert (await s.stats()).evictions == 1
+
+
+async def test_concurrent_writers_of_one_cap_scope_never_over_evict(make_store: Any) -> None:
+    """40 writers into a scope at its cap: exactly the cap remains, every eviction counted once."""
+    s: MemoryStore = make_store(max_items_per_scope=10)
+    await asyncio.gather(*(s.remember(f"seed {i}", thread_id="c", vector=unit(i % DIM)) for i in range(10)))
+    await asyncio.gather(*(s.remember(f"more {i}", thread_id="c", vector=unit(i % DIM)) for i in range(40)))
+    assert await s.count(thread_id="c") == 10
+    assert (await s.stats()).evictions == 40
+
+
+async def test_victims_follow_the_keep_score(make_store: Any, client: Any) -> None:
+    """The stored ``keep`` field orders victims: low importance and old access go first."""
+    s: MemoryStore = make_store(max_items_per_scope=3, half_life_seconds=3600)
+    ids = [
+        await s.remember(f"m{i}", importance=imp, thread_id="k", vector=unit(i))
+        for i, imp in enumerate([0.9, 0.2, 0.6])
+    ]
+    keeps = [float(await client.hget(s.keys.doc(m), "keep")) for m in ids]
+    assert keeps[1] < keeps[2] < keeps[0]
+    await s.remember("newest", importance=0.5, thread_id="k", vector=unit(9))
+    assert [await s.get(m) is not None for m in ids] == [True, False, True]
