@@ -42,6 +42,7 @@ __all__ = [
     "engine_from_ft_info",
     "engine_from_info",
     "identify_engine",
+    "keyless_route",
     "module_version",
     "normalize_reply",
     "parse_ft_info",
@@ -185,9 +186,17 @@ def engine_from_info(info: Any) -> tuple[Engine, tuple[int, int, int] | None] | 
 
 
 def engine_from_ft_info(reply: Any) -> Engine | None:
-    """Which engine wrote an ``FT.INFO`` reply, by its shape (difference 11 of the dialect doc)."""
+    """Which engine wrote an ``FT.INFO`` reply, by its shape (difference 11 of the dialect doc).
+
+    valkey-search's cluster-wide forms (``FT.INFO idx PRIMARY`` / ``CLUSTER`` on a
+    coordinator) carry ``mode``.
+    """
     info = _pairs(reply)
-    if "backfill_in_progress" in info or "state" in info:
+    if (
+        "backfill_in_progress" in info
+        or "state" in info
+        or as_text(info.get("mode")) in ("primary", "cluster")
+    ):
         return "valkey-search"
     if "percent_indexed" in info or "index_options" in info or "indexing" in info:
         return "redisearch"
@@ -484,6 +493,23 @@ def parse_index_schema(reply: Any) -> IndexSchema:
     )
 
 
+def keyless_route(client: Any) -> dict[str, Any]:
+    """Keyword arguments that let a cluster client send a keyless command (FT.*, MODULE LIST).
+
+    valkey-search declares no key positions for its FT.* commands, and valkey-py's
+    async ``ValkeyCluster`` (6.x) has no routing rule for them (its sync client sends
+    them to the default node), so without ``target_nodes`` it refuses them: "No way to
+    dispatch this command to Valkey Cluster". With the coordinator any node answers
+    for the whole cluster (FT.CREATE reaches every shard, FT.SEARCH fans out), so the
+    default node is the target. A plain client gets nothing to add.
+    """
+    try:
+        from valkey.asyncio.cluster import ValkeyCluster
+    except ImportError:  # pragma: no cover - valkey always ships it
+        return {}
+    return {"target_nodes": ValkeyCluster.DEFAULT_NODE} if isinstance(client, ValkeyCluster) else {}
+
+
 async def probe(client: Any) -> Capabilities:
     """Ask the server which search engine it runs, never failing on a blocked command.
 
@@ -501,8 +527,9 @@ async def probe(client: Any) -> Capabilities:
     attempts: list[str] = []
     ver: int | None = None
     info: Any = None
+    route = keyless_route(client)
     try:
-        ver = module_version(await client.execute_command("MODULE", "LIST"))
+        ver = module_version(await client.execute_command("MODULE", "LIST", **route))
     except Exception as exc:
         if is_connection_error(exc):
             raise
@@ -521,7 +548,7 @@ async def probe(client: Any) -> Capabilities:
     if engine != "unknown":
         return capabilities_for(engine, version)
     try:
-        names = normalize_reply(await client.execute_command("FT._LIST")) or []
+        names = normalize_reply(await client.execute_command("FT._LIST", **route)) or []
     except Exception as exc:
         if is_connection_error(exc):
             raise
@@ -535,7 +562,7 @@ async def probe(client: Any) -> Capabilities:
     for name in names[:1]:
         try:
             engine, version = identify_engine(
-                ver, info=info, ft_info=await client.execute_command("FT.INFO", name)
+                ver, info=info, ft_info=await client.execute_command("FT.INFO", name, **route)
             )
         except Exception as exc:
             if is_connection_error(exc):

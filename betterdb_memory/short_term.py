@@ -9,6 +9,12 @@ Write path: ``store_turn`` is one round trip, a non-transactional pipeline of th
 append script (one session slot: number the turn, push, trim, refresh TTLs) and
 the agent's session-set ``SADD`` (another slot, idempotent).
 
+Cluster clients (``valkey.asyncio.cluster.ValkeyCluster``) work unchanged: every
+script touches the keys of one session (one hash slot), pipelines are
+non-transactional (the cluster client has no MULTI/EXEC; consistent reads are
+scripts), and scripts in pipelines go as plain ``EVALSHA`` (the cluster pipeline
+refuses valkey-py's ``Script`` objects), loaded again on ``NOSCRIPT``.
+
 Rolling summaries, nothing lost: the list holds the window (``max_session_turns``)
 plus the turns older than it that no summary covers yet. When ``summarize_batch``
 such turns have piled up, a background task takes the session's summary lock
@@ -42,6 +48,8 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+import valkey.exceptions as vexc
+
 from ._io import RetryPolicy, call
 from .codec import as_text, to_int
 from .context import ContextBudget, ContextUsage, RetrievedContext, allocate
@@ -57,6 +65,8 @@ from .turns import (
     ERASE_SESSION,
     LOCK_EXTEND,
     LOCK_RELEASE,
+    PENDING_TURNS,
+    SESSION_SNAPSHOT,
     SUMMARY_ADVANCE,
     SUMMARY_FAILED,
     SessionMetadata,
@@ -151,6 +161,10 @@ class _ShortTermState:
         self.release = client.register_script(LOCK_RELEASE)
         self.extend = client.register_script(LOCK_EXTEND)
         self.erase = client.register_script(ERASE_SESSION)
+        self.snapshot = client.register_script(SESSION_SNAPSHOT)
+        self.pending = client.register_script(PENDING_TURNS)
+        self.scripts: tuple[Any, ...] = (self.append, self.advance, self.failed, self.release, self.extend)
+        self.scripts += (self.erase, self.snapshot, self.pending)
         # Keyed by the session's turns key: jobs started here, running tasks, re-run
         # requests that arrived while a job ran, and consecutive-failure backoff.
         self.active: set[str] = set()
@@ -211,6 +225,11 @@ def _check_n(n: object) -> int | None:
             "n must be a positive integer or None", code="validation.range", details={"argument": "n"}
         )
     return n
+
+
+def _evalsha(pipe: Any, script: Any, keys: Sequence[str], args: Sequence[Any]) -> None:
+    """Queue a script as a plain ``EVALSHA`` (``pipe.evalsha`` is a blocked method on a cluster pipeline)."""
+    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
 
 
 class ShortTermMixin:
@@ -335,16 +354,18 @@ class ShortTermMixin:
         sk = self.keys.session(agent, thread)
         sessions = self.keys.agent_sessions(agent)
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            await st.append(
-                keys=[sk.turns, sk.meta, sk.summary_cursor],
-                args=[payload, repr(now), st.ttl_ms, st.window, st.batch, st.cap],
-                client=pipe,
+        def build(pipe: Any) -> None:
+            _evalsha(
+                pipe,
+                st.append,
+                [sk.turns, sk.meta, sk.summary_cursor],
+                [payload, repr(now), st.ttl_ms, st.window, st.batch, st.cap],
             )
             pipe.sadd(sessions, thread)
             pipe.pexpire(sessions, st.ttl_ms)
-            return list(await pipe.execute())
+
+        async def run() -> list[Any]:
+            return await self._scripted(build)
 
         reply = await call(
             "store_turn", run, policy=self.retry, idempotent=False, details={"turn_id": turn_id}
@@ -393,6 +414,28 @@ class ShortTermMixin:
                 )  # fmt: skip
                 return
 
+    async def _scripted(self, build: Callable[[Any], None]) -> list[Any]:
+        """Run a non-transactional pipeline holding plain EVALSHA calls; on NOSCRIPT load the scripts, run again.
+
+        Plain ``EVALSHA`` (``_evalsha``) rather than valkey-py's ``Script`` objects:
+        those send ``SCRIPT EXISTS`` before each pipeline (a second round trip), and a
+        cluster pipeline refuses them. ``NOSCRIPT`` (a restart, a failover, SCRIPT
+        FLUSH) means that script did not run, and every other command in these
+        pipelines is idempotent, so running the pipeline again is safe. On a cluster
+        client ``SCRIPT LOAD`` goes to every primary.
+        """
+        for attempt in (1, 2):
+            pipe = self._client.pipeline(transaction=False)
+            build(pipe)
+            try:
+                return list(await pipe.execute())
+            except vexc.NoScriptError:
+                if attempt == 2:
+                    raise
+                for script in self._st.scripts:
+                    await self._client.script_load(script.script)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def _read_turns(self, sk: SessionKeys, thread: str, n: int | None) -> list[Turn]:
         start = 0 if n is None else -n
         raw = await call(
@@ -418,14 +461,12 @@ class ShortTermMixin:
         thread, agent = _ids(thread_id, agent_id)
         sk = self.keys.session(agent, thread)
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=True)  # one slot: a consistent snapshot
-            pipe.hgetall(sk.meta)
-            pipe.llen(sk.turns)
-            pipe.get(sk.summary_cursor)
-            return list(await pipe.execute())
-
-        meta, retained, cursor = await call("get_session_metadata", run, policy=self.retry)
+        st = self._st
+        keys = [sk.meta, sk.turns, sk.summary_cursor]
+        flat, retained, cursor = await call(
+            "get_session_metadata", lambda: st.snapshot(keys=keys), policy=self.retry
+        )  # one script on one slot: a consistent snapshot
+        meta = {flat[i]: flat[i + 1] for i in range(0, len(flat) - 1, 2)}
         return session_metadata_from(agent, thread, meta, retained, cursor)
 
     async def clear_session(self, thread_id: str, *, agent_id: str | None = None) -> None:
@@ -434,11 +475,12 @@ class ShortTermMixin:
         sk = self.keys.session(agent, thread)
         st = self._st
 
-        async def run() -> None:
-            pipe = self._client.pipeline(transaction=False)
-            await st.erase(keys=[sk.turns, sk.meta, sk.summary_lock, sk.summary_cursor], client=pipe)
+        def build(pipe: Any) -> None:
+            _evalsha(pipe, st.erase, [sk.turns, sk.meta, sk.summary_lock, sk.summary_cursor], [])
             pipe.srem(self.keys.agent_sessions(agent), thread)
-            await pipe.execute()
+
+        async def run() -> list[Any]:
+            return await self._scripted(build)
 
         await call("clear_session", run, policy=self.retry)
 
@@ -617,15 +659,16 @@ class ShortTermMixin:
         session_keys = [self.keys.session(agent, t) for t in threads]
         await self._stop_jobs([sk.turns for sk in session_keys])
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
+        def build(pipe: Any) -> None:
             for sk in session_keys:
-                await st.erase(keys=[sk.turns, sk.meta, sk.summary_lock, sk.summary_cursor], client=pipe)
+                _evalsha(pipe, st.erase, [sk.turns, sk.meta, sk.summary_lock, sk.summary_cursor], [])
             if thread is None:
                 pipe.delete(sessions_key)
             else:
                 pipe.srem(sessions_key, thread)
-            return list(await pipe.execute())
+
+        async def run() -> list[Any]:
+            return await self._scripted(build)
 
         replies = await call("erase", run, policy=self.retry)  # deleting twice is harmless
         l1 = sum(to_int(r) for r in replies[: len(session_keys)])
@@ -667,13 +710,12 @@ class ShortTermMixin:
     async def _pending(self, sk: SessionKeys, thread: str) -> list[Turn]:
         """Turns older than the window that no summary covers yet, oldest first."""
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=True)
-            pipe.get(sk.summary_cursor)
-            pipe.lrange(sk.turns, 0, -(self._st.window + 1))
-            return list(await pipe.execute())
-
-        cursor_raw, raw = await call("summarize", run, policy=self.retry)
+        st = self._st
+        cursor_raw, raw = await call(
+            "summarize",
+            lambda: st.pending(keys=[sk.turns, sk.summary_cursor], args=[st.window]),
+            policy=self.retry,
+        )
         cursor = to_int(cursor_raw)
         return [t for t in (decode_turn(r, thread) for r in raw) if t is not None and t.seq > cursor]
 

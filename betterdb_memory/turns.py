@@ -32,6 +32,8 @@ __all__ = [
     "ERASE_SESSION",
     "LOCK_EXTEND",
     "LOCK_RELEASE",
+    "PENDING_TURNS",
+    "SESSION_SNAPSHOT",
     "SUMMARY_ADVANCE",
     "SUMMARY_FAILED",
     "SessionMetadata",
@@ -339,6 +341,18 @@ return 0
 LOCK_EXTEND = r"""
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
+"""
+
+# KEYS: meta, turns, cursor -> {HGETALL meta (flat), LLEN turns, cursor or nil}
+# A consistent snapshot of the session's counters in one call: a script rather than
+# MULTI/EXEC, which valkey-py's cluster client does not offer.
+SESSION_SNAPSHOT = r"""
+return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]), redis.call('GET', KEYS[3])}
+"""
+
+# KEYS: turns, cursor ; ARGV: window -> {cursor or nil, the turns older than the window, oldest first}
+PENDING_TURNS = r"""
+return {redis.call('GET', KEYS[2]), redis.call('LRANGE', KEYS[1], 0, -(tonumber(ARGV[1]) + 1))}
 """
 
 # KEYS: turns, meta, lock, cursor -> number of turns the session held

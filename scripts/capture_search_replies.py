@@ -1,6 +1,6 @@
 """Capture real replies of a search engine for ``tests/fixtures/search_replies.json``.
 
-Usage: python scripts/capture_search_replies.py URL CAPTURE_NAME [--protocol 2|3] [--write]
+Usage: python scripts/capture_search_replies.py URL CAPTURE_NAME [--protocol 2|3] [--cluster] [--write]
 
 Speaks RESP over a raw socket (no client library in between), so simple strings,
 bulk strings, RESP3 maps, doubles and verbatim strings keep the distinctions the
@@ -9,6 +9,10 @@ below on the server at URL (it creates and drops ``cap:mem:idx`` / ``nc:mem:idx`
 their ``cap:mem:*`` / ``nc:mem:*`` documents, nothing else) and prints the capture as
 JSON, or with ``--write`` merges it into the fixture file as
 ``captures[CAPTURE_NAME]["replies"]`` (other replies of that capture are kept).
+With ``--cluster`` URL is one node of a valkey-search cluster with the coordinator:
+the documents are written through a cluster client (spread over the shards) and the
+captured replies are the cluster forms (``mem_cluster_*``: FT.INFO LOCAL / PRIMARY /
+CLUSTER, a fanned-out count and hybrid KNN query).
 Maintenance tool: the test suite never runs it.
 """
 
@@ -258,6 +262,88 @@ def capture(conn: Resp, protocol: int) -> dict[str, dict[str, Any]]:
     return replies
 
 
+def capture_cluster(conn: Resp, url: str, protocol: int) -> dict[str, dict[str, Any]]:
+    """The cluster forms, asked of one node; documents written through a cluster client."""
+    import asyncio
+
+    from valkey.asyncio.cluster import ValkeyCluster
+
+    replies: dict[str, dict[str, Any]] = {}
+
+    def run(name: str, *cmd: Any) -> Any:
+        reply = _scrub(conn.call(*cmd))
+        shown = [f"<{len(c)} bytes>" if isinstance(c, bytes) else str(c) for c in cmd]
+        replies[name] = {"command": shown, "reply": reply}
+        return reply
+
+    async def write_docs() -> None:
+        client = ValkeyCluster.from_url(url)
+        try:
+            for i in range(1, 13):
+                await client.hset(
+                    f"cap:mem:{i}",
+                    mapping={
+                        "vector": vec(i),
+                        "threadId": "t1" if i % 2 else "t2",
+                        "namespace": "ns",
+                        "importance": f"{i / 20:.2f}",
+                        "created_at": 1_700_000_000 + 100 * i,
+                        "content": CONTENTS[(i - 1) % len(CONTENTS)],
+                    },
+                )
+            await asyncio.sleep(1.0)
+        finally:
+            await client.aclose()
+
+    conn.call("FT.DROPINDEX", "cap:mem:idx")
+    run("mem_hello", "HELLO", protocol)
+    run(
+        "mem_cluster_create",
+        "FT.CREATE",
+        "cap:mem:idx",
+        "ON",
+        "HASH",
+        "PREFIX",
+        1,
+        "cap:mem:",
+        "SCHEMA",
+        *SCHEMA,
+    )
+    asyncio.run(write_docs())
+    run("mem_cluster_info_local", "FT.INFO", "cap:mem:idx")
+    run("mem_cluster_info_primary", "FT.INFO", "cap:mem:idx", "PRIMARY")
+    run("mem_cluster_info_cluster", "FT.INFO", "cap:mem:idx", "CLUSTER")
+    run("mem_cluster_list", "FT._LIST")
+    run(
+        "mem_cluster_filter_count",
+        "FT.SEARCH",
+        "cap:mem:idx",
+        "@namespace:{ns}",
+        "NOCONTENT",
+        "LIMIT",
+        0,
+        0,
+        "DIALECT",
+        2,
+    )
+    run(
+        "mem_cluster_knn_hybrid", "FT.SEARCH", "cap:mem:idx",
+        "(@threadId:{t1})=>[KNN 4 @vector $v AS score]",
+        "PARAMS", 2, "v", vec(1), "RETURN", 2, "score", "importance", "DIALECT", 2,
+    )  # fmt: skip
+    run("mem_cluster_dropindex", "FT.DROPINDEX", "cap:mem:idx")
+
+    async def delete_docs() -> None:
+        client = ValkeyCluster.from_url(url)
+        try:
+            await client.delete(*[f"cap:mem:{i}" for i in range(1, 13)])
+        finally:
+            await client.aclose()
+
+    asyncio.run(delete_docs())
+    return replies
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("url")
@@ -265,11 +351,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--protocol", type=int, choices=(2, 3), default=2)
     ap.add_argument("--engine", default=None, help="engine recorded for a new capture")
     ap.add_argument("--version", default=None, help="version recorded for a new capture")
+    ap.add_argument("--cluster", action="store_true", help="URL is a node of a valkey-search cluster")
     ap.add_argument("--write", action="store_true", help="merge into tests/fixtures/search_replies.json")
     args = ap.parse_args(argv)
     url = urlparse(args.url)
     conn = Resp(url.hostname or "127.0.0.1", url.port or 6379, url.password)
-    replies = capture(conn, args.protocol)
+    replies = capture_cluster(conn, args.url, args.protocol) if args.cluster else capture(conn, args.protocol)
     if not args.write:
         json.dump(replies, sys.stdout, indent=1)
         return 0

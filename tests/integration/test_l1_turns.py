@@ -214,6 +214,20 @@ async def test_extract_without_extractor_is_a_configuration_error(make_store: An
         await store.extract_memories("t")
 
 
+async def test_l1_scripts_come_back_after_script_flush(make_store: Any, client: Any) -> None:
+    """SCRIPT FLUSH (as after a restart or failover): store_turn, metadata and clear_session reload and work once."""
+    store = make_store(max_session_turns=3, summarize_batch=0)
+    await store.store_turn("t", "q0", "a0")
+    await client.script_flush()
+    await store.store_turn("t", "q1", "a1")  # the pipeline meets NOSCRIPT, loads, runs again
+    meta = await store.get_session_metadata("t")
+    assert meta.turn_count == 2 and meta.retained_turns == 2  # the turn was appended exactly once
+    assert [t.user_message for t in await store.get_recent_turns("t")] == ["q0", "q1"]
+    await client.script_flush()
+    await store.clear_session("t")
+    assert await store.get_session_metadata("t") is None
+
+
 @pytest.mark.parametrize(
     "options",
     [

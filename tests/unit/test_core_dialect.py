@@ -23,6 +23,7 @@ from betterdb_memory.dialect import (
     engine_from_ft_info,
     engine_from_info,
     identify_engine,
+    keyless_route,
     module_version,
     normalize_reply,
     parse_ft_info,
@@ -34,6 +35,7 @@ from betterdb_memory.dialect import (
 from betterdb_memory.errors import ConfigurationError, ServerError, classify_server_error
 from tests.unit.test_core_fixtures import (
     CAPTURES,
+    CLUSTER_CAPTURES,
     MEM_CAPTURES,
     MEM_REDISEARCH,
     MEM_VALKEY_SEARCH,
@@ -642,3 +644,52 @@ def test_memory_schema_errors_map_to_their_class(capture_name: str, name: str) -
     cls = classify_server_error(str(got))
     assert issubclass(cls, ServerError)
     assert cls.__name__ == MEM_ERRORS[name]
+
+
+# -- valkey-search cluster (coordinator): the replies one node gives for the whole cluster ---
+
+
+@pytest.mark.parametrize("text", [False, True], ids=["bytes", "str"])
+@pytest.mark.parametrize("capture_name", CLUSTER_CAPTURES)
+def test_cluster_ft_info_local_primary_and_cluster_forms(capture_name: str, text: bool) -> None:
+    """FT.INFO: LOCAL counts this shard's documents only; PRIMARY sums the primaries; CLUSTER reports backfill.
+
+    12 documents over three shards: the node's own share is fewer, ``FT.INFO idx
+    PRIMARY`` gives all 12 (as a string), ``CLUSTER`` says whether any shard backfills.
+    """
+    local = parse_ft_info(reply(capture_name, "mem_cluster_info_local", text=text))
+    primary = parse_ft_info(reply(capture_name, "mem_cluster_info_primary", text=text))
+    whole = parse_ft_info(reply(capture_name, "mem_cluster_info_cluster", text=text))
+    assert 0 < local.num_docs < 12 and local.ready and local.dimensions == 8
+    assert primary.num_docs == 12 and primary.name == "cap:mem:idx"
+    assert whole.ready is True
+    for name in ("mem_cluster_info_local", "mem_cluster_info_primary", "mem_cluster_info_cluster"):
+        assert engine_from_ft_info(reply(capture_name, name, text=text)) == "valkey-search"
+    schema = parse_index_schema(reply(capture_name, "mem_cluster_info_local", text=text))
+    assert schema.field("threadId") == IndexField(
+        "threadId", "threadId", "TAG", separator=",", case_sensitive=True
+    )
+
+
+@pytest.mark.parametrize("capture_name", CLUSTER_CAPTURES)
+def test_cluster_queries_fan_out_from_one_node(capture_name: str) -> None:
+    """A count and a hybrid KNN query sent to one node cover every shard (RESP2 arrays under RESP3 too)."""
+    assert reply(capture_name, "mem_cluster_filter_count") == [12]
+    got = reply(capture_name, "mem_cluster_knn_hybrid", text=True)
+    assert got[0] == 4 and got[1::2] == ["cap:mem:1", "cap:mem:9", "cap:mem:7", "cap:mem:3"]
+    assert reply(capture_name, "mem_cluster_list", text=True) == ["cap:mem:idx"]
+
+
+async def test_keyless_route_sends_ft_commands_to_the_default_node_of_a_cluster_client() -> None:
+    """ValkeyCluster: target_nodes=default-node (valkey-py 6 cannot route FT.* itself); a plain client: nothing."""
+    import valkey.asyncio as avalkey
+    from valkey.asyncio.cluster import ValkeyCluster
+
+    cluster = ValkeyCluster(host="127.0.0.1", port=1)  # not connected: routing is decided client-side
+    plain = avalkey.Valkey(host="127.0.0.1", port=1)
+    try:
+        assert keyless_route(cluster) == {"target_nodes": ValkeyCluster.DEFAULT_NODE}
+        assert keyless_route(plain) == {}
+    finally:
+        await cluster.aclose()
+        await plain.aclose()

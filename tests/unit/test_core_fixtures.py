@@ -30,6 +30,19 @@ CAPTURES = REDISEARCH + VALKEY_SEARCH
 MEM_REDISEARCH = ("redisearch-2.10.5-embedded/resp2", "redisearch-2.10.5-embedded/resp3")
 MEM_VALKEY_SEARCH = ("valkey-search-1.2.1/resp2", "valkey-search-1.2.1/resp3")
 MEM_CAPTURES = MEM_REDISEARCH + MEM_VALKEY_SEARCH
+# The same schema on a 3-primary valkey-search cluster (coordinator on), asked of one node.
+CLUSTER_CAPTURES = ("valkey-search-1.2.1-cluster/resp2", "valkey-search-1.2.1-cluster/resp3")
+CLUSTER_REPLIES = (
+    "mem_hello",
+    "mem_cluster_create",
+    "mem_cluster_info_local",
+    "mem_cluster_info_primary",
+    "mem_cluster_info_cluster",
+    "mem_cluster_list",
+    "mem_cluster_filter_count",
+    "mem_cluster_knn_hybrid",
+    "mem_cluster_dropindex",
+)
 MEM_REPLIES = (
     "mem_hello",
     "mem_module_list",
@@ -125,7 +138,7 @@ def error_text(capture_name: str, reply_name: str) -> str | None:
 
 def test_fixture_holds_the_engine_protocol_captures() -> None:
     """Both engines over both protocols, twice (original and memory schema), engine/version/protocol recorded."""
-    assert set(_load()["captures"]) == set(CAPTURES) | set(MEM_CAPTURES)
+    assert set(_load()["captures"]) == set(CAPTURES) | set(MEM_CAPTURES) | set(CLUSTER_CAPTURES)
     assert [
         (capture(c)["engine"], capture(c)["version"], capture(c)["protocol"]) for c in CAPTURES + MEM_CAPTURES
     ] == [
@@ -134,6 +147,12 @@ def test_fixture_holds_the_engine_protocol_captures() -> None:
         ("valkey-search", "1.2.1", 2),
         ("valkey-search", "1.2.1", 3),
     ] * 2
+    assert [(capture(c)["engine"], capture(c)["protocol"]) for c in CLUSTER_CAPTURES] == [
+        ("valkey-search", 2),
+        ("valkey-search", 3),
+    ]
+    for name in CLUSTER_CAPTURES:
+        assert set(capture(name)["replies"]) == set(CLUSTER_REPLIES)
 
 
 @pytest.mark.parametrize("capture_name", MEM_CAPTURES)
