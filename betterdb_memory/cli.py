@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -21,7 +22,8 @@ from ._version import __version__
 from .embedders.base import Embedder
 from .errors import BetterDBMemoryError, ValidationError
 from .models import MemoryItem
-from .store import MemoryStore
+from .query import VECTOR_FIELD
+from .store import DEFAULT_NAME, MemoryStore
 
 __all__ = ["main"]
 
@@ -97,6 +99,7 @@ async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
                     "content": h.item.content,
                     "score": h.score,
                     "similarity": h.similarity,
+                    "distance": h.distance,
                     "recency": parts.recency if parts else None,
                     "importance": h.item.importance,
                 }
@@ -113,7 +116,16 @@ async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
 async def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
     page = await store.list(limit=args.limit, cursor=args.cursor, tags=args.tag or None, **_scope(args))
     if args.json:
-        print(json.dumps({"items": [_item_dict(i) for i in page.items], "next_cursor": page.next_cursor}))
+        print(
+            json.dumps(
+                {
+                    "items": [_item_dict(i) for i in page.items],
+                    "next_cursor": page.next_cursor,
+                    "total": page.total,
+                },
+                ensure_ascii=False,
+            )
+        )
     else:
         _print_items(page.items, False)
         if page.next_cursor:
@@ -150,7 +162,11 @@ async def cmd_stats(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 async def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
-    """JSONL, newest first, one memory per line (vectors only with --vectors)."""
+    """JSONL, newest first, one memory per line (vectors only with --vectors).
+
+    Rows are ``MemoryItem`` fields (times in epoch milliseconds, ``tags`` a list) plus
+    ``model_id``.
+    """
     out = open(args.file, "w", encoding="utf-8") if args.file != "-" else sys.stdout  # noqa: SIM115
     n, cursor = 0, None
     try:
@@ -160,7 +176,7 @@ async def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
             if args.vectors and page.items:
                 pipe = store.client.pipeline(transaction=False)
                 for i in page.items:
-                    pipe.hget(store.keys.doc(i.id), "embedding")
+                    pipe.hget(store.keys.doc(i.id), VECTOR_FIELD)
                 vectors = list(await pipe.execute())
             for idx, item in enumerate(page.items):
                 row = _item_dict(item)
@@ -182,7 +198,11 @@ async def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 async def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
-    """Import JSONL; vectors are reused only when made by this store's model, else re-embedded."""
+    """Import JSONL; vectors are reused only when made by this store's model, else re-embedded.
+
+    A row's ``expires_at`` (epoch ms) becomes the remaining TTL; a row already past
+    it is skipped. Ids and times are new (the memories are written now).
+    """
     batch: list[dict[str, Any]] = []
     n = 0
     keep = (
@@ -195,6 +215,8 @@ async def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
         "sensitivity",
         "metadata",
         "kind",
+        "subject",
+        "date",
     )
     src = open(args.file, encoding="utf-8") if args.file != "-" else sys.stdin  # noqa: SIM115
     try:
@@ -205,7 +227,19 @@ async def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValidationError(f"line {line_no}: not JSON", code="validation.import") from exc
+            if not isinstance(row, dict):
+                raise ValidationError(f"line {line_no}: not a JSON object", code="validation.import")
             item = {"content": row.get("content")} | {k: row[k] for k in keep if row.get(k) is not None}
+            expires = row.get("expires_at")
+            if expires:
+                if isinstance(expires, bool) or not isinstance(expires, int | float):
+                    raise ValidationError(
+                        f"line {line_no}: expires_at must be epoch milliseconds", code="validation.import"
+                    )
+                remaining = (expires - time.time() * 1000) / 1000.0
+                if remaining <= 0:
+                    continue  # expired since the export
+                item["ttl"] = remaining
             if row.get("vector") is not None and row.get("model_id") == store.embedder.model_id:
                 item["vector"] = row["vector"]
             batch.append(item)
@@ -294,14 +328,16 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--url", help="Valkey URL (default: $BETTERDB_MEMORY_URL, $VALKEY_URL, else embedded)"
     )
-    common.add_argument("--name", default="betterdb", help="store name (key prefix)")
+    common.add_argument(
+        "--name", default=DEFAULT_NAME, help=f"store name (key prefix; default {DEFAULT_NAME!r})"
+    )
     common.add_argument("--embedder", choices=("onnx", "hashing"), default="onnx")
     common.add_argument("--json", action="store_true", help="machine-readable output")
     scope = argparse.ArgumentParser(add_help=False)
     scope.add_argument("--thread")
     scope.add_argument("--agent")
     scope.add_argument("--namespace")
-    scope.add_argument("--tag", action="append", help="repeatable")
+    scope.add_argument("--tag", action="append", help="repeatable; filters need ALL of them")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("serve", help="run the embedded server in the foreground and print its URL")
@@ -311,13 +347,17 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("remember", help="store a memory", parents=[common, scope])
     s.add_argument("content")
     s.add_argument("--importance", type=float, default=0.5)
-    s.add_argument("--ttl", type=float)
+    s.add_argument("--ttl", type=float, help="seconds until it expires (0 or absent: never)")
     s.add_argument("--source")
     s.add_argument("--sensitivity", default="none")
     s = sub.add_parser("recall", help="recall memories by meaning", parents=[common, scope])
     s.add_argument("query")
     s.add_argument("-k", type=int, default=8)
-    s.add_argument("--threshold", type=float)
+    s.add_argument(
+        "--threshold",
+        type=float,
+        help="cosine-distance ceiling 0..2: a hit needs distance <= it (2 admits everything)",
+    )
     s = sub.add_parser("list", help="list memories newest first", parents=[common, scope])
     s.add_argument("--limit", type=int, default=20)
     s.add_argument("--cursor")

@@ -42,9 +42,11 @@ __all__ = ["main", "run"]
 AGENT = "assistant"
 THREAD = "ada-chat"
 BUDGET = 150
-# The ONNX embedder's calibrated threshold (0.70) admits paraphrases; a context wants
-# memories that are related, so this store recalls from similarity 0.55.
-THRESHOLD = 0.55
+# The threshold is a cosine-distance ceiling (0..2; a hit needs distance <= it). The ONNX
+# embedder's calibrated one (0.6, similarity 0.70) admits paraphrases; a context wants
+# memories that are related, so this store recalls up to distance 0.9 (similarity 0.55,
+# where similarity = 1 - distance / 2).
+THRESHOLD = 0.9
 
 # (content, importance, tags, metadata): what the agent already knows about Ada.
 FACTS: tuple[tuple[str, float, list[str], dict[str, str]], ...] = (
@@ -89,7 +91,8 @@ async def show_engine(store: MemoryStore, started: float) -> None:
     assert caps is not None  # set by ensure_index
     print(
         f"  {caps.engine} {caps.version_string} | embedder {store.embedder.model_id}"
-        f" ({store.embedder.dimensions}-d) | store {store.name!r} | threshold {store.effective_threshold()}"
+        f" ({store.embedder.dimensions}-d) | store {store.name!r}"
+        f" | distance threshold {store.effective_threshold():.2f}"
         f" | ready in {time.perf_counter() - started:.2f}s"
     )
 
@@ -157,7 +160,7 @@ async def show_recall(store: MemoryStore) -> None:
                 f" | imp {parts.importance:.2f}   {hit.item.content}"
             )
         if not hits:
-            print("    (nothing above the similarity threshold)")
+            print("    (nothing within the distance threshold)")
 
 
 async def show_consolidation(store: MemoryStore) -> None:
@@ -165,8 +168,8 @@ async def show_consolidation(store: MemoryStore) -> None:
     for run_no in (1, 2):
         res = await store.consolidate(mode="facts", extract_facts=extract_home_facts, agent_id=AGENT)
         print(
-            f"  run {run_no}: candidates={res.candidates} created={res.created}"
-            f" superseded={res.superseded} unchanged={res.unchanged}"
+            f"  run {run_no}: candidates={res.candidates} created={len(res.created)}"
+            f" superseded={res.superseded} unchanged={res.unchanged} current facts={res.facts}"
         )
     print('  fact_history("home city"), newest first:')
     for rec in await store.fact_history("home city", agent_id=AGENT):
@@ -206,7 +209,11 @@ async def run(url: str | None = None) -> None:
     registry = CollectorRegistry()
     with tempfile.TemporaryDirectory(prefix="betterdb-demo-") as data_dir:
         started = time.perf_counter()
-        options: dict[str, Any] = {"registry": registry, "embedder": OnnxEmbedder(), "threshold": THRESHOLD}
+        options: dict[str, Any] = {
+            "registry": registry,
+            "embedder": OnnxEmbedder(),
+            "default_threshold": THRESHOLD,
+        }
         name = f"demo-{uuid.uuid4().hex[:8]}"  # never collides with a store on a shared server
         store = await MemoryStore.connect(url, name=name, data_dir=data_dir, **options)
         try:

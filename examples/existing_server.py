@@ -3,7 +3,8 @@
 You create and own the client; ``MemoryStore(client=...)`` uses it and ``close()``
 leaves it open. Then a ``doctor``-style check of what the store sees: the engine and
 its capabilities, the index (``index_info``), the store's counters and settings
-(``stats``) and one write/recall/forget round trip. Exit code 1 if a check fails.
+(``stats``) and one write/recall/forget round trip, with the index-backed ``count``
+of its scope before and after. Exit code 1 if a check fails.
 
 Run against your server::
 
@@ -61,8 +62,8 @@ async def examine(client: valkey.Valkey, doc: Doctor) -> None:
         doc.check(
             "stats",
             True,
-            f"items={st.items} scopes={st.scopes} remembers={st.counters.get('remembers', 0)}"
-            f" threshold={st.config['effective_threshold']}",
+            f"items={st.items} evictions={st.evictions} remembers={st.counters.get('remembers', 0)}"
+            f" distance threshold={store.effective_threshold():.2f}",
         )
     finally:
         await store.close()
@@ -75,13 +76,18 @@ async def round_trip(store: MemoryStore, doc: Doctor) -> None:
     t1 = time.perf_counter()
     hits = await store.recall("Was the doctor here?", k=1, thread_id="doctor-check", reinforce=False)
     t2 = time.perf_counter()
+    stored = await store.count(thread_id="doctor-check")
     forgotten = await store.forget(mid)
     t3 = time.perf_counter()
+    left = await store.count(thread_id="doctor-check")
     doc.check(
         "remember / recall / forget",
         bool(hits) and hits[0].item.id == mid and forgotten,
         f"{(t1 - t0) * 1000:.0f} ms (first embedding loads the model) / {(t2 - t1) * 1000:.0f} ms"
         f" / {(t3 - t2) * 1000:.0f} ms",
+    )
+    doc.check(
+        "count reads the index", (stored, left) == (1, 0), f"{stored} in the scope, {left} after forget"
     )
 
 

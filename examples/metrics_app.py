@@ -20,6 +20,7 @@ async def main() -> None:
     store = await MemoryStore.connect(
         os.environ.get("VALKEY_URL", "valkey://localhost:6379"),
         name=os.environ.get("BETTERDB_MEMORY_NAME", "app"),
+        dedup=True,  # the same three facts again and again: reinforce them, do not write twins
     )
     facts = ["The user likes tea.", "The user lives in Lisbon.", "Deploys happen on Thursdays."]
     try:

@@ -1,10 +1,14 @@
 """Tenant isolation: namespace / agent / thread scopes, and ids chosen by an attacker.
 
 Every memory is written in an exact scope ``(namespace, agent_id, thread_id)``; reads
-take a filter scope where ``None`` means "any". Scope values are indexed as BLAKE2b
-tokens, never as written, so an id full of query syntax, or one that differs from
-another only in case or spaces, is simply another scope. This script checks each
-claim with real calls and prints ``ok`` or ``LEAK`` (exit code 1 on a leak).
+take a filter scope where ``None`` means "any". Scope values are stored as written
+(betterdb-agent-memory's layout) in case-sensitive TAG fields, escaped in every
+query and checked against the raw values in every result, so an id full of query
+syntax, or one that differs from another only in case, is simply another scope. An
+id the engine would alter is refused before anything is written: outer whitespace
+(the engine trims it, so ``"alice "`` would be ``"alice"``) or a comma (the TAG
+separator, so ``"alice,bob"`` would be two values). This script checks each claim
+with real calls and prints ``ok`` or ``LEAK`` (exit code 1 on a leak).
 
 Short-term turns (L1) are keyed by ``(agent_id, thread_id)`` only; give each tenant
 its own agent ids (here ``"<tenant>-support"``) so two tenants' sessions never share
@@ -21,11 +25,17 @@ import os
 import sys
 import tempfile
 
-from betterdb_memory import MemoryStore
+from betterdb_memory import MemoryStore, ValidationError
 
 TENANTS = ("acme", "globex")
 # Ids an attacker might pick to reach other scopes: TAG syntax, wildcards, look-alikes.
-HOSTILE_THREADS = ("alice", "Alice", "alice ", "alice}|@namespace:{globex", "*", "alice\\", "ålice")
+HOSTILE_THREADS = ("alice", "Alice", "alice bob", "alice}|@namespace:{globex", "*", "alice\\", "ålice")
+# Ids the engine would store altered: refused with a ValidationError, nothing written.
+REFUSED_THREADS = {
+    "alice ": "validation.whitespace",
+    " alice": "validation.whitespace",
+    "alice,bob": "validation.comma",
+}
 
 
 def agent_of(tenant: str) -> str:
@@ -76,6 +86,20 @@ async def check_hostile_threads(store: MemoryStore, c: Checker) -> None:
         c.check(f"thread {thread!r}: {len(hits)} hit(s), all its own", threads == {thread} and len(hits) == 1)
 
 
+async def check_refused(store: MemoryStore, c: Checker) -> None:
+    print("ids the engine would alter (refused before any write)")
+    before = await store.count(namespace="acme")
+    for thread, code in REFUSED_THREADS.items():
+        got = None
+        try:
+            await store.remember("should never be stored", namespace="acme", thread_id=thread)
+        except ValidationError as exc:
+            got = exc.code
+        c.check(f"thread {thread!r} refused ({got})", got == code)
+    after = await store.count(namespace="acme")
+    c.check(f"nothing written by a refused call ({before} -> {after} memories)", after == before)
+
+
 async def check_turns(store: MemoryStore, c: Checker) -> None:
     print("short-term turns")
     for tenant in TENANTS:
@@ -114,6 +138,7 @@ async def main() -> int:
             await seed(store)
             await check_namespaces(store, c)
             await check_hostile_threads(store, c)
+            await check_refused(store, c)
             await check_turns(store, c)
             await check_erasure(store, c)
         finally:

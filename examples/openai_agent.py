@@ -34,10 +34,11 @@ SESSIONS = {
     "session-2": ["Which city do I live in, and is there anything I don't eat?"],
 }
 SYSTEM = "You are a concise assistant. Use what you remember about the user when it helps."
-# The ONNX embedder's calibrated threshold (0.70) admits paraphrases; a first-person
+# The threshold is a cosine-distance ceiling (0..2; a hit needs distance <= it). The ONNX
+# embedder's calibrated one (0.6, similarity 0.70) admits paraphrases; a first-person
 # question ("where do I live?") sits further from a stored fact ("The user lives in
-# Berlin"), so context recall starts at 0.55.
-THRESHOLD = 0.55
+# Berlin"), so context recall goes up to distance 0.9 (similarity 1 - 0.9 / 2 = 0.55).
+THRESHOLD = 0.9
 
 
 def prompt(ctx: RetrievedContext, user: str) -> list[dict[str, str]]:
@@ -70,7 +71,11 @@ async def run(llm: Any, model: str) -> None:
     extractor = OpenAIFactExtractor(model=model, client=llm)  # shares our client; we close it
     with tempfile.TemporaryDirectory(prefix="betterdb-openai-") as data_dir:
         store = await MemoryStore.connect(
-            url, name="example-openai-agent", data_dir=data_dir, fact_extractor=extractor, threshold=THRESHOLD
+            url,
+            name="example-openai-agent",
+            data_dir=data_dir,
+            fact_extractor=extractor,
+            default_threshold=THRESHOLD,
         )
         try:
             await store.erase(agent_id=AGENT)  # start clean if an earlier run was interrupted

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,8 +32,18 @@ def test_remember_recall_list_forget_stats(
     assert code == 0 and json.loads(out)[0]["id"] == mid
     code, out = run(capsys, valkey_url, unique_name, "recall", "Ada Lisbon", "--thread", "other")
     assert code == 1
+    # --threshold is a cosine-distance ceiling: 2 admits everything, 0 only an exact match.
+    far = ("recall", "quarterly tax forms", "--thread", "t", "--json")
+    code, out = run(capsys, valkey_url, unique_name, *far, "--threshold", "2")
+    (hit,) = json.loads(out)
+    assert code == 0 and hit["id"] == mid and hit["distance"] > 0.05
+    assert hit["similarity"] == pytest.approx(1 - hit["distance"] / 2)
+    code, out = run(capsys, valkey_url, unique_name, *far, "--threshold", "0")
+    assert (code, json.loads(out)) == (1, [])
     code, out = run(capsys, valkey_url, unique_name, "list", "--json")
-    assert [i["id"] for i in json.loads(out)["items"]] == [mid]
+    page = json.loads(out)
+    assert [i["id"] for i in page["items"]] == [mid] and page["total"] == 1 and page["next_cursor"] is None
+    assert page["items"][0]["created_at"] > 10**12  # epoch milliseconds
     code, out = run(capsys, valkey_url, unique_name, "stats", "--json")
     stats = json.loads(out)
     assert stats["items"] == 1 and stats["engine"].startswith(f"{expected_engine} ")
@@ -43,16 +54,23 @@ def test_remember_recall_list_forget_stats(
 
 
 def test_bad_input_exit_code(capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str) -> None:
-    code, _ = run(capsys, valkey_url, unique_name, "remember", "   ")
+    code = main(["remember", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing", "   "])
     assert code == 2
-    assert "validation.empty" in capsys.readouterr().err or True
+    assert "validation.empty" in capsys.readouterr().err
+    code = main(["remember", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing",
+                 "x", "--tag", "a,b"])  # fmt: skip
+    assert code == 2 and "validation.comma" in capsys.readouterr().err
 
 
 def test_export_import_roundtrip(
     capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str, tmp_path: Path
 ) -> None:
-    for text in ("one fact", "two fact", "three fact"):
+    for text in ("one fact", "two fact"):
         run(capsys, valkey_url, unique_name, "remember", text, "--agent", "a")
+    run(
+        capsys, valkey_url, unique_name, "remember", "three fact", "--agent", "a",
+        "--tag", "x", "--tag", "y", "--importance", "0.8", "--ttl", "3600", "--sensitivity", "pii",
+    )  # fmt: skip
     dump = tmp_path / "m.jsonl"
     code, _ = run(capsys, valkey_url, unique_name, "export", str(dump), "--vectors")
     assert code == 0
@@ -62,7 +80,22 @@ def test_export_import_roundtrip(
     code, _ = run(capsys, valkey_url, unique_name + "b", "import", str(dump))
     assert code == 0
     code, out = run(capsys, valkey_url, unique_name + "b", "list", "--agent", "a", "--json")
-    assert {i["content"] for i in json.loads(out)["items"]} == {"one fact", "two fact", "three fact"}
+
+    def shape(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["content"], r["tags"], r["importance"], r["agent_id"], r["sensitivity"])
+
+    assert sorted(map(shape, json.loads(out)["items"])) == sorted(map(shape, rows))
+    assert ("three fact", ["x", "y"], 0.8, "a", "pii") in [shape(r) for r in rows]
+    # The remaining TTL travels (expires_at in epoch ms); same model: the vectors are reused.
+    again = tmp_path / "b.jsonl"
+    code, _ = run(capsys, valkey_url, unique_name + "b", "export", str(again), "--vectors")
+    imported = {r["content"]: r for r in map(json.loads, again.read_text().splitlines())}
+    for r in rows:
+        assert imported[r["content"]]["vector"] == r["vector"]
+        if r["content"] == "three fact":
+            assert abs(imported[r["content"]]["expires_at"] - r["expires_at"]) < 5_000
+        else:
+            assert r["expires_at"] is None and imported[r["content"]]["expires_at"] is None
 
 
 def test_config_get_set_unset(capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str) -> None:

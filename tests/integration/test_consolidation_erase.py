@@ -34,9 +34,11 @@ async def test_forget_by_scope_removes_fact_history(make_store: Any, client: Any
     )
     history = await store.fact_history("home city", thread_id="ada")
     assert len(history) == 2
-    assert any(":hist:" in k for k in await all_keys(client, store.name))
+    keys = await all_keys(client, store.name)
+    assert any(":hist:" in k for k in keys) and any(":cons:" in k for k in keys)
 
     assert await store.forget_by_scope(thread_id="ada") >= 2
-    leftover = [k for k in await all_keys(client, store.name) if ":hist:" in k or ":facts" in k]
+    # Superseded facts live at <name>:hist:{...}; consolidation state under <name>:cons:.
+    leftover = [k for k in await all_keys(client, store.name) if ":hist:" in k or ":cons:" in k]
     assert leftover == []
     assert await store.fact_history("home city", thread_id="ada") == []

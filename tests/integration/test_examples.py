@@ -53,6 +53,9 @@ def test_demo_prints_every_section(valkey_url: str, tmp_path: Path) -> None:
     ):
         assert section in out
     assert "utilisation" in out and "system reserve" in out
+    assert "| distance threshold 0.90 |" in out  # a cosine-distance ceiling (similarity 0.55)
+    assert "run 1: candidates=5 created=2 superseded=1 unchanged=0 current facts=1" in out
+    assert "run 2: candidates=0 created=0 superseded=0 unchanged=0 current facts=1" in out
     assert "current    since 2024-05-01: Ada moved to Berlin in May 2024." in out
     assert "superseded since 2021-09-01: Ada lives in Lisbon." in out
     assert "agent_memory_remember_total" in out and "outcome=superseded" in out
@@ -81,6 +84,10 @@ def test_multi_tenant_isolation_holds(valkey_url: str, tmp_path: Path) -> None:
     out = run_example("multi_tenant.py", valkey_url, tmp_path).stdout
     assert "LEAK" not in out and "isolation holds" in out
     assert "'alice}|@namespace:{globex': 1 hit(s), all its own" in out
+    assert "'Alice': 1 hit(s), all its own" in out  # case-sensitive scopes
+    assert "'alice ' refused (validation.whitespace)" in out
+    assert "'alice,bob' refused (validation.comma)" in out
+    assert "nothing written by a refused call (7 -> 7 memories)" in out
 
 
 def test_existing_server_doctor(valkey_url: str, tmp_path: Path) -> None:
@@ -89,6 +96,7 @@ def test_existing_server_doctor(valkey_url: str, tmp_path: Path) -> None:
     assert f"examining {valkey_url}" in out
     assert "[FAIL]" not in out and "all checks passed" in out
     assert "[ok] client still open after store.close()" in out
+    assert "[ok] count reads the index: 1 in the scope, 0 after forget" in out
 
 
 def test_openai_agent_skips_without_key(valkey_url: str, tmp_path: Path) -> None:

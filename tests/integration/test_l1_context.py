@@ -122,8 +122,8 @@ async def test_extract_memories_with_openai_extractor_over_http(make_store: Any)
         await extractor.aclose()
     items = await store.get_many(ids)
     assert [(i.content, i.sensitivity, i.tags) for i in items] == [
-        ("The user is allergic to peanuts.", "sensitive", ("health",)),
-        ("The user's name is Ada.", "pii", ("identity",)),
+        ("The user is allergic to peanuts.", "sensitive", ["health"]),
+        ("The user's name is Ada.", "pii", ["identity"]),
     ]
     for item in items:
         assert (item.kind, item.source, item.thread_id, item.agent_id) == ("extracted", "extracted", "t", "a")

@@ -147,7 +147,7 @@ async def test_store_recall_uses_the_hybrid_ranker(make_store: Callable[..., Mem
     await probe.remember_many([{"content": text, "subject": key} for key, text in FACTS.items()])
     options = {
         "k": 1,
-        "threshold": 0.0,
+        "threshold": 2.0,  # a cosine-distance ceiling: 2 admits every candidate
         "reinforce": False,
         "weights": {"similarity": 1.0, "recency": 0.0, "importance": 0.0},
     }
@@ -157,5 +157,7 @@ async def test_store_recall_uses_the_hybrid_ranker(make_store: Callable[..., Mem
     hybrid_hit1 = sum(map(str.__eq__, hybrid_hits, wanted)) / len(QUESTIONS)
     dense_hit1 = sum(map(str.__eq__, dense_hits, wanted)) / len(QUESTIONS)
     assert hybrid_hit1 >= max(dense_hit1, HYBRID_HIT1_FLOOR), (hybrid_hit1, dense_hit1)
-    hit = (await probe.recall("Where does Priya live?", **options))[0]
-    assert hit.similarity >= 1 - hit.distance / 2  # fused, never below the dense similarity
+    hit = (await probe.recall("Where does Priya live?", **options, explain=True))[0]
+    assert hit.similarity == pytest.approx(1 - hit.distance / 2)  # the dense similarity, as the reference
+    assert hit.explain is not None
+    assert hit.explain.similarity >= hit.similarity  # scored on the fused one, never below the dense
