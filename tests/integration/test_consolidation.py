@@ -514,6 +514,20 @@ async def test_summary_keeping_sources_does_not_resummarise_them(store: Any) -> 
     assert len(third.created) == 1
 
 
+async def test_memory_deleted_directly_is_no_candidate(store: Any, client: Any) -> None:
+    """Candidates, count and list read the index: a document another client DELs (as BetterDB
+    Monitor's forget does) is gone from all of them at once, with no bookkeeping to heal."""
+    ids = await remember_all(store, ["a", "b", "c"], thread_id="t")
+    assert await client.delete(store.keys.doc(ids[1])) == 1
+    assert await store.count(thread_id="t") == 2
+    page = await store.list(thread_id="t")
+    assert [i.id for i in page.items] == [ids[2], ids[0]] and page.total == 2
+    summ = Summarizer()
+    res = await store.consolidate("summary", summ, thread_id="t")
+    assert [i.content for i in summ.calls[0]] == ["a", "c"] and (res.candidates, res.deleted) == (2, 2)
+    assert await store.count(thread_id="t") == 1
+
+
 async def _content(store: Any, mid: str | None) -> str:
     item = await store.get(mid)
     assert item is not None
