@@ -15,13 +15,17 @@ BetterDB Monitor and the reference library read, is rewritten only when it is ol
 than ``interval`` ms. A deleted memory is never resurrected: the script checks the
 document exists first.
 
+``RETIRE`` (a superseded or retracted fact): stamps the document and renames it out
+of the index prefix to its history key (the same slot), only if it still exists, so
+a fact another client deleted meanwhile never leaves a stub behind.
+
 ``LOCK`` / ``UNLOCK``: a token lock that is safe to replay (a retried acquire whose
 first reply was lost finds its own token and succeeds) and released only by its owner.
 """
 
 from __future__ import annotations
 
-__all__ = ["LOCK", "REINFORCE", "UNLOCK"]
+__all__ = ["LOCK", "REINFORCE", "RETIRE", "UNLOCK"]
 
 # KEYS: doc, counter ; ARGV: now_ms, half_life_s, interval_ms
 # -> the exact access count after this access, or -1 when the memory is gone
@@ -71,4 +75,14 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return 1
 end
 return 0
+"""
+
+# KEYS: doc, history doc, counter ; ARGV: valid_until, superseded_by, retracted(0|1)
+# -> 1 moved, 0 the document was already gone
+RETIRE = r"""
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'valid_until', ARGV[1], 'superseded_by', ARGV[2], 'retracted', ARGV[3])
+redis.call('RENAME', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[3])
+return 1
 """

@@ -563,11 +563,12 @@ class ConsolidationMixin:
         fact_importance: float
         _lock_script: Any
         _unlock_script: Any
+        _retire_script: Any
 
         async def _ensure_ready(self) -> None: ...
-        async def _scan_all(
-            self, flt: MemoryFilter, fields: Sequence[str], *, operation: str
-        ) -> tuple[int, list[SearchHit]]: ...
+        async def _scan_ordered(
+            self, flt: MemoryFilter, fields: Sequence[str], *, operation: str, page: int = 1000
+        ) -> list[SearchHit]: ...
         def _item(self, hit: SearchHit) -> MemoryItem: ...
         async def _remember_many(
             self, items: Iterable[str | Mapping[str, Any]], *, capped: bool, dedup: bool | None = None
@@ -757,14 +758,13 @@ class ConsolidationMixin:
         exclude: tuple[str, ...] = (self.fact_source,)
         if mode == "summary" and not sel.include_summaries:
             exclude += ("summary",)
-        _, hits = await self._scan_all(sel.candidates(now_ms, exclude), ITEM_FIELDS, operation="consolidate")
+        hits = await self._scan_ordered(sel.candidates(now_ms, exclude), ITEM_FIELDS, operation="consolidate")
         items = [self._item(h) for h in hits]
         items = [
             i
             for i in items
             if i.kind != "fact" and (i.kind != "summary" or mode == "facts" or sel.include_summaries)
         ]
-        items.sort(key=lambda i: (i.created_at, i.id))
         if not items:
             return []
         ids = [i.id for i in items]
@@ -855,10 +855,7 @@ class ConsolidationMixin:
         library) are retired.
         """
         flt = MemoryFilter(scope=sel.target, tags=sel.tags, sources=(self.fact_source,))
-        _, hits = await self._scan_all(
-            flt, ("content", "subject", "date", "created_at"), operation="consolidate"
-        )
-        hits.sort(key=lambda h: (to_float(h.fields.get("created_at")), h.key))
+        hits = await self._scan_ordered(flt, ("content", "subject", "date"), operation="consolidate")
         current: dict[str, CurrentFact] = {}
         subjects: dict[str, str] = {}
         duplicates: list[str] = []
@@ -985,29 +982,12 @@ class ConsolidationMixin:
     ) -> int:
         """Move facts out of the index into history (RENAME, same slot); the number moved."""
         moved = 0
+        stamp = until or datetime.now(UTC).isoformat()
         for mid in ids:
-            doc, hist = self.keys.doc(mid), ck.hist_doc(mid)
+            keys = [self.keys.doc(mid), ck.hist_doc(mid), self.keys.access(mid)]
 
-            async def run(doc: str = doc, hist: str = hist, mid: str = mid) -> bool:
-                pipe = self._client.pipeline(transaction=False)
-                pipe.exists(doc)
-                pipe.hset(
-                    doc,
-                    mapping={
-                        "valid_until": until or datetime.now(UTC).isoformat(),
-                        "superseded_by": by or "",
-                        "retracted": "1" if retracted else "0",
-                    },
-                )
-                pipe.rename(doc, hist)
-                pipe.delete(self.keys.access(mid))
-                try:
-                    out = await pipe.execute()
-                except Exception as exc:  # already gone: nothing to move
-                    if "no such key" in str(exc).lower():
-                        return False
-                    raise
-                return bool(out[0])
+            async def run(keys: list[str] = keys) -> Any:
+                return await self._retire_script(keys=keys, args=[stamp, by or "", "1" if retracted else "0"])
 
             if await call("consolidate", run, policy=self.retry):
                 moved += 1

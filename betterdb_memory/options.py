@@ -7,7 +7,7 @@ mean "the default" everywhere, as in the reference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .scoring import Weights

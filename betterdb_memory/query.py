@@ -167,6 +167,7 @@ class MemoryFilter:
     exclude_sensitivity: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
     exclude_sources: tuple[str, ...] = ()
+    min_created_at: int | None = None  # inclusive
     max_created_at: int | None = None  # inclusive
     max_importance: float | None = None  # inclusive
     dedup: str | None = None
@@ -200,8 +201,10 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
         parts.append("-" + _tag("sensitivity", flt.exclude_sensitivity))
     if flt.dedup is not None and layout.dedup:
         parts.append(_tag("dedup", [flt.dedup]))
-    if flt.max_created_at is not None:
-        parts.append(f"@created_at:[-inf {int(flt.max_created_at)}]")
+    if flt.min_created_at is not None or flt.max_created_at is not None:
+        lo = "-inf" if flt.min_created_at is None else str(int(flt.min_created_at))
+        hi = "+inf" if flt.max_created_at is None else str(int(flt.max_created_at))
+        parts.append(f"@created_at:[{lo} {hi}]")
     if flt.max_importance is not None:
         parts.append(f"@importance:[-inf {format_number(flt.max_importance)}]")
     if flt.exclude_expired_at is not None and layout.expires_at:

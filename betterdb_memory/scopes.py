@@ -15,9 +15,11 @@ another library created (case-insensitive TAGs) never widens a scope.
 from __future__ import annotations
 
 import builtins
+import logging
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,6 +44,8 @@ if TYPE_CHECKING:
     from .query import IndexLayout
 
 __all__ = ["SCAN_LIMIT", "ScopeOpsMixin"]
+
+log = logging.getLogger(__name__)
 
 #: The most memories one query returns (valkey-search's default maximum KNN k).
 SCAN_LIMIT = 10_000
@@ -173,6 +177,56 @@ class ScopeOpsMixin:
         result = parse_search_reply(await self._search(args, operation), nocontent=not want)
         hits = [h for h in result.hits if not check or item_matches(h.fields, flt)]
         return len(hits), hits
+
+    async def _scan_ordered(
+        self, flt: MemoryFilter, fields: Sequence[str], *, operation: str, page: int = 1000
+    ) -> builtins.list[SearchHit]:
+        """Every match, oldest first (ties by id), read ``page`` at a time: no 10,000 ceiling.
+
+        Each page is ``SORTBY created_at`` from the last time seen; the memories at a
+        page's last millisecond are then read exactly (``@created_at:[t t]``) and ordered
+        by id, so ties are neither skipped nor repeated whatever order the engine gives
+        them. Without SORTBY (valkey-search < 1.2) one read of up to ``SCAN_LIMIT``,
+        sorted here.
+        """
+        caps = self.capabilities
+        assert caps is not None
+        want = tuple(dict.fromkeys([*fields, "created_at"]))
+
+        def ts(h: SearchHit) -> int:
+            return int(float(as_text(h.fields.get("created_at")) or 0))
+
+        def order(hits: builtins.list[SearchHit]) -> builtins.list[SearchHit]:
+            return sorted(hits, key=lambda h: (ts(h), h.key))
+
+        if not (caps.sortby and caps.filter_queries):
+            total, hits = await self._scan_all(flt, want, operation=operation)
+            if total >= SCAN_LIMIT:
+                log.warning(
+                    "%s: read the first %d matches only (no SORTBY on this engine)", operation, SCAN_LIMIT
+                )
+            return order(hits)
+        out: builtins.list[SearchHit] = []
+        lo = flt.min_created_at
+        while True:
+            _, hits = await self._scan(
+                replace(flt, min_created_at=lo),
+                want,
+                operation=operation,
+                sortby=("created_at", True),
+                limit=page,
+            )
+            if not hits:
+                return out
+            last = max(ts(h) for h in hits)
+            out.extend(order([h for h in hits if ts(h) < last]))
+            _, tied = await self._scan_all(
+                replace(flt, min_created_at=last, max_created_at=last), want, operation=operation
+            )
+            out.extend(order(tied))
+            if flt.max_created_at is not None and last >= flt.max_created_at:
+                return out
+            lo = last + 1
 
     def _item(self, hit: SearchHit) -> MemoryItem:
         return item_from_fields(self.keys.memory_id_of(hit.key), hit.fields, fact_source=self.fact_source)

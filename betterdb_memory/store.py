@@ -385,7 +385,13 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         self._reinforce_script = client.register_script(_scripts.REINFORCE)
         self._lock_script = client.register_script(_scripts.LOCK)
         self._unlock_script = client.register_script(_scripts.UNLOCK)
-        self._scripts_all = (self._reinforce_script, self._lock_script, self._unlock_script)
+        self._retire_script = client.register_script(_scripts.RETIRE)
+        self._scripts_all = (
+            self._reinforce_script,
+            self._lock_script,
+            self._unlock_script,
+            self._retire_script,
+        )
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
 

@@ -175,6 +175,12 @@ def test_filter_clauses_exact() -> None:
     )
 
 
+def test_created_at_range_bounds_are_inclusive_and_open_ended() -> None:
+    """Consolidation pages oldest first from the last millisecond seen (``[t +inf]``)."""
+    assert build_filter(MemoryFilter(min_created_at=5)) == "@created_at:[5 +inf]"
+    assert build_filter(MemoryFilter(min_created_at=5, max_created_at=5)) == "@created_at:[5 5]"
+
+
 def test_a_foreign_index_never_gets_a_clause_on_a_field_it_lacks() -> None:
     """valkey-search errors on an unknown field; those parts are left to ``item_matches``."""
     flt = MemoryFilter(exclude_sensitivity=("pii",), dedup="d", exclude_expired_at=5, tags=("x",))
