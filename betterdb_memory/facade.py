@@ -1,79 +1,259 @@
-"""``AgentMemory``: one client and one name for every tier an agent uses.
+"""``AgentMemory``: the memory tier plus the cache tiers of ``betterdb-agent-cache``, on one client and name.
 
-``.memory`` is the ``MemoryStore`` (long-term memories and short-term turns),
-``.llm``, ``.tool`` and ``.session`` are the caches of ``caches``. The facade only
-wires them: every store option (``session_ttl``, ``retry``, ``max_items_per_scope``,
-...) goes to the store, and the store's ``name``, client and retry policy go to every
-cache, so no option is silently dropped for one tier (the reference's facade
-dropped some).
+``.memory`` is this library's ``MemoryStore``; ``.llm``, ``.tool`` and ``.session``
+are the tiers of ``betterdb_agent_cache.AgentCache`` (``check`` / ``store`` /
+``store_multipart``, ``set_policy`` / ``invalidate_by_tool``, ``get`` / ``set`` /
+``destroy_thread`` ...), the same objects betterdb-agent-memory's facade exposes,
+writing the same keys; ``.cache`` is the ``AgentCache`` itself (what its LangChain
+cache and LangGraph checkpointer take).
+
+Two ways to build one:
+
+* the reference's: ``AgentMemory(AgentMemoryOptions(client=..., embed_fn=..., memory=AgentMemoryConfig(...)))``;
+* this library's: ``await AgentMemory.connect(url)``, ``AgentMemory(client=..., name=...)``
+  with every ``MemoryStore`` option, or ``AgentMemory(store=...)``.
+
+One difference from the reference, on purpose: the cache tiers' product analytics
+(PostHog, on by default in betterdb-agent-cache) are off unless the caller passes
+``analytics=AnalyticsOptions(disabled=False)``, and ``DO_NOT_TRACK`` turns them off
+even then.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
+import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from .caches import LLMCache, SessionState, ToolCache
-from .embedders.base import Embedder
-from .errors import ConfigurationError
+from betterdb_agent_cache import AgentCache, AgentCacheOptions  # type: ignore[import-untyped]
+from betterdb_agent_cache.discovery import (  # type: ignore[import-untyped]
+    HEARTBEAT_KEY_PREFIX,
+    HEARTBEAT_TTL_SECONDS,
+    PROTOCOL_KEY,
+    PROTOCOL_VERSION,
+)
+from betterdb_agent_cache.types import (  # type: ignore[import-untyped]
+    AnalyticsOptions,
+    ConfigRefreshOptions,
+    DiscoveryOptions,
+    TelemetryOptions,
+)
+
+from .embedders.base import Embedder, EmbeddingFunction
+from .errors import BetterDBMemoryError, ConfigurationError
+from .observability.telemetry import do_not_track
+from .options import AgentMemoryConfig, MemoryTelemetryOptions
 from .store import MemoryStore
 
-__all__ = ["AgentMemory"]
+__all__ = ["AgentMemory", "AgentMemoryClosedError", "AgentMemoryOptions"]
+
+log = logging.getLogger("betterdb_memory.facade")
+
+DEFAULT_NAME = "betterdb_ac"
+
+
+def _analytics_off() -> Any:
+    return AnalyticsOptions(disabled=True)
+
+
+@dataclass(kw_only=True)
+class AgentMemoryOptions(AgentCacheOptions):  # type: ignore[misc]
+    """Options of the ``AgentMemory`` facade: every ``AgentCacheOptions`` field plus the memory tier.
+
+    ``client`` / ``name`` (default ``"betterdb_ac"``) / ``default_ttl`` / ``tier_defaults`` /
+    ``cost_table`` / ``use_default_cost_table`` / ``telemetry`` / ``analytics`` /
+    ``config_refresh`` / ``discovery`` configure the cache tiers exactly as in
+    betterdb-agent-cache (``telemetry.registry`` is shared with the memory tier);
+    ``embed_fn`` and ``memory`` (``AgentMemoryConfig``) configure the memory tier.
+
+    Differences from betterdb-agent-memory, both additive: ``analytics`` defaults
+    to *disabled*, and ``embedder=`` (an ``Embedder``) may stand in for ``embed_fn``.
+    """
+
+    embed_fn: EmbeddingFunction | None = None
+    memory: AgentMemoryConfig = field(default_factory=AgentMemoryConfig)
+    # Same position as in AgentCacheOptions (positional use keeps working); only the default differs.
+    analytics: Any = field(default_factory=_analytics_off, kw_only=False)
+    embedder: Embedder | None = None
+
+
+class AgentMemoryClosedError(BetterDBMemoryError, RuntimeError):
+    """The facade was closed; build a new one."""
+
+    default_code = "state.closed"
+
+
+def _resolve_analytics(analytics: Any) -> Any:
+    """Off unless asked for; ``DO_NOT_TRACK`` wins over a request (this project's telemetry rule)."""
+    if analytics is None:
+        return _analytics_off()
+    if do_not_track() and not analytics.disabled:
+        return dataclasses.replace(analytics, disabled=True)
+    return analytics
+
+
+def _cache_options(
+    client: Any,
+    name: str,
+    *,
+    default_ttl: int | None = None,
+    tier_defaults: Mapping[str, Any] | None = None,
+    cost_table: Mapping[str, Any] | None = None,
+    use_default_cost_table: bool = True,
+    telemetry: Any = None,
+    analytics: Any = None,
+    config_refresh: Any = None,
+    discovery: Any = None,
+) -> Any:
+    return AgentCacheOptions(
+        client=client,
+        name=name,
+        default_ttl=default_ttl,
+        tier_defaults=dict(tier_defaults or {}),
+        cost_table=dict(cost_table or {}),
+        use_default_cost_table=use_default_cost_table,
+        telemetry=telemetry if telemetry is not None else TelemetryOptions(),
+        analytics=_resolve_analytics(analytics),
+        config_refresh=config_refresh if config_refresh is not None else ConfigRefreshOptions(),
+        discovery=discovery if discovery is not None else DiscoveryOptions(),
+    )
+
+
+def _store_from_options(options: Any) -> MemoryStore:
+    """The reference facade's ``MemoryStore`` construction, option for option."""
+    embed_fn = getattr(options, "embed_fn", None)
+    embedder = getattr(options, "embedder", None)
+    if embedder is None and not callable(embed_fn):
+        raise ConfigurationError(
+            "AgentMemory requires an embed_fn to back the memory tier", code="configuration.embed_fn"
+        )
+    m = getattr(options, "memory", None) or AgentMemoryConfig()
+    recall = m.recall
+    telemetry = getattr(options, "telemetry", None)
+    registry = getattr(telemetry, "registry", None)
+    extra: dict[str, Any] = {} if embedder is None else {"embedder": embedder}
+    return MemoryStore(
+        client=options.client,
+        name=options.name,
+        embed_fn=embed_fn,
+        default_threshold=m.default_threshold,
+        weights=recall.weights if recall is not None else None,
+        half_life_seconds=recall.half_life_seconds if recall is not None else None,
+        max_items_per_scope=m.max_items_per_scope,
+        discovery=m.discovery,
+        config_refresh=m.config_refresh,
+        telemetry=MemoryTelemetryOptions(registry=registry) if registry is not None else None,
+        **extra,
+    )
 
 
 class AgentMemory:
-    """Long- and short-term memory plus LLM, tool and session-state caches on one Valkey.
+    """The memory tier (``.memory``) plus the llm / tool / session cache tiers of betterdb-agent-cache.
 
-    Use ``await AgentMemory.connect(url)`` (it owns the client and, without a URL,
-    the embedded server) or ``AgentMemory(client=..., name=...)`` with your own client
-    (never closed here), or ``AgentMemory(store=...)`` around a store you built.
+    Build it with ``AgentMemory(AgentMemoryOptions(...))`` (betterdb-agent-memory's form),
+    ``await AgentMemory.connect(url)`` (owns the client and, without a URL, the embedded
+    server), ``AgentMemory(client=..., name=...)`` with your own client (never closed
+    here), or ``AgentMemory(store=...)`` around a store you built. Call ``initialize()``
+    (or use ``async with``), and ``close()`` at the end.
 
     Args:
+        options: an ``AgentMemoryOptions`` (positional or ``options=``); nothing else may
+            be given with it.
         client: a ``valkey.asyncio.Valkey``.
         name: key prefix and index name of every tier.
         embedder: the store's embedder.
         store: an existing ``MemoryStore`` instead of ``client`` / ``name`` / ``embedder``.
-        llm_ttl: seconds an LLM response stays cached (None: until evicted).
-        tool_ttl: default seconds a tool result stays cached.
-        tool_ttl_policy: per-tool seconds (0 = never cache that tool).
-        session_state_ttl: sliding TTL of per-thread state.
+        default_ttl, tier_defaults, cost_table, use_default_cost_table, analytics: the
+            ``AgentCacheOptions`` fields of the same names (analytics off by default).
+        cache_telemetry, cache_discovery, cache_config_refresh: its ``telemetry``,
+            ``discovery`` and ``config_refresh`` (renamed here: the store has options of
+            those names).
         **store_options: every other ``MemoryStore`` option, passed on unchanged.
 
     Raises:
-        ConfigurationError: neither ``client`` nor ``store``, or ``store`` together with
-            store options (they could not reach it).
+        ConfigurationError: no client, no embed function in ``options``, or two ways of
+            building given at once.
     """
 
     def __init__(
         self,
+        options: AgentMemoryOptions | None = None,
         *,
         client: Any = None,
         name: str = "betterdb",
         embedder: Embedder | None = None,
         store: MemoryStore | None = None,
-        llm_ttl: float | None = 3600,
-        tool_ttl: float | None = 300,
-        tool_ttl_policy: Mapping[str, float | None] | None = None,
-        session_state_ttl: float = 86400,
+        default_ttl: int | None = None,
+        tier_defaults: Mapping[str, Any] | None = None,
+        cost_table: Mapping[str, Any] | None = None,
+        use_default_cost_table: bool = True,
+        analytics: Any = None,
+        cache_telemetry: Any = None,
+        cache_discovery: Any = None,
+        cache_config_refresh: Any = None,
         **store_options: Any,
     ) -> None:
-        if store is None:
-            if client is None:
-                raise ConfigurationError("AgentMemory needs client= (or store=)", code="configuration.client")
-            store = MemoryStore(client=client, name=name, embedder=embedder, **store_options)
-        elif client is not None or embedder is not None or store_options:
-            raise ConfigurationError(
-                "pass either store= or client=/embedder=/store options, not both",
-                code="configuration.ambiguous",
-                details={"options": sorted(store_options)},
+        self._closed = False
+        if options is not None:
+            if client is not None or embedder is not None or store is not None or store_options:
+                raise ConfigurationError(
+                    "pass either AgentMemoryOptions or keyword options, not both",
+                    code="configuration.ambiguous",
+                    details={"options": sorted(store_options)},
+                )
+            if getattr(options, "client", None) is None:
+                raise ConfigurationError("AgentMemoryOptions needs client=", code="configuration.client")
+            cache_options = _cache_options(
+                options.client,
+                options.name,
+                default_ttl=getattr(options, "default_ttl", None),
+                tier_defaults=getattr(options, "tier_defaults", None),
+                cost_table=getattr(options, "cost_table", None),
+                use_default_cost_table=getattr(options, "use_default_cost_table", True),
+                telemetry=getattr(options, "telemetry", None),
+                analytics=getattr(options, "analytics", None),
+                config_refresh=getattr(options, "config_refresh", None),
+                discovery=getattr(options, "discovery", None),
             )
-        self.memory = store
-        self.llm = LLMCache(store.client, store.name, ttl=llm_ttl, retry=store.retry)
-        self.tool = ToolCache(
-            store.client, store.name, default_ttl=tool_ttl, ttl_policy=tool_ttl_policy, retry=store.retry
-        )
-        self.session = SessionState(store.client, store.name, ttl=session_state_ttl, retry=store.retry)
+            store = _store_from_options(options)
+        else:
+            if store is None:
+                if client is None:
+                    raise ConfigurationError(
+                        "AgentMemory needs AgentMemoryOptions, client= or store=", code="configuration.client"
+                    )
+                store = MemoryStore(client=client, name=name, embedder=embedder, **store_options)
+            elif client is not None or embedder is not None or store_options:
+                raise ConfigurationError(
+                    "pass either store= or client=/embedder=/store options, not both",
+                    code="configuration.ambiguous",
+                    details={"options": sorted(store_options)},
+                )
+            cache_options = _cache_options(
+                store.client,
+                store.name,
+                default_ttl=default_ttl,
+                tier_defaults=tier_defaults,
+                cost_table=cost_table,
+                use_default_cost_table=use_default_cost_table,
+                telemetry=cache_telemetry,
+                analytics=analytics,
+                config_refresh=cache_config_refresh,
+                discovery=cache_discovery,
+            )
+        self._memory = store
+        self._cache_options = cache_options
+        self._cache = AgentCache(cache_options)
+        # AgentCache starts its discovery and policy refresh only when built inside a
+        # running event loop; built outside one, initialize() builds it again inside.
+        self._cache_started = _loop_running()
+        self._heartbeat: asyncio.Task[None] | None = None
 
     @classmethod
     async def connect(
@@ -82,47 +262,153 @@ class AgentMemory:
         *,
         name: str = "betterdb",
         embedder: Embedder | None = None,
-        llm_ttl: float | None = 3600,
-        tool_ttl: float | None = 300,
-        tool_ttl_policy: Mapping[str, float | None] | None = None,
-        session_state_ttl: float = 86400,
+        default_ttl: int | None = None,
+        tier_defaults: Mapping[str, Any] | None = None,
+        cost_table: Mapping[str, Any] | None = None,
+        use_default_cost_table: bool = True,
+        analytics: Any = None,
+        cache_telemetry: Any = None,
+        cache_discovery: Any = None,
+        cache_config_refresh: Any = None,
         **store_options: Any,
     ) -> AgentMemory:
         """Open everything on ``url`` (or the embedded server); see ``MemoryStore.connect``."""
         store = await MemoryStore.connect(url, name=name, embedder=embedder, **store_options)
         try:
             return cls(
-                store=store, llm_ttl=llm_ttl, tool_ttl=tool_ttl, tool_ttl_policy=tool_ttl_policy,
-                session_state_ttl=session_state_ttl,
+                store=store, default_ttl=default_ttl, tier_defaults=tier_defaults, cost_table=cost_table,
+                use_default_cost_table=use_default_cost_table, analytics=analytics,
+                cache_telemetry=cache_telemetry, cache_discovery=cache_discovery,
+                cache_config_refresh=cache_config_refresh,
             )  # fmt: skip
         except BaseException:
             await store.close()
             raise
 
+    # -- tiers ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AgentMemoryClosedError(
+                "this AgentMemory is closed; create a new one", details={"name": self._memory.name}
+            )
+
+    @property
+    def memory(self) -> MemoryStore:
+        """The long-term memory tier."""
+        self._check_open()
+        return self._memory
+
+    @property
+    def cache(self) -> Any:
+        """The ``betterdb_agent_cache.AgentCache`` behind ``llm`` / ``tool`` / ``session``."""
+        self._check_open()
+        return self._cache
+
+    @property
+    def llm(self) -> Any:
+        """LLM response cache tier (``check`` / ``store`` / ``store_multipart`` ...)."""
+        return self.cache.llm
+
+    @property
+    def tool(self) -> Any:
+        """Tool result cache tier (``check`` / ``store`` / ``set_policy`` ...)."""
+        return self.cache.tool
+
+    @property
+    def session(self) -> Any:
+        """Session state tier (``get`` / ``set`` / ``get_all`` / ``destroy_thread`` ...)."""
+        return self.cache.session
+
     @property
     def name(self) -> str:
-        return self.memory.name
+        return self._memory.name
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- lifecycle -----------------------------------------------------------------------
 
     async def initialize(self) -> None:
-        """Create the index if needed (otherwise done lazily by the first call that needs it)."""
-        await self.memory.ensure_index()
+        """Create the memory index, then wait for both tiers' discovery and start config refresh.
+
+        Raises what creating the index raises, and a discovery name collision of
+        either tier, as the reference does.
+        """
+        self._check_open()
+        if not self._cache_started:
+            unstarted, self._cache = self._cache, AgentCache(self._cache_options)
+            self._cache_started = True
+            await unstarted.shutdown()
+        await self._memory.ensure_index()
+        await asyncio.gather(
+            self._cache.ensure_discovery_ready(),
+            self._memory.ensure_discovery_ready(),
+            self._memory.ensure_config_refresh_started(),
+        )
+        if self._heartbeat is None and self._cache_options.discovery.enabled:
+            self._heartbeat = asyncio.get_running_loop().create_task(self._cache_heartbeat())
+
+    async def _cache_heartbeat(self) -> None:
+        """Keep the cache tiers' Monitor heartbeat alive (betterdb-agent-cache 0.12 never writes it).
+
+        Its ``DiscoveryManager`` sends ``SET key value 'EX' 60`` and ``SET key 1 'NX'``
+        positionally, which valkey-py reads as ``ex='EX', px=60`` / ``ex='NX'`` and refuses
+        client-side; the error is swallowed, so Monitor sees the cache marker but never a
+        live instance. This writes ``__betterdb:heartbeat:<name>`` (``EX 60``) and
+        ``__betterdb:protocol`` (``NX``) every heartbeat interval until ``close()``;
+        harmless (same values) once the upstream writes work.
+        """
+        key = f"{HEARTBEAT_KEY_PREFIX}{self._cache_options.name}"
+        interval = max(1.0, self._cache_options.discovery.heartbeat_interval_ms / 1000)
+        client = self._cache_options.client
+        while True:
+            try:
+                await client.set(key, datetime.now(UTC).isoformat(), ex=HEARTBEAT_TTL_SECONDS)
+                await client.set(PROTOCOL_KEY, str(PROTOCOL_VERSION), nx=True)
+            except Exception as exc:  # advisory: never take the agent down
+                log.debug("cache tiers' Monitor heartbeat failed: %s", exc)
+            await asyncio.sleep(interval)
 
     async def close(self) -> None:
-        """Close the store (draining summaries); the caches share its client."""
-        await self.memory.close()
+        """Stop the cache tiers (heartbeat, policy refresh) and close the store, even if one fails.
+
+        Idempotent. Cache tiers first: the store closes the client when it owns it.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat
+            self._heartbeat = None
+        try:
+            # AgentCache.shutdown() neither cancels nor awaits its discovery registration:
+            # let it finish, so nothing of the cache runs on the client after close().
+            with contextlib.suppress(Exception):
+                await self._cache.ensure_discovery_ready()
+            await self._cache.shutdown()  # deletes the heartbeat key
+            await asyncio.sleep(0)  # let the tasks it cancelled unwind before the client closes
+        finally:
+            await self._memory.close()
 
     async def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:
         """Right to erasure across tiers: memories and turns (``MemoryStore.erase``) and session state.
 
-        LLM and tool caches are keyed by request, not by agent, and are not touched:
-        do not cache responses that carry personal data, or give them a short TTL.
-        Returns what ``MemoryStore.erase`` returns plus the session-state entries removed.
+        The session tier is keyed by thread alone (betterdb-agent-cache's layout): with
+        ``thread_id`` that thread's session state is destroyed too; without it, session
+        state is left alone (it does not record agents): erase each thread, or call
+        ``agent.session.destroy_thread``. LLM and tool caches are keyed by request and
+        are not touched: do not cache responses that carry personal data, or give them
+        a short TTL. Returns what ``MemoryStore.erase`` returns plus the session-state
+        keys removed.
         """
-        n = await self.memory.erase(agent_id=agent_id, thread_id=thread_id)
-        if thread_id is None:
-            n += await self.session.clear_agent(agent_id)
-        else:
-            n += int(await self.session.clear(thread_id, agent_id=agent_id))
+        self._check_open()
+        n = int(await self._memory.erase(agent_id=agent_id, thread_id=thread_id))
+        if thread_id is not None:
+            n += int(await self._cache.session.destroy_thread(thread_id))
         return n
 
     async def __aenter__(self) -> AgentMemory:
@@ -133,3 +419,11 @@ class AgentMemory:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -1,4 +1,7 @@
-"""AgentMemory and its caches on the real engine: wiring, TTLs, sliding state, erasure."""
+"""AgentMemory's keyword forms on the real engine: wiring, the cache tiers' TTLs, erasure.
+
+The reference form (``AgentMemory(AgentMemoryOptions(...))``) is in test_facade_contract.py.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from betterdb_agent_cache import TierDefaults, ToolPolicy
 
 from betterdb_memory import ConfigurationError, HashingEmbedder, RetryPolicy
 from betterdb_memory.facade import AgentMemory
@@ -20,123 +24,106 @@ def _memory(client: Any, name: str, **options: Any) -> AgentMemory:
 
 
 async def test_every_option_reaches_its_tier(client: Any, unique_name: str) -> None:
-    """Store options reach the store; the store's name, client and retry policy reach every cache."""
+    """Store options reach the store; cache options reach the cache tiers; one client and name."""
     retry = RetryPolicy(attempts=2)
     am = AgentMemory(
         client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=7, retry=retry,
-        session_ttl=60, max_session_turns=9, llm_ttl=11, tool_ttl=12, session_state_ttl=13,
+        session_ttl=60, max_session_turns=9, default_ttl=300, tier_defaults={"llm": TierDefaults(ttl=11)},
     )  # fmt: skip
+    store = am.memory
     try:
         assert am.memory.max_items_per_scope == 7 and am.memory.retry is retry
         assert am.memory._st.ttl_ms == 60_000 and am.memory._st.window == 9
-        assert (am.llm.ttl_ms, am.tool.default_ttl_ms, am.session.ttl_ms) == (11_000, 12_000, 13_000)
-        for cache in (am.llm, am.tool, am.session):
-            assert cache.retry is retry and cache.prefix.startswith(f"{unique_name}:cache:")
+        assert am.cache._client is client and am.name == unique_name
+        params = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        llm_key = await am.llm.store(params, "hello")
+        tool_key = await am.tool.store("search", {"q": 1}, "r")
+        await am.session.set("t", "step", "1")
+        assert 0 < await client.ttl(llm_key) <= 11
+        assert 11 < await client.ttl(tool_key) <= 300
+        assert 11 < await client.ttl(f"{unique_name}:session:t:step") <= 300
     finally:
         await am.close()
     with pytest.raises(ConfigurationError):
         AgentMemory(name=unique_name)
     with pytest.raises(ConfigurationError):
-        AgentMemory(store=am.memory, max_items_per_scope=3)
+        AgentMemory(store=store, max_items_per_scope=3)
 
 
-async def test_llm_cache_hits_misses_and_expires(client: Any, unique_name: str) -> None:
-    am = _memory(client, unique_name, llm_ttl=0.3)
+async def test_tiers_share_the_name_without_sharing_keys(client: Any, unique_name: str) -> None:
+    """Every tier writes under ``<name>:``, each in its own part of the keyspace."""
+    am = _memory(client, unique_name)
     try:
-        request = {"messages": [{"role": "user", "content": "2+2?"}], "temperature": 0}
-        assert await am.llm.get("m", request) is None
-        await am.llm.set("m", request, {"content": "4"})
-        assert await am.llm.get(
-            "m", {"temperature": 0, "messages": [{"content": "2+2?", "role": "user"}]}
-        ) == {"content": "4"}
-        assert await am.llm.get("other-model", request) is None
+        await am.initialize()
+        await am.memory.remember("the user lives in Lisbon", thread_id="t")
+        await am.llm.store({"model": "m", "messages": []}, "x")
+        await am.tool.store("weather", {"city": "Oslo"}, "-3")
+        await am.session.set("t", "cart", '["x"]')
         keys = await keys_of(client, unique_name)
-        assert any(k.startswith(f"{unique_name}:cache:llm:") for k in keys)
-        await asyncio.sleep(0.45)
-        assert await am.llm.get("m", request) is None
-
-        calls = 0
-
-        async def llm() -> str:
-            nonlocal calls
-            calls += 1
-            return "answer"
-
-        assert [await am.llm.get_or_call("m", {"q": 1}, llm) for _ in range(3)] == ["answer"] * 3
-        assert calls == 1 and am.llm.hits >= 3
-        assert await am.llm.clear() >= 1
+        parts = {k.split(":")[1] for k in keys}
+        assert {"llm", "tool", "session", "mem", "__stats"} <= parts
+        assert (await am.tool.check("weather", {"city": "Oslo"})).response == "-3"
+        assert (await am.memory.recall("where does the user live", thread_id="t"))[0].item.content
+        # clearing one cache tier leaves the memories alone
+        assert await am.llm.clear() == 1
+        assert await am.memory.count() == 1
     finally:
         await am.close()
 
 
-async def test_tool_cache_per_tool_ttl_policy(text_client: Any, unique_name: str) -> None:
-    """Per-tool TTLs (0 = never cache), canonical args, invalidate(tool); on a decoding client."""
-    am = _memory(text_client, unique_name, tool_ttl=60, tool_ttl_policy={"clock": 0, "weather": 0.3})
+async def test_tool_policy_and_invalidation(client: Any, unique_name: str) -> None:
+    am = _memory(client, unique_name, default_ttl=600)
     try:
-        assert not await am.tool.set("clock", {}, "12:00")
-        assert await am.tool.get("clock", {}) is None
-        await am.tool.set("weather", {"city": "Oslo", "unit": "C"}, {"t": -3})
-        assert await am.tool.get("weather", {"unit": "C", "city": "Oslo"}) == {"t": -3}
-        await am.tool.set("search", {"q": "a"}, ["r1"])
-        await am.tool.set("search", {"q": "b"}, ["r2"])
-        await asyncio.sleep(0.45)
-        assert await am.tool.get("weather", {"city": "Oslo", "unit": "C"}) is None
-        assert await am.tool.get("search", {"q": "a"}) == ["r1"]
-        assert await am.tool.invalidate("search") == 2
-        assert await am.tool.get("search", {"q": "b"}) is None
-
-        calls = 0
-
-        async def clock() -> str:
-            nonlocal calls
-            calls += 1
-            return f"tick {calls}"
-
-        assert [await am.tool.get_or_call("clock", {}, clock) for _ in range(2)] == ["tick 1", "tick 2"]
+        await am.tool.set_policy("weather", ToolPolicy(ttl=5))
+        key = await am.tool.store("weather", {"city": "Oslo", "unit": "C"}, "-3")
+        assert 0 < await client.ttl(key) <= 5
+        assert (await am.tool.check("weather", {"unit": "C", "city": "Oslo"})).hit
+        await am.tool.store("search", {"q": "a"}, "r1")
+        await am.tool.store("search", {"q": "b"}, "r2")
+        assert await am.tool.invalidate_by_tool("search") == 2
+        assert not (await am.tool.check("search", {"q": "a"})).hit
     finally:
         await am.close()
 
 
-async def test_session_state_ttl_slides_with_use(client: Any, unique_name: str) -> None:
-    """Each access pushes expiry back; idle state expires; ids with ':' stay separate."""
-    am = _memory(client, unique_name, session_state_ttl=0.5)
+async def test_session_ttl_slides_on_read(client: Any, unique_name: str) -> None:
+    am = _memory(client, unique_name, tier_defaults={"session": TierDefaults(ttl=2)})
     try:
-        await am.session.set("t", "step", 1, agent_id="a")
-        await am.session.update("t", {"cart": ["x"], "step": 2}, agent_id="a")
-        await am.session.set("b::t", "step", 99, agent_id="a")
-        await am.session.set("t", "step", 77, agent_id="a::b")
-        for _ in range(3):
-            await asyncio.sleep(0.3)
-            assert await am.session.get("t", "step", agent_id="a") == 2  # read refreshes the TTL
-        assert await am.session.get_all("t", agent_id="a") == {"cart": ["x"], "step": 2}
-        assert await am.session.get("t", "missing", agent_id="a", default="d") == "d"
-        assert await am.session.delete("t", "cart", agent_id="a")
-        await asyncio.sleep(0.7)
-        assert await am.session.get_all("t", agent_id="a") == {}
+        await am.session.set("t", "step", "1")
+        await asyncio.sleep(1.1)
+        assert await client.pttl(f"{unique_name}:session:t:step") < 1_000
+        assert await am.session.get("t", "step") == "1"
+        assert await client.pttl(f"{unique_name}:session:t:step") > 1_500  # the read pushed expiry back
+        assert await am.session.get_all("t") == {"step": "1"}
     finally:
         await am.close()
 
 
 async def test_facade_erase_covers_session_state(client: Any, unique_name: str) -> None:
+    """With a thread id, that thread's session state goes too; the tier does not record agents."""
     am = _memory(client, unique_name)
     try:
         await am.memory.store_turn("t", "q", "a", agent_id="A")
-        await am.session.set("t", "k", "v", agent_id="A")
-        await am.session.set("u", "k", "v", agent_id="A")
-        await am.session.set("t", "k", "v", agent_id="B")
-        assert await am.erase(agent_id="A") == 1 + 2
-        assert await am.session.get_all("t", agent_id="A") == {}
-        assert await am.session.get("t", "k", agent_id="B") == "v"
+        await am.session.set("t", "k", "v")
+        await am.session.set("t", "k2", "v")
+        await am.session.set("w", "k", "v")
+        assert await am.erase(agent_id="A", thread_id="t") == 1 + 2  # one turn, two session keys
+        assert await am.session.get_all("t") == {}
+        await am.memory.remember("A likes tea", agent_id="A", thread_id="u")
+        assert await am.erase(agent_id="A") == 1
+        assert await am.session.get("w", "k") == "v"
     finally:
         await am.close()
 
 
 async def test_context_manager_and_connect(valkey_url: str, unique_name: str) -> None:
     """connect() owns its client and closes it; ``async with`` creates the index on entry."""
-    am = await AgentMemory.connect(valkey_url, name=unique_name, embedder=HashingEmbedder(), llm_ttl=5)
+    am = await AgentMemory.connect(valkey_url, name=unique_name, embedder=HashingEmbedder(), default_ttl=5)
     async with am:
-        assert await am.memory.index_info() is not None
-        assert am.name == unique_name and am.llm.ttl_ms == 5000
-        await am.llm.set("m", {"q": 1}, "r")
-        assert await am.llm.get("m", {"q": 1}) == "r"
-    assert am.memory._owned_client
+        store = am.memory
+        assert await store.index_info() is not None
+        assert am.name == unique_name
+        key = await am.llm.store({"model": "m", "messages": [{"role": "user", "content": "q"}]}, "r")
+        assert 0 < await store.client.ttl(key) <= 5
+        assert (await am.llm.check({"model": "m", "messages": [{"role": "user", "content": "q"}]})).hit
+    assert store._owned_client and am.closed
