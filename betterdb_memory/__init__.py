@@ -83,13 +83,16 @@ from .errors import (
 from .extraction import ExtractedFact, FactExtractor, OpenAIFactExtractor
 from .facade import AgentMemory, AgentMemoryClosedError, AgentMemoryOptions
 from .keys import Scope
-from .models import MemoryHit, MemoryItem, MemoryPage, StoreStats
+from .models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, StoreStats
 from .observability.live_config import ConfigSnapshot, MemoryConfigSnapshot
 from .options import (
     AgentMemoryConfig,
     AgentMemoryRecallConfig,
+    ConsolidationConfig,
     MemoryConfigRefreshConfig,
     MemoryDiscoveryConfig,
+    MemoryListOptions,
+    MemoryScope,
     MemoryTelemetryOptions,
     RecallWeights,
 )
@@ -126,6 +129,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "ConsolidateFactsResult",
     "ConsolidateResult",
     "ConsolidationBusyError",
+    "ConsolidationConfig",
     "ContentBlock",
     "ContextBudget",
     "DEFAULT_COST_TABLE",
@@ -153,8 +157,11 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "MemoryDiscoveryConfig",
     "MemoryHit",
     "MemoryItem",
+    "MemoryListOptions",
+    "MemoryListResult",
     "MemoryNotFoundError",
     "MemoryPage",
+    "MemoryScope",
     "MemoryStore",
     "MemoryTelemetryOptions",
     "ModelCost",
