@@ -254,6 +254,7 @@ class AgentMemory:
         # running event loop; built outside one, initialize() builds it again inside.
         self._cache_started = _loop_running()
         self._heartbeat: asyncio.Task[None] | None = None
+        self._heartbeat_stop = asyncio.Event()
 
     @classmethod
     async def connect(
@@ -348,9 +349,11 @@ class AgentMemory:
             self._memory.ensure_config_refresh_started(),
         )
         if self._heartbeat is None and self._cache_options.discovery.enabled:
-            self._heartbeat = asyncio.get_running_loop().create_task(self._cache_heartbeat())
+            self._heartbeat = asyncio.get_running_loop().create_task(
+                self._cache_heartbeat(self._heartbeat_stop)
+            )
 
-    async def _cache_heartbeat(self) -> None:
+    async def _cache_heartbeat(self, stop: asyncio.Event) -> None:
         """Keep the cache tiers' Monitor heartbeat alive (betterdb-agent-cache 0.12 never writes it).
 
         Its ``DiscoveryManager`` sends ``SET key value 'EX' 60`` and ``SET key 1 'NX'``
@@ -358,18 +361,20 @@ class AgentMemory:
         client-side; the error is swallowed, so Monitor sees the cache marker but never a
         live instance. This writes ``__betterdb:heartbeat:<name>`` (``EX 60``) and
         ``__betterdb:protocol`` (``NX``) every heartbeat interval until ``close()``;
-        harmless (same values) once the upstream writes work.
+        harmless (same values) once the upstream writes work. Stopped by ``stop``, not by
+        cancellation: a cancel landing inside a valkey-py call can be swallowed on 3.11.
         """
         key = f"{HEARTBEAT_KEY_PREFIX}{self._cache_options.name}"
         interval = max(1.0, self._cache_options.discovery.heartbeat_interval_ms / 1000)
         client = self._cache_options.client
-        while True:
+        while not stop.is_set():
             try:
                 await client.set(key, datetime.now(UTC).isoformat(), ex=HEARTBEAT_TTL_SECONDS)
                 await client.set(PROTOCOL_KEY, str(PROTOCOL_VERSION), nx=True)
             except Exception as exc:  # advisory: never take the agent down
                 log.debug("cache tiers' Monitor heartbeat failed: %s", exc)
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval)
 
     async def close(self) -> None:
         """Stop the cache tiers (heartbeat, policy refresh) and close the store, even if one fails.
@@ -380,9 +385,8 @@ class AgentMemory:
             return
         self._closed = True
         if self._heartbeat is not None:
-            self._heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._heartbeat
+            self._heartbeat_stop.set()
+            await self._heartbeat  # ends after its write in flight, if any
             self._heartbeat = None
         try:
             # AgentCache.shutdown() neither cancels nor awaits its discovery registration:
