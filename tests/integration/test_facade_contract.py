@@ -393,3 +393,16 @@ async def test_keyword_store_and_connect_forms_share_the_cache_api(
         assert await keys_of(c2, unique_name + "c")
     finally:
         await c2.aclose()
+
+
+def test_the_cache_tiers_public_names_are_re_exported() -> None:
+    """betterdb-agent-memory re-exports betterdb-agent-cache's names; so does this package."""
+    import betterdb_agent_cache
+
+    import betterdb_memory
+
+    for name in betterdb_agent_cache.__all__:
+        assert getattr(betterdb_memory, name) is getattr(betterdb_agent_cache, name), name
+        assert name in betterdb_memory.__all__, name
+    assert betterdb_memory.AnalyticsOptions is AnalyticsOptions
+    assert issubclass(AgentMemoryOptions, betterdb_agent_cache.AgentCacheOptions)
