@@ -2,8 +2,8 @@
 
 Rules (RediSearch "Query syntax: tag fields", valkey-search ``TAG`` filter parsing;
 shared/VALKEY_SEARCH_DIALECT.md, point 16: tag syntax is the same on both engines):
-inside ``@field:{...}`` every character other than a letter, a digit or ``_`` may
-carry meaning (``|`` OR, ``{}`` braces, ``-`` negation, ``*`` prefix, ``\\`` escape,
+inside ``@field:{...}`` every character other than a letter or a digit may carry
+meaning (``|`` OR, ``{}`` braces, ``-`` negation, ``*`` prefix, ``\\`` escape,
 whitespace, quotes, ``$`` params, ``@`` field, ``:`` ...). We escape them all with a
 backslash, which both engines read as "this character literally".
 
@@ -87,13 +87,14 @@ def tag_token(value: str) -> str:
 def escape_tag(value: str) -> str:
     """Escape a validated value for use inside ``@field:{...}``.
 
-    Every character that is not alphanumeric (Unicode letters and digits count) or
-    ``_`` gets a backslash. Over-escaping is harmless on both engines; missing one
-    special character is a scope leak, so the rule is an allow-list.
+    Every character that is not alphanumeric (Unicode letters and digits count) gets a
+    backslash, ``_`` included: RediSearch rejects the lone value ``_`` as a syntax error
+    (``@t:{_}``), and reads ``\\_`` as ``_`` anywhere. Over-escaping is harmless on both
+    engines; missing one special character is a scope leak, so the rule is an allow-list.
     """
     out: list[str] = []
     for ch in value:
-        if ch.isalnum() or ch == "_":
+        if ch.isalnum():
             out.append(ch)
         else:
             out.append("\\" + ch)
