@@ -1,15 +1,24 @@
-"""Least privilege: the whole store API works as an ACL user limited to its own keys and commands.
+"""Least privilege: the whole public API works as an ACL user limited to its own keys and commands.
 
-The user below may touch only ``<name>:*`` keys and run only the commands listed
-(the Lua scripts' own commands included: ACLs apply inside scripts). It has no
-FLUSHALL, FLUSHDB, KEYS, SCAN or CONFIG. After driving every store operation, the
-server's ``ACL LOG`` must hold no denial for this user: the store never even tried
-a command or key outside the list. (No MONITOR needed.)
+The user below may touch only the key patterns the library uses and run only the
+commands listed (the Lua scripts' own commands included: ACLs apply inside
+scripts). It has no FLUSHALL, FLUSHDB, KEYS or CONFIG, and no key outside its
+patterns (not even another key under the store name). The scenario drives every
+operation of the store (long-term memories, capacity, dedup, L1 turns, rolling
+summaries, fact extraction, context assembly, consolidation and fact history,
+erasure, stats, live config), of the caches in ``betterdb_memory.caches`` and of
+Monitor discovery. After it, the server's ``ACL LOG`` must hold no denial for this
+user: the library never even tried a command or key outside the list.
+
+The rules are the minimum: each one removed breaks an operation or leaves an ACL
+LOG denial (``test_every_rule_is_needed``, slow).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+import warnings
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
@@ -17,23 +26,36 @@ import pytest
 import valkey.asyncio as avalkey
 import valkey.exceptions as vexc
 
-from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory import ExtractedFact, Fact, HashingEmbedder, MemoryStore, Turn
+from betterdb_memory.caches import LLMCache, SessionState, ToolCache
 
 from .conftest import unit
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
-# The minimum found by removing one rule at a time (each removal breaks an operation
-# or leaves an ACL LOG denial). ``client|setinfo`` only keeps valkey-py's connect
-# handshake out of the ACL log; ``module|list`` is the engine probe.
+# The store: every key it writes (documents and their index, access counters, capacity
+# locks, consolidation state and fact history, L1 sessions, the store-wide hashes) and
+# every command, the scripts' included. ``module|list`` is the engine probe;
+# ``client|setinfo`` only keeps valkey-py's connect handshake out of the ACL log.
 STORE_RULES = (
-    "~{name}:* +hgetall +hsetnx +hmget +hget +hincrby +hset +hdel +hkeys +scard +smembers +sadd "
-    "+zrange +zcard +zcount +zadd +zrem +zrangebyscore +exists +unlink +pexpire +pexpireat +persist +pttl "
-    "+evalsha +script|load "
-    "+ft.search +ft.create +ft.info +module|list +client|setinfo"
+    "~{name}:mem:* ~{name}:acc:* ~{name}:caplock:* ~{name}:cons:* ~{name}:hist:* ~{name}:l1:* "
+    "~{name}:__mem_* "
+    "+hset +hsetnx +hget +hmget +hgetall +hincrby +hkeys +hdel +get +set +incr +del +unlink +exists "
+    "+rename +pexpire +pttl +rpush +lrange +llen +ltrim +sadd +srem +smembers +zadd +zrange +zrem +zmscore "
+    "+evalsha +script|load +ft.search +ft.create +ft.info +module|list +client|setinfo"
 )
-# BetterDB Monitor discovery (on by default) also writes the shared registry keys.
-DISCOVERY_RULES = "~__betterdb:* +set +del +hexists"
+# Added for the caches of ``betterdb_memory.caches`` (LLMCache, ToolCache, SessionState;
+# their other commands are the store's): ``scan`` is for ``clear`` / ``invalidate`` /
+# ``clear_agent`` only.
+CACHE_RULES = "~{name}:cache:* +scan"
+# Added for BetterDB Monitor discovery (on by default): the shared registry, protocol and
+# heartbeat keys (HSET / HEXISTS the registry, SET / DEL the heartbeat, SET NX the protocol).
+DISCOVERY_RULES = "~__betterdb:* +hexists"
+
+
+def _rules(name: str, discovery: bool) -> list[str]:
+    text = f"{STORE_RULES} {CACHE_RULES}" + (f" {DISCOVERY_RULES}" if discovery else "")
+    return list(dict.fromkeys(text.format(name=name).split()))
 
 
 def _user_url(url: str, user: str, password: str) -> str:
@@ -58,69 +80,189 @@ async def _denials(admin: avalkey.Valkey, user: str) -> list[dict[str, Any]]:
     return out
 
 
+class _Extractor:
+    """A ``FactExtractor`` without a model: one fact per call."""
+
+    async def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
+        return [ExtractedFact(f"the user asked {len(turns)} things", topic_tags=("asked",), importance=0.4)]
+
+
+async def _exercise(url: str, name: str, *, discovery: bool) -> None:
+    """Every public operation of the store, the caches and discovery, with its result checked."""
+    store = await MemoryStore.connect(
+        url,
+        name=name,
+        embedder=HashingEmbedder(),
+        max_items_per_scope=3,
+        dedup=True,
+        discovery=discovery,
+        max_session_turns=2,
+        summarize_batch=2,
+        fact_extractor=_Extractor(),
+    )
+    try:
+        # -- long-term memories, capacity, dedup -----------------------------------------
+        await store.ensure_index()
+        await store.ensure_index()  # the "already exists" path (FT.INFO)
+        await store.ensure_discovery_ready()
+        await store.ensure_config_refresh_started()
+        a = await store.remember("alpha fact", vector=unit(1), thread_id="t", tags=["x"], ttl=60)
+        assert await store.remember("Alpha  FACT", thread_id="t", tags=["x"], vector=unit(1), ttl=60) == a
+        vectors = {i: unit(i + 2) for i in range(4)}
+        ids = [await store.remember("beta fact", vector=unit(40))]
+        for i, v in vectors.items():  # one at a time into "t" (capped at 3): two evictions
+            ids.append(await store.remember(f"fact {i}", thread_id="t", vector=v, importance=0.2 + i / 10))
+        ids += await store.remember_many([{"content": "gamma fact", "vector": unit(41), "thread_id": "u"}])
+        in_t = [a, *ids[1:5]]
+        alive = [m for m, item in zip(in_t, await store.get_many(in_t), strict=True) if item is not None]
+        assert len(alive) == 3
+        probe = next(m for m in alive if m != a)
+        hits = await store.recall_by_vector(vectors[ids.index(probe) - 1], k=1, threshold=2.0, thread_id="t")
+        assert [h.item.id for h in hits] == [probe]
+        assert await store.recall("beta fact", k=3, threshold=2.0)
+        assert (await store.get(ids[0])).content == "beta fact"  # type: ignore[union-attr]
+        assert (await store.get(probe)).access_count == 1  # type: ignore[union-attr]
+        assert len((await store.list(thread_id="t", limit=10)).items) == 3
+        assert await store.count(thread_id="t") == 3 and await store.count() == 5
+        assert await store.forget(ids[0]) is True
+        assert await store.forget_by_scope(tags=["x"]) == int(a in alive)
+        await store.refresh_config()
+        assert store.current_config() is not None
+        # -- L1: turns, rolling summaries, extraction, context, erasure ----------------------
+        for i in range(5):
+            await store.store_turn("s1", f"question {i} about tea", f"answer {i}", agent_id="ag")
+        assert await store.summarize_session("s1", agent_id="ag") >= 0
+        assert len(await store.get_recent_turns("s1", agent_id="ag")) >= 2
+        meta = await store.get_session_metadata("s1", agent_id="ag")
+        assert meta is not None and meta.turn_count == 5
+        assert len(await store.extract_memories("s1", agent_id="ag")) == 1
+        context = await store.retrieve_context("s1", "what about tea?", token_budget=2000, agent_id="ag")
+        assert context.turns
+        await store.store_turn("s2", "another thread", "ok", agent_id="ag")
+        await store.clear_session("s2", agent_id="ag")
+        assert await store.get_session_metadata("s2", agent_id="ag") is None
+        # -- consolidation: summary, facts (supersession, tombstone), history -------------------
+        for i in range(3):
+            await store.remember(f"note {i}", vector=unit(50 + i), agent_id="c", thread_id="ct")
+        digest = await store.consolidate(
+            "summary", lambda items: "a digest", agent_id="c", delete_sources=False
+        )
+        assert digest.consolidated == 3 and len(digest.created) == 1
+        await store.remember("lives in Paris", vector=unit(60), agent_id="c")
+        done = await store.consolidate(
+            "facts", extract_facts=lambda items: [Fact("city", "lives in Paris", "2020-01-01")], agent_id="c"
+        )
+        assert len(done.created) == 1
+        await store.remember("moved to Berlin", vector=unit(61), agent_id="c")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            moved = await store.consolidate_facts(
+                extract_facts=lambda items: [Fact("city", "lives in Berlin", "2021-01-01")], agent_id="c"
+            )
+        assert moved.superseded == 1
+        await store.remember("forget the job", vector=unit(62), agent_id="c")
+        await store.consolidate(
+            "facts", extract_facts=lambda items: [Fact("job", "", tombstone=True)], agent_id="c"
+        )  # an unmatched tombstone
+        assert len(await store.fact_history("city", agent_id="c")) == 2
+        assert await store.purge_fact_history(subject="city", agent_id="c") == 1
+        summary = await store.consolidate("summary", lambda items: "all of it", thread_id="ct")
+        assert summary.deleted == summary.consolidated
+        # -- erasure (L1 and L2 of an agent, consolidation state included) ---------------------
+        assert await store.erase(agent_id="ag") > 0
+        assert await store.erase(agent_id="c", thread_id="ct") >= 0
+        assert await store.erase(agent_id="c") > 0
+        assert await store.forget_by_scope(thread_id="t") == 3 - int(a in alive)
+        # -- caches ---------------------------------------------------------------------------
+        llm = LLMCache(store.client, name, ttl=60)
+        request = {"messages": [{"role": "user", "content": "hi"}]}
+        assert await llm.get("m", request) is None
+        await llm.set("m", request, {"text": "hello"})
+        assert await llm.get("m", request) == {"text": "hello"}
+
+        async def answer() -> str:
+            return "computed"
+
+        assert await llm.get_or_call("m", {"other": 1}, answer) == "computed"
+        assert await llm.delete("m", request) is True
+        assert await llm.clear() == 1
+        tool = ToolCache(store.client, name, default_ttl=60, ttl_policy={"clock": 0})
+        assert await tool.set("search", {"q": "tea"}, ["result"]) is True
+        assert await tool.get("search", {"q": "tea"}) == ["result"]
+        assert await tool.get_or_call("search", {"q": "cake"}, answer) == "computed"
+        assert await tool.get_or_call("clock", {}, answer) == "computed"
+        assert await tool.delete("search", {"q": "tea"}) is True
+        assert await tool.invalidate("search") == 1
+        state = SessionState(store.client, name, ttl=60)
+        await state.set("s1", "step", 1, agent_id="ag")
+        await state.update("s1", {"step": 2, "mood": "ok"}, agent_id="ag")
+        assert await state.get("s1", "step", agent_id="ag") == 2
+        assert await state.get_all("s1", agent_id="ag") == {"step": 2, "mood": "ok"}
+        assert await state.delete("s1", "mood", agent_id="ag") is True
+        await state.set("s2", "step", 1)
+        assert await state.clear("s2") is True
+        assert await state.clear_agent("ag") == 1
+        # -- what is left -----------------------------------------------------------------------
+        stats = await store.stats()
+        assert stats.items == 1 and stats.evictions >= 2  # "gamma fact" in "u"
+        assert await store.forget_by_scope(thread_id="u") == 1
+        assert (await store.index_info()) is not None
+    finally:
+        await store.close()
+
+
 @pytest.mark.parametrize("discovery", [False, True], ids=["no-discovery", "discovery"])
 async def test_every_operation_runs_as_a_least_privilege_user(
     admin: avalkey.Valkey, valkey_url: str, unique_name: str, discovery: bool
 ) -> None:
     user, password = f"u{unique_name}", "reliability-pw"
-    rules = STORE_RULES.format(name=unique_name) + (f" {DISCOVERY_RULES}" if discovery else "")
-    await admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}", *rules.split())
-    print(f"\n[acl] ACL SETUSER {user} reset on >{password} {rules}")
+    rules = _rules(unique_name, discovery)
+    await admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}", *rules)
+    print(f"\n[acl] ACL SETUSER {user} reset on >{password} {' '.join(rules)}")
     url = _user_url(valkey_url, user, password)
     try:
-        store = await MemoryStore.connect(
-            url, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=3, discovery=discovery
-        )
-        try:
-            await store.ensure_index()
-            await store.ensure_index()  # the "already exists" path (FT.INFO)
-            a = await store.remember("alpha fact", vector=unit(1), thread_id="t", tags=["x"], ttl=60)
-            assert await store.remember("Alpha  FACT", thread_id="t", vector=unit(1)) == a  # dedup
-            vectors = {i: unit(i + 2) for i in range(4)}
-            ids = await store.remember_many(
-                [
-                    "beta fact",
-                    *({"content": f"fact {i}", "thread_id": "t", "vector": v} for i, v in vectors.items()),
-                ]
-            )  # the scope "t" is capped at 3: two evictions
-            in_t = [a, *ids[1:]]
-            alive = [m for m, item in zip(in_t, await store.get_many(in_t), strict=True) if item is not None]
-            assert len(alive) == 3
-            probe = next(m for m in alive if m != a)
-            hits = await store.recall_by_vector(
-                vectors[ids.index(probe) - 1], k=1, threshold=2.0, thread_id="t"
-            )
-            assert [h.item.id for h in hits] == [probe]
-            assert await store.recall("beta fact", k=3, threshold=2.0)
-            assert (await store.get(ids[0])).content == "beta fact"  # type: ignore[union-attr]
-            assert len(await store.get_many(ids)) == 5
-            assert len((await store.list(thread_id="t", limit=10)).items) == 3
-            assert await store.count(thread_id="t") == 3 and await store.count() == 4
-            assert await store.forget(ids[0]) is True
-            assert await store.forget_by_scope(tags=["x"]) == int(a in alive)
-            assert await store.forget_by_scope(thread_id="t") == 3 - int(a in alive)
-            stats = await store.stats()
-            assert stats.items == 0 and stats.evictions >= 2
-            assert (await store.index_info()) is not None
-        finally:
-            await store.close()
+        await admin.script_flush()  # so the user loads every script itself (NOSCRIPT, SCRIPT LOAD)
+        await _exercise(url, unique_name, discovery=discovery)
         denied = await _denials(admin, user)
-        assert denied == [], f"the store tried commands or keys outside its ACL: {denied}"
-        # ... although the user really lacks the dangerous commands.
+        assert denied == [], f"the library tried commands or keys outside its ACL: {denied}"
+        # ... although the user really lacks the dangerous commands and other keys.
         raw = avalkey.Valkey.from_url(url)
         try:
-            for command in (
-                ("FLUSHALL",),
-                ("FLUSHDB",),
-                ("KEYS", "*"),
-                ("SCAN", "0"),
-                ("CONFIG", "GET", "*"),
-            ):
+            for command in (("FLUSHALL",), ("FLUSHDB",), ("KEYS", "*"), ("CONFIG", "GET", "*")):
                 with pytest.raises(vexc.NoPermissionError):
                     await raw.execute_command(*command)
-            with pytest.raises(vexc.NoPermissionError):
-                await raw.get("not-my-prefix:key")
+            for key in ("not-my-prefix:key", f"{unique_name}:other", f"{unique_name}:llm:x"):
+                with pytest.raises(vexc.NoPermissionError):
+                    await raw.get(key)
         finally:
             await raw.aclose()
     finally:
         await admin.execute_command("ACL", "DELUSER", user)
+
+
+@pytest.mark.slow
+async def test_every_rule_is_needed(admin: avalkey.Valkey, valkey_url: str, unique_name: str) -> None:
+    """Remove one rule at a time: the scenario then fails or the ACL LOG records a denial."""
+    full = _rules(unique_name, True)
+    unneeded = []
+    for n, rule in enumerate(full):
+        if rule == "+client|setinfo":
+            continue  # only keeps the connect handshake's refused CLIENT SETINFO out of the log
+        name = f"{unique_name}r{n}"
+        rules = [r.replace(unique_name, name) for r in full if r != rule]
+        user = f"u{name}"
+        await admin.execute_command("ACL", "SETUSER", user, "reset", "on", ">pw", *rules)
+        try:
+            try:
+                await admin.script_flush()
+                await _exercise(_user_url(valkey_url, user, "pw"), name, discovery=True)
+                failed = False
+            except Exception:
+                failed = True
+            if not failed and not await _denials(admin, user):
+                unneeded.append(rule)
+        finally:
+            await admin.execute_command("ACL", "DELUSER", user)
+            with contextlib.suppress(vexc.ResponseError):
+                await admin.execute_command("FT.DROPINDEX", f"{name}:mem:idx")
+    assert unneeded == [], f"rules nothing needs: {unneeded}"

@@ -1,11 +1,14 @@
 """Resource hygiene: no orphaned keys after any kind of deletion, no in-process growth.
 
-After every memory of a scope is gone (forget, forget_by_scope, eviction, TTL
-expiry) no key of that scope's hash tag may remain: not its documents, not its
-``created`` / ``keep`` / ``expiry`` / ``access`` sorted sets and hashes, not its
-``dedup`` hash. Only the scope registry (``<name>:scopes:*``) and the store-wide
-hashes are allowed to outlive it. Many operations must not grow the process:
-background tasks are reaped and traced memory stays flat.
+A memory is two keys at most: its document ``<name>:mem:<id>`` and, once recalled,
+its exact access counter ``<name>:acc:{<name>:mem:<id>}``. After a memory is gone
+(forget, forget_by_scope, eviction, erase, TTL expiry) neither may remain, nor any
+capacity lock (``<name>:caplock:*``), nor the consolidation state and fact history
+of a wiped scope (``<name>:cons:*``, ``<name>:hist:*``), nor the L1 keys of an erased
+or expired session (``<name>:l1:*``). Only the store-wide hashes may outlive them.
+The index is the only record of which memories a scope holds (no registry, no
+per-scope sets), so there is no bookkeeping to drift. Many operations must not
+grow the process: background tasks are reaped and traced memory stays flat.
 """
 
 from __future__ import annotations
@@ -15,29 +18,39 @@ import gc
 import sys
 import time
 import tracemalloc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
 
-from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory import Fact, HashingEmbedder, MemoryStore
 
 from .conftest import scan_keys, unit
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
+# Store-wide hashes: the index metadata, the Monitor stats and the live config.
+STORE_WIDE = ("__mem_meta", "__mem_stats", "__mem_config")
+
 
 @pytest.fixture
 async def store(client: Any, unique_name: str) -> AsyncIterator[MemoryStore]:
-    s = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(), discovery=False)
+    s = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(), discovery=False, dedup=True)
     yield s
     await s.close()
 
 
-async def _scope_keys(client: Any, store: MemoryStore, memory_id: str) -> list[str]:
-    """Every key that carries this memory's scope hash tag."""
-    tag = store.keys.scope_tag_of(memory_id)
-    return [k for k in await scan_keys(client, f"{store.name}:*") if f"{{{tag}}}" in k]
+async def _leftovers(client: Any, store: MemoryStore) -> list[str]:
+    """Every key of the store but the store-wide hashes."""
+    wide = {f"{store.name}:{suffix}" for suffix in STORE_WIDE}
+    return [k for k in await scan_keys(client, f"{store.name}:*") if k not in wide]
+
+
+async def _memory_keys(client: Any, store: MemoryStore, ids: Sequence[str]) -> list[str]:
+    """Which of these memories' documents and access counters exist."""
+    keys = [k for mid in ids for k in (store.keys.doc(mid), store.keys.access(mid))]
+    found = [await client.exists(k) for k in keys]
+    return [k for k, n in zip(keys, found, strict=True) if n]
 
 
 async def _fill(store: MemoryStore, thread: str, n: int, **extra: Any) -> list[str]:
@@ -54,76 +67,187 @@ async def _fill(store: MemoryStore, thread: str, n: int, **extra: Any) -> list[s
             for i in range(n)
         ]
     )
-    # Reinforce some so the per-scope access hash has entries, and a dedup hit.
-    await store.recall_by_vector(unit(0, 300), k=5, threshold=2.0, thread_id=thread)
+    # Reinforce some so they get access counters, and a dedup hit (the store dedups).
+    hits = await store.recall_by_vector(unit(0, 300), k=5, threshold=2.0, thread_id=thread)
+    assert hits
     again = await store.remember(f"{thread} memory 0", thread_id=thread, vector=unit(0, 300), **extra)
-    return ids if again in ids else [*ids, again]
+    assert again == ids[0]
+    return ids
 
 
-async def test_forget_each_memory_leaves_no_scope_key(store: MemoryStore, client: Any) -> None:
+async def test_forget_each_memory_leaves_no_key(store: MemoryStore, client: Any) -> None:
     ids = await _fill(store, "f", 12, ttl=3600)
-    other = await store.remember("a neighbour that stays", thread_id="g")
+    other = await store.remember("a neighbour that stays", thread_id="g", vector=unit(250, 300))
+    await store.recall_by_vector(unit(250, 300), k=1, threshold=0.01, thread_id="g")
+    counters = [k for k in await _memory_keys(client, store, ids) if ":acc:" in k]
+    assert len(counters) >= 5  # the recall and the dedup hit made counters
     for mid in ids:
         assert await store.forget(mid) is True
-    assert await _scope_keys(client, store, ids[0]) == []
+    assert await _memory_keys(client, store, ids) == []
     assert await store.get(other) is not None
-    assert len(await _scope_keys(client, store, other)) >= 2  # the neighbour is untouched
+    assert sorted(await _leftovers(client, store)) == sorted(
+        [store.keys.doc(other), store.keys.access(other)]
+    )  # the neighbour is untouched
 
 
-async def test_forget_by_scope_leaves_no_scope_key(store: MemoryStore, client: Any) -> None:
+async def test_forget_by_scope_leaves_no_key(store: MemoryStore, client: Any) -> None:
     """Several pages, a partial (tag-filtered) pass first, then the rest."""
     ids = await _fill(store, "fs", 1100, ttl=3600)
     removed = await store.forget_by_scope(thread_id="fs", tags=["g0"])
     assert removed == len([i for i in range(1100) if i % 3 == 0])
     assert await store.forget_by_scope(thread_id="fs") == 1100 - removed
-    assert await _scope_keys(client, store, ids[0]) == []
     assert await store.count(thread_id="fs") == 0
     info = await store.index_info()
     assert info is not None and info.num_docs == 0
-    leftovers = [k for k in await scan_keys(client, f"{store.name}:*") if "{" in k]
-    assert leftovers == []
+    assert await _memory_keys(client, store, ids) == []
+    assert await _leftovers(client, store) == []
 
 
 async def test_eviction_leaves_no_trace_of_the_evicted(client: Any, unique_name: str) -> None:
+    """20 writes one at a time into a scope capped at 3, with recalls between them: the 17
+    evicted leave neither document nor counter, and no capacity lock stays behind."""
     store = MemoryStore(
         client=client, name=unique_name, embedder=HashingEmbedder(), max_items_per_scope=3, discovery=False
     )
     try:
-        ids = await _fill(store, "ev", 20, ttl=3600)
-        tag = store.keys.scope_tag_of(ids[0])
+        ids = []
+        for i in range(20):
+            ids.append(await store.remember(f"ev memory {i}", vector=unit(i, 300), thread_id="ev"))
+            if i % 3 == 0:  # counters for memories that are evicted later
+                await store.recall_by_vector(unit(i, 300), k=3, threshold=2.0, thread_id="ev")
         alive = {m for m, item in zip(ids, await store.get_many(ids), strict=True) if item is not None}
         assert len(alive) == 3
-        docs = {store.keys.memory_id_of(k) for k in await scan_keys(client, f"{unique_name}:mem:{{{tag}}}:*")}
+        docs = {store.keys.memory_id_of(k) for k in await scan_keys(client, f"{unique_name}:mem:*")}
         assert docs == alive
-        created, keep, expiry, dedup, access = store.keys.scope_keys(tag)
-        assert {m.decode() for m in await client.zrange(created, 0, -1)} == alive
-        assert {m.decode() for m in await client.zrange(keep, 0, -1)} == alive
-        assert {m.decode().split("|")[0] for m in await client.zrange(expiry, 0, -1)} == alive
-        assert {v.decode() for v in (await client.hgetall(dedup)).values()} == alive
-        assert {f.decode() for f in await client.hkeys(access)} <= alive
+        assert set(await _leftovers(client, store)) <= {
+            k for mid in alive for k in (store.keys.doc(mid), store.keys.access(mid))
+        }
+        assert await scan_keys(client, f"{unique_name}:caplock:*") == []
+        assert (await store.stats()).evictions == 17
         assert await store.forget_by_scope(thread_id="ev") == 3
-        assert await _scope_keys(client, store, ids[0]) == []
+        assert await _leftovers(client, store) == []
     finally:
         await store.close()
 
 
-async def test_ttl_expired_memories_are_swept_by_the_next_write(store: MemoryStore, client: Any) -> None:
+async def test_ttl_expiry_alone_leaves_no_key(store: MemoryStore, client: Any) -> None:
+    """Memories that expire (some recalled, one deduplicated) leave nothing: the server
+    expires the document, and a recall gives the access counter the document's own
+    remaining TTL, so it goes at the same moment. Reads hide them at once."""
     ids = await _fill(store, "ttl", 8, ttl=1)
-    await asyncio.sleep(1.5)
+    recalled = [mid for mid in ids if await client.exists(store.keys.access(mid))]
+    assert recalled
+    for mid in recalled:
+        assert 0 < await client.pttl(store.keys.access(mid)) <= await client.pttl(store.keys.doc(mid)) + 5
+    await asyncio.sleep(1.2)
     assert all(item is None for item in await store.get_many(ids))
-    fresh = await store.remember("after expiry", thread_id="ttl", vector=unit(5))
+    assert await store.count(thread_id="ttl") == 0
+    assert (await store.list(thread_id="ttl")).items == []
+    assert await store.recall_by_vector(unit(0, 300), k=5, threshold=2.0, thread_id="ttl") == []
+    deadline = time.monotonic() + 3  # active expiry may lag a little behind the TTL
+    while await _leftovers(client, store) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert await _leftovers(client, store) == []
+    fresh = await store.remember("after expiry", thread_id="ttl", vector=unit(5, 300))
     assert await store.count(thread_id="ttl") == 1
     assert await store.forget(fresh) is True
-    assert await _scope_keys(client, store, ids[0]) == []
+    assert await _leftovers(client, store) == []
 
 
-async def test_ttl_expiry_alone_leaves_no_bookkeeping(store: MemoryStore, client: Any) -> None:
-    """A scope whose memories all expired, and that nobody writes again, holds no key and counts 0."""
-    ids = await _fill(store, "ttl-idle", 8, ttl=1)
-    await asyncio.sleep(1.5)
-    assert all(item is None for item in await store.get_many(ids))
-    assert await store.count(thread_id="ttl-idle") == 0
-    assert await _scope_keys(client, store, ids[0]) == []
+async def test_ttl_zero_means_no_expiry(store: MemoryStore, client: Any) -> None:
+    """``ttl=0`` (the reference's "no expiry") writes no TTL and no ``expires_at``."""
+    mid = await store.remember("kept forever", ttl=0, vector=unit(3), thread_id="z")
+    assert await client.pttl(store.keys.doc(mid)) == -1
+    assert await client.hexists(store.keys.doc(mid), "expires_at") == 0
+    assert (await store.get(mid)).expires_at is None  # type: ignore[union-attr]
+
+
+async def test_a_document_deleted_by_another_client_leaves_its_access_counter(
+    store: MemoryStore, client: Any
+) -> None:
+    """Another client deleting a document (BetterDB Monitor's forget, the reference library's
+    forget or eviction: a plain DEL) is gone from every read at once, but the access counter
+    of a recalled memory without TTL stays behind with no TTL (a leak, reported) until this
+    library's ``forget`` of that id deletes it."""
+    mid = await store.remember("recalled, then deleted elsewhere", vector=unit(9), thread_id="x")
+    assert await store.recall_by_vector(unit(9), k=1, threshold=0.01, thread_id="x")
+    assert await client.delete(store.keys.doc(mid)) == 1
+    assert await store.count(thread_id="x") == 0 and await store.get(mid) is None
+    assert await _leftovers(client, store) == [store.keys.access(mid)]  # the leak
+    assert await client.pttl(store.keys.access(mid)) == -1
+    assert await store.forget(mid) is False  # nothing to forget, but it cleans the counter
+    assert await _leftovers(client, store) == []
+
+
+async def test_erase_leaves_no_key_of_the_agent(client: Any, unique_name: str) -> None:
+    """``erase(agent_id=)``: L1 turns and session keys, L1 summaries, memories, access
+    counters, consolidation state and superseded fact history of the agent all go; another
+    agent's keys all stay."""
+    store = MemoryStore(
+        client=client,
+        name=unique_name,
+        embedder=HashingEmbedder(),
+        discovery=False,
+        max_session_turns=2,
+        summarize_batch=2,
+    )
+    try:
+
+        async def populate(agent: str) -> None:
+            for thread in ("t1", "t2"):
+                for i in range(6):
+                    await store.store_turn(thread, f"{agent} question {i}", f"answer {i}", agent_id=agent)
+                await store.summarize_session(thread, agent_id=agent)
+            await store.remember(f"{agent} lives in Paris", thread_id="t1", agent_id=agent, vector=unit(1))
+            await store.recall_by_vector(unit(1), k=3, threshold=2.0, agent_id=agent)
+            for city, date in (("Paris", "2020-01-01"), ("Berlin", "2021-01-01")):
+                await store.remember(f"{agent} moved to {city}", agent_id=agent, vector=unit(2))
+                await store.consolidate(
+                    "facts", extract_facts=lambda items, c=city, d=date: [Fact("city", f"lives in {c}", d)],
+                    agent_id=agent,
+                )  # fmt: skip
+            await store.consolidate("summary", lambda items: "digest", agent_id=agent, delete_sources=False)
+
+        await populate("a")
+        before_b = set(await _leftovers(client, store))
+        await populate("b")
+        keys_b = set(await _leftovers(client, store)) - before_b
+        history = await store.fact_history("city", agent_id="a")
+        assert [r.current for r in history] == [True, False]  # Berlin superseded Paris
+        assert await scan_keys(client, f"{unique_name}:hist:*")
+        assert await scan_keys(client, f"{unique_name}:cons:*")
+        assert await scan_keys(client, f"{unique_name}:l1:*")
+        assert await store.count(agent_id="a") > 0
+        erased = await store.erase(agent_id="a")
+        assert erased > 0
+        assert await store.count(agent_id="a") == 0
+        assert await store.fact_history("city", agent_id="a") == []
+        left = set(await _leftovers(client, store))
+        # Everything left belongs to agent "b" (or is the consolidation target registry,
+        # which still lists b's targets).
+        assert left - keys_b <= {f"{unique_name}:cons:targets"}, sorted(left - keys_b)
+        assert await store.count(agent_id="b") > 0
+        assert len(await store.fact_history("city", agent_id="b")) == 2
+        assert await store.erase(agent_id="b") > 0
+        assert await _leftovers(client, store) == []
+    finally:
+        await store.close()
+
+
+async def test_l1_session_expiry_leaves_no_key(client: Any, unique_name: str) -> None:
+    """A session nobody writes to again expires whole: turns, metadata, cursor, agent set."""
+    store = MemoryStore(
+        client=client, name=unique_name, embedder=HashingEmbedder(), discovery=False, session_ttl=1
+    )
+    try:
+        for i in range(3):
+            await store.store_turn("s", f"question {i}", f"answer {i}", agent_id="a")
+        assert await scan_keys(client, f"{unique_name}:l1:*")
+        await asyncio.sleep(1.3)
+        assert await store.get_session_metadata("s", agent_id="a") is None
+        assert await _leftovers(client, store) == []
+    finally:
+        await store.close()
 
 
 @pytest.mark.slow
@@ -190,5 +314,6 @@ async def test_twenty_thousand_operations_do_not_grow_the_process(client: Any, u
         assert traced < 512 * 1024, f"{traced} bytes retained over 5,000 operations"
         assert blocks_growth < 9_000, f"{blocks_growth} more allocated blocks after 18,000 operations"
         assert await store.count() <= 10 * 20
+        assert await scan_keys(client, f"{unique_name}:caplock:*") == []
     finally:
         await store.close()
