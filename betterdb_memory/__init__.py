@@ -52,7 +52,7 @@ from betterdb_agent_cache.types import AnalyticsOptions, TelemetryOptions  # typ
 
 from ._io import RetryPolicy
 from ._version import __version__
-from .consolidation import ConsolidateFactsResult, ConsolidateResult, ConsolidationBusyError, Fact, FactRecord
+from .consolidation import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
 from .context import ContextBudget, RetrievedContext
 from .dialect import Capabilities, IndexInfo
 from .embedders import (
@@ -67,6 +67,7 @@ from .errors import (
     BetterDBMemoryError,
     CommandNotSupportedError,
     ConfigurationError,
+    ConsolidationBusyError,
     EmbeddingError,
     IndexExistsError,
     IndexNotFoundError,
@@ -74,6 +75,7 @@ from .errors import (
     PermissionDeniedError,
     QuerySyntaxError,
     ServerError,
+    StoreClosedError,
     StoreConnectionError,
     StoreTimeoutError,
     TokenBudgetError,
@@ -182,6 +184,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "ServerError",
     "SessionMetadata",
     "SessionStats",
+    "StoreClosedError",
     "StoreConnectionError",
     "StoreStats",
     "StoreTimeoutError",

@@ -21,13 +21,10 @@ written are never victims of their own write.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._io import call
 from .codec import to_float
 from .keys import digest
 from .query import MemoryFilter, filter_search_args
@@ -37,6 +34,7 @@ from .scoring import keep_score
 if TYPE_CHECKING:
     from ._io import RetryPolicy
     from ._observe import StoreObservability
+    from .backend import Backend
     from .dialect import Capabilities
     from .keys import KeySpace
     from .observability.metrics import MemoryMetrics
@@ -47,7 +45,7 @@ __all__ = ["CapacityMixin"]
 
 log = logging.getLogger(__name__)
 
-_LOCK_MS = 10_000
+_LOCK_S = 10.0
 _LOCK_WAIT_S = 15.0
 
 
@@ -62,8 +60,7 @@ class CapacityMixin:
         metrics: MemoryMetrics
         capabilities: Capabilities | None
         layout: IndexLayout
-        _lock_script: Any
-        _unlock_script: Any
+        backend: Backend
 
         async def _delete_ids(self, ids: Sequence[str]) -> int: ...
         async def _scan_all(
@@ -125,22 +122,18 @@ class CapacityMixin:
             return 0
 
     async def _evict(self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float) -> int:
-        lock = self.keys.cap_lock(digest(*_filter_parts(flt), size=12))
-        token = uuid.uuid4().hex
-        if not await self._acquire(lock, token):
-            log.warning("capacity lock %s still held after %.0f s; eviction skipped", lock, _LOCK_WAIT_S)
-            return 0
-        try:
+        lock = self.backend.lock(
+            self.keys.cap_lock(digest(*_filter_parts(flt), size=12)),
+            ttl=_LOCK_S,
+            wait=_LOCK_WAIT_S,
+            heartbeat=False,
+        )
+        async with lock:
             victims = await self._victims(flt, cap, protect=protect, now=now)
             removed = await self._delete_ids(victims)
-        finally:
-            await self._release(lock, token)
         if removed:
-            await call(
-                "capacity",
-                lambda: self._client.hincrby(self.keys.stats, "evictions", removed),
-                policy=self.retry,
-                idempotent=False,
+            await self.backend.command(
+                "capacity", "HINCRBY", self.keys.stats, "evictions", removed, idempotent=False
             )
             self.metrics.observe_evictions(removed)
         return removed
@@ -179,29 +172,6 @@ class CapacityMixin:
             ranked.append((score, mid))
         ranked.sort()
         return [mid for _, mid in ranked[:excess]]
-
-    async def _acquire(self, lock: str, token: str) -> bool:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + _LOCK_WAIT_S
-        delay = 0.002
-        while True:
-            got = await call(
-                "capacity",
-                lambda: self._lock_script(keys=[lock], args=[token, _LOCK_MS]),
-                policy=self.retry,
-            )
-            if int(got) == 1:
-                return True
-            if loop.time() > deadline:
-                return False
-            await asyncio.sleep(delay)
-            delay = min(0.05, delay * 2)
-
-    async def _release(self, lock: str, token: str) -> None:
-        try:
-            await call("capacity", lambda: self._unlock_script(keys=[lock], args=[token]), policy=self.retry)
-        except Exception as exc:  # it expires on its own
-            log.debug("capacity unlock %s failed: %s", lock, exc)
 
 
 def _filter_parts(flt: MemoryFilter) -> tuple[str | None, ...]:

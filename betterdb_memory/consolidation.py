@@ -34,7 +34,6 @@ Design (why it looks like this):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import inspect
 import json
@@ -43,16 +42,14 @@ import math
 import re
 import time
 import unicodedata
-import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._io import call
 from .codec import as_text, to_float
-from .errors import BetterDBMemoryError, ValidationError
+from .errors import ConsolidationBusyError, ValidationError
 from .keys import KeySpace, Scope
 from .models import SENSITIVITY_LEVELS, MemoryItem
 from .query import ITEM_FIELDS, MemoryFilter
@@ -61,6 +58,7 @@ from .validation import check_importance, check_tags
 if TYPE_CHECKING:
     from ._io import RetryPolicy
     from ._observe import StoreObservability
+    from .backend import Backend, ScopedLock, Script
     from .observability.metrics import MemoryMetrics
     from .replies import SearchHit
 
@@ -172,12 +170,6 @@ class ConsolidateFactsResult:
     unchanged: int = 0
     fact_ids: list[str] = field(default_factory=list)
     mode: Literal["facts"] = "facts"
-
-
-class ConsolidationBusyError(BetterDBMemoryError):
-    """Another consolidation of the same scope held the lock too long, or this run lost it."""
-
-    default_code = "consolidation.busy"
 
 
 # The model seams: plain callables, sync or async (a sync one runs in a worker thread).
@@ -436,76 +428,6 @@ class ConsolidationKeys:
         return [self.lock, self.subjects, *self.consumed.values()]
 
 
-class _ScopeLock:
-    """A TTL-bounded token lock on one target scope, kept alive by a heartbeat while held."""
-
-    def __init__(
-        self, lock_script: Any, unlock_script: Any, key: str, retry: RetryPolicy, *, ttl: float, wait: float
-    ) -> None:
-        self.lock_script, self.unlock_script = lock_script, unlock_script
-        self.key, self.retry = key, retry
-        self.ttl_ms = str(max(1000, int(ttl * 1000)))
-        self.ttl, self.wait = ttl, wait
-        self.token = uuid.uuid4().hex
-        self.lost = False
-        self._beat: asyncio.Task[None] | None = None
-
-    async def _take(self) -> bool:
-        # The LOCK script is replay-safe: a retried call whose first reply was lost
-        # finds its own token and succeeds (it also extends the TTL).
-        async def run() -> Any:
-            return await self.lock_script(keys=[self.key], args=[self.token, self.ttl_ms])
-
-        return int(await call("consolidate", run, policy=self.retry)) == 1
-
-    async def __aenter__(self) -> _ScopeLock:
-        deadline = time.monotonic() + self.wait
-        delay = 0.02
-        while not await self._take():
-            if time.monotonic() > deadline:
-                raise ConsolidationBusyError(
-                    f"another consolidation holds {self.key} (waited {self.wait:.0f}s)",
-                    details={"lock": self.key},
-                )
-            await asyncio.sleep(delay)
-            delay = min(0.5, delay * 2)
-        self._beat = asyncio.get_running_loop().create_task(self._heartbeat())
-        return self
-
-    async def _heartbeat(self) -> None:
-        while True:
-            await asyncio.sleep(self.ttl / 3)
-            try:
-                if not await self._take():
-                    self.lost = True
-                    return
-            except BetterDBMemoryError as exc:  # try again next beat; the TTL covers a blip
-                log.warning("could not extend consolidation lock %s: %s", self.key, exc)
-
-    def check(self) -> None:
-        """Refuse to write once the lock is gone: another run may be writing the same scope."""
-        if self.lost:
-            raise ConsolidationBusyError(
-                f"consolidation lock {self.key} expired during the run; nothing more was written",
-                code="consolidation.lock_lost",
-                details={"lock": self.key},
-            )
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._beat is not None:
-            self._beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._beat
-        try:
-            await call(
-                "consolidate",
-                lambda: self.unlock_script(keys=[self.key], args=[self.token]),
-                policy=self.retry,
-            )
-        except BetterDBMemoryError as exc:  # the TTL frees it
-            log.warning("could not release consolidation lock %s: %s", self.key, exc)
-
-
 @dataclass(frozen=True, slots=True)
 class _Selection:
     """Validated candidate selectors and the exact scope output is written to."""
@@ -561,9 +483,8 @@ class ConsolidationMixin:
         metrics: MemoryMetrics
         fact_source: str
         fact_importance: float
-        _lock_script: Any
-        _unlock_script: Any
-        _retire_script: Any
+        backend: Backend
+        _retire_script: Script
 
         async def _ensure_ready(self) -> None: ...
         async def _scan_ordered(
@@ -727,30 +648,19 @@ class ConsolidationMixin:
         return result
 
     async def _call(self, operation: str, method: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-        """One client call through ``_io.call`` (retried: every use here is idempotent)."""
-
-        async def run() -> Any:
-            return await method(*args)
-
-        return await call(operation, run, policy=self.retry)
+        """One client call through the backend (retried: every use here is idempotent)."""
+        return await self.backend.call(operation, lambda: method(*args))
 
     def _keys_of(self, scope: Scope) -> ConsolidationKeys:
         return ConsolidationKeys(self.keys, scope)
 
-    def _scope_lock(self, ck: ConsolidationKeys) -> _ScopeLock:
-        return _ScopeLock(
-            self._lock_script,
-            self._unlock_script,
-            ck.lock,
-            self.retry,
-            ttl=self.consolidation_lock_ttl,
-            wait=self.consolidation_lock_wait,
-        )
+    def _scope_lock(self, ck: ConsolidationKeys) -> ScopedLock:
+        return self.backend.lock(ck.lock, ttl=self.consolidation_lock_ttl, wait=self.consolidation_lock_wait)
 
     async def _register_target(self, ck: ConsolidationKeys) -> None:
         s = ck.scope
         value = json.dumps([s.namespace, s.agent_id, s.thread_id], ensure_ascii=False)
-        await call("consolidate", lambda: self._client.hset(ck.targets, ck.tag, value), policy=self.retry)
+        await self.backend.call("consolidate", lambda: self._client.hset(ck.targets, ck.tag, value))
 
     async def _candidates(self, sel: _Selection, ck: ConsolidationKeys, mode: str) -> list[MemoryItem]:
         """The selection's unconsumed candidates, oldest first."""
@@ -768,17 +678,13 @@ class ConsolidationMixin:
         if not items:
             return []
         ids = [i.id for i in items]
-        scores = await call(
-            "consolidate", lambda: self._client.zmscore(ck.consumed[mode], ids), policy=self.retry
-        )
+        scores = await self.backend.call("consolidate", lambda: self._client.zmscore(ck.consumed[mode], ids))
         return [i for i, score in zip(items, scores, strict=True) if score is None]
 
     async def _mark_consumed(self, key: str, ids: Sequence[str]) -> None:
         if ids:
             now = time.time()
-            await call(
-                "consolidate", lambda: self._client.zadd(key, dict.fromkeys(ids, now)), policy=self.retry
-            )
+            await self.backend.call("consolidate", lambda: self._client.zadd(key, dict.fromkeys(ids, now)))
 
     def _output(
         self,
@@ -968,7 +874,7 @@ class ConsolidationMixin:
             pipe.hset(ck.subjects, digest, subject_key)
             await pipe.execute()
 
-        await call("consolidate", run, policy=self.retry)
+        await self.backend.call("consolidate", run)
 
     async def _retire(
         self,
@@ -986,10 +892,8 @@ class ConsolidationMixin:
         for mid in ids:
             keys = [self.keys.doc(mid), ck.hist_doc(mid), self.keys.access(mid)]
 
-            async def run(keys: list[str] = keys) -> Any:
-                return await self._retire_script(keys=keys, args=[stamp, by or "", "1" if retracted else "0"])
-
-            if await call("consolidate", run, policy=self.retry):
+            args = [stamp, by or "", "1" if retracted else "0"]
+            if await self.backend.script("consolidate", self._retire_script, keys, args):
                 moved += 1
                 subject = subjects.get(mid)
                 if subject:
@@ -1032,10 +936,9 @@ class ConsolidationMixin:
         """
         key = _subject_key(subject)
         ck = self._keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
-        members = await call(
+        members = await self.backend.call(
             "fact_history",
             lambda: self._client.zrange(ck.history(subject_digest(key)), 0, -1, withscores=True),
-            policy=self.retry,
         )
         ids = [(as_text(m), float(s)) for m, s in members]
 
@@ -1046,7 +949,7 @@ class ConsolidationMixin:
                 pipe.hmget(self.keys.doc(mid), list(_HIST_FIELDS))
             return list(await pipe.execute())
 
-        found = await call("fact_history", docs, policy=self.retry) if ids else []
+        found = await self.backend.call("fact_history", docs) if ids else []
         records: list[tuple[float, FactRecord]] = []
         for n, (mid, order) in enumerate(ids):
             hist_vals, mem_vals = found[2 * n], found[2 * n + 1]
@@ -1078,7 +981,7 @@ class ConsolidationMixin:
         if only is not None:
             digests = [only]
         else:
-            raw = await call("purge_fact_history", lambda: self._client.hkeys(ck.subjects), policy=self.retry)
+            raw = await self.backend.call("purge_fact_history", lambda: self._client.hkeys(ck.subjects))
             digests = sorted(as_text(d) for d in raw)
         deleted = 0
         for digest in digests:
@@ -1092,7 +995,7 @@ class ConsolidationMixin:
                     pipe.exists(self.keys.doc(mid))
                 return list(await pipe.execute())
 
-            rows = await call("purge_fact_history", run, policy=self.retry) if ids else []
+            rows = await self.backend.call("purge_fact_history", run) if ids else []
             gone = [mid for n, mid in enumerate(ids) if not int(rows[2 * n + 1])]
             deleted += sum(int(r) for r in rows[0::2])
             if gone:
@@ -1106,7 +1009,7 @@ class ConsolidationMixin:
         survives the right to erasure.
         """
         targets_key = f"{self.keys.name}:cons:targets"
-        raw = await call("forget_by_scope", lambda: self._client.hgetall(targets_key), policy=self.retry)
+        raw = await self.backend.call("forget_by_scope", lambda: self._client.hgetall(targets_key))
         for tag, value in raw.items():
             ns, agent, thread = json.loads(as_text(value))
             exact = Scope(namespace=ns, agent_id=agent, thread_id=thread)
@@ -1124,7 +1027,7 @@ class ConsolidationMixin:
                 pipe.hdel(targets_key, tag)
                 await pipe.execute()
 
-            await call("forget_by_scope", run, policy=self.retry)
+            await self.backend.call("forget_by_scope", run)
 
 
 def _subject_key(subject: object) -> str:

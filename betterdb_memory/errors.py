@@ -16,8 +16,10 @@ it wrong / the connection failed)::
     │   ├── ConfigurationError          the store's set-up is wrong (dimension, extras, ...)
     │   ├── MemoryNotFoundError         the memory id named does not exist
     │   └── TokenBudgetError            ``token_budget`` is not a positive integer
-    └── StoreConnectionError            the server could not be reached in time
-        └── StoreTimeoutError
+    ├── StoreConnectionError            the server could not be reached in time
+    │   └── StoreTimeoutError
+    ├── ConsolidationBusyError          another run holds a scope's lock (try again later)
+    └── StoreClosedError                the store was used after ``close()``
 
 ``EmbeddingError``, ``MemoryNotFoundError`` and ``TokenBudgetError`` are the names
 actrone-memory raises for the same conditions, placed in the family whose meaning
@@ -39,6 +41,7 @@ __all__ = [
     "BetterDBMemoryError",
     "CommandNotSupportedError",
     "ConfigurationError",
+    "ConsolidationBusyError",
     "EmbeddingError",
     "IndexExistsError",
     "IndexNotFoundError",
@@ -46,6 +49,7 @@ __all__ = [
     "PermissionDeniedError",
     "QuerySyntaxError",
     "ServerError",
+    "StoreClosedError",
     "StoreConnectionError",
     "StoreTimeoutError",
     "TokenBudgetError",
@@ -200,6 +204,18 @@ class TokenBudgetError(ValidationError):
 
 
 # -- the connection failed --------------------------------------------------------
+
+
+class ConsolidationBusyError(BetterDBMemoryError):
+    """Another run held a scope's lock past the wait, or this run lost the lock midway."""
+
+    default_code = "consolidation.busy"
+
+
+class StoreClosedError(BetterDBMemoryError):
+    """The store (or facade) was used after ``close()``."""
+
+    default_code = "state.closed"
 
 
 class StoreConnectionError(BetterDBMemoryError):

@@ -46,7 +46,7 @@ from betterdb_agent_cache.types import (  # type: ignore[import-untyped]
 )
 
 from .embedders.base import Embedder, EmbeddingFunction
-from .errors import BetterDBMemoryError, ConfigurationError
+from .errors import ConfigurationError, StoreClosedError
 from .observability.telemetry import do_not_track
 from .options import AgentMemoryConfig, MemoryTelemetryOptions
 from .store import MemoryStore
@@ -83,10 +83,10 @@ class AgentMemoryOptions(AgentCacheOptions):  # type: ignore[misc]
     embedder: Embedder | None = None
 
 
-class AgentMemoryClosedError(BetterDBMemoryError, RuntimeError):
+class AgentMemoryClosedError(StoreClosedError, RuntimeError):
     """The facade was closed; build a new one."""
 
-    default_code = "state.closed"
+    default_code = "state.facade_closed"
 
 
 def _resolve_analytics(analytics: Any) -> Any:

@@ -13,12 +13,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import call
 from .codec import as_text, encode_vector, to_float, validate_vector
 from .keys import Scope
 from .models import MemoryHit, MemoryItem
@@ -31,6 +30,7 @@ from .validation import check_content, check_distance_threshold, check_k, check_
 if TYPE_CHECKING:
     from ._io import RetryPolicy
     from ._observe import StoreObservability
+    from .backend import Backend
     from .dialect import Capabilities
     from .embedders.base import Embedder
     from .keys import KeySpace
@@ -72,6 +72,7 @@ class RecallMixin:
         default_threshold: float
         fact_source: str
         _reinforce_script: Any
+        backend: Backend
 
         def current_config(self) -> ConfigSnapshot: ...
         def _access_interval(self, half_life: float) -> float: ...
@@ -79,7 +80,6 @@ class RecallMixin:
         def _needs_check(self, flt: MemoryFilter) -> bool: ...
         async def _ensure_ready(self) -> None: ...
         async def _with_index(self, operation: str, fn: Any) -> Any: ...
-        async def _run_scripted(self, build: Callable[[Any], None]) -> list[Any]: ...
         async def _embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]: ...
         async def get_many(self, ids: Sequence[str]) -> list[MemoryItem | None]: ...
 
@@ -215,10 +215,7 @@ class RecallMixin:
             self.keys.index, encode_vector(vector), k=k, flt=flt, layout=self.layout, return_fields=fields
         )
 
-        async def run() -> Any:
-            return await self._client.execute_command(*args)
-
-        reply = await self._with_index("recall", lambda: call("recall", run, policy=self.retry))
+        reply = await self._with_index("recall", lambda: self.backend.search("recall", args))
         now_ms = time.time() * 1000
         out: list[tuple[MemoryItem, float]] = []
         for hit in parse_search_reply(reply).hits:
@@ -357,17 +354,16 @@ class RecallMixin:
 
         def build(pipe: Any) -> None:
             for mid in ids:
-                pipe.evalsha(
-                    self._reinforce_script.sha, 2, self.keys.doc(mid), self.keys.access(mid),
-                    now_ms, repr(half_life), interval_ms,
-                )  # fmt: skip
-
-        async def run() -> None:
-            await self._run_scripted(build)
+                self.backend.queue_script(
+                    pipe,
+                    self._reinforce_script,
+                    [self.keys.doc(mid), self.keys.access(mid)],
+                    [now_ms, repr(half_life), interval_ms],
+                )
 
         # Not retried: a replayed increment would count an access twice.
         try:
-            await call("reinforce", run, policy=self.retry, idempotent=False, details={"ids": len(ids)})
+            await self.backend.pipeline("reinforce", build, idempotent=False, details={"ids": len(ids)})
         except Exception as exc:  # reinforcement must never break the read path
             log.warning("reinforcement of %d hits failed: %s", len(ids), exc)
             self.metrics.observe_background_failure("reinforce")

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._io import call
 from .codec import as_text, encode_vector
 from .errors import BetterDBMemoryError, ValidationError
 from .keys import Scope
@@ -37,6 +36,7 @@ from .validation import check_tags
 if TYPE_CHECKING:
     from ._io import RetryPolicy
     from ._observe import StoreObservability
+    from .backend import Backend
     from .dialect import Capabilities
     from .embedders.base import Embedder
     from .keys import KeySpace
@@ -66,6 +66,7 @@ class ScopeOpsMixin:
         layout: IndexLayout
         embedder: Embedder
         fact_source: str
+        backend: Backend
 
         async def _with_index(self, operation: str, fn: Any) -> Any: ...
         async def _ensure_ready(self) -> None: ...
@@ -86,10 +87,7 @@ class ScopeOpsMixin:
         )
 
     async def _search(self, args: Sequence[Any], operation: str) -> Any:
-        async def run() -> Any:
-            return await self._client.execute_command(*args)
-
-        return await self._with_index(operation, lambda: call(operation, run, policy=self.retry))
+        return await self._with_index(operation, lambda: self.backend.search(operation, args))
 
     async def _scan(
         self,

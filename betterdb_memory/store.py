@@ -24,16 +24,16 @@ import logging
 import math
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import valkey.asyncio as avalkey
-import valkey.exceptions as vexc
 
 from . import _scripts
-from ._io import RetryPolicy, call
+from ._io import RetryPolicy
 from ._observe import StoreObservability
+from .backend import Backend
 from .capacity import CapacityMixin
 from .codec import as_text, encode_vector, join_tags, to_int, validate_vector
 from .consolidation import ConsolidationMixin
@@ -43,6 +43,7 @@ from .errors import (
     ConfigurationError,
     IndexExistsError,
     IndexNotFoundError,
+    StoreClosedError,
     ValidationError,
 )
 from .keys import KeySpace, Scope
@@ -86,6 +87,10 @@ _DEFAULT_FACT_IMPORTANCE = 0.7
 _DEFAULT_REFRESH_SECONDS = 5.0
 _MIN_REFRESH_SECONDS = 1.0
 _KINDS = ("memory", "summary", "fact", "extracted")
+
+
+def _nothing(pipe: Any) -> None:
+    """A pipeline with no keyed commands (only searches)."""
 
 
 def _normalise_for_dedup(content: str) -> str:
@@ -338,6 +343,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         self.rerank_candidates = rerank_candidates
         self._hnsw = (hnsw_m, hnsw_ef_construction, hnsw_ef_runtime)
         self.retry = retry or RetryPolicy()
+        self.backend = Backend(client, retry=self.retry)
         self._defaults = ConfigSnapshot(
             threshold=self.default_threshold,
             weight_similarity=self.weights.similarity,
@@ -382,16 +388,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         self.layout = IndexLayout()
         self._ready = False
         self._ready_lock = asyncio.Lock()
-        self._reinforce_script = client.register_script(_scripts.REINFORCE)
-        self._lock_script = client.register_script(_scripts.LOCK)
-        self._unlock_script = client.register_script(_scripts.UNLOCK)
-        self._retire_script = client.register_script(_scripts.RETIRE)
-        self._scripts_all = (
-            self._reinforce_script,
-            self._lock_script,
-            self._unlock_script,
-            self._retire_script,
-        )
+        self._reinforce_script = self.backend.register("reinforce", _scripts.REINFORCE)
+        self._retire_script = self.backend.register("retire", _scripts.RETIRE)
         self._background: set[asyncio.Task[Any]] = set()
         self._closed = False
 
@@ -459,7 +457,10 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         return store
 
     async def close(self) -> None:
-        """Wait for background work, then close what this store opened (never the caller's client)."""
+        """Wait for background work, then close what this store opened (never the caller's client).
+
+        Idempotent. Afterwards every operation raises ``StoreClosedError``.
+        """
         if self._closed:
             return
         self._closed = True
@@ -467,10 +468,15 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         if self._background:
             await asyncio.wait(self._background, timeout=5.0)
         await self._obs.close()
+        self.backend.closed = True
         if self._owned_client:
             await self._client.aclose()
         if self._owned_server is not None:
             await asyncio.to_thread(self._owned_server.stop)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("the store was closed; build a new one", code="state.closed")
 
     async def __aenter__(self) -> MemoryStore:
         return self
@@ -522,6 +528,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             await self._ensure_index_locked()
 
     async def _ensure_ready(self) -> None:
+        self._check_open()
         if self._ready:
             return
         async with self._ready_lock:
@@ -531,21 +538,17 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
     async def _ensure_index_locked(self) -> None:
         client = self._client
         if self.capabilities is None:
-            self.capabilities = await call("probe", lambda: probe(client), policy=self.retry)
+            self.capabilities = await self.backend.call("probe", lambda: probe(client))
         caps = self.capabilities
         if self._lazy_embedder is not None:
             await self._lazy_embedder.resolve()
-        meta_raw = await call("ensure_index", lambda: client.hgetall(self.keys.meta), policy=self.retry)
+        meta_raw = await self.backend.call("ensure_index", lambda: client.hgetall(self.keys.meta))
         meta = {as_text(k): as_text(v) for k, v in meta_raw.items()}
         self._check_meta(meta)
         reply = await self._index_reply()
         if reply is None:
             try:
-                await call(
-                    "ensure_index",
-                    lambda: client.execute_command(*create_index_args(self.spec, caps)),
-                    policy=self.retry,
-                )
+                await self.backend.search("ensure_index", create_index_args(self.spec, caps))
                 # A new index over existing documents (a recreated one) backfills in the
                 # background; wait, bounded, so the next query sees what was stored.
                 await self._wait_index_ready(limit_seconds=30.0)
@@ -561,15 +564,13 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             "index": self.keys.index,
         }
 
-        async def record() -> None:
-            pipe = client.pipeline(transaction=False)
+        def record(pipe: Any) -> None:
             for k, v in fields.items():
                 pipe.hsetnx(self.keys.meta, k, v)
             pipe.hgetall(self.keys.meta)
-            out = await pipe.execute()
-            self._check_meta({as_text(k): as_text(v) for k, v in out[-1].items()})
 
-        await call("ensure_index", record, policy=self.retry)
+        out = await self.backend.pipeline("ensure_index", record)
+        self._check_meta({as_text(k): as_text(v) for k, v in out[-1].items()})
         self._ready = True
         if not self._closed:
             await self._obs.start(caps.as_list())
@@ -628,14 +629,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             await asyncio.sleep(0.05)
 
     async def _index_reply(self) -> Any:
-        try:
-            return await call(
-                "index_info",
-                lambda: self._client.execute_command("FT.INFO", self.keys.index),
-                policy=self.retry,
-            )
-        except IndexNotFoundError:
-            return None
+        return await self.backend.index_info(self.keys.index)
 
     async def index_info(self) -> IndexInfo | None:
         """FT.INFO of this store's index, normalised across engines; None when absent."""
@@ -932,21 +926,23 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         cap = cfg.max_items_per_scope if capped else None
         cap_filters = self._cap_filters([prepared[i] for i, *_ in records]) if cap else []
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
+        def build(pipe: Any) -> None:
             for _, mid, fields, ttl_ms in records:
                 key = self.keys.doc(mid)
                 pipe.execute_command("HSET", key, *fields)
                 if ttl_ms:
                     pipe.execute_command("PEXPIRE", key, ttl_ms)
-            for flt in cap_filters:
-                pipe.execute_command(*self._count_args(flt))
-            return list(await pipe.execute())
 
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
         results = await self._with_index(
-            "remember", lambda: call("remember", run, policy=self.retry, details={"count": len(records)})
+            "remember",
+            lambda: self.backend.pipeline(
+                "remember",
+                build,
+                details={"count": len(records)},
+                searches=[self._count_args(flt) for flt in cap_filters],
+            ),
         )
         self.metrics.add_items(len(records))
         evicted = 0
@@ -966,19 +962,14 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             return {}
         check = ("threadId", "agentId", "namespace", "dedup")
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
-            for i, p in enumerate(prepared):
-                flt = MemoryFilter(scope=p["scope"], dedup=p["dedup_hash"])
-                pipe.execute_command(
-                    *knn_search_args(
-                        self.keys.index, encode_vector(vectors[i]), k=10, flt=flt, layout=self.layout,
-                        return_fields=check,
-                    )
-                )  # fmt: skip
-            return list(await pipe.execute())
-
-        replies = await call("remember", run, policy=self.retry)
+        searches = [
+            knn_search_args(
+                self.keys.index, encode_vector(vectors[i]), k=10, layout=self.layout, return_fields=check,
+                flt=MemoryFilter(scope=p["scope"], dedup=p["dedup_hash"]),
+            )
+            for i, p in enumerate(prepared)
+        ]  # fmt: skip
+        replies = await self.backend.pipeline("remember", _nothing, searches=searches)
         out: dict[int, str] = {}
         for i, (p, reply) in enumerate(zip(prepared, replies, strict=True)):
             scope: Scope = p["scope"]
@@ -1005,26 +996,6 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             return self.reinforce_write_interval
         return min(60.0, max(1.0, half_life / 200.0))
 
-    async def _run_scripted(self, build: Callable[[Any], None]) -> list[Any]:
-        """Run a pipeline of EVALSHA calls; on NOSCRIPT (restart, SCRIPT FLUSH) load and rerun once.
-
-        valkey-py's ``Script`` objects send ``SCRIPT EXISTS`` before every pipeline
-        that holds one: a second round trip. Sending EVALSHA directly and loading on
-        demand keeps it to one. Every pipeline built here is safe to rerun after
-        NOSCRIPT: no script in it ran, and the other commands are idempotent.
-        """
-        for attempt in (1, 2):
-            pipe = self._client.pipeline(transaction=False)
-            build(pipe)
-            try:
-                return list(await pipe.execute())
-            except vexc.NoScriptError:
-                if attempt == 2:
-                    raise
-                for script in self._scripts_all:
-                    await self._client.script_load(script.script)
-        raise AssertionError("unreachable")  # pragma: no cover
-
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
@@ -1050,14 +1021,12 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             )
         keys = [self.keys.doc(m) for m in ids]
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
+        def build(pipe: Any) -> None:
             for mid, key in zip(ids, keys, strict=True):
                 pipe.hmget(key, list(ITEM_FIELDS))
                 pipe.get(self.keys.access(mid))
-            return list(await pipe.execute())
 
-        rows = await call("get", run, policy=self.retry) if keys else []
+        rows = await self.backend.pipeline("get", build) if keys else []
         now_ms = time.time() * 1000
         out: list[MemoryItem | None] = []
         for n, mid in enumerate(ids):
@@ -1081,14 +1050,12 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         key = self.keys.doc(id)
         counter = self.keys.access(id)
 
-        async def run() -> Any:
-            pipe = self._client.pipeline(transaction=False)
+        def build(pipe: Any) -> None:
             pipe.delete(key)
             pipe.delete(counter)
-            return (await pipe.execute())[0]
 
         with self._obs.span("forget"):
-            existed = bool(int(await call("forget", run, policy=self.retry)))
+            existed = bool(int((await self.backend.pipeline("forget", build))[0]))
         if existed:
             self.metrics.add_items(-1)
         return existed
@@ -1098,14 +1065,12 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         if not ids:
             return 0
 
-        async def run() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
+        def build(pipe: Any) -> None:
             for mid in ids:
                 pipe.delete(self.keys.doc(mid))
                 pipe.delete(self.keys.access(mid))
-            return list(await pipe.execute())
 
-        replies = await call("forget", run, policy=self.retry)
+        replies = await self.backend.pipeline("forget", build)
         removed = sum(int(r) for r in replies[0::2])
         if removed:
             self.metrics.add_items(-removed)
@@ -1121,7 +1086,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         info = await self.index_info()
         if info is not None:
             self.metrics.set_items(info.num_docs)
-        counters_raw = await call("stats", lambda: self._client.hgetall(self.keys.stats), policy=self.retry)
+        counters_raw = await self.backend.call("stats", lambda: self._client.hgetall(self.keys.stats))
         counters = {as_text(k): to_int(v) for k, v in counters_raw.items()}
         return StoreStats(
             name=self.name,

@@ -779,6 +779,7 @@ async def test_consolidation_summary_never_evicts_under_the_cap(
     await store.ensure_index()
     await store.remember("plain", thread_id="t")
     await store.remember("tag1", thread_id="t", tags=["g"])
+    await asyncio.sleep(0.003)  # distinct creation times: the summarizer gets them oldest first
     await store.remember("tag2", thread_id="t", tags=["g"])
 
     async def summarize(items: list[Any]) -> str:

@@ -355,7 +355,8 @@ async def test_facade_keeps_the_cache_analytics_off(client: Any, unique_name: st
         await agent.initialize()
         await asyncio.sleep(0.05)  # let AgentCache's fire-and-forget analytics init run
         assert not await client.exists(f"{unique_name}:__instance_id")
-        assert "posthog" not in sys.modules
+        # (That posthog is never imported is checked in a fresh interpreter below: in this
+        # process another test may have imported it already.)
     finally:
         await agent.close()
 

@@ -188,7 +188,7 @@ def test_every_error_carries_code_and_details(cls: type[BetterDBMemoryError]) ->
 def test_default_codes_are_unique() -> None:
     """No two classes share a default code."""
     codes = [c.default_code for c in ALL_ERRORS]
-    assert len(codes) == len(set(codes)) == 15
+    assert len(codes) == len(set(codes)) == 17
 
 
 # -- actrone-memory's names, in this tree -----------------------------------------------

@@ -1,0 +1,261 @@
+"""The one layer that holds the Valkey client: commands, searches, pipelines, scripts, locks.
+
+Like httpx's transport, this is the strict point of cut-off between the library's
+logic and the network. Every part of the store asks this object; none touches the
+client. What it owns:
+
+* **Execution with retry and error translation** (``_io.call``): idempotent
+  operations are retried on connection faults, everything else fails once with
+  what is known in ``details``; backend exceptions become the library's error tree.
+* **Routing on a cluster.** valkey-search declares no key positions for FT.*, and
+  valkey-py's async ``ValkeyCluster`` refuses to send a keyless command without a
+  target; with the coordinator any node answers for the whole cluster, so searches
+  go to the default node (``dialect.keyless_route``). FT.INFO asks for the cluster's
+  counts (``PRIMARY``) there. A cluster pipeline carries keyed commands only, so a
+  search is never queued in one (``pipeline(..., searches=...)`` sends them beside it).
+* **One registry of Lua scripts**, sent as plain ``EVALSHA`` (valkey-py's ``Script``
+  objects send ``SCRIPT EXISTS`` first, a second round trip, and ``pipe.evalsha`` is
+  blocked on a cluster pipeline); on ``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``, a new
+  primary) every script is loaded again and the pipeline, safe to rerun because no
+  script in it ran, is sent once more.
+* **One lock**: a token lock that is safe to replay (a retried acquire whose reply
+  was lost finds its own token), released only by its owner, kept alive by a
+  heartbeat while held (``ScopedLock``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import valkey.exceptions as vexc
+
+from . import _scripts
+from ._io import RetryPolicy, call
+from .dialect import keyless_route
+from .errors import BetterDBMemoryError, ConsolidationBusyError, IndexNotFoundError, StoreClosedError
+
+__all__ = ["Backend", "ScopedLock", "Script"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """A registered Lua script: its source and SHA1 (computed here, loaded on demand)."""
+
+    name: str
+    source: str
+    sha: str
+
+
+class Backend:
+    """The client, and every way the library talks through it.
+
+    Args:
+        client: a ``valkey.asyncio.Valkey`` or ``ValkeyCluster`` (owned by the caller
+            unless ``owned``).
+        retry: connection-fault retry policy for idempotent operations.
+    """
+
+    def __init__(self, client: Any, *, retry: RetryPolicy | None = None) -> None:
+        self.client = client
+        self.retry = retry or RetryPolicy()
+        self._route = keyless_route(client)
+        self.cluster = bool(self._route)
+        self._scripts: dict[str, Script] = {}
+        self.closed = False
+        self.lock_script = self.register("lock", _scripts.LOCK)
+        self.unlock_script = self.register("unlock", _scripts.UNLOCK)
+
+    # -- scripts -----------------------------------------------------------------------------
+
+    def register(self, name: str, source: str) -> Script:
+        """Add a script to the registry (idempotent); it is loaded on first use."""
+        sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+        script = self._scripts.setdefault(sha, Script(name, source, sha))
+        return script
+
+    @staticmethod
+    def queue_script(pipe: Any, script: Script, keys: Sequence[str], args: Sequence[Any]) -> None:
+        """Queue ``script`` in a pipeline as a plain ``EVALSHA``."""
+        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+
+    async def load_scripts(self) -> None:
+        """Load every registered script (on every primary of a cluster)."""
+        for script in self._scripts.values():
+            await self.client.script_load(script.source)
+
+    # -- commands ------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        operation: str,
+        fn: Callable[[], Awaitable[Any]],
+        *,
+        idempotent: bool = True,
+        details: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Run ``fn`` with retry (when idempotent) and error translation.
+
+        Raises:
+            StoreClosedError: after ``close()`` of the store that owns this backend.
+        """
+        if self.closed:
+            raise StoreClosedError(
+                f"the store was closed; {operation} cannot run", details={"operation": operation}
+            )
+        return await call(operation, fn, policy=self.retry, idempotent=idempotent, details=details)
+
+    async def command(self, operation: str, *args: Any, idempotent: bool = True) -> Any:
+        """One keyed command."""
+        return await self.call(operation, lambda: self.client.execute_command(*args), idempotent=idempotent)
+
+    async def search(self, operation: str, args: Sequence[Any]) -> Any:
+        """One FT.* command (routed to a node that answers for the whole cluster)."""
+        return await self.call(operation, lambda: self.client.execute_command(*args, **self._route))
+
+    async def index_info(self, index: str) -> Any:
+        """The raw FT.INFO reply of ``index`` (the cluster's counts on a cluster), or None."""
+        args: list[Any] = ["FT.INFO", index, "PRIMARY"] if self.cluster else ["FT.INFO", index]
+        try:
+            return await self.search("index_info", args)
+        except IndexNotFoundError:
+            return None
+
+    async def script(
+        self,
+        operation: str,
+        script: Script,
+        keys: Sequence[str],
+        args: Sequence[Any],
+        *,
+        idempotent: bool = True,
+    ) -> Any:
+        """Run one script (loading the registry on ``NOSCRIPT``)."""
+        out = await self.pipeline(
+            operation, lambda pipe: self.queue_script(pipe, script, keys, args), idempotent=idempotent
+        )
+        return out[0]
+
+    async def pipeline(
+        self,
+        operation: str,
+        build: Callable[[Any], None],
+        *,
+        idempotent: bool = True,
+        details: Mapping[str, Any] | None = None,
+        searches: Sequence[Sequence[Any]] = (),
+    ) -> list[Any]:
+        """One non-transactional pipeline of keyed commands and scripts, then ``searches``.
+
+        Returns the pipeline's replies followed by the searches' replies. On a single
+        server the searches ride in the same round trip (after the writes, which both
+        engines index before answering the next command); on a cluster they are sent
+        beside it, to a node that answers for the whole cluster, once the pipeline
+        returned. ``NOSCRIPT`` reloads the registry and sends the pipeline again.
+        """
+
+        async def run() -> list[Any]:
+            for attempt in (1, 2):
+                pipe = self.client.pipeline(transaction=False)
+                build(pipe)
+                if not self.cluster:
+                    for args in searches:
+                        pipe.execute_command(*args)
+                try:
+                    replies = list(await pipe.execute()) if len(pipe) else []
+                except vexc.NoScriptError:
+                    if attempt == 2:
+                        raise
+                    await self.load_scripts()
+                    continue
+                if self.cluster and searches:
+                    replies += await asyncio.gather(
+                        *(self.client.execute_command(*args, **self._route) for args in searches)
+                    )
+                return replies
+            raise AssertionError("unreachable")  # pragma: no cover
+
+        replies: list[Any] = await self.call(operation, run, idempotent=idempotent, details=details)
+        return replies
+
+    def lock(self, key: str, *, ttl: float, wait: float, heartbeat: bool = True) -> ScopedLock:
+        """A ``ScopedLock`` on ``key`` (use ``async with``)."""
+        return ScopedLock(self, key, ttl=ttl, wait=wait, heartbeat=heartbeat)
+
+
+class ScopedLock:
+    """A TTL-bounded token lock, kept alive by a heartbeat while held; safe to replay.
+
+    ``async with backend.lock(key, ttl=30, wait=60)`` waits (bounded, with backoff) for
+    the lock, raising ``ConsolidationBusyError`` after ``wait`` seconds; ``check()``
+    raises once the lock was lost (its TTL passed while the holder was stalled), so a
+    holder never writes after another took over.
+    """
+
+    def __init__(self, backend: Backend, key: str, *, ttl: float, wait: float, heartbeat: bool) -> None:
+        self.backend, self.key = backend, key
+        self.ttl_ms = str(max(1000, int(ttl * 1000)))
+        self.ttl, self.wait = ttl, wait
+        self.token = uuid.uuid4().hex
+        self.lost = False
+        self._heartbeat = heartbeat
+        self._beat: asyncio.Task[None] | None = None
+
+    async def try_acquire(self) -> bool:
+        """One attempt (also extends the TTL when already ours)."""
+        got = await self.backend.script(
+            "lock", self.backend.lock_script, [self.key], [self.token, self.ttl_ms]
+        )
+        return int(got) == 1
+
+    async def __aenter__(self) -> ScopedLock:
+        deadline = time.monotonic() + self.wait
+        delay = 0.002
+        while not await self.try_acquire():
+            if time.monotonic() > deadline:
+                raise ConsolidationBusyError(
+                    f"another run holds {self.key} (waited {self.wait:.0f}s)", details={"lock": self.key}
+                )
+            await asyncio.sleep(delay)
+            delay = min(0.25, delay * 2)
+        if self._heartbeat:
+            self._beat = asyncio.get_running_loop().create_task(self._beat_loop())
+        return self
+
+    async def _beat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            try:
+                if not await self.try_acquire():
+                    self.lost = True
+                    return
+            except BetterDBMemoryError as exc:  # try again next beat; the TTL covers a blip
+                log.warning("could not extend lock %s: %s", self.key, exc)
+
+    def check(self) -> None:
+        """Refuse to go on once the lock is gone: another holder may be writing."""
+        if self.lost:
+            raise ConsolidationBusyError(
+                f"lock {self.key} expired during the run; nothing more was written",
+                code="consolidation.lock_lost",
+                details={"lock": self.key},
+            )
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beat
+        try:
+            await self.backend.script("unlock", self.backend.unlock_script, [self.key], [self.token])
+        except BetterDBMemoryError as exc:  # the TTL frees it
+            log.warning("could not release lock %s: %s", self.key, exc)
