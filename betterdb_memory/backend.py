@@ -122,9 +122,16 @@ class Backend:
         """One FT.* command (routed to a node that answers for the whole cluster)."""
         return await self.call(operation, lambda: self.client.execute_command(*args, **self._route))
 
-    async def index_info(self, index: str) -> Any:
-        """The raw FT.INFO reply of ``index`` (the cluster's counts on a cluster), or None."""
-        args: list[Any] = ["FT.INFO", index, "PRIMARY"] if self.cluster else ["FT.INFO", index]
+    async def index_info(self, index: str, *, cluster_counts: bool = False) -> Any:
+        """The raw FT.INFO reply of ``index``, or None when there is none.
+
+        On a cluster a plain FT.INFO describes the schema but counts one shard's
+        documents; ``cluster_counts=True`` asks for the primaries' totals instead
+        (``FT.INFO <index> PRIMARY``, whose reply leaves out the field types).
+        """
+        args: list[Any] = ["FT.INFO", index]
+        if cluster_counts and self.cluster:
+            args.append("PRIMARY")
         try:
             return await self.search("index_info", args)
         except IndexNotFoundError:

@@ -632,9 +632,19 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         return await self.backend.index_info(self.keys.index)
 
     async def index_info(self) -> IndexInfo | None:
-        """FT.INFO of this store's index, normalised across engines; None when absent."""
+        """FT.INFO of this store's index, normalised across engines; None when absent.
+
+        On a cluster ``num_docs`` is the whole cluster's (the primaries' sum).
+        """
         reply = await self._index_reply()
-        return None if reply is None else parse_ft_info(reply)
+        if reply is None:
+            return None
+        info = parse_ft_info(reply)
+        if self.backend.cluster:
+            totals = await self.backend.index_info(self.keys.index, cluster_counts=True)
+            if totals is not None:
+                info = dataclasses.replace(info, num_docs=parse_ft_info(totals).num_docs)
+        return info
 
     async def _with_index(self, operation: str, fn: Any) -> Any:
         """Run ``fn``; if the index vanished under us, recreate it once and run again."""
