@@ -71,6 +71,10 @@ class Capabilities:
     nocontent: bool  # NOCONTENT (both, all versions)
     aliases: bool  # FT.ALIASADD (RediSearch)
     resp3_map_replies: bool  # FT.SEARCH answers a map under RESP3 (RediSearch only)
+    # An escaped '*' ending a TAG value is literal (RediSearch). valkey-search 1.2.1 still reads it
+    # as a prefix wildcard: @t:{use\*} also matches "user", and a value of only "*" is an error.
+    # Not a published capability (not in ``as_list``): a quirk the query side must allow for.
+    tag_trailing_star_literal: bool = False
 
     @property
     def version_string(self) -> str:
@@ -93,7 +97,7 @@ class Capabilities:
 def capabilities_for(engine: Engine, version: tuple[int, int, int]) -> Capabilities:
     """The capability set of an engine version (the table in VALKEY_SEARCH_DIALECT.md)."""
     if engine == "redisearch":
-        return Capabilities(engine, version, True, True, True, True, True, True, True, True)
+        return Capabilities(engine, version, True, True, True, True, True, True, True, True, True)
     if engine == "valkey-search":
         v = version[:2]
         return Capabilities(

@@ -247,6 +247,17 @@ def capture(conn: Resp, protocol: int) -> dict[str, dict[str, Any]]:
     )
     run("mem_tag_separator", "FT.SEARCH", "cap:mem:idx", "@tags:{beta}", "NOCONTENT", "DIALECT", 2)
     run("mem_text", "FT.SEARCH", "cap:mem:idx", "@content:lisbon", "NOCONTENT", "DIALECT", 2)
+    # An escaped trailing '*' in a TAG value: literal on RediSearch, still a prefix wildcard on valkey-search.
+    run(
+        "mem_tag_escaped_trailing_star",
+        "FT.SEARCH",
+        "cap:mem:idx",
+        "@source:{use\\*}",
+        "NOCONTENT",
+        "DIALECT",
+        2,
+    )
+    run("mem_tag_escaped_star_alone", "FT.SEARCH", "cap:mem:idx", "@source:{\\*}", "NOCONTENT", "DIALECT", 2)
     run("mem_info_unknown", "FT.INFO", "nope:mem:idx")
     run("mem_search_unknown", "FT.SEARCH", "nope:mem:idx", "*", "DIALECT", 2)
     run("mem_unknown_field", "FT.SEARCH", "cap:mem:idx", "@nope:{x}", "NOCONTENT", "DIALECT", 2)

@@ -63,6 +63,8 @@ MEM_REPLIES = (
     "mem_tag_case_insensitive",
     "mem_tag_separator",
     "mem_text",
+    "mem_tag_escaped_trailing_star",
+    "mem_tag_escaped_star_alone",
     "mem_info_unknown",
     "mem_search_unknown",
     "mem_unknown_field",
