@@ -16,7 +16,7 @@ reading the scope and ranking it in the client.
 Exactness under concurrent writers (the reference over-evicts there): eviction of
 one cap scope runs under a token lock, and the holder re-counts before deleting, so
 two writers over by one evict one memory between them, not two. The memories just
-written are never victims of their own write.
+written go only when the write alone exceeds the cap (a batch larger than it).
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class CapacityMixin:
                 flt, ("keep",), operation="capacity", sortby=("keep", True), limit=excess + len(protect)
             )
             ids = [self.keys.memory_id_of(h.key) for h in hits]
-            return [m for m in ids if m not in protect][:excess]
+            return _pick(ids, protect, excess)
         # No keep-score index or no SORTBY: rank the scope in the client.
         half_life = self.current_config().half_life_seconds
         total, hits = await self._scan_all(
@@ -163,15 +163,23 @@ class CapacityMixin:
             return []
         ranked: list[tuple[float, str]] = []
         for h in hits:
-            mid = self.keys.memory_id_of(h.key)
-            if mid in protect:
-                continue
             f = h.fields
             seen = max(to_float(f.get("last_accessed_at")), to_float(f.get("created_at"))) / 1000.0
             score = keep_score(seen or now, to_float(f.get("importance"), 0.5), half_life)
-            ranked.append((score, mid))
+            ranked.append((score, self.keys.memory_id_of(h.key)))
         ranked.sort()
-        return [mid for _, mid in ranked[:excess]]
+        return _pick([mid for _, mid in ranked], protect, excess)
+
+
+def _pick(ranked: list[str], protect: set[str], excess: int) -> list[str]:
+    """The ``excess`` lowest of ``ranked``, older memories before the write's own.
+
+    A write's memories go only when the write alone exceeds the cap (a batch larger
+    than it): then the lowest of the batch go too, so the scope ends at the cap.
+    """
+    older = [m for m in ranked if m not in protect]
+    own = [m for m in ranked if m in protect]
+    return (older + own)[:excess]
 
 
 def _filter_parts(flt: MemoryFilter) -> tuple[str | None, ...]:

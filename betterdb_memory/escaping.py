@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import unicodedata
 
 from .errors import ValidationError
 
@@ -35,8 +36,9 @@ def validate_tag_value(value: object, *, name: str) -> str:
     """Check one scope / tag value and return it unchanged.
 
     Raises:
-        ValidationError: not a string, empty or whitespace only, holding a comma or
-            outer whitespace, not encodable as UTF-8, or longer than ``MAX_TAG_BYTES``.
+        ValidationError: not a string, empty or whitespace only, holding a comma, a
+            control character, outer whitespace or format characters, a trailing ``*``,
+            not encodable as UTF-8, or longer than ``MAX_TAG_BYTES``.
     """
     if not isinstance(value, str):
         raise ValidationError(
@@ -56,10 +58,28 @@ def validate_tag_value(value: object, *, name: str) -> str:
             code="validation.comma",
             details={"argument": name},
         )
-    if value != value.strip():
+    if (
+        value != value.strip()
+        or unicodedata.category(value[0]) == "Cf"
+        or unicodedata.category(value[-1]) == "Cf"
+    ):
         raise ValidationError(
-            f"{name} must not start or end with whitespace (the engine trims it): {value!r}",
+            f"{name} must not start or end with whitespace or an invisible format character "
+            f"(the engine trims them, so {value!r} would share a scope with its trimmed form)",
             code="validation.whitespace",
+            details={"argument": name},
+        )
+    if value.endswith("*"):
+        raise ValidationError(
+            f"{name} must not end with '*': valkey-search reads a trailing '*' in a TAG query as a "
+            f"prefix wildcard even when escaped, so {value!r} would match other values",
+            code="validation.wildcard",
+            details={"argument": name},
+        )
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise ValidationError(
+            f"{name} must not contain control characters: {value!r}",
+            code="validation.control",
             details={"argument": name},
         )
     try:
@@ -87,14 +107,18 @@ def tag_token(value: str) -> str:
 def escape_tag(value: str) -> str:
     """Escape a validated value for use inside ``@field:{...}``.
 
-    Every character that is not alphanumeric (Unicode letters and digits count) gets a
-    backslash, ``_`` included: RediSearch rejects the lone value ``_`` as a syntax error
-    (``@t:{_}``), and reads ``\\_`` as ``_`` anywhere. Over-escaping is harmless on both
-    engines; missing one special character is a scope leak, so the rule is an allow-list.
+    Every ASCII character that is not a letter or a digit gets a backslash, ``_``
+    included: RediSearch rejects the lone value ``_`` as a syntax error (``@t:{_}``) and
+    reads ``\\_`` as ``_`` anywhere. An allow-list, because missing one special
+    character is a scope leak. Non-ASCII characters are left as they are: the query
+    syntax is ASCII, and a backslash before a non-ASCII character that is not a value's
+    first makes RediSearch match nothing (measured: a scope holding an emoji could then
+    neither find nor forget its own memories). Control characters never get here
+    (``validate_tag_value`` refuses them).
     """
     out: list[str] = []
     for ch in value:
-        if ch.isalnum():
+        if ch.isalnum() or ord(ch) > 0x7F:
             out.append(ch)
         else:
             out.append("\\" + ch)

@@ -11,6 +11,7 @@ hits' reinforcement is one pipelined round trip of per-hit scripts
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -47,6 +48,9 @@ DEFAULT_K = 8
 #: threshold is a near miss (the threshold, not the data, likely dropped a good hit).
 NEAR_MISS_FACTOR = 2.0
 
+# The most hits one KNN query may ask for (valkey-search's default maximum k).
+_MAX_KNN = 10_000
+
 # What ranking reads: the text (re-ranking), the composite score's inputs, the expiry.
 _RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last_accessed_at", "expires_at")
 
@@ -77,6 +81,7 @@ class RecallMixin:
         def current_config(self) -> ConfigSnapshot: ...
         def _access_interval(self, half_life: float) -> float: ...
         def _spawn(self, coro: Any) -> None: ...
+        def _drop_expired(self, ids: Sequence[str]) -> None: ...
         def _needs_check(self, flt: MemoryFilter) -> bool: ...
         async def _ensure_ready(self) -> None: ...
         async def _with_index(self, operation: str, fn: Any) -> Any: ...
@@ -170,14 +175,20 @@ class RecallMixin:
         ``query``: the text the vector was made from; given, the store's ``reranker``
         re-orders the candidates as in ``recall`` (without it: the dense order).
         """
-        await self._ensure_ready()
-        vec = validate_vector(vector, dimensions=self.embedder.dimensions)
+        # Every argument is checked before any I/O; the vector's length too, unless it
+        # is still to be learned from an embed_fn's first answer.
         text = None if query is None else check_content(query, name="query")
         opts = self._recall_options(k, threshold, weights)
         flt = self._filter(
             thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
             exclude_sensitivity=exclude_sensitivity,
         )  # fmt: skip
+        if self.embedder.dimensions:
+            vec = validate_vector(vector, dimensions=self.embedder.dimensions)
+            await self._ensure_ready()
+        else:
+            await self._ensure_ready()
+            vec = validate_vector(vector, dimensions=self.embedder.dimensions)
         return await self._recall_vector(
             vec, flt, *opts, reinforce=reinforce is not False, explain=explain, embed_seconds=0.0, query=text
         )
@@ -216,9 +227,29 @@ class RecallMixin:
         )
 
         reply = await self._with_index("recall", lambda: self.backend.search("recall", args))
+        hits = parse_search_reply(reply).hits
+        if check and len(hits) >= k and k < _MAX_KNN:
+            # The engine's KNN filled k with memories the exact check may drop (case variants on
+            # an index another library created): widen the KNN until k pass or it holds all.
+            passing = sum(1 for h in hits if item_matches(h.fields, flt))
+            while passing < k and len(hits) >= k and k < _MAX_KNN:
+                k = min(_MAX_KNN, k * 4)
+                args = knn_search_args(
+                    self.keys.index,
+                    encode_vector(vector),
+                    k=k,
+                    flt=flt,
+                    layout=self.layout,
+                    return_fields=fields,
+                )
+                hits = parse_search_reply(
+                    await self._with_index("recall", functools.partial(self.backend.search, "recall", args))
+                ).hits
+                passing = sum(1 for h in hits if item_matches(h.fields, flt))
         now_ms = time.time() * 1000
         out: list[tuple[MemoryItem, float]] = []
-        for hit in parse_search_reply(reply).hits:
+        expired: list[str] = []
+        for hit in hits:
             f = hit.fields
             if SCORE_ALIAS not in f:
                 continue  # expired between match and load
@@ -226,9 +257,12 @@ class RecallMixin:
                 continue
             expires = as_text(f.get("expires_at"))
             if expires and to_float(expires) <= now_ms:
+                expired.append(self.keys.memory_id_of(hit.key))
                 continue
             item = item_from_fields(self.keys.memory_id_of(hit.key), f, fact_source=self.fact_source)
             out.append((item, to_float(f[SCORE_ALIAS])))
+        if expired:
+            self._drop_expired(expired)
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
         return out
 

@@ -112,6 +112,10 @@ class ScopeOpsMixin:
             dict.fromkeys([*fields, *(CHECK_FIELDS if check else ()), *(sortby[:1] if sortby else ())])
         )
         server_sort = sortby is not None and caps.sortby and caps.filter_queries
+        # The server pages only when its matches are the exact ones: with a client-side
+        # check (another library's case-insensitive index) a page of the engine's
+        # matches may hold none of ours, so read up to SCAN_LIMIT and page here.
+        paged_on_server = caps.filter_queries and (server_sort or sortby is None) and not check
         if caps.filter_queries:
             args: list[Any] = filter_search_args(
                 self.keys.index,
@@ -119,8 +123,8 @@ class ScopeOpsMixin:
                 layout=self.layout,
                 return_fields=want,
                 sortby=sortby if server_sort else None,
-                offset=offset if server_sort or sortby is None else 0,
-                limit=limit if server_sort or sortby is None else SCAN_LIMIT,
+                offset=offset if paged_on_server else 0,
+                limit=limit if paged_on_server else SCAN_LIMIT,
             )
         else:
             probe = np.zeros(max(1, self.embedder.dimensions), dtype=np.float32)
@@ -135,7 +139,6 @@ class ScopeOpsMixin:
             )
         result = parse_search_reply(await self._search(args, operation))
         hits = [h for h in result.hits if not check or item_matches(h.fields, flt)]
-        paged_on_server = caps.filter_queries and (server_sort or sortby is None)
         all_fetched = result.total <= len(result.hits)
         total: int | None = None
         if not check and caps.filter_queries:

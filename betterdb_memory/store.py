@@ -918,21 +918,28 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         cfg = self.current_config()
         ids: list[str | None] = [None] * len(prepared)
         dedup_hits = 0
+        twin_of: dict[int, int] = {}  # a later item of the batch -> the first one with its content
         if self.dedup if dedup is None else dedup:
-            for p in prepared:
+            first: dict[tuple[Scope, str], int] = {}
+            for i, p in enumerate(prepared):
                 p["dedup_hash"] = _dedup_hash(p["content"], p["kind"])
-            found = await self._find_twins(prepared, vectors)
-            for i, twin in found.items():
-                ids[i] = twin
-            dedup_hits = len(found)
+                twin_of[i] = first.setdefault((p["scope"], p["dedup_hash"]), i)
+            twin_of = {i: j for i, j in twin_of.items() if i != j}
+            leaders = [i for i in range(len(prepared)) if i not in twin_of]
+            found = await self._find_twins([prepared[i] for i in leaders], [vectors[i] for i in leaders])
+            for n, twin in found.items():
+                ids[leaders[n]] = twin
+            dedup_hits = len(found) + len(twin_of)
             if found:
                 await self._reinforce(list(found.values()), now, cfg.half_life_seconds)
         records: list[tuple[int, str, list[Any], int]] = []
         for i, p in enumerate(prepared):
-            if ids[i] is None:
+            if ids[i] is None and i not in twin_of:
                 mid, fields, ttl_ms = self._record(p, vectors[i], now_ms, cfg.half_life_seconds)
                 ids[i] = mid
                 records.append((i, mid, fields, ttl_ms))
+        for i, j in twin_of.items():
+            ids[i] = ids[j]
         cap = cfg.max_items_per_scope if capped else None
         cap_filters = self._cap_filters([prepared[i] for i, *_ in records]) if cap else []
 
@@ -1039,6 +1046,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         rows = await self.backend.pipeline("get", build) if keys else []
         now_ms = time.time() * 1000
         out: list[MemoryItem | None] = []
+        expired: list[str] = []
         for n, mid in enumerate(ids):
             fields = dict(zip(ITEM_FIELDS, rows[2 * n], strict=True))
             if fields.get("content") is None:
@@ -1046,12 +1054,25 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
                 continue
             expires = as_text(fields.get("expires_at"))
             if expires and float(expires) <= now_ms:
-                out.append(None)  # past its TTL; the server removes it shortly
+                out.append(None)  # past its TTL
+                expired.append(mid)
                 continue
             item = item_from_fields(mid, fields, fact_source=self.fact_source)
             exact = to_int(rows[2 * n + 1])
             out.append(dataclasses.replace(item, access_count=exact) if exact > item.access_count else item)
+        if expired:
+            self._drop_expired(expired)
         return out
+
+    def _drop_expired(self, ids: Sequence[str]) -> None:
+        """Delete memories found past their ``expires_at`` (in the background).
+
+        The server expires them itself; this only catches one whose ``PEXPIRE`` was lost
+        (a connection cut between the ``HSET`` and it), which would otherwise stay
+        stored, hidden from every read, until its scope is forgotten.
+        """
+        if not self._closed:
+            self._spawn(self._delete_ids(list(ids)))
 
     # -- forget -------------------------------------------------------------------------
 

@@ -29,12 +29,24 @@ from betterdb_memory import MemoryStore, ValidationError
 
 TENANTS = ("acme", "globex")
 # Ids an attacker might pick to reach other scopes: TAG syntax, wildcards, look-alikes.
-HOSTILE_THREADS = ("alice", "Alice", "alice bob", "alice}|@namespace:{globex", "*", "alice\\", "ålice")
+HOSTILE_THREADS = (
+    "alice",
+    "Alice",
+    "alice bob",
+    "alice}|@namespace:{globex",
+    "*alice",
+    "alice\\",
+    "ålice",
+    "al🙂ice",
+)
 # Ids the engine would store altered: refused with a ValidationError, nothing written.
 REFUSED_THREADS = {
     "alice ": "validation.whitespace",
     " alice": "validation.whitespace",
     "alice,bob": "validation.comma",
+    "alice*": "validation.wildcard",
+    "alice\u200b": "validation.whitespace",
+    "ali\x00ce": "validation.control",
 }
 
 

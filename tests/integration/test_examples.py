@@ -87,7 +87,9 @@ def test_multi_tenant_isolation_holds(valkey_url: str, tmp_path: Path) -> None:
     assert "'Alice': 1 hit(s), all its own" in out  # case-sensitive scopes
     assert "'alice ' refused (validation.whitespace)" in out
     assert "'alice,bob' refused (validation.comma)" in out
-    assert "nothing written by a refused call (7 -> 7 memories)" in out
+    assert "'alice*' refused (validation.wildcard)" in out
+    assert "'al🙂ice': 1 hit(s), all its own" in out  # non-ASCII symbols find their own scope
+    assert "nothing written by a refused call (8 -> 8 memories)" in out
 
 
 def test_existing_server_doctor(valkey_url: str, tmp_path: Path) -> None:

@@ -108,7 +108,9 @@ async def test_set_validates_then_writes(any_client: avalkey.Valkey, key: str) -
     with pytest.raises(ValidationError):
         await live.set("maxItemsPerScope", 0.5)
     assert await any_client.hgetall(key) == {}
-    assert (await live.set("maxItemsPerScope", 2.5)).max_items_per_scope == 2  # floored, as the reference does
+    assert (
+        await live.set("maxItemsPerScope", 2.5)
+    ).max_items_per_scope == 2  # floored, as the reference does
     assert (await live.set("recall.threshold", 1.5)).threshold == 1.5  # a distance: 1.5 is valid
     await live.unset("maxItemsPerScope")
 

@@ -211,6 +211,7 @@ async def test_list_pages_newest_first_with_cursor(store: MemoryStore) -> None:
     ids = []
     for i in range(7):
         ids.append(await store.remember(f"item {i}", thread_id="L", tags=["even"] if i % 2 == 0 else None))
+        await asyncio.sleep(0.003)  # distinct milliseconds: engines order ties differently
     page1 = await store.list(thread_id="L", limit=3)
     page2 = await store.list(thread_id="L", limit=3, cursor=page1.next_cursor)
     page3 = await store.list(thread_id="L", limit=3, cursor=page2.next_cursor)

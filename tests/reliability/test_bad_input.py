@@ -28,7 +28,7 @@ ID = "00000000-0000-4000-8000-000000000000"  # a well-formed memory id (UUID4 te
 # ``_ensure_ready()`` (FT.CREATE + HSETNX ``<name>:__mem_meta``) before it validates its
 # arguments, so a refused call still creates the index and the metadata hash. The error
 # code is checked all the same; only the "writes nothing" half is expected to fail.
-IO_BEFORE_VALIDATION = {"recall_by_vector"}
+IO_BEFORE_VALIDATION: set[str] = set()
 
 # (operation, positional args, keyword args, expected code)
 CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str]] = [

@@ -146,11 +146,6 @@ async def test_cap_counts_the_write_as_a_filter_under_concurrent_writers(
     assert await stores[0].count() == CAP + 2 * CAP
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="capacity protects every memory of the write itself, so a remember_many batch larger than "
-    "the cap leaves its scope over the cap until the next write (reported)",
-)
 async def test_a_batch_larger_than_the_cap_is_held_to_the_cap(
     make_stores: Callable[..., list[MemoryStore]],
 ) -> None:
@@ -201,11 +196,6 @@ async def test_dedup_of_one_content(make_stores: Callable[..., list[MemoryStore]
     assert await stores[2].remember("Shared  fact", thread_id="s0") in set(racing)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dedup looks twins up in the index only, not among the items of the same remember_many "
-    "batch (reported)",
-)
 async def test_dedup_within_one_batch(make_stores: Callable[..., list[MemoryStore]]) -> None:
     store = make_stores(dedup=True)[0]
     batch = await store.remember_many(["same fact", "Same  fact", {"content": "SAME FACT"}])

@@ -12,7 +12,6 @@ from betterdb_memory.consolidation import (
     ConsolidationMixin,
     CurrentFact,
     Fact,
-    FactOp,
     fact_content,
     fact_statement,
     normalise,

@@ -25,13 +25,13 @@ from betterdb_memory.validation import (
     MAX_K,
     MAX_TAGS,
     check_content,
+    check_distance_threshold,
     check_importance,
     check_k,
     check_metadata,
     check_sensitivities,
     check_sensitivity,
     check_tags,
-    check_distance_threshold,
     check_ttl,
 )
 
