@@ -36,6 +36,7 @@ check: $(STAMP)
 	$(VENV)/bin/ruff check betterdb_memory tests bench examples
 	$(VENV)/bin/ruff format --check betterdb_memory tests bench examples
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict tests/typing
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format betterdb_memory tests bench examples
