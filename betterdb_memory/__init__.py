@@ -4,6 +4,8 @@ Start with ``MemoryStore.connect()`` (embedded engine) or
 ``MemoryStore(client=..., name=...)`` (your Valkey), or the ``AgentMemory`` facade.
 """
 
+import logging
+
 # The cache tiers (betterdb-agent-cache): its public names, re-exported as betterdb-agent-memory does.
 from betterdb_agent_cache import (  # type: ignore[import-untyped]
     DEFAULT_COST_TABLE,
@@ -104,6 +106,9 @@ from .store import MemoryStore
 from .summarizers import ExtractiveSummarizer, OpenAISummarizer, Summarizer
 from .tokens import HeuristicTokenCounter, TokenCounter
 from .turns import SessionMetadata, ToolResult, Turn
+
+# A library logs; the application decides where it goes (no "No handlers" warning either).
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_public_api.py
     "AgentCache",

@@ -38,7 +38,7 @@ from .observability.tracing import Tracing, mark_recall, mark_remember
 
 __all__ = ["MARKER_FEATURES", "NEAR_MISS_FACTOR", "StoreObservability", "is_near_miss", "warn_near_miss"]
 
-log = logging.getLogger("betterdb_memory")
+log = logging.getLogger(__name__)
 
 #: The feature names betterdb-agent-memory publishes in its discovery marker; the
 #: engine capabilities a store probed follow them.

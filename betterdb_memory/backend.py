@@ -33,8 +33,10 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
+import valkey.asyncio
+import valkey.asyncio.cluster
 import valkey.exceptions as vexc
 
 from . import _scripts
@@ -42,7 +44,10 @@ from ._io import RetryPolicy, call
 from .dialect import keyless_route
 from .errors import BetterDBMemoryError, ConsolidationBusyError, IndexNotFoundError, StoreClosedError
 
-__all__ = ["Backend", "ScopedLock", "Script"]
+__all__ = ["Backend", "ScopedLock", "Script", "ValkeyClient"]
+
+#: What a store accepts as its client: a standalone or a cluster asyncio client.
+ValkeyClient: TypeAlias = "valkey.asyncio.Valkey | valkey.asyncio.cluster.ValkeyCluster"
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +70,7 @@ class Backend:
         retry: connection-fault retry policy for idempotent operations.
     """
 
-    def __init__(self, client: Any, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, client: ValkeyClient, *, retry: RetryPolicy | None = None) -> None:
         self.client = client
         self.retry = retry or RetryPolicy()
         self._route = keyless_route(client)

@@ -35,7 +35,7 @@ from .keys import validate_store_name
 
 __all__ = ["LLMCache", "SessionState", "ToolCache", "canonical_json"]
 
-log = logging.getLogger("betterdb_memory.caches")
+log = logging.getLogger(__name__)
 
 _SCAN_COUNT = 500
 

@@ -52,7 +52,7 @@ __all__ = [
     "probe",
 ]
 
-log = logging.getLogger("betterdb_memory")
+log = logging.getLogger(__name__)
 
 Engine = Literal["valkey-search", "redisearch", "unknown"]
 

@@ -53,7 +53,7 @@ from .store import MemoryStore
 
 __all__ = ["AgentMemory", "AgentMemoryClosedError", "AgentMemoryOptions"]
 
-log = logging.getLogger("betterdb_memory.facade")
+log = logging.getLogger(__name__)
 
 DEFAULT_NAME = "betterdb_ac"
 

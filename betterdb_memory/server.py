@@ -36,7 +36,7 @@ from .errors import ConfigurationError, StoreConnectionError
 
 __all__ = ["Binaries", "EmbeddedServer", "default_data_dir", "find_binaries", "server_url_from_env"]
 
-log = logging.getLogger("betterdb_memory.server")
+log = logging.getLogger(__name__)
 
 AppendFsync = Literal["always", "everysec", "no"]
 _STATE_FILE = "betterdb-server.json"

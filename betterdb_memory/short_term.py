@@ -81,7 +81,7 @@ from .validation import check_content, check_importance, check_sensitivities, ch
 
 __all__ = ["ShortTermMixin"]
 
-log = logging.getLogger("betterdb_memory.short_term")
+log = logging.getLogger(__name__)
 
 _MAX_BACKOFF = 30.0
 _MAX_CONTEXT_MEMORIES = 50

@@ -33,7 +33,7 @@ import valkey.asyncio as avalkey
 from . import _scripts
 from ._io import RetryPolicy
 from ._observe import StoreObservability
-from .backend import Backend
+from .backend import Backend, ValkeyClient
 from .capacity import CapacityMixin
 from .codec import as_text, encode_vector, join_tags, to_int, validate_vector
 from .consolidation import ConsolidationMixin
@@ -210,7 +210,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
     def __init__(
         self,
         *,
-        client: Any,
+        client: ValkeyClient,
         name: str = DEFAULT_NAME,
         embed_fn: EmbeddingFunction | None = None,
         embedder: Embedder | None = None,

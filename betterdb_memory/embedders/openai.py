@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["KNOWN_DIMENSIONS", "OpenAIEmbedder"]
 
-log = logging.getLogger("betterdb_memory.embedders.openai")
+log = logging.getLogger(__name__)
 
 _EXTRA = "openai"
 KNOWN_DIMENSIONS: Mapping[str, int] = {

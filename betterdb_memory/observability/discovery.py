@@ -70,7 +70,7 @@ __all__ = [
     "stats_key",
 ]
 
-log = logging.getLogger("betterdb_memory.discovery")
+log = logging.getLogger(__name__)
 
 REGISTRY_KEY: Final = "__betterdb:caches"
 PROTOCOL_KEY: Final = "__betterdb:protocol"

@@ -66,7 +66,7 @@ __all__ = [
     "parse_field",
 ]
 
-log = logging.getLogger("betterdb_memory.live_config")
+log = logging.getLogger(__name__)
 
 FIELD_THRESHOLD: Final = "recall.threshold"
 FIELD_WEIGHT_SIMILARITY: Final = "recall.weights.similarity"

@@ -51,7 +51,7 @@ __all__ = [
     "opted_out",
 ]
 
-log = logging.getLogger("betterdb_memory.telemetry")
+log = logging.getLogger(__name__)
 
 ENV_ENABLED: Final = "BETTERDB_TELEMETRY"
 ENV_KEY: Final = "BETTERDB_TELEMETRY_KEY"
