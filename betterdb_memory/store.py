@@ -37,6 +37,7 @@ from .backend import Backend, ValkeyClient
 from .capacity import CapacityMixin
 from .codec import as_text, encode_vector, join_tags, to_int, validate_vector
 from .consolidation import ConsolidationMixin
+from .context import ContextBudget
 from .dialect import Capabilities, IndexInfo, IndexSchema, parse_ft_info, parse_index_schema, probe
 from .embedders.base import Embedder, EmbeddingFunction, as_embedder, default_threshold_of
 from .errors import (
@@ -46,6 +47,7 @@ from .errors import (
     StoreClosedError,
     ValidationError,
 )
+from .extraction import FactExtractor
 from .keys import KeySpace, Scope
 from .models import MemoryItem, StoreStats, item_from_fields
 from .observability.live_config import ConfigSnapshot
@@ -63,6 +65,8 @@ from .recall import RecallMixin
 from .scopes import ScopeOpsMixin
 from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights, keep_score
 from .short_term import ShortTermMixin
+from .summarizers import Summarizer
+from .tokens import TokenCounter
 from .validation import (
     check_content,
     check_distance_threshold,
@@ -201,10 +205,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         retry: connection-fault retry policy for idempotent operations.
         registry / tracer_provider: where metrics and spans go (also via ``telemetry``).
         heartbeat_interval: Monitor heartbeat period (<= 30 s).
-        **short_term: L1 options (``session_ttl``, ``max_session_turns``, ``summarizer``,
-            ``fact_extractor``, ``token_counter``, ``summarize_batch``,
-            ``max_unsummarized``, ``budget``, ``redact``, ``shutdown_grace``,
-            ``summary_lock_ttl``); see ``short_term.ShortTermMixin._init_short_term``.
+        session_ttl ... summary_lock_ttl: the short-term tier's options; see
+            ``short_term.ShortTermMixin._init_short_term``.
     """
 
     def __init__(
@@ -237,7 +239,17 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         registry: Any = None,
         tracer_provider: Any = None,
         heartbeat_interval: float = 30.0,
-        **short_term: Any,
+        session_ttl: float = 86400,
+        max_session_turns: int = 50,
+        summarizer: Summarizer | None = None,
+        fact_extractor: FactExtractor | None = None,
+        token_counter: TokenCounter | None = None,
+        summarize_batch: int = 20,
+        max_unsummarized: int | None = None,
+        budget: ContextBudget | None = None,
+        redact: Sequence[str] = (),
+        shutdown_grace: float = 30.0,
+        summary_lock_ttl: float = 120.0,
     ) -> None:
         self.keys = KeySpace(name)
         self.name = name
@@ -383,7 +395,19 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             analytics=analytics,
         )
         self.metrics = self._obs.metrics
-        self._init_short_term(**short_term)
+        self._init_short_term(
+            session_ttl=session_ttl,
+            max_session_turns=max_session_turns,
+            summarizer=summarizer,
+            fact_extractor=fact_extractor,
+            token_counter=token_counter,
+            summarize_batch=summarize_batch,
+            max_unsummarized=max_unsummarized,
+            budget=budget,
+            redact=redact,
+            shutdown_grace=shutdown_grace,
+            summary_lock_ttl=summary_lock_ttl,
+        )
         self.capabilities: Capabilities | None = None
         self.layout = IndexLayout()
         self._ready = False
