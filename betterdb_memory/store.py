@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import json
 import logging
 import math
 import time
@@ -35,7 +34,7 @@ from ._io import RetryPolicy
 from ._observe import StoreObservability
 from .backend import Backend, ValkeyClient
 from .capacity import CapacityMixin
-from .codec import as_text, encode_vector, join_tags, to_int, validate_vector
+from .codec import as_text, encode_vector, to_int, validate_vector
 from .consolidation import ConsolidationMixin
 from .context import ContextBudget
 from .dialect import Capabilities, IndexInfo, IndexSchema, parse_ft_info, parse_index_schema, probe
@@ -62,8 +61,9 @@ from .options import (
 from .query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter, create_index_args
 from .ranking import HybridRanker, Reranker
 from .recall import RecallMixin
+from .record import NewMemory, encode_record
 from .scopes import ScopeOpsMixin
-from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights, keep_score
+from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
 from .short_term import ShortTermMixin
 from .summarizers import Summarizer
 from .tokens import TokenCounter
@@ -765,50 +765,24 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         The reference's fields first, in its order, then this library's own (written
         only when they differ from the default a reader assumes).
         """
-        scope: Scope = prepared["scope"]
-        memory_id = prepared.get("id") or self.keys.new_memory_id()
-        ttl = prepared["ttl"]
-        imp = prepared["importance"]
-        fields: list[Any] = [
-            "content", prepared["content"],
-            "vector", encode_vector(vector),
-            "importance", repr(imp),
-            "created_at", str(now_ms),
-            "last_accessed_at", str(now_ms),
-            "access_count", "0",
-        ]  # fmt: skip
-        if prepared["tags"]:
-            fields += ["tags", join_tags(prepared["tags"])]
-        if scope.thread_id is not None:
-            fields += ["threadId", scope.thread_id]
-        if scope.agent_id is not None:
-            fields += ["agentId", scope.agent_id]
-        if scope.namespace is not None:
-            fields += ["namespace", scope.namespace]
-        if prepared["source"] is not None:
-            fields += ["source", prepared["source"]]
-        if prepared["subject"] is not None:
-            fields += ["subject", prepared["subject"]]
-        if prepared["date"]:
-            fields += ["date", prepared["date"]]
-        fields += ["keep", repr(keep_score(now_ms / 1000.0, imp, half_life))]
-        if prepared["sensitivity"] != "none":
-            fields += ["sensitivity", prepared["sensitivity"]]
-        kind = prepared["kind"]
-        derived = (
-            "summary"
-            if prepared["source"] == "summary"
-            else ("fact" if prepared["source"] == self.fact_source else "memory")
+        memory = NewMemory(
+            content=prepared["content"],
+            scope=prepared["scope"],
+            importance=prepared["importance"],
+            tags=tuple(prepared["tags"]),
+            source=prepared["source"],
+            ttl=prepared["ttl"],
+            sensitivity=prepared["sensitivity"],
+            metadata=prepared["metadata"],
+            kind=prepared["kind"],
+            subject=prepared["subject"],
+            date=prepared["date"],
+            dedup_hash=prepared.get("dedup_hash") or None,
         )
-        if kind != derived:
-            fields += ["kind", kind]
-        if prepared["metadata"]:
-            fields += ["metadata", json.dumps(prepared["metadata"], ensure_ascii=False)]
-        ttl_ms = math.ceil(ttl * 1000) if ttl else 0
-        if ttl_ms:
-            fields += ["expires_at", str(now_ms + ttl_ms)]
-        if prepared.get("dedup_hash"):
-            fields += ["dedup", prepared["dedup_hash"]]
+        memory_id = prepared.get("id") or self.keys.new_memory_id()
+        fields, ttl_ms = encode_record(
+            memory, vector, now_ms=now_ms, half_life_seconds=half_life, fact_source=self.fact_source
+        )
         return memory_id, fields, ttl_ms
 
     async def remember(

@@ -1,0 +1,96 @@
+"""The stored record of a memory: the HASH fields one ``HSET`` writes. Pure; no I/O.
+
+The reference's fields come first, in its order (``content``, ``vector``,
+``importance``, ``created_at``, ``last_accessed_at``, ``access_count``, then
+``tags`` / ``threadId`` / ``agentId`` / ``namespace`` / ``source`` / ``subject`` /
+``date`` when set), so betterdb-agent-memory and BetterDB Monitor read the document as
+one of theirs. This library's own fields follow, each written only when it differs
+from what a reader assumes when it is absent: ``keep`` (always: the capacity order),
+``sensitivity`` (absent: ``none``), ``kind`` (absent: derived from ``source``),
+``metadata`` (absent: ``{}``), ``expires_at`` (absent: never), ``dedup``.
+
+The way back, fields to ``MemoryItem``, is ``models.item_from_fields``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .codec import encode_vector, join_tags
+from .keys import Scope
+from .scoring import keep_score
+
+__all__ = ["NewMemory", "encode_record"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A validated memory about to be written (what ``MemoryStore._prepare`` produces)."""
+
+    content: str
+    scope: Scope = field(default_factory=Scope)
+    importance: float = 0.5
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    ttl: float | None = None
+    sensitivity: str = "none"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    kind: str = "memory"
+    subject: str | None = None
+    date: str | None = None
+    dedup_hash: str | None = None
+
+
+def encode_record(
+    memory: NewMemory,
+    vector: np.ndarray[Any, np.dtype[np.float32]],
+    *,
+    now_ms: int,
+    half_life_seconds: float,
+    fact_source: str = "fact",
+) -> tuple[list[Any], int]:
+    """(``HSET`` field/value list, TTL in ms or 0) of one memory written at ``now_ms``."""
+    scope = memory.scope
+    fields: list[Any] = [
+        "content", memory.content,
+        "vector", encode_vector(vector),
+        "importance", repr(memory.importance),
+        "created_at", str(now_ms),
+        "last_accessed_at", str(now_ms),
+        "access_count", "0",
+    ]  # fmt: skip
+    if memory.tags:
+        fields += ["tags", join_tags(memory.tags)]
+    if scope.thread_id is not None:
+        fields += ["threadId", scope.thread_id]
+    if scope.agent_id is not None:
+        fields += ["agentId", scope.agent_id]
+    if scope.namespace is not None:
+        fields += ["namespace", scope.namespace]
+    if memory.source is not None:
+        fields += ["source", memory.source]
+    if memory.subject is not None:
+        fields += ["subject", memory.subject]
+    if memory.date:
+        fields += ["date", memory.date]
+    fields += ["keep", repr(keep_score(now_ms / 1000.0, memory.importance, half_life_seconds))]
+    if memory.sensitivity != "none":
+        fields += ["sensitivity", memory.sensitivity]
+    derived = (
+        "summary" if memory.source == "summary" else "fact" if memory.source == fact_source else "memory"
+    )
+    if memory.kind != derived:
+        fields += ["kind", memory.kind]
+    if memory.metadata:
+        fields += ["metadata", json.dumps(memory.metadata, ensure_ascii=False)]
+    ttl_ms = math.ceil(memory.ttl * 1000) if memory.ttl else 0
+    if ttl_ms:
+        fields += ["expires_at", str(now_ms + ttl_ms)]
+    if memory.dedup_hash:
+        fields += ["dedup", memory.dedup_hash]
+    return fields, ttl_ms
