@@ -62,8 +62,8 @@ from typing import Protocol, runtime_checkable
 
 from .embedders.hashing import tokenize
 from .errors import ConfigurationError
-from .models import MemoryItem
-from .scoring import similarity_from_distance
+from .models import MemoryHit, MemoryItem
+from .scoring import Weights, composite, similarity_from_distance
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -72,6 +72,7 @@ __all__ = [
     "HybridRanker",
     "Reranker",
     "fold_suffix",
+    "rank",
 ]
 
 DEFAULT_ALPHA = 3.0
@@ -303,3 +304,50 @@ class HybridRanker:
     ) -> list[tuple[MemoryItem, float]]:
         """``(item, fused_similarity)`` pairs, best first (the ``Reranker`` protocol)."""
         return [(c.item, c.similarity) for c in self.fuse(query, candidates)]
+
+
+def rank(
+    candidates: Sequence[tuple[MemoryItem, float]],
+    *,
+    k: int,
+    threshold: float,
+    weights: Weights,
+    half_life_seconds: float,
+    now: float,
+    reranker: Reranker | None = None,
+    query: str | None = None,
+    explain: bool = False,
+) -> list[MemoryHit]:
+    """The top ``k`` hits of KNN ``(item, cosine distance)`` candidates, best composite score first.
+
+    The threshold is a ceiling on the KNN distance (the reference's meaning), applied
+    before re-ranking: lexical evidence re-orders, it never admits. A re-ranked hit is
+    scored on its fused similarity (clamped to 0..1; a reranker may drop candidates,
+    never invent them); every hit keeps its KNN ``distance`` and ``similarity = 1 -
+    distance / 2``. Pure: ``now`` is passed in.
+    """
+    admitted = [(item, d) for item, d in candidates if d <= threshold]
+    fused: dict[str, float] = {}
+    if reranker is not None and query is not None and admitted:
+        distance_of = {item.id: d for item, d in admitted}
+        order: list[tuple[MemoryItem, float]] = []
+        for item, lifted in reranker.rerank(query, admitted):
+            if item.id in distance_of and item.id not in fused:
+                fused[item.id] = min(1.0, max(0.0, float(lifted)))
+                order.append((item, distance_of[item.id]))
+        admitted = order
+    hits: list[MemoryHit] = []
+    for item, distance in admitted:
+        similarity = fused.get(item.id)
+        parts = composite(
+            distance=distance if similarity is None else 2.0 * (1.0 - similarity),
+            importance=item.importance,
+            created_at=item.created_at / 1000.0,
+            last_accessed_at=item.last_accessed_at / 1000.0,
+            now=now,
+            weights=weights,
+            half_life_seconds=half_life_seconds,
+        )
+        hits.append(MemoryHit(item, parts.score, 1.0 - distance / 2.0, distance, parts if explain else None))
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits[:k]

@@ -24,8 +24,9 @@ from .keys import Scope
 from .models import MemoryHit, MemoryItem
 from .observability.tracing import add_attributes
 from .query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
+from .ranking import rank
 from .replies import parse_search_reply
-from .scoring import Weights, composite
+from .scoring import Weights
 from .validation import check_content, check_distance_threshold, check_k, check_sensitivities, check_tags
 
 if TYPE_CHECKING:
@@ -325,34 +326,19 @@ class RecallMixin:
             vector, flt, min(n, 10_000), return_fields=_RANKING_FIELDS if slim else ITEM_FIELDS
         )
         search_seconds = time.perf_counter() - started
-        # The threshold is a ceiling on the KNN distance (the reference's meaning),
-        # applied before re-ranking: lexical evidence re-orders, it never admits.
-        admitted = [(item, d) for item, d in candidates if d <= threshold]
-        scored: list[tuple[MemoryItem, float, float | None]]
-        if reranker is not None and query is not None and admitted:
-            scored = [*self._rerank(reranker, query, admitted)]
-        else:
-            scored = [(item, distance, None) for item, distance in admitted]
         now = time.time()
         half_life = self.current_config().half_life_seconds
-        hits: list[MemoryHit] = []
-        for item, distance, fused in scored:
-            parts = composite(
-                # A re-ranked hit is scored on its fused similarity: the distance whose
-                # similarity (1 - distance / 2) it is. The hit keeps the KNN distance.
-                distance=distance if fused is None else 2.0 * (1.0 - fused),
-                importance=item.importance,
-                created_at=item.created_at / 1000.0,
-                last_accessed_at=item.last_accessed_at / 1000.0,
-                now=now,
-                weights=weights,
-                half_life_seconds=half_life,
-            )
-            hits.append(
-                MemoryHit(item, parts.score, 1.0 - distance / 2.0, distance, parts if explain else None)
-            )
-        hits.sort(key=lambda h: h.score, reverse=True)
-        hits = hits[:k]
+        hits = rank(
+            candidates,
+            k=k,
+            threshold=threshold,
+            weights=weights,
+            half_life_seconds=half_life,
+            now=now,
+            reranker=reranker,
+            query=query,
+            explain=explain,
+        )
         if slim and hits:
             full = await self.get_many([h.item.id for h in hits])
             hits = [
@@ -369,18 +355,6 @@ class RecallMixin:
             else:
                 await self._reinforce([h.item.id for h in hits], now, half_life)
         return hits, search_seconds, near_miss
-
-    @staticmethod
-    def _rerank(
-        reranker: Reranker, query: str, candidates: list[tuple[MemoryItem, float]]
-    ) -> list[tuple[MemoryItem, float, float]]:
-        """(item, KNN distance, re-ranked similarity clamped to 0..1) for each re-ranked candidate."""
-        distance_of = {item.id: distance for item, distance in candidates}
-        return [
-            (item, distance_of[item.id], min(1.0, max(0.0, float(similarity))))
-            for item, similarity in reranker.rerank(query, candidates)
-            if item.id in distance_of  # a reranker may drop candidates, never invent them
-        ]
 
     async def _reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
         interval_ms = str(int(self._access_interval(half_life) * 1000))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -185,3 +186,40 @@ def test_properties_scores_in_unit_interval_and_order_free(
     )
     permuted = data.draw(st.permutations(cands))
     assert ranker.rerank(query, permuted) == ranker.rerank(query, cands)
+
+
+# -- rank(): the pure ranking step of recall ----------------------------------------------------
+
+
+def _item(mid: str, content: str = "x", importance: float = 0.5, at_ms: int = 1_000_000) -> Any:
+    from betterdb_memory.models import MemoryItem
+
+    return MemoryItem(mid, content, importance, at_ms, at_ms, 0)
+
+
+def test_rank_gates_on_the_knn_distance_and_scores_by_the_documented_formula() -> None:
+    from betterdb_memory.ranking import rank
+    from betterdb_memory.scoring import Weights
+
+    cands = [(_item("near"), 0.1), (_item("edge"), 0.33), (_item("far"), 0.5)]
+    hits = rank(cands, k=5, threshold=0.33, weights=Weights(), half_life_seconds=1000.0, now=1000.0)
+    assert [h.item.id for h in hits] == ["near", "edge"]  # 0.33 is admitted: a ceiling, inclusive
+    near = hits[0]
+    assert near.similarity == 1 - 0.1 / 2 and near.distance == 0.1
+    assert abs(near.score - (0.6 * 0.95 + 0.25 * 1.0 + 0.15 * 0.5)) < 1e-9
+
+
+def test_rank_lets_a_reranker_reorder_but_never_admit_or_invent() -> None:
+    from betterdb_memory.ranking import rank
+    from betterdb_memory.scoring import Weights
+
+    class Reverse:
+        def rerank(self, query: str, candidates: Any) -> Any:
+            ghost = (_item("ghost"), 1.0)
+            return [ghost, *[(item, 0.99 if item.id == "b" else 0.0) for item, _ in candidates]]
+
+    cands = [(_item("a"), 0.05), (_item("b"), 0.2), (_item("c"), 1.5)]
+    hits = rank(cands, k=3, threshold=0.5, weights=Weights(1, 0, 0), half_life_seconds=1.0, now=0.0,
+                reranker=Reverse(), query="q")  # fmt: skip
+    assert [h.item.id for h in hits] == ["b", "a"]  # reordered; "c" past the threshold; no ghost
+    assert hits[0].distance == 0.2 and hits[0].similarity == 0.9  # the KNN values stay
