@@ -66,6 +66,7 @@ from .scopes import ScopeOpsMixin
 from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
 from .short_term import ShortTermMixin
 from .summarizers import Summarizer
+from .supervisor import Supervisor
 from .tokens import TokenCounter
 from .validation import (
     check_content,
@@ -414,7 +415,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         self._ready_lock = asyncio.Lock()
         self._reinforce_script = self.backend.register("reinforce", _scripts.REINFORCE)
         self._retire_script = self.backend.register("retire", _scripts.RETIRE)
-        self._background: set[asyncio.Task[Any]] = set()
+        self.supervisor = Supervisor(on_failure=self.metrics.observe_background_failure)
         self._closed = False
 
     @property
@@ -489,8 +490,7 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             return
         self._closed = True
         await self._close_short_term()
-        if self._background:
-            await asyncio.wait(self._background, timeout=5.0)
+        await self.supervisor.close(grace=5.0)
         await self._obs.close()
         self.backend.closed = True
         if self._owned_client:
@@ -1012,15 +1012,8 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
         return min(60.0, max(1.0, half_life / 200.0))
 
     def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._background.add(task)
-
-        def done(t: asyncio.Task[Any]) -> None:
-            self._background.discard(t)
-            if not t.cancelled() and t.exception() is not None:
-                log.warning("background task failed: %s", t.exception())
-
-        task.add_done_callback(done)
+        """Start background work under the store's supervisor (drained by ``close``)."""
+        self.supervisor.spawn(coro, name=getattr(coro, "__name__", "background"))
 
     # -- read ---------------------------------------------------------------------------
 
