@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EXTRAS ?= embedded,onnx,openai,telemetry,dev,compat
 
-.PHONY: demo test test-unit test-valkey-search test-cluster check format bench bench-quality clean venv
+.PHONY: demo test test-unit test-valkey-search test-cluster check format bench bench-quality bench-cluster clean venv
 
 venv: $(STAMP)
 
@@ -50,6 +50,11 @@ bench: $(STAMP)
 bench-quality: $(STAMP)
 	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
 	$(PY) bench/quality.py
+
+# 3-primary valkey-search cluster vs standalone, on the optional test engine in
+# ../shared/engines/valkey-search (one line and success when it is absent).
+bench-cluster: $(STAMP)
+	$(PY) bench/bench_cluster.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
