@@ -124,8 +124,20 @@ class Backend:
         return await self.call(operation, lambda: self.client.execute_command(*args), idempotent=idempotent)
 
     async def search(self, operation: str, args: Sequence[Any]) -> Any:
-        """One FT.* command (routed to a node that answers for the whole cluster)."""
-        return await self.call(operation, lambda: self.client.execute_command(*args, **self._route))
+        """One FT.* command (routed to a node that answers for the whole cluster).
+
+        On a cluster an FT.SEARCH asks for ``ALLSHARDS``: valkey-search otherwise answers
+        with what the reachable shards hold (``search.enable-partial-results``), so a
+        shard that is down or restarting would silently be missing from a recall, a
+        count or a scope deletion. With it such a query fails (a typed error) instead.
+        """
+        full = self._search_args(args)
+        return await self.call(operation, lambda: self.client.execute_command(*full, **self._route))
+
+    def _search_args(self, args: Sequence[Any]) -> list[Any]:
+        if self.cluster and args and args[0] == "FT.SEARCH":
+            return [*args[:3], "ALLSHARDS", *args[3:]]
+        return list(args)
 
     async def index_info(self, index: str, *, cluster_counts: bool = False) -> Any:
         """The raw FT.INFO reply of ``index``, or None when there is none.
@@ -191,7 +203,7 @@ class Backend:
                     continue
                 if self.cluster and searches:
                     replies += await asyncio.gather(
-                        *(self.client.execute_command(*args, **self._route) for args in searches)
+                        *(self.client.execute_command(*self._search_args(a), **self._route) for a in searches)
                     )
                 return replies
             raise AssertionError("unreachable")  # pragma: no cover

@@ -278,8 +278,10 @@ def translate(
         return exc
     if isinstance(exc, vexc.TimeoutError | TimeoutError):
         return StoreTimeoutError(f"{operation}: timed out talking to Valkey ({exc})", details=info)
-    if isinstance(exc, vexc.ConnectionError | ConnectionError | OSError):
+    if isinstance(exc, vexc.ConnectionError | ConnectionError | OSError | _CLUSTER_UNAVAILABLE):
         return StoreConnectionError(f"{operation}: connection to Valkey failed ({exc})", details=info)
+    if isinstance(exc, vexc.ResponseError) and str(exc).startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN")):
+        return StoreConnectionError(f"{operation}: the cluster cannot serve this now ({exc})", details=info)
     if isinstance(exc, vexc.ResponseError):
         text = str(exc)
         cls = classify_server_error(text)
@@ -291,7 +293,21 @@ def translate(
 
 
 def is_connection_error(exc: BaseException) -> bool:
-    """True for the backend exceptions that mean "could not reach the server"."""
+    """True for the backend exceptions that mean "could not reach the server" (or the cluster
+    cannot serve the slot for now: CLUSTERDOWN, TRYAGAIN, MASTERDOWN), worth a retry."""
     return isinstance(
-        exc, vexc.ConnectionError | vexc.TimeoutError | ConnectionError | TimeoutError | OSError
+        exc,
+        vexc.ConnectionError
+        | vexc.TimeoutError
+        | ConnectionError
+        | TimeoutError
+        | OSError
+        | _CLUSTER_UNAVAILABLE,
+    ) or (
+        isinstance(exc, vexc.ResponseError) and str(exc).startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN"))
     )
+
+
+# A cluster that cannot serve a slot for now (a primary failed and no replica took over
+# yet, a slot in migration): the connection family, retried like a dropped connection.
+_CLUSTER_UNAVAILABLE = vexc.ClusterDownError | vexc.MasterDownError | vexc.TryAgainError

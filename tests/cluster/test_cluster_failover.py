@@ -31,9 +31,10 @@ restarted primary loads its documents but not the index. The AOF holds the index
 only as an ``FT.INTERNAL_UPDATE`` entry, which does not rebuild it on load, and the
 coordinator's metadata reconciliation does not rebuild it either (observed: none
 after minutes). Searches fanned out from a surviving node then leave that shard's
-documents out without an error: ``search.enable-partial-results`` is ``yes`` on
-this engine and the library's FT.SEARCH carries no ``ALLSHARDS``. Both the tests
-that meet this are strict xfails, with the reason.
+documents out without an error, as ``search.enable-partial-results`` is ``yes`` on
+this engine, unless the query asks for ``ALLSHARDS``, which the library sends on a
+cluster: then recall fails with a typed error instead of answering in part. That the
+memories are not recallable until the index is rebuilt is a strict xfail, with the reason.
 """
 
 from __future__ import annotations
@@ -88,12 +89,6 @@ INDEX_NOT_REBUILT = (
     "valkey-search 1.2.1 (coordinator) does not rebuild the index on a primary restarted from an AOF "
     "whose base file predates FT.CREATE: the AOF has it only as FT.INTERNAL_UPDATE, and metadata "
     "reconciliation does not recreate it; the shard's documents are readable but not searchable"
-)
-SILENT_PARTIAL = (
-    "library: recall's FT.SEARCH carries no ALLSHARDS, so on valkey-search "
-    "(search.enable-partial-results yes) a shard that cannot answer (here: the restarted primary "
-    "without its index) is left out of the results with no error; with ALLSHARDS the same query "
-    'fails ("Index with name ... not found")'
 )
 
 
@@ -446,7 +441,6 @@ async def test_acknowledged_memories_are_recallable_after_the_primary_returns(in
     assert set(incr.acknowledged) - incr.recalled == set()
 
 
-@pytest.mark.xfail(strict=True, reason=SILENT_PARTIAL)
 async def test_recall_after_the_primary_returns_is_complete_or_raises(incr: Outcome) -> None:
     """Never a silent partial answer: all acknowledged memories, or a typed error."""
     assert incr.recall_error is not None or set(incr.acknowledged) <= incr.recalled

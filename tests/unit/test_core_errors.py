@@ -229,3 +229,18 @@ def test_seed_names_are_exported_from_the_package() -> None:
     assert betterdb_memory.EmbeddingError is EmbeddingError
     assert betterdb_memory.MemoryNotFoundError is MemoryNotFoundError
     assert betterdb_memory.TokenBudgetError is TokenBudgetError
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        vexc.ClusterDownError("CLUSTERDOWN The cluster is down"),
+        vexc.TryAgainError("TRYAGAIN Multiple keys request during rehashing of slot"),
+        vexc.MasterDownError("MASTERDOWN Link with MASTER is down"),
+        vexc.ResponseError("CLUSTERDOWN Hash slot not served"),
+    ],
+)
+def test_a_cluster_that_cannot_serve_now_is_a_connection_error(exc: Exception) -> None:
+    """Retried like a dropped connection, and caught as one (not a generic ServerError)."""
+    assert is_connection_error(exc)
+    assert isinstance(translate(exc, operation="recall"), StoreConnectionError)
