@@ -48,6 +48,11 @@ STORE_RULES = (
 # their other commands are the store's): ``scan`` is for ``clear`` / ``invalidate`` /
 # ``clear_agent`` only.
 CACHE_RULES = "~{name}:cache:* +scan"
+# Added for AgentMemory's cache tiers (betterdb-agent-cache: llm / tool / session, its stats
+# hash and tool policies); ``scan`` for ``invalidate_by_tool`` / ``destroy_thread``.
+AGENT_CACHE_RULES = (
+    "~{name}:llm:* ~{name}:tool:* ~{name}:session:* ~{name}:__stats ~{name}:__tool_policies +scan"
+)
 # Added for BetterDB Monitor discovery (on by default): the shared registry, protocol and
 # heartbeat keys (HSET / HEXISTS the registry, SET / DEL the heartbeat, SET NX the protocol).
 DISCOVERY_RULES = "~__betterdb:* +hexists"
@@ -266,3 +271,51 @@ async def test_every_rule_is_needed(admin: avalkey.Valkey, valkey_url: str, uniq
             with contextlib.suppress(vexc.ResponseError):
                 await admin.execute_command("FT.DROPINDEX", f"{name}:mem:idx")
     assert unneeded == [], f"rules nothing needs: {unneeded}"
+
+
+async def test_the_agent_memory_facade_runs_as_a_least_privilege_user(
+    admin: avalkey.Valkey, valkey_url: str, unique_name: str
+) -> None:
+    """``AgentMemory`` (memory tier + betterdb-agent-cache's llm / tool / session tiers, Monitor
+    discovery of both) runs its whole surface as a user with the store's, the cache tiers' and
+    discovery's rules, and nothing else."""
+    from betterdb_memory import AgentMemory, AgentMemoryOptions, ToolPolicy
+
+    user, password = f"f{unique_name}", "reliability-pw"
+    text = f"{STORE_RULES} {AGENT_CACHE_RULES} {DISCOVERY_RULES}".format(name=unique_name)
+    rules = list(dict.fromkeys(text.split()))
+    await admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}", *rules)
+    client = avalkey.Valkey.from_url(_user_url(valkey_url, user, password))
+    embedder = HashingEmbedder(64)
+
+    async def embed(text: str) -> list[float]:
+        return [float(x) for x in (await embedder.embed([text]))[0]]
+
+    agent = AgentMemory(AgentMemoryOptions(client=client, name=unique_name, embed_fn=embed))
+    try:
+        await admin.script_flush()
+        await agent.initialize()
+        mid = await agent.memory.remember("the user likes tea", thread_id="t", agent_id="a")
+        assert [h.item.id for h in await agent.memory.recall("likes tea", thread_id="t", threshold=2.0)] == [
+            mid
+        ]
+        request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        await agent.llm.store(request, "hello")
+        assert (await agent.llm.check(request)).hit
+        await agent.tool.set_policy("weather", ToolPolicy(ttl=5))
+        await agent.tool.store("weather", {"city": "Oslo"}, "-3")
+        assert (await agent.tool.check("weather", {"city": "Oslo"})).hit
+        assert await agent.tool.invalidate_by_tool("weather") == 1
+        await agent.session.set("t", "step", "1")
+        assert await agent.session.get("t", "step") == "1"
+        await agent.session.destroy_thread("t")
+        await agent.erase(agent_id="a", thread_id="t")
+        assert await agent.memory.get(mid) is None
+    finally:
+        await agent.close()
+        await client.aclose()
+    try:
+        denied = await _denials(admin, user)
+        assert denied == [], f"the facade tried commands or keys outside its ACL: {denied}"
+    finally:
+        await admin.execute_command("ACL", "DELUSER", user)
