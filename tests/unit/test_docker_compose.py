@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.reliability.test_acl import DISCOVERY_RULES, STORE_RULES
+from tests.reliability.test_acl import AGENT_CACHE_RULES, DISCOVERY_RULES, STORE_RULES
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (installed with the onnx extra) parses the compose file")
 
@@ -115,7 +115,11 @@ def test_app_connects_as_a_least_privilege_acl_user(compose: dict[str, Any]) -> 
     passwords = [r for r in rules if r.startswith(">")]
     assert len(passwords) == 1 and REQUIRED_VAR.fullmatch(passwords[0][1:])
     name = _services(compose)["app"]["environment"]["BETTERDB_MEMORY_NAME"]
-    needed = set(STORE_RULES.format(name=name).split()) | set(DISCOVERY_RULES.split())
+    needed = (
+        set(STORE_RULES.format(name=name).split())
+        | set(AGENT_CACHE_RULES.format(name=name).split())
+        | set(DISCOVERY_RULES.split())
+    )
     commands = {r for r in rules if r.startswith("+")}
     patterns = [r[1:] for r in rules if r.startswith("~")]
     missing = {r for r in needed if r.startswith("+") and r not in commands}
@@ -124,6 +128,8 @@ def test_app_connects_as_a_least_privilege_acl_user(compose: dict[str, Any]) -> 
     assert not missing, f"missing: {sorted(missing)}"
     assert all(p.startswith((f"{name}:", "__betterdb:")) for p in patterns), patterns
     assert not {"allkeys", "~*", "+@all", "allcommands", "nopass"} & set(rules)
+    # ... and no command the library does not use (every "+" rule is one the ACL tests need).
+    assert commands <= {r for r in needed if r.startswith("+")}, sorted(commands - needed)
     url = str(_services(compose)["app"]["environment"]["VALKEY_URL"])
     assert url.startswith(f"valkey://{user}:") and REQUIRED_VAR.search(url)
 
