@@ -279,7 +279,7 @@ async def test_twenty_thousand_operations_do_not_grow_the_process(client: Any, u
 
     async def settle() -> None:
         deadline = time.monotonic() + 10
-        while store._background and time.monotonic() < deadline:
+        while len(store.supervisor) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         gc.collect()
 
@@ -309,7 +309,7 @@ async def test_twenty_thousand_operations_do_not_grow_the_process(client: Any, u
             f"\n[hygiene] 20000 ops in {time.monotonic() - started:.1f}s; pymalloc blocks +{blocks_growth} "
             f"over 18000 ops; traced +{traced / 1024:.1f} KiB over the last 5000; top: {top}"
         )
-        assert len(store._background) == 0
+        assert len(store.supervisor) == 0
         assert len(asyncio.all_tasks()) <= tasks_before
         assert traced < 512 * 1024, f"{traced} bytes retained over 5,000 operations"
         assert blocks_growth < 9_000, f"{blocks_growth} more allocated blocks after 18,000 operations"
