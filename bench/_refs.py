@@ -34,13 +34,12 @@ import betterdb_agent_memory
 import numpy as np
 import numpy.typing as npt
 from actrone_memory.l2.embedder import Embedder as ActroneEmbedderBase
-from bench_store import Doc, Fields, RawIndex
+from bench_store import Command, Doc, RawIndex
 from betterdb_agent_memory.telemetry import MemoryTelemetryOptions
 from prometheus_client import CollectorRegistry
 
 from betterdb_memory import MemoryStore, Scope
 from betterdb_memory.codec import encode_vector
-from betterdb_memory.dialect import Capabilities
 from betterdb_memory.query import MemoryFilter, knn_search_args
 
 __all__ = [
@@ -183,13 +182,15 @@ class OursAdapter(Adapter):
     key, label = "ours", "betterdb-memory"
 
     def __init__(self, client: Any, name: str, book: VectorBook, *, threshold: float, **options: Any):
-        # threshold: the store's (used by retrieve_context); recall rows pass 0.0 so every
-        # call returns exactly k hits, as in bench_store.py.
+        # threshold: the store's cosine-distance ceiling (used by retrieve_context); recall
+        # rows pass 2.0 so every call returns exactly k hits, as in bench_store.py. The
+        # embedder is this library's Embedder protocol (not an embed_fn), so text recall
+        # re-ranks with the default HybridRanker, as it ships.
         self.store = MemoryStore(
             client=client,
             name=name,
             embedder=BookEmbedder(book),
-            threshold=threshold,
+            default_threshold=threshold,
             registry=CollectorRegistry(),
             **options,
         )
@@ -361,8 +362,9 @@ class ActroneAdapter(Adapter):
 
 
 class RawAdapter(Adapter):
-    """The raw commands of ``bench_store.py``: HSET of the library's fields into an index
-    made with the library's schema, and the library's FT.SEARCH on its own index.
+    """The raw commands of ``bench_store.py``: HSET of the records betterdb-memory writes
+    (``MemoryStore._record``) into an index made with its own FT.CREATE arguments, and
+    the FT.SEARCH KNN k=10 of ``knn_search_args`` (the fields a hit carries) on its index.
 
     Payloads (keys, fields, query argument lists) are computed in ``prepare``, before
     timing, so a ratio to raw is a library's whole overhead.
@@ -370,13 +372,12 @@ class RawAdapter(Adapter):
 
     key, label = "raw", "raw commands"
 
-    def __init__(self, client: Any, raw: RawIndex, *, search_index: str, caps: Capabilities):
+    def __init__(self, client: Any, raw: RawIndex, *, ours: MemoryStore):
         self.client = client
         self.raw = raw
-        self.search_index = search_index
-        self.caps = caps
+        self.ours = ours  # builds the records and the query (its index, layout, fields)
         self.book: VectorBook | None = None
-        self._entries: dict[str, tuple[str, Fields]] = {}
+        self._entries: dict[str, Command] = {}
         self._queries: dict[tuple[str, str | None], list[str | bytes]] = {}
         self._batch_keys: dict[str, list[str]] = {}  # agent -> keys written by remember_batch
 
@@ -385,25 +386,27 @@ class RawAdapter(Adapter):
 
     def prepare(self, docs: Sequence[Doc] = (), queries: Sequence[tuple[str, str | None]] = ()) -> None:
         assert self.book is not None
-        now = time.time()
+        now_ms = int(time.time() * 1000)
         for d in docs:
-            self._entries[d.content] = self.raw.entry(d, now)
+            self._entries[d.content] = self.raw.hset(self.ours, d, now_ms)
         for text, thread in queries:
-            flt = MemoryFilter(scope=Scope.of(thread_id=thread)) if thread else MemoryFilter()
             self._queries[(text, thread)] = knn_search_args(
-                self.search_index, encode_vector(self.book.vector(text)), k=K, flt=flt, caps=self.caps
+                self.ours.keys.index,
+                encode_vector(self.book.vector(text)),
+                k=K,
+                flt=MemoryFilter(scope=Scope.of(thread_id=thread)),
+                layout=self.ours.layout,
             )
 
     async def remember(self, doc: Doc) -> None:
-        key, fields = self._entries[doc.content]
-        await self.client.hset(key, mapping=fields)
+        await self.client.execute_command(*self._entries[doc.content])
 
     async def remember_batch(self, docs: Sequence[Doc]) -> None:
         pipe = self.client.pipeline(transaction=False)
         for d in docs:
-            key, fields = self._entries[d.content]
-            pipe.hset(key, mapping=fields)
-            self._batch_keys.setdefault(d.agent, []).append(key)
+            cmd = self._entries[d.content]
+            pipe.execute_command(*cmd)
+            self._batch_keys.setdefault(d.agent, []).append(str(cmd[1]))
         await pipe.execute()
 
     async def recall(self, query: str, *, thread: str | None, reinforce: bool) -> int:

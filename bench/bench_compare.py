@@ -45,7 +45,8 @@ from _refs import (
 )
 from bench_store import DIM, Doc, RawIndex, log, machine
 
-from betterdb_memory.query import IndexSpec, create_index_args
+from betterdb_memory.keys import KeySpace
+from betterdb_memory.query import create_index_args
 from betterdb_memory.server import EmbeddedServer
 
 K = 10
@@ -63,11 +64,11 @@ SLICE_S = 0.15  # per round, each library runs about this long (at least one cal
 MAX_REPS = 25
 
 # One relevance cut, on each library's own scale: cosine 0.3 (topic members pass,
-# other topics do not). betterdb-memory: similarity (1 + cos) / 2; betterdb-agent-memory:
-# cosine distance 1 - cos; actrone-memory: cosine. Recall rows override the first two
-# (threshold 0 / 2) so every call returns exactly k hits.
+# other topics do not). Both Valkey libraries take a cosine-distance ceiling, 1 - cos;
+# actrone-memory a cosine. Recall rows override the first two (threshold 2.0, the widest
+# ceiling) so every call returns exactly k hits.
 RELEVANT_COS = 0.3
-OURS_THRESHOLD = (1 + RELEVANT_COS) / 2
+OURS_THRESHOLD = 1 - RELEVANT_COS
 BAM_THRESHOLD = 1 - RELEVANT_COS
 
 SIDES = ("ours", "bam", "actrone", "raw")
@@ -324,10 +325,11 @@ class Run:
         await ours.start()
         await bam.start()
         self.caps = ours.store.capabilities
-        raw_index = RawIndex(f"raw{n}")
-        spec = IndexSpec(index=raw_index.index, prefix=raw_index.prefix, dimensions=DIM)
+        # The raw index: betterdb-memory's own FT.CREATE arguments (its spec), another name.
+        raw_index = RawIndex(KeySpace(f"raw{n}"))
+        spec = replace(ours.store.spec, index=raw_index.index, prefix=raw_index.keys.doc_prefix)
         await self.client.execute_command(*create_index_args(spec, self.caps))
-        raw = RawAdapter(self.client, raw_index, search_index=ours.store.keys.index, caps=self.caps)
+        raw = RawAdapter(self.client, raw_index, ours=ours.store)
         raw.bind(self.corpus.book)
         sides: dict[str, Adapter] = {"ours": ours, "bam": bam}
         if n <= self.plan.actrone_max:
@@ -775,8 +777,9 @@ def find(results: Sequence[SizeResult], n: int, prefix: str) -> Row | None:
 
 
 def targets(results: Sequence[SizeResult], capped: Sequence[Row]) -> list[str]:
+    """Issue 15's goals that this comparison measures, at 10k (or the largest size)."""
     n = 10000 if any(r.n == 10000 for r in results) else max((r.n for r in results), default=0)
-    lines = ["| target | measured | reached | p50 figures |", "|---|---|---|---|"]
+    lines = ["| goal (issue 15) | measured | met | p50 figures |", "|---|---|---|---|"]
 
     def line(name: str, ratio: float, goal: float, better_above: bool, figures: str) -> None:
         ok = (
@@ -786,16 +789,25 @@ def targets(results: Sequence[SizeResult], capped: Sequence[Row]) -> list[str]:
         )
         lines.append(f"| {name} | {'-' if math.isnan(ratio) else f'{ratio:.2f}x'} | {ok} | {figures} |")
 
-    forget = find(results, n, "forget_by_scope")
-    if forget:
-        o, b, r = (forget.p50(k) for k in ("ours", "bam", "raw"))
+    size = next((r for r in results if r.n == n), None)
+    for row in size.rows if size else []:
+        if "ours" in row.samples and "bam" in row.samples:
+            o, b = row.p50("ours"), row.p50("bam")
+            line(
+                f"{row.label} at {n:,}: at least as fast as betterdb-agent-memory (bam ÷ ours ≥ 1)",
+                b / o,
+                1.0,
+                True,
+                f"ours {_ms(o)} ms, betterdb-agent-memory {_ms(b)} ms",
+            )
+    for row in capped:
+        o, b = row.samples["ours capped"].p50, row.samples["bam capped"].p50
         line(
-            f"forget_by_scope of {n:,}: >= 5x faster than betterdb-agent-memory",
+            f"capped write, {row.label}: at least as fast as betterdb-agent-memory's",
             b / o,
-            5.0,
+            1.0,
             True,
-            f"ours {o:.1f} s, betterdb-agent-memory {b:.1f} s; raw UNLINK of the same keys {r:.1f} s "
-            "(the server's index deletion is the floor)",
+            f"ours {_ms(o)} ms, betterdb-agent-memory {_ms(b)} ms",
         )
     ctx = find(results, n, "retrieve_context")
     if ctx and "actrone" in ctx.samples:
@@ -807,15 +819,16 @@ def targets(results: Sequence[SizeResult], capped: Sequence[Row]) -> list[str]:
             True,
             f"ours {_ms(o)} ms, actrone-memory {_ms(a)} ms",
         )
-    cap_row = next((r for r in capped if r.label == "cap 10,000"), capped[-1] if capped else None)
-    if cap_row:
-        c, u = cap_row.samples["ours capped"].p50, cap_row.samples["ours uncapped"].p50
+    forget = find(results, n, "forget_by_scope")
+    if forget:
+        o, r = forget.p50("ours"), forget.p50("raw")
         line(
-            f"capped write at {cap_row.label}: <= 2x uncapped",
-            c / u,
-            2.0,
+            f"forget_by_scope of {n:,}: <= 1.2x the raw UNLINK pipelines of the same keys",
+            o / r,
+            1.2,
             False,
-            f"capped {_ms(c)} ms, uncapped {_ms(u)} ms",
+            f"ours {o:.2f} s, raw {r:.2f} s (the search module's per-document delete is the floor of both; "
+            "bench_store.py measures it)",
         )
     return lines
 
@@ -840,14 +853,18 @@ def render(
         "",
         "Columns: **ours** betterdb-memory, **bam** betterdb-agent-memory (reference 1, on the same Valkey "
         'client), **actrone** actrone-memory (reference 2, in-process backend `backend="memory"`), **raw** '
-        "the hand-written commands of `bench_store.py` (HSET / pipelined HSET / FT.SEARCH on betterdb-memory's "
-        "index / UNLINK). One embedded server, one event loop, one shared deterministic 384-d embedder "
+        "the commands of `bench_store.py`, built from betterdb-memory's own builders: HSET / pipelined HSET of "
+        "the records it writes (`MemoryStore._record`) into an index made with its FT.CREATE arguments, the "
+        "FT.SEARCH KNN k=10 of `knn_search_args` returning the fields a hit carries, on betterdb-memory's index, "
+        "UNLINK. One embedded server, one event loop, one shared deterministic 384-d embedder "
         "(precomputed unit vectors looked up by text). Libraries rotate round by round (the first one changes "
         "every round). `X ÷ ours` is X's p50 over ours (above 1: ours is faster); `÷ raw` is the overhead over "
         "the raw commands. `n`: samples per side (p99 of a handful of samples is their maximum).",
         "",
         f"k={K}; {TOPICS} topics (memories and queries are unit vectors around random centroids), memories "
-        f"spread over {THREADS} thread scopes of one agent. Recall rows disable the relevance threshold of the "
+        f"spread over {THREADS} thread scopes of one agent. betterdb-memory runs with its defaults (text recall "
+        "re-ranks 50 KNN candidates with its HybridRanker, then fetches the k winners; reinforcement on). "
+        "Recall rows disable the relevance threshold of the "
         "two Valkey libraries so every call returns k hits; actrone-memory admits cosine >= "
         f"{RELEVANT_COS} (its own threshold, applied to the query's topic). Rounds per workload at most: recall "
         f"{plan.recall_rounds}, with reinforcement {plan.reinforce_rounds}, context {plan.context_rounds}, single "
@@ -896,7 +913,7 @@ def render(
             capped_table(capped),
             "",
         ]
-    out += ["## Targets", "", *targets(results, capped), ""]
+    out += ["## Issue 15 goals", "", *targets(results, capped), ""]
     if findings:
         out += ["## Findings", "", *(f"- {f}" for f in findings), ""]
     if notes.reasons:
@@ -988,7 +1005,7 @@ def charts(data: Mapping[str, Any], out: Path) -> list[Path]:
 # -- main ------------------------------------------------------------------------------------
 
 
-def parse_args(argv: Sequence[str]) -> tuple[Plan, Path, bool]:
+def parse_args(argv: Sequence[str]) -> tuple[Plan, Path, bool, bool]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -1008,6 +1025,7 @@ def parse_args(argv: Sequence[str]) -> tuple[Plan, Path, bool]:
     parser.add_argument(
         "--charts-only", action="store_true", help="redraw the PNGs from the JSON beside --out; run nothing"
     )
+    parser.add_argument("--no-charts", action="store_true", help="write the markdown and JSON only")
     args = parser.parse_args(argv)
     if args.charts_only:
         charts(json.loads(args.out.with_suffix(".json").read_text(encoding="utf-8")), args.out)
@@ -1026,11 +1044,11 @@ def parse_args(argv: Sequence[str]) -> tuple[Plan, Path, bool]:
         plan = replace(plan, caps=ints(args.caps))
     if args.actrone_max is not None:
         plan = replace(plan, actrone_max=args.actrone_max)
-    return plan, args.out, not args.no_findings
+    return plan, args.out, not args.no_findings, not args.no_charts
 
 
 async def main(argv: Sequence[str]) -> None:
-    plan, out, with_findings = parse_args(argv)
+    plan, out, with_findings, with_charts = parse_args(argv)
     started = time.perf_counter()
     load_start = os.getloadavg()
     server = await asyncio.to_thread(EmbeddedServer(persistence=False).start)
@@ -1056,7 +1074,7 @@ async def main(argv: Sequence[str]) -> None:
     out.write_text(report + "\n", encoding="utf-8")
     data = to_json(results, capped)
     out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    pngs = charts(data, out)
+    pngs = charts(data, out) if with_charts else []
     print(report)
     log(f"wrote {out}, {out.with_suffix('.json')}, " + ", ".join(str(p) for p in pngs))
 
