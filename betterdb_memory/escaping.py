@@ -14,7 +14,7 @@ the index this library creates declares its TAG fields ``CASESENSITIVE``; values
 are validated so the engine stores them unchanged (no ``,``, the TAG separator, which
 would split ``"a,b"`` into two values and let a filter on ``a`` see it; no leading or
 trailing whitespace, which the engine trims; not empty); and every query result is
-checked against the raw values before it is used (``query.scope_matches``), so an
+checked against the raw values before it is used (``query.item_matches``), so an
 index created by another library (case-insensitive) can never widen a scope either.
 """
 

@@ -640,7 +640,8 @@ class ShortTermMixin:
 
         Order matters: summaries running in this process for those sessions are
         cancelled first (so none writes after the erase), then L1 keys go, then L2
-        memories, then the agent's now-empty scopes leave the store's registry.
+        memories (``forget_by_scope``, which also wipes their consolidation state and
+        fact history).
         A summariser running in *another* process at that moment may still write one
         summary afterwards; erase again after ``summary_lock_ttl`` to be certain.
 

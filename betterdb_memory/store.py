@@ -909,7 +909,9 @@ class MemoryStore(RecallMixin, ScopeOpsMixin, CapacityMixin, ShortTermMixin, Con
             for j, i in enumerate(need):
                 vectors[i] = embedded[j]
         for i, p in enumerate(prepared):
-            if p["vector"] is not None:
+            # Given vectors were fully checked in _prepare; only their length can still be
+            # wrong, when an embed_fn's dimension was learned after that check.
+            if p["vector"] is not None and len(vectors[i]) != self.embedder.dimensions:
                 validate_vector(vectors[i], dimensions=self.embedder.dimensions, name=f"vector of item {i}")
         now = time.time()
         now_ms = int(now * 1000)
