@@ -1,0 +1,1 @@
+"""Memory tiers: the parts a ``MemoryStore`` is composed of, each built with its dependencies."""
