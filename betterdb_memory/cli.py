@@ -1,9 +1,16 @@
 """The ``betterdb-memory`` command: a thin layer over the public API.
 
-Server: ``--url`` (or ``BETTERDB_MEMORY_URL`` / ``VALKEY_URL``), else the embedded
-engine on the default data dir. Embedder: ``--embedder onnx`` (default) or
-``hashing``. Exit codes: 0 ok, 1 not found / nothing to do, 2 bad usage or input,
-3 server or connection error. ``--json`` prints machine-readable output.
+Server: ``--url``, else ``BETTERDB_MEMORY_URL``, ``VALKEY_URL``, ``REDIS_URL`` (in that
+order, see ``_env.resolve_url``), else the embedded engine on the default data dir.
+Embedder: ``--embedder onnx`` (default) or ``hashing``. Exit codes: 0 ok, 1 not found /
+nothing to do, 2 bad usage or input, 3 server or connection error. ``--json`` prints
+machine-readable output.
+
+The common options (``--url``, ``--name``, ``--embedder``, ``--json``) are accepted before
+the subcommand as well as after it, so a shell alias such as
+``alias mem='betterdb-memory --url valkey://prod:6379 --name support'`` works with every
+subcommand; when both places give one, the one after the subcommand wins, so a single
+command can override what an alias or wrapper script put in front of it.
 """
 
 from __future__ import annotations
@@ -11,18 +18,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from ._env import resolve_url
 from ._version import __version__
+from .core.models import MemoryItem
+from .core.query import VECTOR_FIELD
 from .embedders.base import Embedder
 from .errors import BetterDBMemoryError, ValidationError
-from .models import MemoryItem
-from .query import VECTOR_FIELD
 from .store import DEFAULT_NAME, MemoryStore
 
 __all__ = ["main"]
@@ -31,7 +38,7 @@ EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_SERVER = 0, 1, 2, 3
 
 
 def _url(args: argparse.Namespace) -> str | None:
-    return args.url or os.environ.get("BETTERDB_MEMORY_URL") or os.environ.get("VALKEY_URL") or None
+    return resolve_url(args.url)
 
 
 def _embedder(name: str) -> Embedder:
@@ -182,7 +189,7 @@ async def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
                 row = _item_dict(item)
                 row["model_id"] = store.embedder.model_id
                 if args.vectors and vectors[idx] is not None:
-                    from .codec import decode_vector
+                    from .core.codec import decode_vector
 
                     row["vector"] = decode_vector(vectors[idx]).tolist()
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -321,18 +328,40 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_common(parser: argparse.ArgumentParser, *, after_command: bool) -> None:
+    """The options every store subcommand takes, on the top-level parser or a subcommand's.
+
+    argparse copies *every* attribute of a subcommand's namespace over the top-level one,
+    defaults included, so a subcommand default would silently undo ``--url X`` given before
+    the subcommand. After the subcommand the defaults are therefore ``SUPPRESS`` (an option
+    not given there sets nothing) and the real defaults live on the top-level parser only.
+    """
+
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if after_command else value
+
+    parser.add_argument(
+        "--url",
+        default=default(None),
+        help="Valkey URL (default: $BETTERDB_MEMORY_URL, $VALKEY_URL, $REDIS_URL, else embedded)",
+    )
+    parser.add_argument(
+        "--name", default=default(DEFAULT_NAME), help=f"store name (key prefix; default {DEFAULT_NAME!r})"
+    )
+    parser.add_argument("--embedder", choices=("onnx", "hashing"), default=default("onnx"))
+    parser.add_argument("--json", action="store_true", default=default(False), help="machine-readable output")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="betterdb-memory", description="Agent memory on Valkey Search.")
+    p = argparse.ArgumentParser(
+        prog="betterdb-memory",
+        description="Agent memory on Valkey Search.",
+        epilog="--url, --name, --embedder and --json go before or after the subcommand (after wins).",
+    )
     p.add_argument("--version", action="version", version=f"betterdb-memory {__version__}")
+    _add_common(p, after_command=False)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--url", help="Valkey URL (default: $BETTERDB_MEMORY_URL, $VALKEY_URL, else embedded)"
-    )
-    common.add_argument(
-        "--name", default=DEFAULT_NAME, help=f"store name (key prefix; default {DEFAULT_NAME!r})"
-    )
-    common.add_argument("--embedder", choices=("onnx", "hashing"), default="onnx")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_common(common, after_command=True)
     scope = argparse.ArgumentParser(add_help=False)
     scope.add_argument("--thread")
     scope.add_argument("--agent")

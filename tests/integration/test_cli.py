@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from betterdb_memory._env import URL_ENV_VARS
 from betterdb_memory.cli import main
 
 pytestmark = pytest.mark.integration
@@ -154,3 +157,74 @@ def test_serve_prints_url_and_stops(tmp_path: Path) -> None:
         if proc.stdout:
             proc.stdout.close()
     assert proc.returncode == 0
+
+
+# -- the installed entry point ----------------------------------------------------------
+
+ENTRY_POINT = Path(sys.executable).with_name("betterdb-memory")
+DEAD_URL = "valkey://127.0.0.1:9"  # the discard port: nothing listens, a connection would fail
+
+
+def entry_point(*argv: str, env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
+    """Run ``betterdb-memory`` as a user would, with no URL variable set unless ``env`` sets one."""
+    assert ENTRY_POINT.exists(), f"{ENTRY_POINT} missing: install the package (make venv)"
+    environ = {k: v for k, v in os.environ.items() if k not in URL_ENV_VARS}
+    environ.update(env or {})
+    done = subprocess.run(
+        [str(ENTRY_POINT), *argv], capture_output=True, text=True, env=environ, timeout=120, check=False
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_common_options_before_the_subcommand(valkey_url: str, unique_name: str) -> None:
+    """``betterdb-memory --url X --name N --embedder E --json remember ...`` works like the options after it."""
+    front = ("--url", valkey_url, "--name", unique_name, "--embedder", "hashing", "--json")
+    code, out, err = entry_point(*front, "remember", "Ada lives in Lisbon")
+    assert code == 0, err
+    mid = json.loads(out)["id"]
+    code, out, err = entry_point(*front, "recall", "Ada Lisbon")
+    assert code == 0, err
+    assert [h["id"] for h in json.loads(out)] == [mid]
+    # Mixed: some before, some after.
+    code, out, err = entry_point("--url", valkey_url, "list", "--name", unique_name, "--embedder", "hashing",
+                                 "--json")  # fmt: skip
+    assert code == 0, err
+    assert [i["id"] for i in json.loads(out)["items"]] == [mid]
+
+
+def test_option_after_the_subcommand_wins(valkey_url: str, unique_name: str) -> None:
+    """Given in both places, the value after the subcommand is used (the dead URL before it never is)."""
+    code, out, err = entry_point("remember", "one", "--url", valkey_url, "--name", unique_name,
+                                 "--embedder", "hashing")  # fmt: skip
+    assert code == 0, err
+    code, out, err = entry_point(
+        "--url", DEAD_URL, "--name", "someone_else", "--embedder", "onnx",
+        "list", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert [i["content"] for i in json.loads(out)["items"]] == ["one"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "lower"),
+    [("BETTERDB_MEMORY_URL", ("VALKEY_URL", "REDIS_URL")), ("VALKEY_URL", ("REDIS_URL",)), ("REDIS_URL", ())],
+)
+def test_url_from_the_environment(
+    valkey_url: str, unique_name: str, variable: str, lower: tuple[str, ...]
+) -> None:
+    """With no --url the first URL variable set is used; the ones after it (dead here) are not."""
+    env = {variable: valkey_url} | {v: DEAD_URL for v in lower}
+    code, out, err = entry_point("remember", "from env", "--name", unique_name, "--embedder", "hashing",
+                                 env=env)  # fmt: skip
+    assert code == 0, err
+    code, out, err = entry_point("--name", unique_name, "--embedder", "hashing", "--json", "list", env=env)
+    assert code == 0, err
+    assert [i["content"] for i in json.loads(out)["items"]] == ["from env"]
+
+
+def test_explicit_url_wins_over_the_environment(valkey_url: str, unique_name: str) -> None:
+    env = {v: DEAD_URL for v in URL_ENV_VARS}
+    code, out, err = entry_point("--url", valkey_url, "--name", unique_name, "--embedder", "hashing",
+                                 "stats", "--json", env=env)  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["name"] == unique_name
