@@ -17,12 +17,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
 
-from .escaping import MAX_TAG_BYTES
-from .models import SENSITIVITY_LEVELS
+from .core.escaping import MAX_TAG_BYTES
+from .core.models import SENSITIVITY_LEVELS
+from .core.turns import Turn
 from .summarizers import OpenAIChat, transcript
-from .turns import Turn
 
 __all__ = [
     "FACTS_SCHEMA",
@@ -242,6 +243,9 @@ class OpenAIFactExtractor:
     so conforming servers return exactly the schema; ``parse_facts`` still reads the
     reply defensively, because compatible servers vary.
 
+    Use it as ``async with OpenAIFactExtractor(...) as x:`` (or call ``aclose``) so the
+    HTTP client it creates is closed; a ``client=`` you pass is never closed here.
+
     Args:
         model: chat model name.
         api_key / base_url / client / timeout / max_retries: as ``OpenAISummarizer``.
@@ -292,3 +296,11 @@ class OpenAIFactExtractor:
     async def aclose(self) -> None:
         """Close the HTTP client if this extractor created it."""
         await self._chat.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -21,10 +21,11 @@ import importlib.util
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
 
+from .core.turns import Turn
 from .errors import BetterDBMemoryError, ConfigurationError
-from .turns import Turn
 
 __all__ = ["ExtractiveSummarizer", "OpenAISummarizer", "Summarizer", "transcript"]
 
@@ -291,6 +292,7 @@ class OpenAIChat:
         return content
 
     async def aclose(self) -> None:
+        """Close the SDK client if this object created it; a caller's ``client=`` is theirs to close."""
         if self._owns_client:
             await self._client.close()
 
@@ -305,6 +307,9 @@ _SUMMARY_INSTRUCTIONS = (
 
 class OpenAISummarizer:
     """A ``Summarizer`` backed by an OpenAI-compatible chat-completions endpoint.
+
+    Use it as ``async with OpenAISummarizer(...) as s:`` (or call ``aclose``) so the HTTP
+    client it creates is closed; a ``client=`` you pass is never closed here.
 
     Args:
         model: chat model name.
@@ -353,3 +358,11 @@ class OpenAISummarizer:
     async def aclose(self) -> None:
         """Close the HTTP client if this summariser created it."""
         await self._chat.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -2,12 +2,13 @@
 
 Three things the plain SDK call does not give a memory store:
 
-* **Bounded, jittered retries.** The SDK's own retries are switched off
-  (``max_retries=0``) so there is exactly one retry policy: up to ``max_retries``
-  more attempts on 408/409/429/5xx and connection errors, sleeping the server's
-  ``Retry-After`` (capped at ``retry_max_delay``) or else exponential backoff with
-  full jitter, ``uniform(0, min(retry_max_delay, retry_base_delay * 2**attempt))``,
-  so that many clients throttled together do not retry together.
+* **One error mapping.** Retries are the SDK's own (``max_retries`` is handed to the
+  client this embedder creates): 408/409/429/5xx and connection errors, the server's
+  ``Retry-After`` honoured, else exponential backoff with jitter. A second, hand-written
+  retry loop on top would multiply the attempts and drift from the SDK's rules (it once
+  did: two policies, two sets of delays). What still fails after the SDK gave up is
+  translated here, in one place, into this library's typed errors, with the number of
+  attempts the SDK made.
 * **Batching.** Texts go ``batch_size`` per request, identical texts once, a few
   requests in flight at a time.
 * **A Valkey cache.** Key ``<prefix>:<model_id>:<dimensions>:<sha256(text)>``,
@@ -27,13 +28,10 @@ checked against. The API refuses empty strings, so ``""`` is sent as ``" "``.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import importlib
 import importlib.util
 import logging
-import random
-import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -57,7 +55,7 @@ KNOWN_DIMENSIONS: Mapping[str, int] = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
 }
-_RETRY_STATUSES = frozenset({408, 409, 429})  # plus every 5xx; the SDK's own list
+_RETRY_STATUSES = frozenset({408, 409, 429})  # plus every 5xx: what the SDK retries
 
 # Similarity thresholds on the (1 + cos) / 2 scale. NOT measured here: this environment has
 # no network, so the calibration pairs (tests/unit/test_embedder_calibration.py) could not be
@@ -82,18 +80,18 @@ class OpenAIEmbedder:
         api_key: the API key; ``None`` lets the SDK read ``OPENAI_API_KEY``.
         base_url: the API root (``http://host:port/v1``) for compatible servers.
         batch_size: texts per request (the API accepts up to 2048).
-        max_retries: extra attempts after the first for a retryable failure.
+        max_retries: the SDK's retries of 408/409/429/5xx and connection faults (extra
+            attempts after the first), passed to the client this embedder creates.
         timeout: seconds per request.
         cache_client: a ``valkey.asyncio.Valkey`` with ``decode_responses=False``, or ``None``.
         cache_ttl_seconds: cache entry lifetime; ``None`` keeps entries until evicted.
         cache_prefix: first part of every cache key.
         model_id: overrides ``openai:<model>`` as the name of the vector space (for
             two servers serving different models under one name).
-        client: an ``openai.AsyncOpenAI`` to use (its retries are disabled on a copy);
-            ``api_key``, ``base_url`` and ``timeout`` are then ignored. Not closed by ``aclose``.
+        client: an ``openai.AsyncOpenAI`` to use as it is (its own ``max_retries`` apply);
+            ``api_key``, ``base_url``, ``timeout`` and ``max_retries`` are then ignored.
+            Not closed by ``aclose``.
         max_concurrent_requests: requests in flight at once for one ``embed`` call.
-        retry_base_delay: first backoff ceiling in seconds.
-        retry_max_delay: cap on any one sleep, ``Retry-After`` included.
 
     Raises:
         ConfigurationError: the ``openai`` extra is missing (``configuration.missing_extra``),
@@ -117,8 +115,6 @@ class OpenAIEmbedder:
         model_id: str | None = None,
         client: Any = None,
         max_concurrent_requests: int = 4,
-        retry_base_delay: float = 0.5,
-        retry_max_delay: float = 30.0,
     ) -> None:
         if dimensions is not None:
             _check_positive_int("dimensions", dimensions)
@@ -126,12 +122,10 @@ class OpenAIEmbedder:
         _check_positive_int("max_concurrent_requests", max_concurrent_requests)
         if cache_ttl_seconds is not None:
             _check_positive_int("cache_ttl_seconds", cache_ttl_seconds)
-        if not isinstance(max_retries, int) or max_retries < 0:
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigurationError(
                 "max_retries must be an integer >= 0", details={"argument": "max_retries"}
             )
-        if not retry_base_delay >= 0 or not retry_max_delay >= 0:
-            raise ConfigurationError("retry delays must be >= 0", details={"argument": "retry_base_delay"})
         if cache_client is not None and _decodes_responses(cache_client):
             raise ConfigurationError(
                 "cache_client must be created with decode_responses=False (vectors are raw bytes)",
@@ -141,11 +135,11 @@ class OpenAIEmbedder:
         self._openai = _import_openai()
         try:
             if client is not None:
-                self._client = client.with_options(max_retries=0)
+                self._client = client
                 self._owns_client = False
             else:
                 self._client = self._openai.AsyncOpenAI(
-                    api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+                    api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
                 )
                 self._owns_client = True
         except self._openai.OpenAIError as exc:  # raised when no key is given or in the environment
@@ -164,10 +158,7 @@ class OpenAIEmbedder:
         # Known OpenAI model names only (read it through default_threshold_of; None = no default).
         self.default_threshold: float | None = _ESTIMATED_THRESHOLDS.get(model)
         self._batch_size = batch_size
-        self._max_retries = max_retries
         self._max_concurrent = max_concurrent_requests
-        self._base_delay = float(retry_base_delay)
-        self._max_delay = float(retry_max_delay)
         self._cache = cache_client
         self._ttl = cache_ttl_seconds
         self._prefix = cache_prefix
@@ -202,7 +193,7 @@ class OpenAIEmbedder:
             ValidationError: ``texts`` is a bare ``str`` (pass ``[text]``) or holds a
                 non-string, or the API refused the input (``validation.embedder_rejected``).
             ConfigurationError: authentication or model rejected (``configuration.embedder_*``).
-            EmbeddingError: retries exhausted (``embedder.rate_limited``,
+            EmbeddingError: the SDK's retries exhausted (``embedder.rate_limited``,
                 ``embedder.unavailable``, ``embedder.connection_failed``), an unusable
                 response (``embedder.bad_response``) or malformed vectors
                 (``embedder.bad_shape``, ``embedder.nonfinite``).
@@ -253,41 +244,27 @@ class OpenAIEmbedder:
         }
 
     async def _request(self, batch: list[str]) -> FloatMatrix:
+        """One ``embeddings.create`` (the SDK retries inside it); its final failure mapped once."""
         extra: dict[str, Any] = {"dimensions": self._dimensions} if self._send_dimensions else {}
         payload = [t if t else " " for t in batch]  # the API refuses "" ("cannot be an empty string")
-        for attempt in range(self._max_retries + 1):
-            try:
-                response = await self._client.embeddings.create(model=self._model, input=payload, **extra)
-            except self._openai.APIStatusError as exc:
-                status = int(exc.status_code)
-                if not (status in _RETRY_STATUSES or status >= 500) or attempt == self._max_retries:
-                    raise self._status_error(exc, status, attempt + 1) from exc
-                delay = self._delay(attempt, _retry_after(exc.response.headers))
-                log.info("embedding request got HTTP %s; retry %d in %.2fs", status, attempt + 1, delay)
-            except self._openai.APIConnectionError as exc:  # includes APITimeoutError
-                if attempt == self._max_retries:
-                    raise EmbeddingError(
-                        f"embedding endpoint unreachable after {attempt + 1} attempts: {exc}",
-                        code="embedder.connection_failed",
-                        details={"model": self._model, "attempts": attempt + 1},
-                    ) from exc
-                delay = self._delay(attempt, None)
-                log.info("embedding request failed (%s); retry %d in %.2fs", exc, attempt + 1, delay)
-            except self._openai.APIError as exc:  # a response the SDK could not parse
-                raise EmbeddingError(
-                    f"embedding endpoint returned an unusable response: {exc}",
-                    code="embedder.bad_response",
-                    details={"model": self._model, "attempts": attempt + 1},
-                ) from exc
-            else:
-                return self._parse(response, len(batch))
-            await asyncio.sleep(delay)
-        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self._max_delay)
-        return random.uniform(0.0, min(self._max_delay, self._base_delay * 2.0**attempt))
+        try:
+            response = await self._client.embeddings.create(model=self._model, input=payload, **extra)
+        except self._openai.APIStatusError as exc:
+            raise self._status_error(exc, int(exc.status_code), _attempts(exc)) from exc
+        except self._openai.APIConnectionError as exc:  # includes APITimeoutError
+            attempts = _attempts(exc)
+            raise EmbeddingError(
+                f"embedding endpoint unreachable after {attempts or 'several'} attempts: {exc}",
+                code="embedder.connection_failed",
+                details={"model": self._model, "attempts": attempts},
+            ) from exc
+        except self._openai.APIError as exc:  # a response the SDK could not parse
+            raise EmbeddingError(
+                f"embedding endpoint returned an unusable response: {exc}",
+                code="embedder.bad_response",
+                details={"model": self._model},
+            ) from exc
+        return self._parse(response, len(batch))
 
     def _parse(self, response: Any, count: int) -> FloatMatrix:
         data = sorted(response.data, key=lambda d: d.index)
@@ -309,7 +286,7 @@ class OpenAIEmbedder:
             self._dimensions = int(matrix.shape[1])  # discovered on the first response
         return validate_embeddings(matrix, count=count, dimensions=self.dimensions, model_id=self._model_id)
 
-    def _status_error(self, exc: Any, status: int, attempts: int) -> BetterDBMemoryError:
+    def _status_error(self, exc: Any, status: int, attempts: int | None) -> BetterDBMemoryError:
         details = {
             "model": self._model,
             "status": status,
@@ -387,23 +364,13 @@ def _decodes_responses(client: Any) -> bool:
     return bool(getter().get("decode_responses")) if callable(getter) else False
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait: ``retry-after-ms``, then ``retry-after`` (seconds or HTTP date)."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return float(raw_ms) / 1000.0
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
+def _attempts(exc: Any) -> int | None:
+    """How many attempts the SDK made, read from its final request (``APIError.request``).
+
+    The SDK stamps ``x-stainless-retry-count`` (0 on the first attempt) on every request
+    unless the caller's client overrides that header; then the count is unknown: ``None``.
+    """
     try:
-        return float(raw)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
+        return int(exc.request.headers["x-stainless-retry-count"]) + 1
+    except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    return max(0.0, when.timestamp() - time.time())

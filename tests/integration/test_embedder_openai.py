@@ -4,6 +4,11 @@ The server (stdlib ``http.server`` in a thread) answers ``POST /v1/embeddings`` 
 deterministic vectors (hashing vectors scaled by 3, so the client's normalisation is
 exercised too), records every request, and can be told to fail the next requests
 with a given status and headers. The SDK talks real HTTP to it; nothing is mocked.
+
+Retries are the SDK's own: the server reads the retry counter the SDK stamps on each
+request (``x-stainless-retry-count``), so the tests see how many attempts were made and
+that no second retry loop of ours multiplies them. Failures carry ``retry-after-ms: 1``
+where the test is not about the delay, so the SDK's backoff does not slow the suite.
 """
 
 from __future__ import annotations
@@ -54,6 +59,10 @@ class FakeAPI:
     def inputs(self) -> list[list[str]]:
         return [r["input"] for r in self.requests]
 
+    @property
+    def retry_counts(self) -> list[str | None]:
+        return [r["retry_count"] for r in self.requests]
+
 
 class Handler(BaseHTTPRequestHandler):
     server: ThreadingHTTPServer
@@ -62,7 +71,14 @@ class Handler(BaseHTTPRequestHandler):
         api: FakeAPI = self.server.api  # type: ignore[attr-defined]
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with api.lock:
-            api.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), **body})
+            api.requests.append(
+                {
+                    "path": self.path,
+                    "auth": self.headers.get("Authorization"),
+                    "retry_count": self.headers.get("x-stainless-retry-count"),
+                    **body,
+                }
+            )
             failure = api.failures.pop(0) if api.failures else None
         if self.path != "/v1/embeddings":
             return self.reply(404, {"error": {"message": "no such route", "type": "invalid_request_error"}})
@@ -132,7 +148,6 @@ async def make(api: FakeAPI) -> AsyncIterator[Any]:
     made: list[OpenAIEmbedder] = []
 
     def factory(model: str = "text-embedding-3-small", **kwargs: Any) -> OpenAIEmbedder:
-        kwargs.setdefault("retry_base_delay", 0.001)
         emb = OpenAIEmbedder(model, api_key="sk-test", base_url=api.url, **kwargs)
         made.append(emb)
         return emb
@@ -156,34 +171,34 @@ async def test_embeds_over_http_and_normalises(api: FakeAPI, make: Any) -> None:
 
 
 async def test_429_is_retried_after_retry_after(api: FakeAPI, make: Any) -> None:
-    """A 429 with Retry-After is slept through, then the request succeeds with the right vectors."""
+    """A 429 with Retry-After is slept through by the SDK, then the request succeeds with the right vectors."""
     api.fail_next(429, {"Retry-After": "0.2"})
     emb = make()
     start = time.monotonic()
     out = await emb.embed(["one", "two"])
     assert time.monotonic() - start >= 0.2
-    assert len(api.requests) == 2
     assert api.inputs == [["one", "two"], ["one", "two"]]
+    assert api.retry_counts == ["0", "1"]
     np.testing.assert_allclose(out, expected(["one", "two"], 1536), atol=1e-6)
 
 
-async def test_retry_after_is_capped(api: FakeAPI, make: Any) -> None:
-    """A server asking for 100 s is not obeyed past retry_max_delay."""
-    api.fail_next(503, {"Retry-After": "100"})
-    start = time.monotonic()
-    await make(retry_max_delay=0.05).embed(["x"])
-    assert time.monotonic() - start < 5
-    assert len(api.requests) == 2
-
-
-async def test_5xx_retries_are_bounded(api: FakeAPI, make: Any) -> None:
-    """After max_retries + 1 attempts the error surfaces, with the count in its details."""
-    api.fail_next(500, times=10)
+@pytest.mark.parametrize("max_retries", [0, 1, 3])
+async def test_5xx_retries_are_the_sdks_and_bounded(api: FakeAPI, make: Any, max_retries: int) -> None:
+    """Exactly max_retries + 1 requests (the SDK's retries, no loop of ours on top); the count is in details."""
+    api.fail_next(500, {"retry-after-ms": "1"}, times=10)
     with pytest.raises(EmbeddingError) as info:
-        await make(max_retries=2).embed(["x"])
+        await make(max_retries=max_retries).embed(["x"])
     assert info.value.code == "embedder.unavailable"
-    assert info.value.details["attempts"] == 3
-    assert len(api.requests) == 3
+    assert info.value.details["attempts"] == max_retries + 1
+    assert info.value.details["status"] == 500
+    assert api.retry_counts == [str(i) for i in range(max_retries + 1)]
+
+
+async def test_a_retry_that_succeeds_returns_the_vectors(api: FakeAPI, make: Any) -> None:
+    api.fail_next(503, {"retry-after-ms": "1"}, times=2)
+    out = await make(max_retries=2).embed(["x"])
+    np.testing.assert_allclose(out, expected(["x"], 1536), atol=1e-6)
+    assert api.retry_counts == ["0", "1", "2"]
 
 
 async def test_exhausted_429_is_rate_limited(api: FakeAPI, make: Any) -> None:
@@ -191,6 +206,7 @@ async def test_exhausted_429_is_rate_limited(api: FakeAPI, make: Any) -> None:
     with pytest.raises(EmbeddingError) as info:
         await make(max_retries=1).embed(["x"])
     assert info.value.code == "embedder.rate_limited"
+    assert info.value.details["attempts"] == 2
     assert len(api.requests) == 2
 
 
@@ -209,18 +225,43 @@ async def test_client_errors_are_not_retried(
     with pytest.raises(error) as info:
         await make().embed(["x"])
     assert getattr(info.value, "code", None) == code
+    assert getattr(info.value, "details", {})["attempts"] == 1
     assert len(api.requests) == 1
 
 
 async def test_unreachable_endpoint_is_retried_then_reported() -> None:
-    emb = OpenAIEmbedder(api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=1, retry_base_delay=0.001)
-    try:
+    """Connection errors are retried by the SDK too; what is left is embedder.connection_failed."""
+    async with OpenAIEmbedder(api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=1) as emb:
         with pytest.raises(EmbeddingError) as info:
             await emb.embed(["x"])
-        assert info.value.code == "embedder.connection_failed"
-        assert info.value.details["attempts"] == 2
+    assert info.value.code == "embedder.connection_failed"
+    assert info.value.details["attempts"] == 2
+
+
+async def test_a_callers_client_keeps_its_own_retries_and_stays_open(api: FakeAPI) -> None:
+    """client=: used as it is (its max_retries, not ours) and never closed by the embedder."""
+    openai = pytest.importorskip("openai")
+    caller = openai.AsyncOpenAI(api_key="sk-caller", base_url=api.url, max_retries=1)
+    try:
+        api.fail_next(500, {"retry-after-ms": "1"}, times=10)
+        async with OpenAIEmbedder(client=caller, max_retries=5) as emb:
+            with pytest.raises(EmbeddingError) as info:
+                await emb.embed(["x"])
+        assert info.value.details["attempts"] == 2 and len(api.requests) == 2
+        assert not caller.is_closed()
+        api.failures.clear()
+        async with OpenAIEmbedder(client=caller) as again:  # still usable after the first one closed
+            assert (await again.embed(["y"])).shape == (1, 1536)
+        assert api.requests[-1]["auth"] == "Bearer sk-caller"
     finally:
-        await emb.aclose()
+        await caller.close()
+
+
+async def test_async_with_closes_the_client_it_created(api: FakeAPI) -> None:
+    async with OpenAIEmbedder(api_key="k", base_url=api.url) as emb:
+        await emb.embed(["x"])
+        assert not emb._client.is_closed()
+    assert emb._client.is_closed()
 
 
 async def test_batches_and_deduplicates(api: FakeAPI, make: Any) -> None:
