@@ -19,7 +19,9 @@ async def main() -> None:
     start_http_server(int(os.environ.get("METRICS_PORT", "9400")))
     store = await MemoryStore.connect(
         os.environ.get("VALKEY_URL", "valkey://localhost:6379"),
-        name=os.environ.get("BETTERDB_MEMORY_NAME", "app"),
+        # The library's default store name unless told otherwise (docker/compose.yaml's ACL
+        # user may touch only the keys of the name it sets here).
+        name=os.environ.get("BETTERDB_MEMORY_NAME", "betterdb_ac"),
         dedup=True,  # the same three facts again and again: reinforce them, do not write twins
     )
     facts = ["The user likes tea.", "The user lives in Lisbon.", "Deploys happen on Thursdays."]
