@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= embedded,onnx,openai,telemetry,dev,compat
+# Runtime extras plus `compat` (the reference library, for the compatibility tests); the
+# tools (pytest, ruff, mypy, ...) are the PEP 735 group `dev`, installed with --group (pip >= 25.1).
+EXTRAS ?= embedded,onnx,openai,telemetry,compat
 
 .PHONY: demo test test-unit test-valkey-search test-cluster check format bench bench-quality bench-cluster clean venv
 
@@ -11,8 +13,8 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@sh scripts/bootstrap.sh "$(PYTHON)" "$(VENV)"
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
+	$(PY) -m pip install -q --upgrade "pip>=25.1"
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]" --group dev
 	@touch $(STAMP)
 
 demo: $(STAMP)
