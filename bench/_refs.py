@@ -39,8 +39,8 @@ from betterdb_agent_memory.telemetry import MemoryTelemetryOptions
 from prometheus_client import CollectorRegistry
 
 from betterdb_memory import MemoryStore, Scope
-from betterdb_memory.codec import encode_vector
-from betterdb_memory.query import MemoryFilter, knn_search_args
+from betterdb_memory.core.codec import encode_vector
+from betterdb_memory.core.query import MemoryFilter, knn_search_args
 
 __all__ = [
     "ActroneAdapter",
@@ -363,7 +363,7 @@ class ActroneAdapter(Adapter):
 
 class RawAdapter(Adapter):
     """The raw commands of ``bench_store.py``: HSET of the records betterdb-memory writes
-    (``MemoryStore._record``) into an index made with its own FT.CREATE arguments, and
+    (``LongTermMemory._record``) into an index made with its own FT.CREATE arguments, and
     the FT.SEARCH KNN k=10 of ``knn_search_args`` (the fields a hit carries) on its index.
 
     Payloads (keys, fields, query argument lists) are computed in ``prepare``, before

@@ -53,8 +53,8 @@ from _harness import Pair, Row, cpu_count, cpu_model, interleave, render_rows
 from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import MemoryStore
-from betterdb_memory.dialect import keyless_route
-from betterdb_memory.query import VECTOR_FIELD
+from betterdb_memory.backend.dialect import keyless_route
+from betterdb_memory.core.query import VECTOR_FIELD
 
 FloatMatrix = npt.NDArray[np.float32]
 

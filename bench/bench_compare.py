@@ -45,8 +45,8 @@ from _refs import (
 )
 from bench_store import DIM, Doc, RawIndex, log, machine
 
-from betterdb_memory.keys import KeySpace
-from betterdb_memory.query import create_index_args
+from betterdb_memory.core.keys import KeySpace
+from betterdb_memory.core.query import create_index_args
 from betterdb_memory.server import EmbeddedServer
 
 K = 10
@@ -854,7 +854,7 @@ def render(
         "Columns: **ours** betterdb-memory, **bam** betterdb-agent-memory (reference 1, on the same Valkey "
         'client), **actrone** actrone-memory (reference 2, in-process backend `backend="memory"`), **raw** '
         "the commands of `bench_store.py`, built from betterdb-memory's own builders: HSET / pipelined HSET of "
-        "the records it writes (`MemoryStore._record`) into an index made with its FT.CREATE arguments, the "
+        "the records it writes (`LongTermMemory._record`) into an index made with its FT.CREATE arguments, the "
         "FT.SEARCH KNN k=10 of `knn_search_args` returning the fields a hit carries, on betterdb-memory's index, "
         "UNLINK. One embedded server, one event loop, one shared deterministic 384-d embedder "
         "(precomputed unit vectors looked up by text). Libraries rotate round by round (the first one changes "

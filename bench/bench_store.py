@@ -4,7 +4,7 @@ Every comparison runs the library call and its raw equivalent in alternating rou
 (``_harness.interleave``), on the same server, with the same precomputed 384-d unit
 vectors (seeded numpy; no embedding model runs, so the figures measure the library,
 not a model). The raw side is built from the library's own builders: the HSET fields
-of ``MemoryStore._record``, the FT.CREATE of ``query.create_index_args`` and the
+of ``LongTermMemory._record``, the FT.CREATE of ``query.create_index_args`` and the
 FT.SEARCH of ``query.knn_search_args``; each scenario records what one library call
 sends (``_harness.Recorder``) and checks the raw command against it before timing.
 See ``bench/README.md`` for what each row means.
@@ -52,10 +52,10 @@ from _harness import (
 )
 
 from betterdb_memory import MemoryStore, Scope
-from betterdb_memory.codec import encode_vector
-from betterdb_memory.dialect import Capabilities
-from betterdb_memory.keys import KeySpace
-from betterdb_memory.query import MemoryFilter, create_index_args, filter_search_args, knn_search_args
+from betterdb_memory.backend.dialect import Capabilities
+from betterdb_memory.core.codec import encode_vector
+from betterdb_memory.core.keys import KeySpace
+from betterdb_memory.core.query import MemoryFilter, create_index_args, filter_search_args, knn_search_args
 from betterdb_memory.server import EmbeddedServer
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -195,8 +195,12 @@ class RawIndex:
 
 def library_record(store: MemoryStore, doc: Doc, now_ms: int) -> tuple[str, list[Any]]:
     """(memory id, HSET field/value list) that ``store`` writes for ``doc``: its own ``_prepare`` + ``_record``."""
-    prepared = store._prepare(doc.content, thread_id=doc.thread, agent_id=doc.agent, vector=doc.vector)
-    memory_id, fields, ttl_ms = store._record(prepared, prepared["vector"], now_ms, store.half_life_seconds)
+    prepared = store._long_term.prepare(
+        doc.content, thread_id=doc.thread, agent_id=doc.agent, vector=doc.vector
+    )
+    memory_id, fields, ttl_ms = store._long_term._record(
+        prepared, prepared["vector"], now_ms, store.half_life_seconds
+    )
     assert not ttl_ms  # no TTL: the library sends no PEXPIRE either
     return memory_id, fields
 
@@ -456,12 +460,12 @@ async def recall_rows(bench: Bench, ours: MemoryStore, docs: Sequence[Doc]) -> l
 
 
 def context_k(store: MemoryStore, token_budget: int) -> tuple[int, int]:
-    """(k, KNN k) of the recall ``retrieve_context`` issues, per short_term.py and recall.py.
+    """(k, KNN k) of the recall ``retrieve_context`` issues, per tiers/sessions.py and tiers/recall.py.
 
     k: ``max(4, min(50, ceil(usable / 40)))``, usable = budget minus the system reserve;
     KNN k: ``k * candidate_factor``, at least ``rerank_candidates`` when a reranker is on.
     """
-    usable = token_budget - math.floor(token_budget * store._st.budget.system)
+    usable = token_budget - math.floor(token_budget * store.session_config.budget.system)
     k = max(4, min(50, math.ceil(usable / 40)))
     knn = k * store.candidate_factor
     if store.reranker is not None:
@@ -923,7 +927,7 @@ def render(
         "",
         f"k={K}, {DIM}-d precomputed unit vectors, HNSW M=16 EF_CONSTRUCTION=200 EF_RUNTIME=10, "
         f"memories spread over {THREADS} thread scopes. The raw side is built from the library's own "
-        "builders (`MemoryStore._record` for HSET fields, `create_index_args`, `knn_search_args`, "
+        "builders (`LongTermMemory._record` for HSET fields, `create_index_args`, `knn_search_args`, "
         "`filter_search_args`) and checked against what one library call sends. Ours and raw alternate "
         "round by round (order flips each round). Latency ratio: ours/raw p50 (lower is better); "
         "throughput ratio: ours/raw ops/s (higher is better). ⚠ marks a row past its issue-15 goal. "

@@ -67,16 +67,17 @@ from bench_store import (
     turn_text,
 )
 
-import betterdb_memory.models as models_mod
-import betterdb_memory.ranking as ranking_mod
-import betterdb_memory.recall as recall_mod
-import betterdb_memory.scopes as scopes_mod
-import betterdb_memory.short_term as short_term_mod
-import betterdb_memory.store as store_mod
+import betterdb_memory.core.models as models_mod
+import betterdb_memory.core.ranking as ranking_mod
+import betterdb_memory.tiers.documents as documents_mod
+import betterdb_memory.tiers.erasure as erasure_mod
+import betterdb_memory.tiers.long_term as long_term_mod
+import betterdb_memory.tiers.recall as recall_mod
+import betterdb_memory.tiers.sessions as sessions_mod
 from betterdb_memory import MemoryStore
-from betterdb_memory.codec import encode_vector
-from betterdb_memory.query import ITEM_FIELDS, MemoryFilter, filter_search_args, knn_search_args
-from betterdb_memory.replies import parse_search_reply
+from betterdb_memory.core.codec import encode_vector
+from betterdb_memory.core.query import ITEM_FIELDS, MemoryFilter, filter_search_args, knn_search_args
+from betterdb_memory.core.replies import parse_search_reply
 from betterdb_memory.server import EmbeddedServer
 
 FINDINGS_MARK = "<!-- findings -->"
@@ -217,13 +218,13 @@ def install_phases(phases: Phases, stores: Sequence[MemoryStore], client: Any) -
     phases.wrap(recall_mod, "encode_vector", "encode query vector")
     phases.wrap(recall_mod, "parse_search_reply", "parse FT.SEARCH reply (replies)")
     phases.wrap(models_mod, "item_from_fields", "build MemoryItems (item_from_fields)")
-    phases.wrap(store_mod, "item_from_fields", "build MemoryItems (item_from_fields)")
+    phases.wrap(documents_mod, "item_from_fields", "build MemoryItems (item_from_fields)")
     # ranking.rank (gate, re-rank, composite) calls the names ranking imports
     phases.wrap(ranking_mod, "composite", "composite scores")
     # context assembly
-    phases.wrap(short_term_mod, "decode_turn", "decode turns")
-    phases.wrap(short_term_mod, "count_tokens", "count tokens")
-    phases.wrap(short_term_mod, "allocate", "split the budget (allocate)")
+    phases.wrap(sessions_mod, "decode_turn", "decode turns")
+    phases.wrap(sessions_mod, "count_tokens", "count tokens")
+    phases.wrap(sessions_mod, "allocate", "split the budget (allocate)")
 
 
 # -- CPU categories (cProfile) --------------------------------------------------------------
@@ -243,9 +244,9 @@ _LIB_MODULES = {
     "ranking": "library: hybrid re-ranking",
     "hashing": "library: hybrid re-ranking",
     "scoring": "library: composite scoring",
-    "_observe": "library: observability (spans, metrics, stats)",
-    "_io": "library: retry wrapper (_io.call)",
-    "short_term": "library: context assembly (turns, tokens, budget)",
+    "hub": "library: observability (spans, metrics, stats)",
+    "retry": "library: retry wrapper (backend.retry.call)",
+    "sessions": "library: context assembly (turns, tokens, budget)",
     "context": "library: context assembly (turns, tokens, budget)",
     "tokens": "library: context assembly (turns, tokens, budget)",
     "turns": "library: context assembly (turns, tokens, budget)",
@@ -670,7 +671,7 @@ async def client_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
         return [0] * (n + len(kwargs.get("searches", ())))
 
     validated: set[int] = set()
-    validate = store_mod.validate_vector
+    validate = long_term_mod.validate_vector
 
     def validate_once(vector: Any, *, dimensions: int, name: str = "vector") -> Any:
         if id(vector) in validated and getattr(vector, "shape", None) == (dimensions,):
@@ -685,7 +686,10 @@ async def client_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
 
     async def many_no_io_once(i: int) -> None:
         validated.clear()
-        with patched(store.backend, "pipeline", no_io), patched(store_mod, "validate_vector", validate_once):
+        with (
+            patched(store.backend, "pipeline", no_io),
+            patched(long_term_mod, "validate_vector", validate_once),
+        ):
             await store.remember_many(batches[i % 2])
 
     a, b = await pair(many_no_io, many_no_io_once, max(20, calls // 10))
@@ -712,14 +716,14 @@ async def client_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
         return [seen[i] for i in ids]
 
     async def reinforce_and_fetch(ids: Sequence[str], now: float, half_life: float) -> None:
-        interval_ms = str(int(store._access_interval(half_life) * 1000))
+        interval_ms = str(int(store._recall.access_interval(half_life) * 1000))
         now_ms = str(int(now * 1000))
 
         def build(pipe: Any) -> None:
             for mid in ids:
                 store.backend.queue_script(
                     pipe,
-                    store._reinforce_script,
+                    store._recall._script,
                     [store.keys.doc(mid), store.keys.access(mid)],
                     [now_ms, repr(half_life), interval_ms],
                 )
@@ -770,13 +774,13 @@ async def server_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
     half_life = store.half_life_seconds
 
     async def reinforce_first(i: int) -> None:  # even i: never accessed
-        await store._reinforce(groups[i], time.time(), half_life)
+        await store._recall.reinforce(groups[i], time.time(), half_life)
 
     async def reinforce_again(i: int) -> None:  # odd i: accessed once just before
-        await store._reinforce(groups[i], time.time(), half_life)
+        await store._recall.reinforce(groups[i], time.time(), half_life)
 
     for g in groups[1::2]:
-        await store._reinforce(g, time.time(), half_life)
+        await store._recall.reinforce(g, time.time(), half_life)
     a, b = await pair(reinforce_first, reinforce_again, calls)
     out.append(
         (
@@ -846,7 +850,7 @@ async def server_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
             if variant == "one DEL":
                 stack.enter_context(patched(store, "_delete_ids", _one_del(store)))
             if variant == "pages of 5,000":
-                stack.enter_context(patched(scopes_mod, "_FORGET_PAGE", 5000))
+                stack.enter_context(patched(erasure_mod, "_FORGET_PAGE", 5000))
             t0 = time.perf_counter()
             deleted = await store.forget_by_scope(agent_id="x-forget")
             runs[variant].append((time.perf_counter() - t0) * 1000)
@@ -890,7 +894,7 @@ def _one_del(store: MemoryStore) -> Callable[[Sequence[str]], Awaitable[int]]:
 
 
 async def _keys_of(client: Any, store: MemoryStore, thread: str) -> list[str]:
-    from betterdb_memory.keys import Scope
+    from betterdb_memory.core.keys import Scope
 
     args = filter_search_args(
         store.keys.index, MemoryFilter(scope=Scope.of(thread_id=thread)), return_fields=None, limit=10_000

@@ -52,11 +52,28 @@ from betterdb_agent_cache import (  # type: ignore[import-untyped]
 )
 from betterdb_agent_cache.types import AnalyticsOptions, TelemetryOptions  # type: ignore[import-untyped]
 
-from ._io import RetryPolicy
 from ._version import __version__
-from .consolidation import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
-from .context import ContextBudget, RetrievedContext
-from .dialect import Capabilities, IndexInfo
+from .backend.dialect import Capabilities, IndexInfo
+from .backend.retry import RetryPolicy
+from .core.context import ContextBudget, RetrievedContext
+from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
+from .core.keys import Scope
+from .core.models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, StoreStats
+from .core.options import (
+    AgentMemoryConfig,
+    AgentMemoryRecallConfig,
+    ConsolidationConfig,
+    MemoryConfigRefreshConfig,
+    MemoryDiscoveryConfig,
+    MemoryListOptions,
+    MemoryScope,
+    MemoryTelemetryOptions,
+    RecallWeights,
+)
+from .core.ranking import HybridRanker, Reranker
+from .core.scoring import ScoreParts, Weights
+from .core.tokens import HeuristicTokenCounter, TokenCounter
+from .core.turns import SessionMetadata, ToolResult, Turn
 from .embedders import (
     Embedder,
     FunctionEmbedder,
@@ -86,26 +103,9 @@ from .errors import (
 )
 from .extraction import ExtractedFact, FactExtractor, OpenAIFactExtractor
 from .facade import AgentMemory, AgentMemoryClosedError, AgentMemoryOptions
-from .keys import Scope
-from .models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, StoreStats
 from .observability.live_config import ConfigSnapshot, MemoryConfigSnapshot
-from .options import (
-    AgentMemoryConfig,
-    AgentMemoryRecallConfig,
-    ConsolidationConfig,
-    MemoryConfigRefreshConfig,
-    MemoryDiscoveryConfig,
-    MemoryListOptions,
-    MemoryScope,
-    MemoryTelemetryOptions,
-    RecallWeights,
-)
-from .ranking import HybridRanker, Reranker
-from .scoring import ScoreParts, Weights
 from .store import MemoryStore
 from .summarizers import ExtractiveSummarizer, OpenAISummarizer, Summarizer
-from .tokens import HeuristicTokenCounter, TokenCounter
-from .turns import SessionMetadata, ToolResult, Turn
 
 # A library logs; the application decides where it goes (no "No handlers" warning either).
 logging.getLogger(__name__).addHandler(logging.NullHandler())

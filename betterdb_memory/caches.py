@@ -27,11 +27,11 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ._io import RetryPolicy, call
-from .codec import as_text
+from .backend.retry import RetryPolicy, call
+from .core.codec import as_text
+from .core.escaping import tag_token, validate_tag_value
+from .core.keys import validate_store_name
 from .errors import BetterDBMemoryError, ConfigurationError, ValidationError
-from .escaping import tag_token, validate_tag_value
-from .keys import validate_store_name
 
 __all__ = ["LLMCache", "SessionState", "ToolCache", "canonical_json"]
 

@@ -30,10 +30,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from .consolidation import Fact
-from .context import RetrievedContext
+from .core.context import RetrievedContext
+from .core.facts import Fact
+from .core.models import MemoryItem
 from .embedders.onnx import OnnxEmbedder
-from .models import MemoryItem
 from .server import server_url_from_env
 from .store import MemoryStore
 

@@ -45,10 +45,10 @@ from betterdb_agent_cache.types import (  # type: ignore[import-untyped]
     TelemetryOptions,
 )
 
+from .core.options import AgentMemoryConfig, MemoryTelemetryOptions
 from .embedders.base import Embedder, EmbeddingFunction
 from .errors import ConfigurationError, StoreClosedError
 from .observability.telemetry import do_not_track
-from .options import AgentMemoryConfig, MemoryTelemetryOptions
 from .store import MemoryStore
 
 __all__ = ["AgentMemory", "AgentMemoryClosedError", "AgentMemoryOptions"]

@@ -21,10 +21,10 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any
 
-from .consolidation import Fact
+from .core.facts import Fact
+from .core.models import MemoryItem
+from .core.turns import Turn
 from .embedders.hashing import HashingEmbedder
-from .models import MemoryItem
-from .turns import Turn
 
 __all__ = [
     "HashingEmbedder",

@@ -4,7 +4,7 @@ Like httpx's transport, this is the strict point of cut-off between the library'
 logic and the network. Every part of the store asks this object; none touches the
 client. What it owns:
 
-* **Execution with retry and error translation** (``_io.call``): idempotent
+* **Execution with retry and error translation** (``retry.call``): idempotent
   operations are retried on connection faults, everything else fails once with
   what is known in ``details``; backend exceptions become the library's error tree.
 * **Routing on a cluster.** valkey-search declares no key positions for FT.*, and
@@ -39,10 +39,10 @@ import valkey.asyncio
 import valkey.asyncio.cluster
 import valkey.exceptions as vexc
 
-from . import _scripts
-from ._io import RetryPolicy, call
+from ..errors import BetterDBMemoryError, ConsolidationBusyError, IndexNotFoundError, StoreClosedError
+from . import scripts as _scripts
 from .dialect import keyless_route
-from .errors import BetterDBMemoryError, ConsolidationBusyError, IndexNotFoundError, StoreClosedError
+from .retry import RetryPolicy, call
 
 __all__ = ["Backend", "ScopedLock", "Script", "ValkeyClient"]
 
@@ -227,7 +227,7 @@ class ScopedLock:
 
     def __init__(self, backend: Backend, key: str, *, ttl: float, wait: float, heartbeat: bool) -> None:
         self.backend, self.key = backend, key
-        self.ttl_ms = str(max(1000, int(ttl * 1000)))
+        self.ttl_ms = str(max(100, int(ttl * 1000)))
         self.ttl, self.wait = ttl, wait
         self.token = uuid.uuid4().hex
         self.lost = False
@@ -275,6 +275,10 @@ class ScopedLock:
             )
 
     async def __aexit__(self, *exc: object) -> None:
+        await self.release()
+
+    async def release(self) -> None:
+        """Stop the heartbeat and free the lock if it is still ours (never raises)."""
         if self._beat is not None:
             self._beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -31,7 +31,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .codec import as_text
+from ..core.codec import as_text
 
 __all__ = [
     "Capabilities",
@@ -524,10 +524,10 @@ async def probe(client: Any) -> Capabilities:
     index (``FT._LIST``). When nothing decides but a search module answers, the smallest
     dialect is assumed. Raises only when no search module answers at all.
     """
-    from .errors import ConfigurationError, is_connection_error
+    from ..errors import ConfigurationError, is_connection_error
 
     # A connection fault is not "no search module": re-raise it so the caller's retry /
-    # translation (``_io.call``) reports StoreConnectionError instead of a bad set-up.
+    # translation (``backend.retry.call``) reports StoreConnectionError instead of a bad set-up.
     attempts: list[str] = []
     ver: int | None = None
     info: Any = None

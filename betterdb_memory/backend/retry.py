@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import BetterDBMemoryError, is_connection_error, translate
+from ..errors import BetterDBMemoryError, is_connection_error, translate
 
 __all__ = ["RetryPolicy", "call"]
 

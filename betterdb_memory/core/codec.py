@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 __all__ = [
     "as_text",

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 from .models import MemoryHit, MemoryItem
 from .turns import Turn
 

@@ -24,7 +24,7 @@ import hashlib
 import math
 import unicodedata
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 __all__ = ["MAX_TAG_BYTES", "escape_tag", "format_number", "tag_token", "validate_tag_value"]
 

@@ -23,10 +23,17 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from .errors import ValidationError
+from ..errors import ValidationError
 from .escaping import validate_tag_value
 
-__all__ = ["KeySpace", "Scope", "SessionKeys", "validate_memory_id", "validate_store_name"]
+__all__ = [
+    "ConsolidationKeys",
+    "KeySpace",
+    "Scope",
+    "SessionKeys",
+    "validate_memory_id",
+    "validate_store_name",
+]
 
 # BetterDB Monitor's own check of a store name (a letter or underscore first, then
 # letters, digits, ``_ . - :``), bounded in length.
@@ -180,6 +187,11 @@ class KeySpace:
     def consolidation_base(self, scope_tag: str) -> str:
         return f"{self.name}:cons:{{{scope_tag}}}"
 
+    @property
+    def consolidation_targets(self) -> str:
+        """HASH of every consolidation target scope: scope tag -> JSON [namespace, agent, thread]."""
+        return f"{self.name}:cons:targets"
+
     def history_prefix(self) -> str:
         return f"{self.name}:hist:"
 
@@ -198,3 +210,28 @@ class KeySpace:
     def agent_sessions(self, agent_id: str | None) -> str:
         """Set of the session tags of one agent (so ``erase`` finds every thread's L1 keys)."""
         return f"{self.name}:l1:agent:{_digest((agent_id,), 10)}"
+
+
+class ConsolidationKeys:
+    """Consolidation state of one target scope (``<name>:cons:{<scope tag>}:...``)."""
+
+    def __init__(self, keys: KeySpace, scope: Scope) -> None:
+        base = keys.consolidation_base(scope.tag)
+        self.scope = scope
+        self.tag = scope.tag
+        self.lock = f"{base}:lock"
+        self.subjects = f"{base}:subjects"  # HASH subject digest -> subject key
+        self.history_base = f"{base}:hist:"
+        self.consumed = {"summary": f"{base}:consumed:summary", "facts": f"{base}:consumed:facts"}
+        self.targets = keys.consolidation_targets
+        self._keys = keys
+
+    def history(self, digest: str) -> str:
+        return f"{self.history_base}{digest}"
+
+    def hist_doc(self, memory_id: str) -> str:
+        """Where a superseded fact's document goes: same slot as the document, outside the index."""
+        return f"{self._keys.history_prefix()}{{{self._keys.doc(memory_id)}}}"
+
+    def all_state(self) -> list[str]:
+        return [self.lock, self.subjects, *self.consumed.values()]

@@ -60,8 +60,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .embedders.hashing import tokenize
-from .errors import ConfigurationError
+from ..embedders.hashing import tokenize
+from ..errors import ConfigurationError
 from .models import MemoryHit, MemoryItem
 from .scoring import Weights, composite, similarity_from_distance
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 __all__ = [
     "DEFAULT_HALF_LIFE_SECONDS",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Protocol, runtime_checkable
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 __all__ = ["HeuristicTokenCounter", "TokenCounter", "count_tokens"]
 

@@ -24,14 +24,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..errors import ValidationError
 from .codec import as_text, to_float, to_int
-from .errors import ValidationError
 
 __all__ = [
     "APPEND_TURN",
     "ERASE_SESSION",
-    "LOCK_EXTEND",
-    "LOCK_RELEASE",
     "PENDING_TURNS",
     "SESSION_SNAPSHOT",
     "SUMMARY_ADVANCE",
@@ -329,18 +327,6 @@ return cursor
 SUMMARY_FAILED = r"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 return redis.call('HINCRBY', KEYS[1], 'summary_failures', 1)
-"""
-
-# KEYS: lock ; ARGV: token -> 1 when released (only the holder may release)
-LOCK_RELEASE = r"""
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-# KEYS: lock ; ARGV: token, ttl_ms -> 1 when still held and extended
-LOCK_EXTEND = r"""
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
 """
 
 # KEYS: meta, turns, cursor -> {HGETALL meta (flat), LLEN turns, cursor or nil}

@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .errors import ValidationError
+from ..errors import ValidationError
 from .escaping import validate_tag_value
 from .models import SENSITIVITY_LEVELS
 

@@ -40,15 +40,16 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
-import valkey.asyncio as avalkey
 from valkey.asyncio.client import Pipeline
 
 from .._version import __version__
-from ..errors import ConfigurationError, ValidationError, translate
+from ..backend.client import Backend, ValkeyClient
+from ..errors import ConfigurationError, ValidationError
+from ..lifecycle import Spawn
 
 __all__ = [
     "HEARTBEAT_KEY_PREFIX",
@@ -136,12 +137,6 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
-def _aw(result: Any) -> Awaitable[Any]:
-    # valkey-py types each command as ``Awaitable[T] | T`` (one signature for the
-    # sync and asyncio clients); on the asyncio client it is always the awaitable.
-    return cast("Awaitable[Any]", result)
-
-
 def build_marker(
     *,
     name: str,
@@ -211,7 +206,8 @@ class DiscoveryMarker:
     """Registers a store with BetterDB Monitor and keeps its heartbeat alive.
 
     Args:
-        client: an asyncio ``Valkey`` client (``decode_responses`` either way).
+        client: an asyncio ``Valkey`` or cluster client (``decode_responses`` either way),
+            or the owning store's ``Backend``.
         name: the store name.
         index_name: the store's search index.
         stats_key: the stats hash (``stats_key(name)`` by convention).
@@ -227,7 +223,7 @@ class DiscoveryMarker:
 
     def __init__(
         self,
-        client: avalkey.Valkey,
+        client: ValkeyClient | Backend,
         name: str,
         *,
         index_name: str,
@@ -235,6 +231,7 @@ class DiscoveryMarker:
         capabilities: Iterable[str] = (),
         heartbeat_interval: float = 30.0,
         on_error: ErrorCallback | None = None,
+        spawn: Spawn | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValidationError("name must be a non-empty string", details={"argument": "name"})
@@ -245,13 +242,16 @@ class DiscoveryMarker:
                 f"got {heartbeat_interval!r}",
                 details={"argument": "heartbeat_interval"},
             )
-        self._client = client
+        # A store passes its Backend (retries, error translation, closed state); a raw
+        # client gets a Backend of its own.
+        self._backend = client if isinstance(client, Backend) else Backend(client)
         self.name = name
         self.index_name = index_name
         self.stats_key = stats_key
         self.capabilities = list(dict.fromkeys(capabilities))
         self.heartbeat_interval = float(heartbeat_interval)
         self._on_error = on_error
+        self._spawn = spawn
         self.started_at = iso_now()
         self.field: str | None = None
         self._task: asyncio.Task[None] | None = None
@@ -286,15 +286,12 @@ class DiscoveryMarker:
             BetterDBMemoryError: the server call failed (translated; for example
                 ``StoreConnectionError``). The background heartbeat retries.
         """
-        try:
-            return await self._register()
-        except Exception as exc:
-            raise translate(exc, operation="discovery.register", details={"store": self.name}) from exc
+        return await self._register()
 
     async def _register(self) -> str | None:
         payload = json.dumps(self.marker(), separators=(",", ":"))
         for field in (registry_field(self.name), fallback_registry_field(self.name)):
-            existing = await _aw(self._client.hget(REGISTRY_KEY, field))
+            existing = await self._backend.command("discovery.register", "HGET", REGISTRY_KEY, field)
             owner = classify_registry_value(existing)
             if owner == "foreign":
                 # Warn once per field: the heartbeat retries registration every beat.
@@ -308,11 +305,13 @@ class DiscoveryMarker:
                     self.name,
                 )
                 continue
-            async with self._client.pipeline(transaction=False) as pipe:
+
+            def build(pipe: Any, field: str = field) -> None:
                 pipe.hset(REGISTRY_KEY, field, payload)
                 pipe.set(PROTOCOL_KEY, str(PROTOCOL_VERSION), nx=True)
                 pipe.set(heartbeat_key(field), iso_now(), ex=HEARTBEAT_TTL_SECONDS)
-                await pipe.execute()
+
+            await self._backend.pipeline("discovery.register", build, details={"store": self.name})
             if field != registry_field(self.name) and self.field != field:
                 log.warning("discovery: store %r registered under fallback field %r", self.name, field)
             self.field = field
@@ -336,19 +335,18 @@ class DiscoveryMarker:
         Raises:
             BetterDBMemoryError: the server call failed (translated).
         """
-        try:
-            return await self._heartbeat()
-        except Exception as exc:
-            raise translate(exc, operation="discovery.heartbeat", details={"store": self.name}) from exc
+        return await self._heartbeat()
 
     async def _heartbeat(self) -> bool:
         if self.field is None:
             return await self._register() is not None
         field = self.field
-        async with self._client.pipeline(transaction=False) as pipe:
+
+        def build(pipe: Any) -> None:
             pipe.set(heartbeat_key(field), iso_now(), ex=HEARTBEAT_TTL_SECONDS)
             pipe.hexists(REGISTRY_KEY, field)
-            _, present = await pipe.execute()
+
+        _, present = await self._backend.pipeline("discovery.heartbeat", build, details={"store": self.name})
         if not present:
             log.info("discovery: registry entry %r vanished; registering again", field)
             return await self._register() is not None
@@ -370,6 +368,9 @@ class DiscoveryMarker:
             raise ConfigurationError(
                 "DiscoveryMarker.start() needs a running event loop", code="configuration.no_loop"
             ) from exc
+        if self._spawn is not None:  # under the owning store's supervisor
+            self._task = self._spawn(self._run(), name=f"heartbeat:{self.name}", daemon=True)
+            return
         self._task = loop.create_task(self._run(), name=f"betterdb-memory-heartbeat:{self.name}")
 
     async def _run(self) -> None:
@@ -407,7 +408,7 @@ class DiscoveryMarker:
         if self.field is None:
             return
         try:
-            await _aw(self._client.delete(heartbeat_key(self.field)))
+            await self._backend.command("discovery.close", "DEL", heartbeat_key(self.field))
         except Exception as exc:
             log.warning("discovery: could not delete heartbeat of store %r: %s", self.name, exc)
             _report(self._on_error, exc)
@@ -435,12 +436,13 @@ class StatsHash:
     needs.
 
     Args:
-        client: an asyncio ``Valkey`` client (``decode_responses`` either way).
+        client: an asyncio ``Valkey`` or cluster client (``decode_responses`` either way),
+            or the owning store's ``Backend``.
         key: the hash key, ``stats_key(name)`` by convention.
     """
 
-    def __init__(self, client: avalkey.Valkey, key: str) -> None:
-        self._client = client
+    def __init__(self, client: ValkeyClient | Backend, key: str) -> None:
+        self._backend = client if isinstance(client, Backend) else Backend(client)
         self.key = key
 
     def __repr__(self) -> str:
@@ -454,10 +456,7 @@ class StatsHash:
             BetterDBMemoryError: the server call failed (translated).
         """
         field, n = _check_field(field), _check_increment(n)
-        try:
-            value = await _aw(self._client.hincrby(self.key, field, n))
-        except Exception as exc:
-            raise translate(exc, operation="stats.incr", details={"key": self.key}) from exc
+        value = await self._backend.command("stats.incr", "HINCRBY", self.key, field, n, idempotent=False)
         return int(value)
 
     def add_to_pipeline(self, pipe: Pipeline, field: str, n: int = 1) -> None:
@@ -481,13 +480,12 @@ class StatsHash:
         items = [(f, n) for f, n in items if n]
         if not items:
             return
-        try:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for field, n in items:
-                    pipe.hincrby(self.key, field, n)
-                await pipe.execute()
-        except Exception as exc:
-            raise translate(exc, operation="stats.incr", details={"key": self.key}) from exc
+
+        def build(pipe: Any) -> None:
+            for field, n in items:
+                pipe.hincrby(self.key, field, n)
+
+        await self._backend.pipeline("stats.incr", build, idempotent=False, details={"key": self.key})
 
     async def read(self) -> dict[str, int | str]:
         """``HGETALL`` decoded: integer-looking values as ``int``, others as ``str``.
@@ -495,10 +493,7 @@ class StatsHash:
         Raises:
             BetterDBMemoryError: the server call failed (translated).
         """
-        try:
-            raw = await _aw(self._client.hgetall(self.key))
-        except Exception as exc:
-            raise translate(exc, operation="stats.read", details={"key": self.key}) from exc
+        raw = await self._backend.command("stats.read", "HGETALL", self.key)
         out: dict[str, int | str] = {}
         for k, v in raw.items():
             text = _text(v)

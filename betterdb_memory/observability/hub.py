@@ -28,13 +28,15 @@ from typing import Any, Final
 
 from opentelemetry.trace import Span
 
-from .errors import BetterDBMemoryError, ConfigurationError, translate
-from .keys import KeySpace
-from .observability.discovery import DiscoveryMarker
-from .observability.live_config import ConfigSnapshot, LiveConfig
-from .observability.metrics import MemoryMetrics
-from .observability.telemetry import Telemetry
-from .observability.tracing import Tracing, mark_recall, mark_remember
+from ..backend.client import Backend
+from ..core.keys import KeySpace
+from ..errors import BetterDBMemoryError, ConfigurationError, StoreClosedError
+from ..lifecycle import Spawn
+from .discovery import DiscoveryMarker
+from .live_config import ConfigSnapshot, LiveConfig
+from .metrics import MemoryMetrics
+from .telemetry import Telemetry
+from .tracing import Tracing, mark_recall, mark_remember
 
 __all__ = ["MARKER_FEATURES", "NEAR_MISS_FACTOR", "StoreObservability", "is_near_miss", "warn_near_miss"]
 
@@ -48,7 +50,7 @@ MARKER_FEATURES: Final = ("recall", "consolidate", "reinforce")
 #: threshold but within this multiple of it (the reference's "within 2x").
 NEAR_MISS_FACTOR: Final = 2.0
 
-_PACKAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def is_near_miss(nearest_distance: float, threshold: float, *, factor: float = NEAR_MISS_FACTOR) -> bool:
@@ -141,7 +143,9 @@ class StoreObservability:
     """Per-store metrics, tracing, live config, discovery and counters.
 
     Args:
-        client / keys / defaults: the store's client, key space and constructor tunables.
+        backend / keys / defaults: the store's backend, key space and constructor tunables.
+        spawn: starts the background loops (live config, heartbeat, stats flush) under
+            the store's supervisor; None: plain tasks of the running loop.
         registry / tracer_provider: where metrics and spans go (default: the globals).
         discovery / config_refresh_seconds / heartbeat_interval: Monitor and live config.
         telemetry: either the reference's ``MemoryTelemetryOptions`` (``registry``,
@@ -157,10 +161,11 @@ class StoreObservability:
 
     def __init__(
         self,
-        client: Any,
+        backend: Backend | None,
         keys: KeySpace,
         defaults: ConfigSnapshot,
         *,
+        spawn: Spawn | None = None,
         registry: Any = None,
         tracer_provider: Any = None,
         discovery: bool = True,
@@ -179,19 +184,21 @@ class StoreObservability:
             )
             metrics_prefix = opts["metrics_prefix"] if opts["metrics_prefix"] is not None else metrics_prefix
             tracer_name = opts["tracer_name"] if opts["tracer_name"] is not None else tracer_name
-        self._client = client
+        self._backend = backend
+        self._spawn = spawn
         self.keys = keys
         self.metrics = MemoryMetrics(keys.name, registry, prefix=metrics_prefix)
         self.tracing = Tracing(
             keys.name, keys.index, tracer_provider=tracer_provider, tracer_name=tracer_name
         )
         self.live = LiveConfig(
-            client,
+            backend if backend is not None else Backend(None),  # type: ignore[arg-type]  # unit tests: no server
             keys.config,
             defaults,
             refresh_interval=config_refresh_seconds,
             on_reject=lambda rejected: self.metrics.observe_config_rejections(len(rejected)),
             on_error=lambda exc: self.metrics.observe_background_failure("config_refresh"),
+            spawn=spawn,
         )
         self._discovery_enabled = discovery
         self._heartbeat_interval = heartbeat_interval
@@ -259,13 +266,14 @@ class StoreObservability:
         self.live.start()
         if self._discovery_enabled:
             self.discovery = DiscoveryMarker(
-                self._client,
+                self._backend if self._backend is not None else Backend(None),  # type: ignore[arg-type]
                 self.keys.name,
                 index_name=self.keys.index,
                 stats_key=self.keys.stats,
                 capabilities=[*MARKER_FEATURES, *capabilities],
                 heartbeat_interval=self._heartbeat_interval,
                 on_error=lambda exc: self.metrics.observe_background_failure("heartbeat"),
+                spawn=self._spawn,
             )
             try:
                 await self.discovery.register()
@@ -281,8 +289,18 @@ class StoreObservability:
             if v:
                 self._pending[k] += v
         if self._pending and self._flush_task is None:
-            with contextlib.suppress(RuntimeError):  # no running loop: flushed at close
-                self._flush_task = asyncio.get_running_loop().create_task(self._flush_later())
+            # No running loop, or a closed store: flushed at close.
+            with contextlib.suppress(RuntimeError, StoreClosedError):
+                coro = self._flush_later()
+                try:
+                    self._flush_task = (
+                        self._spawn(coro, name="stats_flush", daemon=True)
+                        if self._spawn is not None
+                        else asyncio.get_running_loop().create_task(coro)
+                    )
+                except BaseException:
+                    coro.close()
+                    raise
 
     async def _flush_later(self) -> None:
         try:
@@ -295,17 +313,21 @@ class StoreObservability:
         if not self._pending:
             return
         pending, self._pending = self._pending, Counter()
-        try:
-            pipe = self._client.pipeline(transaction=False)
+        if self._backend is None or self._backend.closed:
+            self._pending.update(pending)
+            return
+
+        def build(pipe: Any) -> None:
             for k, v in pending.items():
                 pipe.hincrby(self.keys.stats, k, v)
-            await pipe.execute()
-        except Exception as exc:
+
+        try:
+            # Not retried: a replayed increment would count twice.
+            await self._backend.pipeline("stats", build, idempotent=False)
+        except BetterDBMemoryError as exc:
             self._pending.update(pending)
             self.metrics.observe_background_failure("stats_flush")
-            log.warning(
-                "could not update stats hash %s: %s", self.keys.stats, translate(exc, operation="stats")
-            )
+            log.warning("could not update stats hash %s: %s", self.keys.stats, exc)
 
     async def close(self) -> None:
         if self._flush_task is not None:

@@ -40,14 +40,14 @@ import contextlib
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final
 
-import valkey.asyncio as avalkey
-
-from ..errors import ConfigurationError, ValidationError, translate
-from ..scoring import Weights
+from ..backend.client import Backend, ValkeyClient
+from ..core.scoring import Weights
+from ..errors import ConfigurationError, ValidationError
+from ..lifecycle import Spawn
 
 __all__ = [
     "CONFIG_FIELDS",
@@ -418,12 +418,6 @@ def apply_config_hash(
     return ConfigSnapshot(**values), rejections
 
 
-def _aw(result: Any) -> Awaitable[Any]:
-    # valkey-py types each command as ``Awaitable[T] | T`` (one signature for the
-    # sync and asyncio clients); on the asyncio client it is always the awaitable.
-    return cast("Awaitable[Any]", result)
-
-
 def _call_safely(name: str, callback: Callable[..., None] | None, *args: Any) -> None:
     if callback is None:
         return
@@ -452,7 +446,7 @@ class LiveConfig:
 
     def __init__(
         self,
-        client: avalkey.Valkey,
+        client: ValkeyClient | Backend,
         key: str,
         defaults: ConfigSnapshot,
         *,
@@ -460,19 +454,23 @@ class LiveConfig:
         on_change: Callable[[ConfigSnapshot], None] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
         on_reject: Callable[[Sequence[Rejection]], None] | None = None,
+        spawn: Spawn | None = None,
     ) -> None:
         if not refresh_interval > 0:
             raise ValidationError(
                 f"refresh_interval must be > 0 seconds, got {refresh_interval!r}",
                 details={"argument": "refresh_interval"},
             )
-        self._client = client
+        # A store passes its Backend (retries, error translation, closed state); a raw
+        # client gets a Backend of its own.
+        self._backend = client if isinstance(client, Backend) else Backend(client)
         self.key = key
         self.defaults = defaults
         self.refresh_interval = float(refresh_interval)
         self._on_change = on_change
         self._on_error = on_error
         self._on_reject = on_reject
+        self._spawn = spawn
         self._current = defaults
         self._rejections: tuple[Rejection, ...] = ()
         self._task: asyncio.Task[None] | None = None
@@ -498,10 +496,7 @@ class LiveConfig:
             BetterDBMemoryError: the server could not be read (translated); the
                 snapshot in force is unchanged.
         """
-        try:
-            raw = await _aw(self._client.hgetall(self.key))
-        except Exception as exc:
-            raise translate(exc, operation="config.refresh", details={"key": self.key}) from exc
+        raw = await self._backend.command("config.refresh", "HGETALL", self.key)
         snapshot, rejections = apply_config_hash(raw, defaults=self.defaults, last_good=self._current)
         new = [r for r in rejections if r not in self._rejections]
         self._rejections = tuple(rejections)
@@ -550,10 +545,7 @@ class LiveConfig:
                     code="config.invalid",
                     details={"field": field, "value": text, "reason": "all weights zero"},
                 )
-        try:
-            await _aw(self._client.hset(self.key, field, text))
-        except Exception as exc:
-            raise translate(exc, operation="config.set", details={"key": self.key, "field": field}) from exc
+        await self._backend.command("config.set", "HSET", self.key, field, text)
         return await self.refresh()
 
     async def unset(self, field: str) -> ConfigSnapshot:
@@ -569,10 +561,7 @@ class LiveConfig:
                 code="config.unknown_field",
                 details={"field": field},
             )
-        try:
-            await _aw(self._client.hdel(self.key, field))
-        except Exception as exc:
-            raise translate(exc, operation="config.unset", details={"key": self.key, "field": field}) from exc
+        await self._backend.command("config.unset", "HDEL", self.key, field)
         return await self.refresh()
 
     def start(self) -> None:
@@ -591,6 +580,9 @@ class LiveConfig:
             raise ConfigurationError(
                 "LiveConfig.start() needs a running event loop", code="configuration.no_loop"
             ) from exc
+        if self._spawn is not None:  # under the owning store's supervisor
+            self._task = self._spawn(self._run(), name=f"config:{self.key}", daemon=True)
+            return
         self._task = loop.create_task(self._run(), name=f"betterdb-memory-config:{self.key}")
 
     async def _run(self) -> None:

@@ -23,25 +23,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .codec import to_float
-from .keys import digest
-from .query import MemoryFilter, filter_search_args
-from .replies import parse_search_reply
-from .scoring import keep_score
+from ..core.codec import to_float
+from ..core.keys import digest
+from ..core.query import MemoryFilter, filter_search_args
+from ..core.replies import parse_search_reply
+from ..core.scoring import keep_score
+from .documents import Documents
+from .runtime import Runtime
+from .scopes import ScopeReader
 
-if TYPE_CHECKING:
-    from ._io import RetryPolicy
-    from ._observe import StoreObservability
-    from .backend import Backend
-    from .dialect import Capabilities
-    from .keys import KeySpace
-    from .observability.metrics import MemoryMetrics
-    from .query import IndexLayout
-    from .replies import SearchHit
-
-__all__ = ["CapacityMixin"]
+__all__ = ["Capacity"]
 
 log = logging.getLogger(__name__)
 
@@ -49,38 +42,15 @@ _LOCK_S = 10.0
 _LOCK_WAIT_S = 15.0
 
 
-class CapacityMixin:
-    """Cap scopes of writes, their counts, and eviction; mixed into ``MemoryStore``."""
+class Capacity:
+    """Cap scopes of writes, their counts, and eviction (``max_items_per_scope``)."""
 
-    if TYPE_CHECKING:  # provided by MemoryStore / ScopeOpsMixin
-        keys: KeySpace
-        retry: RetryPolicy
-        _client: Any
-        _obs: StoreObservability
-        metrics: MemoryMetrics
-        capabilities: Capabilities | None
-        layout: IndexLayout
-        backend: Backend
+    def __init__(self, rt: Runtime, scopes: ScopeReader, docs: Documents) -> None:
+        self._rt = rt
+        self._scopes = scopes
+        self._docs = docs
 
-        async def _delete_ids(self, ids: Sequence[str]) -> int: ...
-        async def _scan_all(
-            self, flt: MemoryFilter, fields: Sequence[str], *, operation: str
-        ) -> tuple[int, list[SearchHit]]: ...
-        async def _scan(
-            self,
-            flt: MemoryFilter,
-            fields: Sequence[str],
-            *,
-            operation: str,
-            sortby: tuple[str, bool] | None = None,
-            offset: int = 0,
-            limit: int = ...,
-        ) -> tuple[int | None, list[SearchHit]]: ...
-        def _needs_check(self, flt: MemoryFilter) -> bool: ...
-        async def _search(self, args: Sequence[Any], operation: str) -> Any: ...
-        def current_config(self) -> Any: ...
-
-    def _cap_filters(self, prepared: Sequence[dict[str, Any]]) -> list[MemoryFilter]:
+    def cap_filters(self, prepared: Sequence[dict[str, Any]]) -> list[MemoryFilter]:
         """The distinct cap scopes of a batch of writes (unscoped writes have none)."""
         out: dict[MemoryFilter, None] = {}
         for p in prepared:
@@ -89,15 +59,15 @@ class CapacityMixin:
                 out[flt] = None
         return list(out)
 
-    def _count_args(self, flt: MemoryFilter) -> list[Any]:
-        caps = self.capabilities
+    def count_args(self, flt: MemoryFilter) -> list[Any]:
+        caps = self._rt.index.capabilities
         assert caps is not None
         if caps.filter_queries:
-            return filter_search_args(self.keys.index, flt, layout=self.layout, limit=0)
+            return filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0)
         # valkey-search 1.0: no count without KNN; a no-op the caller reads as "unknown".
         return ["PING"]
 
-    async def _hold_cap(
+    async def hold_cap(
         self, flt: MemoryFilter, count_reply: Any, cap: int, *, protect: set[str], now: float
     ) -> int:
         """Evict what exceeds ``cap`` in one cap scope; the number evicted. Never fails a write.
@@ -107,55 +77,60 @@ class CapacityMixin:
         counted again here.
         """
         try:
-            caps = self.capabilities
+            caps = self._rt.index.capabilities
             assert caps is not None
-            if not caps.filter_queries or self._needs_check(flt):
-                total, _ = await self._scan_all(flt, (), operation="capacity")
+            if not caps.filter_queries or self._rt.index.needs_check(flt):
+                total, _ = await self._scopes.scan_all(flt, (), operation="capacity")
             else:
                 total = parse_search_reply(count_reply, nocontent=True).total
             if total <= cap:
                 return 0
             return await self._evict(flt, cap, protect=protect, now=now)
         except Exception as exc:  # the memory is stored; a failed eviction must not reject it
-            log.warning("capacity eviction on %s failed (the write stands): %s", self.keys.name, exc)
-            self.metrics.observe_background_failure("capacity")
+            log.warning("capacity eviction on %s failed (the write stands): %s", self._rt.keys.name, exc)
+            self._rt.metrics.observe_background_failure("capacity")
             return 0
 
     async def _evict(self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float) -> int:
-        lock = self.backend.lock(
-            self.keys.cap_lock(digest(*_filter_parts(flt), size=12)),
+        lock = self._rt.backend.lock(
+            self._rt.keys.cap_lock(digest(*_filter_parts(flt), size=12)),
             ttl=_LOCK_S,
             wait=_LOCK_WAIT_S,
             heartbeat=False,
         )
         async with lock:
             victims = await self._victims(flt, cap, protect=protect, now=now)
-            removed = await self._delete_ids(victims)
+            removed = await self._docs.delete_ids(victims)
         if removed:
-            await self.backend.command(
-                "capacity", "HINCRBY", self.keys.stats, "evictions", removed, idempotent=False
+            await self._rt.backend.command(
+                "capacity", "HINCRBY", self._rt.keys.stats, "evictions", removed, idempotent=False
             )
-            self.metrics.observe_evictions(removed)
+            self._rt.metrics.observe_evictions(removed)
         return removed
 
     async def _victims(self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float) -> list[str]:
-        caps = self.capabilities
+        caps = self._rt.index.capabilities
         assert caps is not None
-        fast = self.layout.keep and caps.sortby and caps.filter_queries and not self._needs_check(flt)
+        fast = (
+            self._rt.index.layout.keep
+            and caps.sortby
+            and caps.filter_queries
+            and not self._rt.index.needs_check(flt)
+        )
         if fast:
-            args = filter_search_args(self.keys.index, flt, layout=self.layout, limit=0)
-            count = parse_search_reply(await self._search(args, "capacity"), nocontent=True).total
+            args = filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0)
+            count = parse_search_reply(await self._scopes.search(args, "capacity"), nocontent=True).total
             excess = count - cap
             if excess <= 0:
                 return []
-            _, hits = await self._scan(
+            _, hits = await self._scopes.scan(
                 flt, ("keep",), operation="capacity", sortby=("keep", True), limit=excess + len(protect)
             )
-            ids = [self.keys.memory_id_of(h.key) for h in hits]
+            ids = [self._rt.keys.memory_id_of(h.key) for h in hits]
             return _pick(ids, protect, excess)
         # No keep-score index or no SORTBY: rank the scope in the client.
-        half_life = self.current_config().half_life_seconds
-        total, hits = await self._scan_all(
+        half_life = self._rt.config().half_life_seconds
+        total, hits = await self._scopes.scan_all(
             flt, ("importance", "last_accessed_at", "created_at", "keep"), operation="capacity"
         )
         excess = total - cap
@@ -166,7 +141,7 @@ class CapacityMixin:
             f = h.fields
             seen = max(to_float(f.get("last_accessed_at")), to_float(f.get("created_at"))) / 1000.0
             score = keep_score(seen or now, to_float(f.get("importance"), 0.5), half_life)
-            ranked.append((score, self.keys.memory_id_of(h.key)))
+            ranked.append((score, self._rt.keys.memory_id_of(h.key)))
         ranked.sort()
         return _pick([mid for _, mid in ranked], protect, excess)
 

@@ -34,49 +34,50 @@ Design (why it looks like this):
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import json
 import logging
-import math
-import re
 import time
-import unicodedata
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import UTC, datetime
+from typing import Any, Literal
 
-from .codec import as_text, to_float
-from .errors import ConsolidationBusyError, ValidationError
-from .keys import KeySpace, Scope
-from .models import SENSITIVITY_LEVELS, MemoryItem
-from .query import ITEM_FIELDS, MemoryFilter
-from .validation import check_importance, check_tags
+from ..backend import ScopedLock, scripts
+from ..core.codec import as_text
+from ..core.facts import (
+    ConsolidateFactsResult,
+    ConsolidateResult,
+    CurrentFact,
+    ExtractFactsFn,
+    FactOp,
+    FactPlan,
+    FactRecord,
+    SummarizeFn,
+    check_optional,
+    date_text_of,
+    fact_record,
+    fact_statement,
+    iso_ts,
+    most_sensitive,
+    normalise,
+    parse_instant,
+    plan_facts,
+    subject_digest,
+    subject_key,
+)
+from ..core.keys import ConsolidationKeys, Scope
+from ..core.models import MemoryItem
+from ..core.query import ITEM_FIELDS, MemoryFilter
+from ..core.validation import check_importance, check_tags
+from ..errors import ValidationError
+from .documents import Documents
+from .long_term import LongTermMemory
+from .runtime import Runtime
+from .scopes import ScopeReader
 
-if TYPE_CHECKING:
-    from ._io import RetryPolicy
-    from ._observe import StoreObservability
-    from .backend import Backend, ScopedLock, Script
-    from .observability.metrics import MemoryMetrics
-    from .replies import SearchHit
-
-__all__ = [
-    "ConsolidateFactsResult",
-    "ConsolidateResult",
-    "ConsolidationBusyError",
-    "ConsolidationMixin",
-    "ExtractFactsFn",
-    "Fact",
-    "FactRecord",
-    "SummarizeFn",
-    "fact_content",
-    "fact_statement",
-    "normalise",
-    "parse_instant",
-    "plan_facts",
-]
+__all__ = ["PAGE_SIZE", "Consolidation"]
 
 log = logging.getLogger(__name__)
 
@@ -84,308 +85,6 @@ PAGE_SIZE = 1000  # candidates per model call in facts mode
 _MAX_SOURCE_IDS = 200  # ids kept in a digest's metadata (recall returns metadata with every hit)
 _DEFAULT_SUMMARY_IMPORTANCE = 0.7
 _HIST_FIELDS = ("content", "subject", "date", "created_at", "superseded_by", "valid_until", "retracted")
-
-
-# -- public values ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One statement about a subject, as an extractor returns it.
-
-    Args:
-        subject: what the statement is about ("user's city"); matched normalised
-            (NFKC, case-folded, whitespace collapsed).
-        statement: the current value ("lives in Berlin"); ignored for a tombstone.
-        date: when it became true: ISO 8601 text (date, or date-time with or without
-            a zone; naive means UTC) or a ``datetime``. ``None``: undated, which
-            supersedes whatever is current.
-        tombstone: retract the subject's current fact instead of stating one.
-    """
-
-    subject: str
-    statement: str
-    date: str | datetime | None = None
-    tombstone: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class FactRecord:
-    """One entry of a subject's history (``fact_history``), current or past."""
-
-    id: str
-    subject: str
-    statement: str
-    date: str | None
-    valid_from: datetime | None
-    valid_until: datetime | None
-    superseded_by: str | None
-    current: bool
-    retracted: bool
-    recorded_at: datetime
-    content: str
-
-
-@dataclass(frozen=True, slots=True)
-class ConsolidateResult:
-    """What a ``summary`` run did (the reference's fields first).
-
-    ``consolidated``: source memories folded; ``created``: the id of the digest (empty
-    when there was nothing to fold); ``deleted``: sources deleted.
-    """
-
-    consolidated: int
-    created: list[str]
-    deleted: int
-    mode: Literal["summary"] = "summary"
-
-    @property
-    def candidates(self) -> int:
-        return self.consolidated
-
-    @property
-    def summary_id(self) -> str | None:
-        return self.created[0] if self.created else None
-
-
-@dataclass(frozen=True, slots=True)
-class ConsolidateFactsResult:
-    """What a ``facts`` run did (the reference's fields first).
-
-    ``candidates``: source memories examined; ``facts``: current facts of the target
-    scope after the run; ``created``: ids of the fact memories written; ``deleted``:
-    prior fact memories superseded or retracted (moved to history, out of the index)
-    or duplicate; ``unmatched_tombstones``: subjects a tombstone named that had no
-    current fact. Extras: ``superseded``, ``retracted``, ``unchanged`` (statements that
-    changed nothing) and ``fact_ids`` (the current facts' ids).
-    """
-
-    candidates: int
-    facts: int
-    created: list[str]
-    deleted: int
-    unmatched_tombstones: list[str] = field(default_factory=list)
-    superseded: int = 0
-    retracted: int = 0
-    unchanged: int = 0
-    fact_ids: list[str] = field(default_factory=list)
-    mode: Literal["facts"] = "facts"
-
-
-# The model seams: plain callables, sync or async (a sync one runs in a worker thread).
-SummarizeFn = Callable[[list[MemoryItem]], str | Awaitable[str]]
-ExtractFactsFn = Callable[[list[MemoryItem]], Sequence[Fact] | Awaitable[Sequence[Fact]]]
-
-
-# -- pure core -------------------------------------------------------------------------
-
-
-def normalise(text: str) -> str:
-    """The matching form of a subject or statement: NFKC, case-folded, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-_YEAR_MONTH = re.compile(r"^(\d{4})(?:-(\d{2}))?$")
-
-
-def parse_instant(value: object) -> datetime | None:
-    """A fact date as an aware UTC instant, so dates compare as times, not as strings.
-
-    ``"2024-01-02T00:00:00+05:00"`` sorts after ``"2024-01-01T23:00:00Z"`` as text
-    but is four hours earlier. Accepts ISO 8601 dates and date-times (``Z`` or an
-    offset; naive is UTC), ``YYYY-MM`` and ``YYYY`` (their first instant), and
-    ``datetime`` / ``date`` objects. ``None`` or blank text means undated.
-
-    Raises:
-        ValidationError: text that is not such a date (an extractor's mistake; a
-            guess could let a stale statement win).
-    """
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    if not isinstance(value, str):
-        raise ValidationError(
-            f"fact date must be ISO 8601 text or a datetime, not {type(value).__name__}",
-            code="validation.fact_date",
-        )
-    text = value.strip()
-    if not text:
-        return None
-    try:
-        m = _YEAR_MONTH.fullmatch(text)
-        if m:
-            return datetime(int(m.group(1)), int(m.group(2) or 1), 1, tzinfo=UTC)
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValidationError(
-            f"fact date {value!r} is not ISO 8601", code="validation.fact_date", details={"date": value}
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-def _date_text(value: str | datetime | None) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value.strip() or None
-
-
-def fact_content(statement: str, date_text: str | None) -> str:
-    """The text stored (and embedded) for a fact: ``[date] statement`` (the reference's form)."""
-    body = statement.strip()
-    return f"[{date_text}] {body}" if date_text else body
-
-
-def fact_statement(content: str, date_text: str | None) -> str:
-    """Inverse of ``fact_content``: the statement of a stored fact (its date from the ``date`` field)."""
-    prefix = f"[{date_text}] " if date_text else ""
-    return content[len(prefix) :] if prefix and content.startswith(prefix) else content
-
-
-def subject_digest(subject_key: str) -> str:
-    return hashlib.blake2b(subject_key.encode(), digest_size=10).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class CurrentFact:
-    """The live fact of a subject as the planner sees it (``ref``: id, or index of a planned put)."""
-
-    ref: str | int
-    statement_key: str
-    instant: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class FactOp:
-    """One planned change: ``put`` a new fact or ``del`` (retract) the current one.
-
-    ``expected`` is what the subject's current fact must be when the op is applied:
-    a stored id, the index of an earlier op in the same plan, or None.
-    """
-
-    action: Literal["put", "del"]
-    key: str
-    subject: str
-    expected: str | int | None
-    fact: Fact | None = None
-    instant: datetime | None = None
-
-    @property
-    def content(self) -> str:
-        assert self.fact is not None
-        return fact_content(self.fact.statement, _date_text(self.fact.date))
-
-
-@dataclass(slots=True)
-class FactPlan:
-    ops: list[FactOp] = field(default_factory=list)
-    unchanged: int = 0
-    unmatched: list[str] = field(default_factory=list)
-
-
-def _as_fact(value: object, index: int) -> Fact:
-    if isinstance(value, Fact):
-        fact = value
-    elif isinstance(value, Mapping):
-        fact = Fact(
-            subject=value.get("subject", ""),
-            statement=value.get("statement", ""),
-            date=value.get("date"),
-            tombstone=bool(value.get("tombstone", False)),
-        )
-    else:
-        raise ValidationError(
-            f"extract_facts returned a {type(value).__name__} at {index}; expected Fact",
-            code="validation.fact",
-            details={"index": index},
-        )
-    if not isinstance(fact.subject, str) or not normalise(fact.subject):
-        raise ValidationError(
-            "a fact needs a non-empty subject", code="validation.fact", details={"index": index}
-        )
-    if not fact.tombstone and (not isinstance(fact.statement, str) or not normalise(fact.statement)):
-        raise ValidationError(
-            f"fact {fact.subject!r} needs a non-empty statement",
-            code="validation.fact",
-            details={"index": index},
-        )
-    return fact
-
-
-def plan_facts(facts: Iterable[object], current: Mapping[str, CurrentFact]) -> FactPlan:
-    """Reconcile extracted facts against the current ones. Pure.
-
-    Order: dated facts are applied in date order (ties keep list order), undated ones
-    at their place in the list; so history reads as a timeline whatever order the
-    extractor listed dated facts in. Rules, per normalised subject: a statement equal
-    to the current one changes
-    nothing; a dated statement older than a dated current fact loses; otherwise
-    (newer, equally dated, or either side undated) it supersedes. A tombstone
-    retracts the current fact unless it is dated before it; with no current fact it
-    is unmatched. A statement superseded later in the same plan still gets its own
-    ``put`` so history keeps it.
-
-    Raises:
-        ValidationError: a malformed fact or date (nothing is applied).
-    """
-    plan = FactPlan()
-    state: dict[str, CurrentFact | None] = dict(current)
-    checked = [_as_fact(raw, i) for i, raw in enumerate(facts)]
-    instants = [parse_instant(f.date) for f in checked]
-    order = list(range(len(checked)))
-    dated = {i: t for i, t in enumerate(instants) if t is not None}
-    for slot, i in zip(dated, sorted(dated, key=dated.__getitem__), strict=True):
-        order[slot] = i
-    for i in order:
-        fact, instant = checked[i], instants[i]
-        key = normalise(fact.subject)
-        cur = state.get(key)
-        if fact.tombstone:
-            if cur is None:
-                plan.unmatched.append(fact.subject)
-            elif instant is not None and cur.instant is not None and instant < cur.instant:
-                plan.unchanged += 1
-            else:
-                plan.ops.append(FactOp("del", key, fact.subject, cur.ref, None, instant))
-                state[key] = None
-            continue
-        statement_key = normalise(fact.statement)
-        if cur is not None and (
-            statement_key == cur.statement_key
-            or (instant is not None and cur.instant is not None and instant < cur.instant)
-        ):
-            plan.unchanged += 1
-            continue
-        plan.ops.append(FactOp("put", key, fact.subject, None if cur is None else cur.ref, fact, instant))
-        state[key] = CurrentFact(len(plan.ops) - 1, statement_key, instant)
-    return plan
-
-
-def _most_sensitive(items: Sequence[MemoryItem]) -> str:
-    """Output inherits its sources' highest sensitivity: fail closed for redaction filters."""
-    rank = {level: i for i, level in enumerate(SENSITIVITY_LEVELS)}
-    return max((i.sensitivity for i in items), key=lambda s: rank.get(s, len(rank)), default="none")
-
-
-def _iso_ts(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat()
-
-
-def _check_optional(value: object, name: str, *, lo: float, hi: float | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(
-            f"{name} must be a finite number", code="validation.type", details={"argument": name}
-        )
-    if value < lo or (hi is not None and value > hi):
-        bound = f"within {lo}..{hi}" if hi is not None else f">= {lo}"
-        raise ValidationError(f"{name} must be {bound}", code="validation.range", details={"argument": name})
-    return float(value)
 
 
 async def _invoke(fn: Callable[[list[MemoryItem]], Any], items: list[MemoryItem]) -> Any:
@@ -398,34 +97,6 @@ async def _invoke(fn: Callable[[list[MemoryItem]], Any], items: list[MemoryItem]
         return await fn(items)
     result = await asyncio.to_thread(fn, items)
     return await result if inspect.isawaitable(result) else result
-
-
-# -- keys and lock -----------------------------------------------------------------------
-
-
-class ConsolidationKeys:
-    """Consolidation state of one target scope (``<name>:cons:{<scope tag>}:...``)."""
-
-    def __init__(self, keys: KeySpace, scope: Scope) -> None:
-        base = keys.consolidation_base(scope.tag)
-        self.scope = scope
-        self.tag = scope.tag
-        self.lock = f"{base}:lock"
-        self.subjects = f"{base}:subjects"  # HASH subject digest -> subject key
-        self.history_base = f"{base}:hist:"
-        self.consumed = {"summary": f"{base}:consumed:summary", "facts": f"{base}:consumed:facts"}
-        self.targets = f"{keys.name}:cons:targets"  # HASH scope tag -> [ns, agent, thread]
-        self._keys = keys
-
-    def history(self, digest: str) -> str:
-        return f"{self.history_base}{digest}"
-
-    def hist_doc(self, memory_id: str) -> str:
-        """Where a superseded fact's document goes: same slot as the document, outside the index."""
-        return f"{self._keys.history_prefix()}{{{self._keys.doc(memory_id)}}}"
-
-    def all_state(self) -> list[str]:
-        return [self.lock, self.subjects, *self.consumed.values()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,37 +135,25 @@ class _Tally:
 # -- the mixin ---------------------------------------------------------------------------
 
 
-class ConsolidationMixin:
-    """``consolidate``, ``fact_history`` and ``purge_fact_history``; mixed into ``MemoryStore``.
+# -- the part ---------------------------------------------------------------------------
 
-    Class attributes tune the run lock: ``consolidation_lock_ttl`` (seconds the lock
-    survives a crashed holder) and ``consolidation_lock_wait`` (how long a second
-    caller waits before ``ConsolidationBusyError``).
+
+class Consolidation:
+    """``consolidate``, ``fact_history`` and ``purge_fact_history``, and the state they keep.
+
+    Attributes tune the run lock: ``lock_ttl`` (seconds the lock survives a crashed
+    holder) and ``lock_wait`` (how long a second caller waits before
+    ``ConsolidationBusyError``).
     """
 
-    consolidation_lock_ttl: float = 30.0
-    consolidation_lock_wait: float = 60.0
-
-    if TYPE_CHECKING:  # provided by MemoryStore
-        keys: KeySpace
-        retry: RetryPolicy
-        _client: Any
-        _obs: StoreObservability
-        metrics: MemoryMetrics
-        fact_source: str
-        fact_importance: float
-        backend: Backend
-        _retire_script: Script
-
-        async def _ensure_ready(self) -> None: ...
-        async def _scan_ordered(
-            self, flt: MemoryFilter, fields: Sequence[str], *, operation: str, page: int = 1000
-        ) -> list[SearchHit]: ...
-        def _item(self, hit: SearchHit) -> MemoryItem: ...
-        async def _remember_many(
-            self, items: Iterable[str | Mapping[str, Any]], *, capped: bool, dedup: bool | None = None
-        ) -> tuple[list[str], int, int]: ...
-        async def _delete_ids(self, ids: Sequence[str]) -> int: ...
+    def __init__(self, rt: Runtime, scopes: ScopeReader, long_term: LongTermMemory, docs: Documents) -> None:
+        self._rt = rt
+        self._scopes = scopes
+        self._long_term = long_term
+        self._docs = docs
+        self._retire_script = rt.backend.register("retire", scripts.RETIRE)
+        self.lock_ttl = 30.0
+        self.lock_wait = 60.0
 
     # -- public API ------------------------------------------------------------------------
 
@@ -570,8 +229,8 @@ class ConsolidationMixin:
         sel = _Selection(
             target=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
             tags=check_tags(tags),
-            older_than=_check_optional(older_than_seconds, "older_than_seconds", lo=0.0, hi=None),
-            max_importance=_check_optional(max_importance, "max_importance", lo=0.0, hi=1.0),
+            older_than=check_optional(older_than_seconds, "older_than_seconds", lo=0.0, hi=None),
+            max_importance=check_optional(max_importance, "max_importance", lo=0.0, hi=1.0),
             include_summaries=include_summaries,
         )
         if mode == "summary":
@@ -580,7 +239,7 @@ class ConsolidationMixin:
             )
         else:
             importance = check_importance(
-                self.fact_importance if fact_importance is None else fact_importance
+                self._rt.settings.fact_importance if fact_importance is None else fact_importance
             )
         if sel.target.is_empty and not sel.tags and sel.older_than is None and sel.max_importance is None:
             raise ValidationError(
@@ -588,8 +247,8 @@ class ConsolidationMixin:
                 "refusing to fold everything",
                 code="validation.empty_scope",
             )
-        await self._ensure_ready()
-        with self._obs.span("consolidate" if mode == "summary" else "consolidateFacts") as span:
+        await self._rt.index.ensure_ready()
+        with self._rt.obs.span("consolidate" if mode == "summary" else "consolidateFacts") as span:
             result: ConsolidateResult | ConsolidateFactsResult
             if mode == "summary":
                 result = await self._consolidate_summary(sel, fn, importance, delete_sources is not False)
@@ -613,7 +272,7 @@ class ConsolidationMixin:
             span.set_attribute("gen_ai.memory.candidates", candidates)
             for name, value in counts.items():
                 span.set_attribute(f"gen_ai.memory.{name}", value)
-        self.metrics.observe_consolidation(mode, **counts)
+        self._rt.metrics.observe_consolidation(mode, **counts)
         return result
 
     async def consolidate_facts(
@@ -632,7 +291,7 @@ class ConsolidationMixin:
         warnings.warn(
             'consolidate_facts() is deprecated; use consolidate(mode="facts", extract_facts=...)',
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         result: ConsolidateFactsResult = await self.consolidate(
             "facts",
@@ -647,29 +306,31 @@ class ConsolidationMixin:
         )
         return result
 
-    async def _call(self, operation: str, method: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-        """One client call through the backend (retried: every use here is idempotent)."""
-        return await self.backend.call(operation, lambda: method(*args))
+    async def _one(self, operation: str, queue: Callable[[Any], Any]) -> Any:
+        """The reply of one command queued by ``queue`` (retried: every use here is idempotent)."""
+        return (await self._rt.backend.pipeline(operation, queue))[0]
 
     def _keys_of(self, scope: Scope) -> ConsolidationKeys:
-        return ConsolidationKeys(self.keys, scope)
+        return ConsolidationKeys(self._rt.keys, scope)
 
     def _scope_lock(self, ck: ConsolidationKeys) -> ScopedLock:
-        return self.backend.lock(ck.lock, ttl=self.consolidation_lock_ttl, wait=self.consolidation_lock_wait)
+        return self._rt.backend.lock(ck.lock, ttl=self.lock_ttl, wait=self.lock_wait)
 
     async def _register_target(self, ck: ConsolidationKeys) -> None:
         s = ck.scope
         value = json.dumps([s.namespace, s.agent_id, s.thread_id], ensure_ascii=False)
-        await self.backend.call("consolidate", lambda: self._client.hset(ck.targets, ck.tag, value))
+        await self._one("consolidate", lambda pipe: pipe.hset(ck.targets, ck.tag, value))
 
     async def _candidates(self, sel: _Selection, ck: ConsolidationKeys, mode: str) -> list[MemoryItem]:
         """The selection's unconsumed candidates, oldest first."""
         now_ms = int(time.time() * 1000)
-        exclude: tuple[str, ...] = (self.fact_source,)
+        exclude: tuple[str, ...] = (self._rt.settings.fact_source,)
         if mode == "summary" and not sel.include_summaries:
             exclude += ("summary",)
-        hits = await self._scan_ordered(sel.candidates(now_ms, exclude), ITEM_FIELDS, operation="consolidate")
-        items = [self._item(h) for h in hits]
+        hits = await self._scopes.scan_ordered(
+            sel.candidates(now_ms, exclude), ITEM_FIELDS, operation="consolidate"
+        )
+        items = [self._rt.item(h) for h in hits]
         items = [
             i
             for i in items
@@ -678,13 +339,13 @@ class ConsolidationMixin:
         if not items:
             return []
         ids = [i.id for i in items]
-        scores = await self.backend.call("consolidate", lambda: self._client.zmscore(ck.consumed[mode], ids))
+        scores = await self._one("consolidate", lambda pipe: pipe.zmscore(ck.consumed[mode], ids))
         return [i for i, score in zip(items, scores, strict=True) if score is None]
 
     async def _mark_consumed(self, key: str, ids: Sequence[str]) -> None:
         if ids:
             now = time.time()
-            await self.backend.call("consolidate", lambda: self._client.zadd(key, dict.fromkeys(ids, now)))
+            await self._one("consolidate", lambda pipe: pipe.zadd(key, dict.fromkeys(ids, now)))
 
     def _output(
         self,
@@ -707,7 +368,7 @@ class ConsolidationMixin:
             "thread_id": sel.target.thread_id,
             "agent_id": sel.target.agent_id,
             "namespace": sel.target.namespace,
-            "sensitivity": _most_sensitive(sources),
+            "sensitivity": most_sensitive(sources),
             "metadata": metadata,
             "kind": kind,
             "subject": subject,
@@ -734,16 +395,16 @@ class ConsolidationMixin:
                 "source_ids": ids[:_MAX_SOURCE_IDS],
                 "source_count": len(ids),
                 "source_ids_truncated": len(ids) > _MAX_SOURCE_IDS,
-                "date_from": _iso_ts(items[0].created_at / 1000.0),
-                "date_to": _iso_ts(items[-1].created_at / 1000.0),
+                "date_from": iso_ts(items[0].created_at / 1000.0),
+                "date_to": iso_ts(items[-1].created_at / 1000.0),
             }
             digest = self._output(
                 sel, text, importance, items, kind="summary", source="summary", metadata=metadata
             )
             # Written before the sources go, so a failure never loses both; uncapped.
-            (summary_id,), _, _ = await self._remember_many([digest], capped=False, dedup=False)
+            (summary_id,), _, _ = await self._long_term.write([digest], capped=False, dedup=False)
             if delete_sources:
-                deleted = await self._delete_ids(ids)
+                deleted = await self._docs.delete_ids(ids)
             else:
                 deleted = 0
                 await self._mark_consumed(ck.consumed["summary"], ids)
@@ -760,13 +421,13 @@ class ConsolidationMixin:
         subject is its current one, later duplicates (a concurrent run of another
         library) are retired.
         """
-        flt = MemoryFilter(scope=sel.target, tags=sel.tags, sources=(self.fact_source,))
-        hits = await self._scan_ordered(flt, ("content", "subject", "date"), operation="consolidate")
+        flt = MemoryFilter(scope=sel.target, tags=sel.tags, sources=(self._rt.settings.fact_source,))
+        hits = await self._scopes.scan_ordered(flt, ("content", "subject", "date"), operation="consolidate")
         current: dict[str, CurrentFact] = {}
         subjects: dict[str, str] = {}
         duplicates: list[str] = []
         for h in hits:
-            mid = self.keys.memory_id_of(h.key)
+            mid = self._rt.keys.memory_id_of(h.key)
             subject = as_text(h.fields.get("subject"))
             if not normalise(subject):
                 continue  # a fact without a subject cannot be reconciled
@@ -835,7 +496,7 @@ class ConsolidationMixin:
         puts = [i for i, op in enumerate(ops) if op.action == "put"]
         new_ids: dict[int, str] = {}
         if puts:
-            written, _, _ = await self._remember_many(
+            written, _, _ = await self._long_term.write(
                 [self._fact_item(sel, ops[i], importance, page) for i in puts], capped=False, dedup=False
             )
             new_ids = dict(zip(puts, written, strict=True))
@@ -868,13 +529,11 @@ class ConsolidationMixin:
     async def _link_history(self, ck: ConsolidationKeys, subject_key: str, fact_id: str) -> None:
         digest = subject_digest(subject_key)
 
-        async def run() -> None:
-            pipe = self._client.pipeline(transaction=False)
+        def build(pipe: Any) -> None:
             pipe.zadd(ck.history(digest), {fact_id: time.time()})
             pipe.hset(ck.subjects, digest, subject_key)
-            await pipe.execute()
 
-        await self.backend.call("consolidate", run)
+        await self._rt.backend.pipeline("consolidate", build)
 
     async def _retire(
         self,
@@ -890,30 +549,30 @@ class ConsolidationMixin:
         moved = 0
         stamp = until or datetime.now(UTC).isoformat()
         for mid in ids:
-            keys = [self.keys.doc(mid), ck.hist_doc(mid), self.keys.access(mid)]
+            keys = [self._rt.keys.doc(mid), ck.hist_doc(mid), self._rt.keys.access(mid)]
 
             args = [stamp, by or "", "1" if retracted else "0"]
-            if await self.backend.script("consolidate", self._retire_script, keys, args):
+            if await self._rt.backend.script("consolidate", self._retire_script, keys, args):
                 moved += 1
                 subject = subjects.get(mid)
                 if subject:
                     await self._link_history(ck, normalise(subject), mid)
         if moved:
-            self.metrics.add_items(-moved)
+            self._rt.metrics.add_items(-moved)
         return moved
 
     def _fact_item(
         self, sel: _Selection, op: FactOp, importance: float, page: Sequence[MemoryItem]
     ) -> dict[str, Any]:
         assert op.fact is not None
-        date_text = _date_text(op.fact.date)
+        date_text = date_text_of(op.fact.date)
         return self._output(
             sel,
             op.content,
             importance,
             page,
             kind="fact",
-            source=self.fact_source,
+            source=self._rt.settings.fact_source,
             metadata={},
             subject=op.fact.subject.strip(),
             date_text=date_text,
@@ -934,22 +593,19 @@ class ConsolidationMixin:
         The current fact (``current=True``) and the ones it replaced or that were
         retracted, each with ``valid_until`` and ``superseded_by``.
         """
-        key = _subject_key(subject)
+        key = subject_key(subject)
         ck = self._keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
-        members = await self.backend.call(
-            "fact_history",
-            lambda: self._client.zrange(ck.history(subject_digest(key)), 0, -1, withscores=True),
+        members = await self._one(
+            "fact_history", lambda pipe: pipe.zrange(ck.history(subject_digest(key)), 0, -1, withscores=True)
         )
         ids = [(as_text(m), float(s)) for m, s in members]
 
-        async def docs() -> list[Any]:
-            pipe = self._client.pipeline(transaction=False)
+        def docs(pipe: Any) -> None:
             for mid, _ in ids:
                 pipe.hmget(ck.hist_doc(mid), list(_HIST_FIELDS))
-                pipe.hmget(self.keys.doc(mid), list(_HIST_FIELDS))
-            return list(await pipe.execute())
+                pipe.hmget(self._rt.keys.doc(mid), list(_HIST_FIELDS))
 
-        found = await self.backend.call("fact_history", docs) if ids else []
+        found = await self._rt.backend.pipeline("fact_history", docs) if ids else []
         records: list[tuple[float, FactRecord]] = []
         for n, (mid, order) in enumerate(ids):
             hist_vals, mem_vals = found[2 * n], found[2 * n + 1]
@@ -957,7 +613,9 @@ class ConsolidationMixin:
             values = mem_vals if is_current else hist_vals
             if values[0] is None:
                 continue  # forgotten, or purged meanwhile
-            records.append((order, _record(mid, dict(zip(_HIST_FIELDS, values, strict=True)), is_current)))
+            records.append(
+                (order, fact_record(mid, dict(zip(_HIST_FIELDS, values, strict=True)), is_current))
+            )
         records.sort(key=lambda r: (r[1].recorded_at, r[0], r[1].current), reverse=True)
         return [r for _, r in records]
 
@@ -974,42 +632,42 @@ class ConsolidationMixin:
         ``subject=None`` purges every subject. Returns how many were deleted.
         """
         ck = self._keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
-        only = None if subject is None else subject_digest(_subject_key(subject))
+        only = None if subject is None else subject_digest(subject_key(subject))
         return await self._purge_history(ck, only)
 
     async def _purge_history(self, ck: ConsolidationKeys, only: str | None) -> int:
         if only is not None:
             digests = [only]
         else:
-            raw = await self.backend.call("purge_fact_history", lambda: self._client.hkeys(ck.subjects))
+            raw = await self._one("purge_fact_history", lambda pipe: pipe.hkeys(ck.subjects))
             digests = sorted(as_text(d) for d in raw)
         deleted = 0
         for digest in digests:
             hk = ck.history(digest)
-            ids = [as_text(m) for m in await self._call("purge_fact_history", self._client.zrange, hk, 0, -1)]
+            ids = [
+                as_text(m) for m in await self._rt.backend.command("purge_fact_history", "ZRANGE", hk, 0, -1)
+            ]
 
-            async def run(ids: list[str] = ids, hk: str = hk) -> list[Any]:
-                pipe = self._client.pipeline(transaction=False)
+            def build(pipe: Any, ids: list[str] = ids) -> None:
                 for mid in ids:
                     pipe.delete(ck.hist_doc(mid))
-                    pipe.exists(self.keys.doc(mid))
-                return list(await pipe.execute())
+                    pipe.exists(self._rt.keys.doc(mid))
 
-            rows = await self.backend.call("purge_fact_history", run) if ids else []
+            rows = await self._rt.backend.pipeline("purge_fact_history", build) if ids else []
             gone = [mid for n, mid in enumerate(ids) if not int(rows[2 * n + 1])]
             deleted += sum(int(r) for r in rows[0::2])
             if gone:
-                await self._call("purge_fact_history", self._client.zrem, hk, *gone)
+                await self._rt.backend.command("purge_fact_history", "ZREM", hk, *gone)
         return deleted
 
-    async def _forget_scope_state(self, scope: Scope) -> None:
+    async def forget_scope_state(self, scope: Scope) -> None:
         """Erase the consolidation state (history included) of every target inside ``scope``.
 
         Called when ``forget_by_scope`` wipes a scope, so no superseded fact text
         survives the right to erasure.
         """
-        targets_key = f"{self.keys.name}:cons:targets"
-        raw = await self.backend.call("forget_by_scope", lambda: self._client.hgetall(targets_key))
+        targets_key = self._rt.keys.consolidation_targets
+        raw = await self._one("forget_by_scope", lambda pipe: pipe.hgetall(targets_key))
         for tag, value in raw.items():
             ns, agent, thread = json.loads(as_text(value))
             exact = Scope(namespace=ns, agent_id=agent, thread_id=thread)
@@ -1017,44 +675,12 @@ class ConsolidationMixin:
                 continue
             ck = self._keys_of(exact)
             await self._purge_history(ck, None)
-            raw_digests = await self._call("forget_by_scope", self._client.hkeys, ck.subjects)
+            raw_digests = await self._rt.backend.command("forget_by_scope", "HKEYS", ck.subjects)
             doomed = [*ck.all_state(), *(ck.history(as_text(d)) for d in raw_digests)]
 
-            async def run(doomed: list[str] = doomed, tag: Any = tag) -> None:
-                pipe = self._client.pipeline(transaction=False)
+            def build(pipe: Any, doomed: list[str] = doomed, tag: Any = tag) -> None:
                 for key in doomed:
                     pipe.unlink(key)
                 pipe.hdel(targets_key, tag)
-                await pipe.execute()
 
-            await self.backend.call("forget_by_scope", run)
-
-
-def _subject_key(subject: object) -> str:
-    if not isinstance(subject, str) or not normalise(subject):
-        raise ValidationError("subject must be a non-empty string", code="validation.argument")
-    return normalise(subject)
-
-
-def _record(mid: str, fields: Mapping[str, Any], current: bool) -> FactRecord:
-    date_text = as_text(fields.get("date")) or None
-    content = as_text(fields.get("content"))
-    until = as_text(fields.get("valid_until"))
-    by = as_text(fields.get("superseded_by"))
-    try:
-        valid_from = parse_instant(date_text)
-    except ValidationError:
-        valid_from = None
-    return FactRecord(
-        id=mid,
-        subject=as_text(fields.get("subject")),
-        statement=fact_statement(content, date_text),
-        date=date_text,
-        valid_from=valid_from,
-        valid_until=parse_instant(until) if until and not current else None,
-        superseded_by=by or None,
-        current=current,
-        retracted=as_text(fields.get("retracted")) == "1",
-        recorded_at=datetime.fromtimestamp(to_float(fields.get("created_at")) / 1000.0, tz=UTC),
-        content=content,
-    )
+            await self._rt.backend.pipeline("forget_by_scope", build)

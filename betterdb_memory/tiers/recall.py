@@ -1,11 +1,10 @@
 """Recall: one KNN query, client-side composite scoring, reinforcement of the hits.
 
-Mixed into ``MemoryStore``. Every query is a KNN query (bare ``*`` or hybrid with a
-scope filter), so it runs on valkey-search 1.0; hits are re-sorted client-side
+Every query is a KNN query (bare ``*`` or hybrid with a scope filter), so it runs on valkey-search 1.0; hits are re-sorted client-side
 because RediSearch returns KNN hits in document-id order without SORTBY. The
 ``threshold`` is the reference's: a cosine-distance ceiling on the KNN distance. The
 hits' reinforcement is one pipelined round trip of per-hit scripts
-(``_scripts.REINFORCE``).
+(``backend.scripts.REINFORCE``).
 """
 
 from __future__ import annotations
@@ -15,33 +14,30 @@ import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .codec import as_text, encode_vector, to_float, validate_vector
-from .keys import Scope
-from .models import MemoryHit, MemoryItem
-from .observability.tracing import add_attributes
-from .query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
-from .ranking import rank
-from .replies import parse_search_reply
-from .scoring import Weights
-from .validation import check_content, check_distance_threshold, check_k, check_sensitivities, check_tags
+from ..backend import scripts
+from ..core.codec import as_text, encode_vector, to_float, validate_vector
+from ..core.keys import Scope
+from ..core.models import MemoryHit, MemoryItem
+from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
+from ..core.ranking import rank
+from ..core.replies import parse_search_reply
+from ..core.scoring import Weights
+from ..core.validation import (
+    check_content,
+    check_distance_threshold,
+    check_k,
+    check_sensitivities,
+    check_tags,
+)
+from ..observability.tracing import add_attributes
+from .documents import Documents
+from .runtime import Runtime
 
-if TYPE_CHECKING:
-    from ._io import RetryPolicy
-    from ._observe import StoreObservability
-    from .backend import Backend
-    from .dialect import Capabilities
-    from .embedders.base import Embedder
-    from .keys import KeySpace
-    from .observability.live_config import ConfigSnapshot
-    from .observability.metrics import MemoryMetrics
-    from .query import IndexLayout
-    from .ranking import Reranker
-
-__all__ = ["DEFAULT_K", "NEAR_MISS_FACTOR", "RecallMixin"]
+__all__ = ["DEFAULT_K", "NEAR_MISS_FACTOR", "Recall"]
 
 #: The reference's default number of hits.
 DEFAULT_K = 8
@@ -58,36 +54,13 @@ _RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last
 log = logging.getLogger(__name__)
 
 
-class RecallMixin:
-    """``recall`` and ``recall_by_vector``; mixed into ``MemoryStore``."""
+class Recall:
+    """``recall``, ``recall_by_vector``, ``search_candidates`` and reinforcement of hits."""
 
-    if TYPE_CHECKING:  # provided by MemoryStore
-        keys: KeySpace
-        retry: RetryPolicy
-        _client: Any
-        _obs: StoreObservability
-        metrics: MemoryMetrics
-        capabilities: Capabilities | None
-        layout: IndexLayout
-        embedder: Embedder
-        candidate_factor: int
-        reranker: Reranker | None
-        rerank_candidates: int
-        reinforce_mode: str
-        default_threshold: float
-        fact_source: str
-        _reinforce_script: Any
-        backend: Backend
-
-        def current_config(self) -> ConfigSnapshot: ...
-        def _access_interval(self, half_life: float) -> float: ...
-        def _spawn(self, coro: Any) -> None: ...
-        def _drop_expired(self, ids: Sequence[str]) -> None: ...
-        def _needs_check(self, flt: MemoryFilter) -> bool: ...
-        async def _ensure_ready(self) -> None: ...
-        async def _with_index(self, operation: str, fn: Any) -> Any: ...
-        async def _embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]: ...
-        async def get_many(self, ids: Sequence[str]) -> list[MemoryItem | None]: ...
+    def __init__(self, rt: Runtime, docs: Documents) -> None:
+        self._rt = rt
+        self._docs = docs
+        self._script = rt.backend.register("reinforce", scripts.REINFORCE)
 
     def _filter(
         self,
@@ -108,8 +81,8 @@ class RecallMixin:
         """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
         if threshold is not None:
             return threshold
-        configured = self.current_config().threshold
-        return self.default_threshold if configured is None else configured
+        configured = self._rt.config().threshold
+        return self._rt.settings.default_threshold if configured is None else configured
 
     async def recall(
         self,
@@ -148,7 +121,7 @@ class RecallMixin:
             exclude_sensitivity=exclude_sensitivity,
         )  # fmt: skip
         started = time.perf_counter()
-        vector = (await self._embed([text]))[0]
+        vector = (await self._rt.embed([text]))[0]
         embed_seconds = time.perf_counter() - started
         return await self._recall_vector(
             vector, flt, *opts, reinforce=reinforce is not False, explain=explain,
@@ -184,12 +157,12 @@ class RecallMixin:
             thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
             exclude_sensitivity=exclude_sensitivity,
         )  # fmt: skip
-        if self.embedder.dimensions:
-            vec = validate_vector(vector, dimensions=self.embedder.dimensions)
-            await self._ensure_ready()
+        if self._rt.embedder.dimensions:
+            vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
+            await self._rt.index.ensure_ready()
         else:
-            await self._ensure_ready()
-            vec = validate_vector(vector, dimensions=self.embedder.dimensions)
+            await self._rt.index.ensure_ready()
+            vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
         return await self._recall_vector(
             vec, flt, *opts, reinforce=reinforce is not False, explain=explain, embed_seconds=0.0, query=text
         )
@@ -200,7 +173,7 @@ class RecallMixin:
         if weights is not None:
             w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
         else:
-            cfg = self.current_config()
+            cfg = self._rt.config()
             w = Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance)
         return kk, thr, w
 
@@ -218,16 +191,21 @@ class RecallMixin:
         at their defaults): used to rank many candidates cheaply before fetching the
         few that are returned.
         """
-        from .models import item_from_fields
+        from ..core.models import item_from_fields
 
-        await self._ensure_ready()
-        check = self._needs_check(flt)
+        await self._rt.index.ensure_ready()
+        check = self._rt.index.needs_check(flt)
         fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
         args = knn_search_args(
-            self.keys.index, encode_vector(vector), k=k, flt=flt, layout=self.layout, return_fields=fields
+            self._rt.keys.index,
+            encode_vector(vector),
+            k=k,
+            flt=flt,
+            layout=self._rt.index.layout,
+            return_fields=fields,
         )
 
-        reply = await self._with_index("recall", lambda: self.backend.search("recall", args))
+        reply = await self._rt.index.with_index("recall", lambda: self._rt.backend.search("recall", args))
         hits = parse_search_reply(reply).hits
         if check and len(hits) >= k and k < _MAX_KNN:
             # The engine's KNN filled k with memories the exact check may drop (case variants on
@@ -236,15 +214,17 @@ class RecallMixin:
             while passing < k and len(hits) >= k and k < _MAX_KNN:
                 k = min(_MAX_KNN, k * 4)
                 args = knn_search_args(
-                    self.keys.index,
+                    self._rt.keys.index,
                     encode_vector(vector),
                     k=k,
                     flt=flt,
-                    layout=self.layout,
+                    layout=self._rt.index.layout,
                     return_fields=fields,
                 )
                 hits = parse_search_reply(
-                    await self._with_index("recall", functools.partial(self.backend.search, "recall", args))
+                    await self._rt.index.with_index(
+                        "recall", functools.partial(self._rt.backend.search, "recall", args)
+                    )
                 ).hits
                 passing = sum(1 for h in hits if item_matches(h.fields, flt))
         now_ms = time.time() * 1000
@@ -258,12 +238,14 @@ class RecallMixin:
                 continue
             expires = as_text(f.get("expires_at"))
             if expires and to_float(expires) <= now_ms:
-                expired.append(self.keys.memory_id_of(hit.key))
+                expired.append(self._rt.keys.memory_id_of(hit.key))
                 continue
-            item = item_from_fields(self.keys.memory_id_of(hit.key), f, fact_source=self.fact_source)
+            item = item_from_fields(
+                self._rt.keys.memory_id_of(hit.key), f, fact_source=self._rt.settings.fact_source
+            )
             out.append((item, to_float(f[SCORE_ALIAS])))
         if expired:
-            self._drop_expired(expired)
+            self._docs.drop_expired(expired)
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
         return out
 
@@ -281,25 +263,25 @@ class RecallMixin:
         query: str | None = None,
     ) -> list[MemoryHit]:
         started = time.perf_counter()
-        with self._obs.span("recall") as span:
+        with self._rt.obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, flt, k, threshold, weights, reinforce=reinforce, explain=explain, query=query
             )
-            self._obs.mark_recall(
+            self._rt.obs.mark_recall(
                 span,
                 len(hits),
                 k=k,
-                matched_key=self.keys.doc(hits[0].item.id) if hits else None,
+                matched_key=self._rt.keys.doc(hits[0].item.id) if hits else None,
             )
             add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
-        self.metrics.observe_recall(
+        self._rt.metrics.observe_recall(
             hits=len(hits),
             near_miss=near_miss,
             embed_seconds=embed_seconds,
             search_seconds=search_seconds,
             total_seconds=embed_seconds + time.perf_counter() - started,
         )
-        self._obs.count({"recalls": 1, "recall_hits": int(bool(hits)), "recall_empty": int(not hits)})
+        self._rt.obs.count({"recalls": 1, "recall_hits": int(bool(hits)), "recall_empty": int(not hits)})
         return hits
 
     async def _recall_scored(
@@ -314,10 +296,12 @@ class RecallMixin:
         explain: bool,
         query: str | None = None,
     ) -> tuple[list[MemoryHit], float, bool]:
-        reranker = self.reranker if query is not None else None
-        n = k * self.candidate_factor
+        reranker = self._rt.settings.reranker if query is not None else None
+        n = k * self._rt.settings.candidate_factor
         if reranker is not None:
-            n = max(n, self.rerank_candidates)  # lexical evidence can only lift what KNN returned
+            n = max(
+                n, self._rt.settings.rerank_candidates
+            )  # lexical evidence can only lift what KNN returned
         # Ranking many candidates needs only text and scoring fields; the pure-Python
         # reply parser costs per field, so fetch the full items of the top k afterwards.
         slim = n > k
@@ -327,7 +311,7 @@ class RecallMixin:
         )
         search_seconds = time.perf_counter() - started
         now = time.time()
-        half_life = self.current_config().half_life_seconds
+        half_life = self._rt.config().half_life_seconds
         hits = rank(
             candidates,
             k=k,
@@ -340,7 +324,7 @@ class RecallMixin:
             explain=explain,
         )
         if slim and hits:
-            full = await self.get_many([h.item.id for h in hits])
+            full = await self._docs.get_many([h.item.id for h in hits])
             hits = [
                 dataclasses.replace(h, item=item)
                 for h, item in zip(hits, full, strict=True)
@@ -348,30 +332,43 @@ class RecallMixin:
             ]
         near_miss = False
         if not hits and candidates:
-            near_miss = self._obs.near_miss(candidates[0][1], threshold)
+            near_miss = self._rt.obs.near_miss(candidates[0][1], threshold)
         if reinforce and hits:
-            if self.reinforce_mode == "background":
-                self._spawn(self._reinforce([h.item.id for h in hits], now, half_life))
+            if self._rt.settings.reinforce_mode == "background":
+                self._rt.spawn(self.reinforce([h.item.id for h in hits], now, half_life))
             else:
-                await self._reinforce([h.item.id for h in hits], now, half_life)
+                await self.reinforce([h.item.id for h in hits], now, half_life)
         return hits, search_seconds, near_miss
 
-    async def _reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
-        interval_ms = str(int(self._access_interval(half_life) * 1000))
+    def access_interval(self, half_life: float) -> float:
+        """How stale a document's access snapshot may get before a recall rewrites it.
+
+        1/200 of the half-life, between 1 s and 1 min, so BetterDB Monitor and the
+        reference library (which read the document) see fresh values. Each rewrite
+        re-indexes the whole document on RediSearch; see ``backend.scripts``.
+        """
+        interval = self._rt.settings.reinforce_write_interval
+        if interval is not None:
+            return interval
+        return min(60.0, max(1.0, half_life / 200.0))
+
+    async def reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
+        """Bump ``access_count`` / ``last_accessed_at`` of ``ids`` in one pipelined round trip."""
+        interval_ms = str(int(self.access_interval(half_life) * 1000))
         now_ms = str(int(now * 1000))
 
         def build(pipe: Any) -> None:
             for mid in ids:
-                self.backend.queue_script(
+                self._rt.backend.queue_script(
                     pipe,
-                    self._reinforce_script,
-                    [self.keys.doc(mid), self.keys.access(mid)],
+                    self._script,
+                    [self._rt.keys.doc(mid), self._rt.keys.access(mid)],
                     [now_ms, repr(half_life), interval_ms],
                 )
 
         # Not retried: a replayed increment would count an access twice.
         try:
-            await self.backend.pipeline("reinforce", build, idempotent=False, details={"ids": len(ids)})
+            await self._rt.backend.pipeline("reinforce", build, idempotent=False, details={"ids": len(ids)})
         except Exception as exc:  # reinforcement must never break the read path
             log.warning("reinforcement of %d hits failed: %s", len(ids), exc)
-            self.metrics.observe_background_failure("reinforce")
+            self._rt.metrics.observe_background_failure("reinforce")

@@ -17,79 +17,47 @@ from __future__ import annotations
 import builtins
 import logging
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .codec import as_text, encode_vector
-from .errors import BetterDBMemoryError, ValidationError
-from .keys import Scope
-from .models import MemoryItem, MemoryPage, item_from_fields
-from .options import MemoryListOptions
-from .query import CHECK_FIELDS, ITEM_FIELDS, MemoryFilter, filter_search_args, item_matches, knn_search_args
-from .replies import SearchHit, parse_search_reply
-from .validation import check_tags
+from ..core.codec import as_text, encode_vector
+from ..core.keys import Scope
+from ..core.models import MemoryPage
+from ..core.options import MemoryListOptions
+from ..core.query import (
+    CHECK_FIELDS,
+    ITEM_FIELDS,
+    MemoryFilter,
+    filter_search_args,
+    item_matches,
+    knn_search_args,
+)
+from ..core.replies import SearchHit, parse_search_reply
+from ..core.validation import check_tags
+from ..errors import ValidationError
+from .runtime import Runtime
 
-if TYPE_CHECKING:
-    from ._io import RetryPolicy
-    from ._observe import StoreObservability
-    from .backend import Backend
-    from .dialect import Capabilities
-    from .embedders.base import Embedder
-    from .keys import KeySpace
-    from .observability.metrics import MemoryMetrics
-    from .query import IndexLayout
-
-__all__ = ["SCAN_LIMIT", "ScopeOpsMixin"]
+__all__ = ["SCAN_LIMIT", "ScopeReader", "scope_filter"]
 
 log = logging.getLogger(__name__)
 
 #: The most memories one query returns (valkey-search's default maximum KNN k).
 SCAN_LIMIT = 10_000
-_FORGET_PAGE = 500
-_FORGET_MAX_PAGES = 10_000
 
 
-class ScopeOpsMixin:
-    """``count``, ``list``, ``forget_by_scope`` and the scope reads other parts share."""
+class ScopeReader:
+    """``count``, ``list`` and the scope reads other parts share (``scan``, ``scan_all``, ``scan_ordered``)."""
 
-    if TYPE_CHECKING:  # provided by MemoryStore
-        keys: KeySpace
-        retry: RetryPolicy
-        _client: Any
-        _obs: StoreObservability
-        metrics: MemoryMetrics
-        capabilities: Capabilities | None
-        layout: IndexLayout
-        embedder: Embedder
-        fact_source: str
-        backend: Backend
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
 
-        async def _with_index(self, operation: str, fn: Any) -> Any: ...
-        async def _ensure_ready(self) -> None: ...
-        async def _delete_ids(self, ids: Sequence[str]) -> int: ...
-        async def _forget_scope_state(self, scope: Scope) -> None: ...
+    async def search(self, args: Sequence[Any], operation: str) -> Any:
+        return await self._rt.index.with_index(operation, lambda: self._rt.backend.search(operation, args))
 
-    # -- the shared reads ---------------------------------------------------------------------
-
-    def _needs_check(self, flt: MemoryFilter) -> bool:
-        """Whether the engine's match may be wider than ``flt`` (then results are checked)."""
-        # On this library's index (CASESENSITIVE TAGs, values validated comma-free and
-        # trimmed) the engine's match is exact; on another library's index it is not.
-        layout = self.layout
-        return (
-            not layout.case_sensitive
-            or (bool(flt.exclude_sensitivity) and not layout.sensitivity)
-            or (flt.exclude_expired_at is not None and not layout.expires_at)
-        )
-
-    async def _search(self, args: Sequence[Any], operation: str) -> Any:
-        return await self._with_index(operation, lambda: self.backend.search(operation, args))
-
-    async def _scan(
+    async def scan(
         self,
         flt: MemoryFilter,
         fields: Sequence[str],
@@ -105,9 +73,9 @@ class ScopeOpsMixin:
         1.0: a KNN query over the filter), up to ``SCAN_LIMIT`` hits are read and
         sorted, offset and limited in the client.
         """
-        caps = self.capabilities
+        caps = self._rt.index.capabilities
         assert caps is not None
-        check = self._needs_check(flt)
+        check = self._rt.index.needs_check(flt)
         want = tuple(
             dict.fromkeys([*fields, *(CHECK_FIELDS if check else ()), *(sortby[:1] if sortby else ())])
         )
@@ -118,26 +86,26 @@ class ScopeOpsMixin:
         paged_on_server = caps.filter_queries and (server_sort or sortby is None) and not check
         if caps.filter_queries:
             args: list[Any] = filter_search_args(
-                self.keys.index,
+                self._rt.keys.index,
                 flt,
-                layout=self.layout,
+                layout=self._rt.index.layout,
                 return_fields=want,
                 sortby=sortby if server_sort else None,
                 offset=offset if paged_on_server else 0,
                 limit=limit if paged_on_server else SCAN_LIMIT,
             )
         else:
-            probe = np.zeros(max(1, self.embedder.dimensions), dtype=np.float32)
+            probe = np.zeros(max(1, self._rt.embedder.dimensions), dtype=np.float32)
             probe[0] = 1.0
             args = knn_search_args(
-                self.keys.index,
+                self._rt.keys.index,
                 encode_vector(probe),
                 k=SCAN_LIMIT,
                 flt=flt,
-                layout=self.layout,
+                layout=self._rt.index.layout,
                 return_fields=want,
             )
-        result = parse_search_reply(await self._search(args, operation))
+        result = parse_search_reply(await self.search(args, operation))
         hits = [h for h in result.hits if not check or item_matches(h.fields, flt)]
         all_fetched = result.total <= len(result.hits)
         total: int | None = None
@@ -152,34 +120,38 @@ class ScopeOpsMixin:
             hits = hits[offset : offset + limit]
         return total, hits
 
-    async def _count_exact(self, flt: MemoryFilter, operation: str) -> int:
-        _, hits = await self._scan_all(flt, (), operation=operation)
+    async def count_exact(self, flt: MemoryFilter, operation: str) -> int:
+        _, hits = await self.scan_all(flt, (), operation=operation)
         return len(hits)
 
-    async def _scan_all(
+    async def scan_all(
         self, flt: MemoryFilter, fields: Sequence[str], *, operation: str
     ) -> tuple[int, builtins.list[SearchHit]]:
         """Every match (up to ``SCAN_LIMIT``), exactly checked, unsorted."""
-        caps = self.capabilities
+        caps = self._rt.index.capabilities
         assert caps is not None
-        check = self._needs_check(flt)
+        check = self._rt.index.needs_check(flt)
         want = tuple(dict.fromkeys([*fields, *(CHECK_FIELDS if check else ())]))
         if caps.filter_queries:
             args: list[Any] = filter_search_args(
-                self.keys.index, flt, layout=self.layout, return_fields=want or None, limit=SCAN_LIMIT
+                self._rt.keys.index,
+                flt,
+                layout=self._rt.index.layout,
+                return_fields=want or None,
+                limit=SCAN_LIMIT,
             )
         else:
-            probe = np.zeros(max(1, self.embedder.dimensions), dtype=np.float32)
+            probe = np.zeros(max(1, self._rt.embedder.dimensions), dtype=np.float32)
             probe[0] = 1.0
             args = knn_search_args(
-                self.keys.index, encode_vector(probe), k=SCAN_LIMIT, flt=flt, layout=self.layout,
+                self._rt.keys.index, encode_vector(probe), k=SCAN_LIMIT, flt=flt, layout=self._rt.index.layout,
                 return_fields=want or None,
             )  # fmt: skip
-        result = parse_search_reply(await self._search(args, operation), nocontent=not want)
+        result = parse_search_reply(await self.search(args, operation), nocontent=not want)
         hits = [h for h in result.hits if not check or item_matches(h.fields, flt)]
         return len(hits), hits
 
-    async def _scan_ordered(
+    async def scan_ordered(
         self, flt: MemoryFilter, fields: Sequence[str], *, operation: str, page: int = 1000
     ) -> builtins.list[SearchHit]:
         """Every match, oldest first (ties by id), read ``page`` at a time: no 10,000 ceiling.
@@ -190,7 +162,7 @@ class ScopeOpsMixin:
         them. Without SORTBY (valkey-search < 1.2) one read of up to ``SCAN_LIMIT``,
         sorted here.
         """
-        caps = self.capabilities
+        caps = self._rt.index.capabilities
         assert caps is not None
         want = tuple(dict.fromkeys([*fields, "created_at"]))
 
@@ -201,7 +173,7 @@ class ScopeOpsMixin:
             return sorted(hits, key=lambda h: (ts(h), h.key))
 
         if not (caps.sortby and caps.filter_queries):
-            total, hits = await self._scan_all(flt, want, operation=operation)
+            total, hits = await self.scan_all(flt, want, operation=operation)
             if total >= SCAN_LIMIT:
                 log.warning(
                     "%s: read the first %d matches only (no SORTBY on this engine)", operation, SCAN_LIMIT
@@ -210,7 +182,7 @@ class ScopeOpsMixin:
         out: builtins.list[SearchHit] = []
         lo = flt.min_created_at
         while True:
-            _, hits = await self._scan(
+            _, hits = await self.scan(
                 replace(flt, min_created_at=lo),
                 want,
                 operation=operation,
@@ -221,31 +193,13 @@ class ScopeOpsMixin:
                 return out
             last = max(ts(h) for h in hits)
             out.extend(order([h for h in hits if ts(h) < last]))
-            _, tied = await self._scan_all(
+            _, tied = await self.scan_all(
                 replace(flt, min_created_at=last, max_created_at=last), want, operation=operation
             )
             out.extend(order(tied))
             if flt.max_created_at is not None and last >= flt.max_created_at:
                 return out
             lo = last + 1
-
-    def _item(self, hit: SearchHit) -> MemoryItem:
-        return item_from_fields(self.keys.memory_id_of(hit.key), hit.fields, fact_source=self.fact_source)
-
-    def _scope_filter(
-        self,
-        *,
-        thread_id: object,
-        agent_id: object,
-        namespace: object,
-        tags: object,
-        live_only: bool = True,
-    ) -> MemoryFilter:
-        return MemoryFilter(
-            scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
-            tags=check_tags(tags),
-            exclude_expired_at=int(time.time() * 1000) if live_only else None,
-        )
 
     # -- public -------------------------------------------------------------------------------
 
@@ -258,16 +212,16 @@ class ScopeOpsMixin:
         tags: Sequence[str] | None = None,
     ) -> int:
         """Number of live memories matching a scope (None = any) and carrying all ``tags``."""
-        flt = self._scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
-        await self._ensure_ready()
-        caps = self.capabilities
+        flt = scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
+        await self._rt.index.ensure_ready()
+        caps = self._rt.index.capabilities
         assert caps is not None
-        if caps.filter_queries and not self._needs_check(flt):
-            reply = await self._search(
-                filter_search_args(self.keys.index, flt, layout=self.layout, limit=0), "count"
+        if caps.filter_queries and not self._rt.index.needs_check(flt):
+            reply = await self.search(
+                filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0), "count"
             )
             return parse_search_reply(reply, nocontent=True).total
-        return await self._count_exact(flt, "count")
+        return await self.count_exact(flt, "count")
 
     async def list(
         self,
@@ -319,66 +273,32 @@ class ScopeOpsMixin:
                 code="validation.range",
                 details={"argument": "offset"},
             )
-        flt = self._scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
-        await self._ensure_ready()
-        total, hits = await self._scan(
+        flt = scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
+        await self._rt.index.ensure_ready()
+        total, hits = await self.scan(
             flt, ITEM_FIELDS, operation="list", sortby=("created_at", False), offset=offset, limit=limit
         )
-        items = [self._item(h) for h in hits]
+        items = [self._rt.item(h) for h in hits]
         if total is None:
-            total = await self._count_exact(flt, "list")
+            total = await self.count_exact(flt, "list")
         nxt = offset + len(items)
         return MemoryPage(items, str(nxt) if nxt < total and items else None, total)
 
-    async def forget_by_scope(
-        self,
-        *,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        tags: Sequence[str] | None = None,
-    ) -> int:
-        """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
-        Refuses an empty selector (no scope field and no tags): deleting everything is
-        not a default. Pages of 500, each one query and one pipelined delete; returns
-        the number deleted. On a connection fault the error's ``details`` carry
-        ``deleted`` (the count so far): calling again finishes the job.
-        """
-        flt = self._scope_filter(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False
-        )
-        if flt.is_unscoped:
-            raise ValidationError(
-                "forget_by_scope needs a thread_id, agent_id, namespace or tags; refusing to delete everything",
-                code="validation.empty_scope",
-            )
-        await self._ensure_ready()
-        deleted = 0
-        with self._obs.span("forget_by_scope"):
-            try:
-                for _ in range(_FORGET_MAX_PAGES):
-                    _, hits = await self._scan(flt, (), operation="forget_by_scope", limit=_FORGET_PAGE)
-                    if not hits:
-                        break
-                    removed = await self._delete_ids([self.keys.memory_id_of(h.key) for h in hits])
-                    deleted += removed
-                    if removed == 0:
-                        break  # the index lists documents already gone: no progress to make
-                else:
-                    warnings.warn(
-                        f"forget_by_scope stopped after {_FORGET_MAX_PAGES} pages on {self.keys.name!r}; "
-                        f"{deleted} deleted, some may remain: call it again",
-                        UserWarning,
-                        stacklevel=2,
-                    )
-                if not flt.tags:
-                    await self._forget_scope_state(flt.scope)
-            except BetterDBMemoryError as exc:
-                exc.details["operation"] = "forget_by_scope"
-                exc.details["deleted"] = deleted
-                raise
-        return deleted
+def scope_filter(
+    *,
+    thread_id: object,
+    agent_id: object,
+    namespace: object,
+    tags: object,
+    live_only: bool = True,
+) -> MemoryFilter:
+    """The filter of a scope read: validated selectors, live memories only unless told."""
+    return MemoryFilter(
+        scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
+        tags=check_tags(tags),
+        exclude_expired_at=int(time.time() * 1000) if live_only else None,
+    )
 
 
 def _parse_cursor(cursor: object) -> int:

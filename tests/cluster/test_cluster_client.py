@@ -17,7 +17,7 @@ import valkey.exceptions as vexc
 from valkey.asyncio.cluster import ValkeyCluster
 from valkey.exceptions import ValkeyClusterException
 
-from betterdb_memory.dialect import keyless_route, parse_ft_info, probe
+from betterdb_memory.backend.dialect import keyless_route, parse_ft_info, probe
 
 from .conftest import Cluster
 

@@ -16,7 +16,7 @@ from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import ContextBudget, HashingEmbedder, MemoryStore
 from betterdb_memory.caches import LLMCache, SessionState, ToolCache
-from betterdb_memory.keys import KeySpace
+from betterdb_memory.core.keys import KeySpace
 from betterdb_memory.observability.discovery import (
     REGISTRY_KEY,
     DiscoveryMarker,

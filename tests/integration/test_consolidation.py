@@ -11,23 +11,13 @@ import numpy as np
 import pytest
 
 from betterdb_memory import HashingEmbedder, MemoryItem, MemoryStore, Scope, ValidationError
-from betterdb_memory.consolidation import (
-    ConsolidateFactsResult,
-    ConsolidateResult,
-    ConsolidationBusyError,
-    ConsolidationKeys,
-    ConsolidationMixin,
-    Fact,
-)
+from betterdb_memory.core.facts import ConsolidateFactsResult, ConsolidateResult, Fact
+from betterdb_memory.core.keys import ConsolidationKeys
+from betterdb_memory.errors import ConsolidationBusyError
 
 pytestmark = pytest.mark.integration
 
-# Until MemoryStore lists ConsolidationMixin among its bases, test through a subclass.
-_Store: Any = (
-    MemoryStore
-    if issubclass(MemoryStore, ConsolidationMixin)
-    else type("_Store", (ConsolidationMixin, MemoryStore), {})
-)
+_Store: Any = MemoryStore
 
 
 @pytest.fixture

@@ -146,7 +146,7 @@ async def test_extractor_output_failing_validation_is_skipped(make_store: Any, c
 
     store = make_store(fact_extractor=Custom())
     await store.store_turn("t", "q", "a")
-    with caplog.at_level("WARNING", logger="betterdb_memory.short_term"):
+    with caplog.at_level("WARNING", logger="betterdb_memory.tiers.sessions"):
         ids = await store.extract_memories("t", n=5)
     assert [i.content for i in await store.get_many(ids)] == ["Valid fact about turns"]
     assert "top-secret" in caplog.text

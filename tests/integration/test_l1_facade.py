@@ -33,7 +33,7 @@ async def test_every_option_reaches_its_tier(client: Any, unique_name: str) -> N
     store = am.memory
     try:
         assert am.memory.max_items_per_scope == 7 and am.memory.retry is retry
-        assert am.memory._st.ttl_ms == 60_000 and am.memory._st.window == 9
+        assert am.memory.session_config.ttl_ms == 60_000 and am.memory.session_config.window == 9
         assert am.cache._client is client and am.name == unique_name
         params = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         llm_key = await am.llm.store(params, "hello")

@@ -9,8 +9,8 @@ import pytest
 import valkey.asyncio as avalkey
 
 from betterdb_memory import HashingEmbedder, MemoryStore, ValidationError
+from betterdb_memory.core.turns import ToolResult
 from betterdb_memory.errors import ConfigurationError
-from betterdb_memory.turns import ToolResult
 
 from .test_l1_support import summaries_of
 
@@ -126,7 +126,7 @@ async def test_failing_summarizer_keeps_turns_counts_failures_and_caps(make_stor
     """Failures are counted and logged; turns wait in L1 up to the hard cap, then drops are counted."""
     failing = _Failing()
     store = make_store(max_session_turns=5, summarize_batch=2, max_unsummarized=4, summarizer=failing)
-    with caplog.at_level("WARNING", logger="betterdb_memory.short_term"):
+    with caplog.at_level("WARNING", logger="betterdb_memory.tiers.summaries"):
         for i in range(8):
             await store.store_turn("t", f"q{i}", f"a{i}")
         await asyncio.sleep(0.2)

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from betterdb_memory import MemoryStore
-from betterdb_memory.models import MemoryItem
-from betterdb_memory.query import MemoryFilter
-from betterdb_memory.ranking import HybridRanker
+from betterdb_memory.core.models import MemoryItem
+from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.core.ranking import HybridRanker
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("tokenizers")

@@ -356,8 +356,30 @@ async def test_stats_reports_counts_and_engine(store: MemoryStore, expected_engi
     assert st.counters["remembers"] == 3
 
 
-async def test_connect_embedded_persists_across_stores(tmp_path: Path, unique_name: str) -> None:
+async def test_connect_reads_the_url_from_the_environment(
+    valkey_url: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """connect() with no URL uses BETTERDB_MEMORY_URL (then VALKEY_URL, REDIS_URL), as the CLI does."""
+    for var in ("BETTERDB_MEMORY_URL", "VALKEY_URL", "REDIS_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("REDIS_URL", "valkey://127.0.0.1:1")  # lower precedence: never used here
+    monkeypatch.setenv("BETTERDB_MEMORY_URL", valkey_url)
+    store = await MemoryStore.connect(name=unique_name, embedder=HashingEmbedder())
+    try:
+        assert store._owned_server is None  # no embedded engine started
+        mid = await store.remember("from the environment's server")
+        assert (await store.get(mid)) is not None
+        await store.forget(mid)
+    finally:
+        await store.close()
+
+
+async def test_connect_embedded_persists_across_stores(
+    tmp_path: Path, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """connect() with no URL starts the embedded engine on a data dir; a later store reads the data."""
+    for var in ("BETTERDB_MEMORY_URL", "VALKEY_URL", "REDIS_URL"):
+        monkeypatch.delenv(var, raising=False)  # no server named in the environment either
     data = str(tmp_path / "data")
     s1 = await MemoryStore.connect(name=unique_name, embedder=HashingEmbedder(), data_dir=data)
     mid = await s1.remember("persisted across processes")

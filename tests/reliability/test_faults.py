@@ -105,7 +105,7 @@ async def test_reinforce_is_not_replayed_after_a_cut(
         before = (await store.get(mid)).access_count  # type: ignore[union-attr]
         assert before == 1
         fault_proxy.arm(b"EVALSHA", 1)  # the next script call is the reinforcement
-        with caplog.at_level("WARNING", logger="betterdb_memory.recall"):
+        with caplog.at_level("WARNING", logger="betterdb_memory.tiers.recall"):
             hits = await asyncio.wait_for(store.recall_by_vector(V, k=1, threshold=2.0), 10)
         assert [h.item.id for h in hits] == [mid]
         assert fault_proxy.cuts == 1

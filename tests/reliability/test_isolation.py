@@ -28,12 +28,11 @@ from hypothesis import strategies as st
 from valkey.crc import key_slot
 
 from betterdb_memory import HashingEmbedder, MemoryStore, Scope, ValidationError
-from betterdb_memory.capacity import _filter_parts
-from betterdb_memory.consolidation import ConsolidationKeys
-from betterdb_memory.dialect import probe
-from betterdb_memory.escaping import validate_tag_value
-from betterdb_memory.keys import KeySpace, digest
-from betterdb_memory.query import MemoryFilter
+from betterdb_memory.backend.dialect import probe
+from betterdb_memory.core.escaping import validate_tag_value
+from betterdb_memory.core.keys import ConsolidationKeys, KeySpace, digest
+from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.tiers.capacity import _filter_parts
 
 from .conftest import DIM, scan_keys, unit
 

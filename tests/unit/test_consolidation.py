@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from betterdb_memory import HashingEmbedder, MemoryStore, ValidationError
-from betterdb_memory.consolidation import (
-    ConsolidationMixin,
+from betterdb_memory.core.facts import (
     CurrentFact,
     Fact,
     fact_content,
@@ -19,12 +18,7 @@ from betterdb_memory.consolidation import (
     plan_facts,
 )
 
-# Until MemoryStore lists ConsolidationMixin among its bases, test through a subclass.
-_Store: Any = (
-    MemoryStore
-    if issubclass(MemoryStore, ConsolidationMixin)
-    else type("_Store", (ConsolidationMixin, MemoryStore), {})
-)
+_Store: Any = MemoryStore
 
 
 # -- dates ---------------------------------------------------------------------------------

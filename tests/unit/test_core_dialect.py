@@ -16,7 +16,7 @@ import pytest
 import valkey.exceptions as vexc
 from valkey._parsers.helpers import parse_info  # the callback the client applies to INFO
 
-from betterdb_memory.dialect import (
+from betterdb_memory.backend.dialect import (
     Capabilities,
     IndexField,
     capabilities_for,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from betterdb_memory.core.keys import KeySpace, Scope, validate_memory_id, validate_store_name
 from betterdb_memory.errors import ValidationError
-from betterdb_memory.keys import KeySpace, Scope, validate_memory_id, validate_store_name
 
 SCOPE = Scope.of(namespace="acme", agent_id="bot", thread_id="t1")
 # Pinned: consolidation state and L1 keys embed these digests; a change orphans existing data.

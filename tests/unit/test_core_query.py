@@ -8,11 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from betterdb_memory.dialect import Capabilities, capabilities_for
-from betterdb_memory.errors import ValidationError
-from betterdb_memory.escaping import MAX_TAG_BYTES, escape_tag, validate_tag_value
-from betterdb_memory.keys import Scope
-from betterdb_memory.query import (
+from betterdb_memory.backend.dialect import Capabilities, capabilities_for
+from betterdb_memory.core.escaping import MAX_TAG_BYTES, escape_tag, validate_tag_value
+from betterdb_memory.core.keys import Scope
+from betterdb_memory.core.query import (
     ITEM_FIELDS,
     MATCH_ALL,
     SCORE_ALIAS,
@@ -25,6 +24,7 @@ from betterdb_memory.query import (
     item_matches,
     knn_search_args,
 )
+from betterdb_memory.errors import ValidationError
 
 REDISEARCH = capabilities_for("redisearch", (2, 10, 5))
 VALKEY_1_0 = capabilities_for("valkey-search", (1, 0, 3))

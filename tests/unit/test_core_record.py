@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from betterdb_memory.codec import decode_vector
-from betterdb_memory.keys import Scope
-from betterdb_memory.models import item_from_fields
-from betterdb_memory.record import NewMemory, encode_record
-from betterdb_memory.scoring import keep_score
+from betterdb_memory.core.codec import decode_vector
+from betterdb_memory.core.keys import Scope
+from betterdb_memory.core.models import item_from_fields
+from betterdb_memory.core.record import NewMemory, encode_record
+from betterdb_memory.core.scoring import keep_score
 
 VEC = np.array([0.6, 0.8, 0.0], dtype=np.float32)
 NOW = 1_700_000_000_123

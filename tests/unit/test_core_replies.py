@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from betterdb_memory.codec import as_text
-from betterdb_memory.replies import SearchHit, SearchResult, parse_search_reply
+from betterdb_memory.core.codec import as_text
+from betterdb_memory.core.replies import SearchHit, SearchResult, parse_search_reply
 from tests.unit.test_core_fixtures import CAPTURES, KNN_REPLIES, REDISEARCH, VALKEY_SEARCH, error_text, reply
 
 MODES = pytest.mark.parametrize("text", [False, True], ids=["bytes", "str"])

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from betterdb_memory.errors import ValidationError
-from betterdb_memory.scoring import (
+from betterdb_memory.core.scoring import (
     DEFAULT_HALF_LIFE_SECONDS,
     DEFAULT_WEIGHTS,
     Weights,
@@ -18,6 +17,7 @@ from betterdb_memory.scoring import (
     recency,
     similarity_from_distance,
 )
+from betterdb_memory.errors import ValidationError
 
 H = 3600.0
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from betterdb_memory.codec import (
+from betterdb_memory.core.codec import (
     as_text,
     decode_vector,
     encode_vector,
@@ -18,9 +18,8 @@ from betterdb_memory.codec import (
     to_int,
     validate_vector,
 )
-from betterdb_memory.errors import ValidationError
-from betterdb_memory.models import SENSITIVITY_LEVELS
-from betterdb_memory.validation import (
+from betterdb_memory.core.models import SENSITIVITY_LEVELS
+from betterdb_memory.core.validation import (
     MAX_CONTENT_BYTES,
     MAX_K,
     MAX_TAGS,
@@ -34,6 +33,7 @@ from betterdb_memory.validation import (
     check_tags,
     check_ttl,
 )
+from betterdb_memory.errors import ValidationError
 
 NAN, INF = float("nan"), float("inf")
 

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from betterdb_memory.context import ContextBudget, ContextUsage, RetrievedContext, allocate
+from betterdb_memory.core.context import ContextBudget, ContextUsage, RetrievedContext, allocate
+from betterdb_memory.core.models import MemoryHit, MemoryItem
+from betterdb_memory.core.turns import Turn
 from betterdb_memory.errors import ConfigurationError
-from betterdb_memory.models import MemoryHit, MemoryItem
-from betterdb_memory.turns import Turn
 
 
 def test_system_reserve_is_reported_not_consumed() -> None:

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from betterdb_memory.caches import LLMCache, SessionState, ToolCache, canonical_json
+from betterdb_memory.core.tokens import HeuristicTokenCounter, count_tokens
+from betterdb_memory.core.turns import ToolResult, Turn, decode_turn, encode_turn, parse_tool_results
 from betterdb_memory.errors import ConfigurationError, ValidationError
 from betterdb_memory.extraction import ExtractedFact, normalise_sensitivity, parse_facts
 from betterdb_memory.summarizers import ExtractiveSummarizer, transcript
-from betterdb_memory.tokens import HeuristicTokenCounter, count_tokens
-from betterdb_memory.turns import ToolResult, Turn, decode_turn, encode_turn, parse_tool_results
 
 # -- parse_facts ------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from betterdb_memory.core.scoring import Weights
 from betterdb_memory.errors import ConfigurationError, ValidationError
 from betterdb_memory.observability import live_config as lc
 from betterdb_memory.observability.live_config import (
@@ -20,7 +21,6 @@ from betterdb_memory.observability.live_config import (
     config_key,
     parse_field,
 )
-from betterdb_memory.scoring import Weights
 
 DEFAULTS = ConfigSnapshot(
     threshold=0.33,

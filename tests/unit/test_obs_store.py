@@ -12,9 +12,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
 
-from betterdb_memory._observe import NEAR_MISS_FACTOR, StoreObservability, is_near_miss, warn_near_miss
+from betterdb_memory.core.keys import KeySpace
 from betterdb_memory.errors import ConfigurationError
-from betterdb_memory.keys import KeySpace
+from betterdb_memory.observability.hub import (
+    NEAR_MISS_FACTOR,
+    StoreObservability,
+    is_near_miss,
+    warn_near_miss,
+)
 from betterdb_memory.observability.live_config import ConfigSnapshot
 from betterdb_memory.observability.telemetry import Telemetry
 

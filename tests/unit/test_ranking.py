@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from betterdb_memory.core.models import MemoryItem
+from betterdb_memory.core.ranking import ENGLISH_STOPWORDS, HybridRanker, Reranker, fold_suffix
 from betterdb_memory.errors import ConfigurationError
-from betterdb_memory.models import MemoryItem
-from betterdb_memory.ranking import ENGLISH_STOPWORDS, HybridRanker, Reranker, fold_suffix
 
 
 def item(mid: str, content: str) -> MemoryItem:
@@ -192,14 +192,14 @@ def test_properties_scores_in_unit_interval_and_order_free(
 
 
 def _item(mid: str, content: str = "x", importance: float = 0.5, at_ms: int = 1_000_000) -> Any:
-    from betterdb_memory.models import MemoryItem
+    from betterdb_memory.core.models import MemoryItem
 
     return MemoryItem(mid, content, importance, at_ms, at_ms, 0)
 
 
 def test_rank_gates_on_the_knn_distance_and_scores_by_the_documented_formula() -> None:
-    from betterdb_memory.ranking import rank
-    from betterdb_memory.scoring import Weights
+    from betterdb_memory.core.ranking import rank
+    from betterdb_memory.core.scoring import Weights
 
     cands = [(_item("near"), 0.1), (_item("edge"), 0.33), (_item("far"), 0.5)]
     hits = rank(cands, k=5, threshold=0.33, weights=Weights(), half_life_seconds=1000.0, now=1000.0)
@@ -210,8 +210,8 @@ def test_rank_gates_on_the_knn_distance_and_scores_by_the_documented_formula() -
 
 
 def test_rank_lets_a_reranker_reorder_but_never_admit_or_invent() -> None:
-    from betterdb_memory.ranking import rank
-    from betterdb_memory.scoring import Weights
+    from betterdb_memory.core.ranking import rank
+    from betterdb_memory.core.scoring import Weights
 
     class Reverse:
         def rerank(self, query: str, candidates: Any) -> Any:

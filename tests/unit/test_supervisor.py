@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from betterdb_memory.errors import StoreClosedError
-from betterdb_memory.supervisor import Supervisor
+from betterdb_memory.lifecycle import Supervisor
 
 
 async def test_close_lets_running_work_finish_within_the_grace() -> None:

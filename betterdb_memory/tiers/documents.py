@@ -1,0 +1,110 @@
+"""Memories by id: ``get``, ``get_many``, ``forget`` and deletion of many ids.
+
+The lowest part of the long-term tier: recall, scopes, capacity and consolidation
+read and delete documents through it. A memory is its HASH document
+(``<name>:mem:<id>``) plus its exact access counter (``<name>:acc:{<doc key>}``, same
+slot), so both always go together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..core.codec import as_text, to_int
+from ..core.models import MemoryItem, item_from_fields
+from ..core.query import ITEM_FIELDS
+from ..errors import ValidationError
+from .runtime import Runtime
+
+__all__ = ["Documents"]
+
+
+class Documents:
+    """Read and delete memories by id."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+
+    async def get(self, id: str) -> MemoryItem | None:
+        """The memory with this id, or None (never the raw vector)."""
+        return (await self.get_many([id]))[0]
+
+    async def get_many(self, ids: Sequence[str]) -> list[MemoryItem | None]:
+        """``get`` for many ids in one pipelined round trip (exact access counts included)."""
+        if isinstance(ids, str):
+            raise ValidationError(
+                "get_many takes a list of ids", code="validation.type", details={"argument": "ids"}
+            )
+        rt = self._rt
+        keys = [rt.keys.doc(m) for m in ids]
+
+        def build(pipe: Any) -> None:
+            for mid, key in zip(ids, keys, strict=True):
+                pipe.hmget(key, list(ITEM_FIELDS))
+                pipe.get(rt.keys.access(mid))
+
+        rows = await rt.backend.pipeline("get", build) if keys else []
+        now_ms = time.time() * 1000
+        out: list[MemoryItem | None] = []
+        expired: list[str] = []
+        for n, mid in enumerate(ids):
+            fields = dict(zip(ITEM_FIELDS, rows[2 * n], strict=True))
+            if fields.get("content") is None:
+                out.append(None)
+                continue
+            expires = as_text(fields.get("expires_at"))
+            if expires and float(expires) <= now_ms:
+                out.append(None)  # past its TTL
+                expired.append(mid)
+                continue
+            item = item_from_fields(mid, fields, fact_source=rt.settings.fact_source)
+            exact = to_int(rows[2 * n + 1])
+            out.append(dataclasses.replace(item, access_count=exact) if exact > item.access_count else item)
+        if expired:
+            self.drop_expired(expired)
+        return out
+
+    def drop_expired(self, ids: Sequence[str]) -> None:
+        """Delete memories found past their ``expires_at`` (in the background).
+
+        The server expires them itself; this only catches one whose ``PEXPIRE`` was lost
+        (a connection cut between the ``HSET`` and it), which would otherwise stay
+        stored, hidden from every read, until its scope is forgotten.
+        """
+        if not self._rt.supervisor.closed:
+            self._rt.spawn(self.delete_ids(list(ids)))
+
+    async def forget(self, id: str) -> bool:
+        """Delete one memory (and its access counter); True if it existed."""
+        rt = self._rt
+        key, counter = rt.keys.doc(id), rt.keys.access(id)
+
+        def build(pipe: Any) -> None:
+            pipe.delete(key)
+            pipe.delete(counter)
+
+        with rt.obs.span("forget"):
+            existed = bool(int((await rt.backend.pipeline("forget", build))[0]))
+        if existed:
+            rt.metrics.add_items(-1)
+        return existed
+
+    async def delete_ids(self, ids: Sequence[str]) -> int:
+        """Delete memories by id in one pipelined round trip; the number that existed."""
+        if not ids:
+            return 0
+        rt = self._rt
+
+        def build(pipe: Any) -> None:
+            for mid in ids:
+                pipe.delete(rt.keys.doc(mid))
+                pipe.delete(rt.keys.access(mid))
+
+        replies = await rt.backend.pipeline("forget", build)
+        removed = sum(int(r) for r in replies[0::2])
+        if removed:
+            rt.metrics.add_items(-removed)
+        return removed

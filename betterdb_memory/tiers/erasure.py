@@ -1,0 +1,122 @@
+"""Erasure across tiers: ``forget_by_scope`` (L2) and ``erase`` (an agent's L1 and L2).
+
+The right to erasure must leave nothing behind: forgetting a scope also wipes the
+consolidation state and the fact history of every target scope inside it, and
+erasing an agent first stops the rolling summaries running here for its sessions
+(so none writes after the erase), then deletes the L1 keys, then the L2 memories.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+from ..core.escaping import validate_tag_value
+from ..errors import BetterDBMemoryError, ValidationError
+from .consolidation import Consolidation
+from .documents import Documents
+from .runtime import Runtime
+from .scopes import ScopeReader, scope_filter
+from .sessions import Sessions
+from .summaries import RollingSummaries
+
+__all__ = ["Erasure"]
+
+_FORGET_PAGE = 500
+_FORGET_MAX_PAGES = 10_000
+
+
+class Erasure:
+    """Deletion of whole scopes and of everything an agent stored."""
+
+    def __init__(
+        self,
+        rt: Runtime,
+        *,
+        scopes: ScopeReader,
+        docs: Documents,
+        consolidation: Consolidation,
+        sessions: Sessions,
+        summaries: RollingSummaries,
+    ) -> None:
+        self._rt = rt
+        self._scopes = scopes
+        self._docs = docs
+        self._consolidation = consolidation
+        self._sessions = sessions
+        self._summaries = summaries
+
+    async def forget_by_scope(
+        self,
+        *,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> int:
+        """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
+
+        Refuses an empty selector (no scope field and no tags): deleting everything is
+        not a default. Pages of 500, each one query and one pipelined delete; returns
+        the number deleted. On a connection fault the error's ``details`` carry
+        ``deleted`` (the count so far): calling again finishes the job.
+        """
+        flt = scope_filter(
+            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False
+        )
+        if flt.is_unscoped:
+            raise ValidationError(
+                "forget_by_scope needs a thread_id, agent_id, namespace or tags; refusing to delete everything",
+                code="validation.empty_scope",
+            )
+        await self._rt.index.ensure_ready()
+        deleted = 0
+        with self._rt.obs.span("forget_by_scope"):
+            try:
+                for _ in range(_FORGET_MAX_PAGES):
+                    _, hits = await self._scopes.scan(
+                        flt, (), operation="forget_by_scope", limit=_FORGET_PAGE
+                    )
+                    if not hits:
+                        break
+                    removed = await self._docs.delete_ids([self._rt.keys.memory_id_of(h.key) for h in hits])
+                    deleted += removed
+                    if removed == 0:
+                        break  # the index lists documents already gone: no progress to make
+                else:
+                    warnings.warn(
+                        f"forget_by_scope stopped after {_FORGET_MAX_PAGES} pages on {self._rt.keys.name!r}; "
+                        f"{deleted} deleted, some may remain: call it again",
+                        UserWarning,
+                        stacklevel=3,
+                    )
+                if not flt.tags:
+                    await self._consolidation.forget_scope_state(flt.scope)
+            except BetterDBMemoryError as exc:
+                exc.details["operation"] = "forget_by_scope"
+                exc.details["deleted"] = deleted
+                raise
+        return deleted
+
+    async def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:
+        """Right to erasure: delete an agent's L2 memories and L1 turns (one thread, or all).
+
+        Order matters: summaries running in this process for those sessions are
+        cancelled first (so none writes after the erase), then L1 keys go, then L2
+        memories (``forget_by_scope``, which also wipes their consolidation state and
+        fact history).
+        A summariser running in *another* process at that moment may still write one
+        summary afterwards; erase again after ``summary_lock_ttl`` to be certain.
+
+        Returns:
+            L2 memories plus L1 turns deleted.
+        """
+        agent = validate_tag_value(agent_id, name="agent_id")
+        thread = None if thread_id is None else validate_tag_value(thread_id, name="thread_id")
+        threads = [thread] if thread is not None else await self._sessions.threads_of(agent)
+        await self._summaries.stop([self._rt.keys.session(agent, t).turns for t in threads])
+        l1 = await self._sessions.delete_sessions(
+            agent, threads, all_of_agent=thread is None, operation="erase"
+        )
+        l2 = await self.forget_by_scope(agent_id=agent, thread_id=thread)
+        return l1 + l2
