@@ -58,7 +58,7 @@ from .backend.retry import RetryPolicy
 from .core.context import ContextBudget, RetrievedContext
 from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
 from .core.keys import Scope
-from .core.models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, StoreStats
+from .core.models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, MemoryVersion, StoreStats
 from .core.options import (
     AgentMemoryConfig,
     AgentMemoryRecallConfig,
@@ -171,6 +171,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "MemoryScope",
     "MemoryStore",
     "MemoryTelemetryOptions",
+    "MemoryVersion",
     "ModelCost",
     "NormalizerConfig",
     "OnnxEmbedder",

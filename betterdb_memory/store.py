@@ -42,7 +42,7 @@ from .core.codec import as_text, to_int
 from .core.context import ContextBudget, RetrievedContext
 from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
 from .core.keys import KeySpace
-from .core.models import MemoryHit, MemoryItem, MemoryPage, StoreStats
+from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, StoreStats
 from .core.options import (
     ConsolidationConfig,
     MemoryConfigRefreshConfig,
@@ -336,7 +336,7 @@ class MemoryStore:
         self._scopes = ScopeReader(rt)
         self._capacity = Capacity(rt, self._scopes, self._docs)
         self._recall = Recall(rt, self._docs)
-        self._long_term = LongTermMemory(rt, self._capacity, self._recall)
+        self._long_term = LongTermMemory(rt, self._capacity, self._recall, self._docs)
         self._summaries = RollingSummaries(rt, session_config, self._long_term)
         self._sessions = Sessions(
             rt, session_config, summaries=self._summaries, recall=self._recall, long_term=self._long_term
@@ -671,11 +671,30 @@ class MemoryStore:
         sensitivity: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         vector: Sequence[float] | None = None,
+        id: str | None = None,
     ) -> str:
         return await self._long_term.remember(
             content, importance=importance, tags=tags, source=source, ttl=ttl, thread_id=thread_id,
             agent_id=agent_id, namespace=namespace, sensitivity=sensitivity, metadata=metadata, vector=vector,
+            id=id,
         )  # fmt: skip
+
+    async def update(
+        self,
+        id: str,
+        *,
+        content: str | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        ttl: float | None = None,
+    ) -> MemoryItem:
+        return await self._long_term.update(
+            id, content=content, importance=importance, tags=tags, metadata=metadata, ttl=ttl
+        )
+
+    async def history(self, id: str) -> builtins.list[MemoryVersion]:
+        return await self._docs.history(id)
 
     async def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
         return await self._long_term.remember_many(items)
@@ -925,6 +944,8 @@ class MemoryStore:
 for _name, _part in (
     ("remember", LongTermMemory),
     ("remember_many", LongTermMemory),
+    ("update", LongTermMemory),
+    ("history", Documents),
     ("get", Documents),
     ("get_many", Documents),
     ("forget", Documents),

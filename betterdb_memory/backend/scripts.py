@@ -19,13 +19,18 @@ document exists first.
 of the index prefix to its history key (the same slot), only if it still exists, so
 a fact another client deleted meanwhile never leaves a stub behind.
 
+``REPLACE`` (an upsert by a caller's id): the old document is deleted and the new one
+written in one step, so no reader sees a half-replaced memory and no field of the old
+version survives; the replaced version goes to the front of the memory's update
+history (kept to a bound, with the document's TTL), unless a replay already put it there.
+
 ``LOCK`` / ``UNLOCK``: a token lock that is safe to replay (a retried acquire whose
 first reply was lost finds its own token and succeeds) and released only by its owner.
 """
 
 from __future__ import annotations
 
-__all__ = ["LOCK", "REINFORCE", "RETIRE", "UNLOCK"]
+__all__ = ["LOCK", "REINFORCE", "REPLACE", "RETIRE", "UNLOCK"]
 
 # KEYS: doc, counter ; ARGV: now_ms, half_life_s, interval_ms
 # -> the exact access count after this access, or -1 when the memory is gone
@@ -84,5 +89,22 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'valid_until', ARGV[1], 'superseded_by', ARGV[2], 'retracted', ARGV[3])
 redis.call('RENAME', KEYS[1], KEYS[2])
 redis.call('DEL', KEYS[3])
+return 1
+"""
+
+# KEYS: doc, update history ; ARGV: ttl_ms (0: none), history entry ('' : none), history max,
+# then the document's field/value pairs -> 1
+REPLACE = r"""
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], unpack(ARGV, 4))
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+if ARGV[2] ~= '' then
+  if redis.call('LINDEX', KEYS[2], 0) ~= ARGV[2] then
+    redis.call('LPUSH', KEYS[2], ARGV[2])
+    redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
+  end
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) else redis.call('PERSIST', KEYS[2]) end
+end
 return 1
 """

@@ -178,6 +178,10 @@ class KeySpace:
         """The exact access counter of a memory, on its document's hash slot."""
         return f"{self.name}:acc:{{{self.doc(memory_id)}}}"
 
+    def updates(self, memory_id: str) -> str:
+        """The update history of a memory (a LIST, newest first), on its document's hash slot."""
+        return f"{self.name}:upd:{{{self.doc(memory_id)}}}"
+
     def cap_lock(self, filter_digest: str) -> str:
         """Serialises capacity eviction of one cap scope (so concurrent writers never over-evict)."""
         return f"{self.name}:caplock:{filter_digest}"

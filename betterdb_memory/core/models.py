@@ -19,6 +19,7 @@ __all__ = [
     "MemoryKind",
     "MemoryListResult",
     "MemoryPage",
+    "MemoryVersion",
     "Sensitivity",
     "StoreStats",
     "item_from_fields",
@@ -27,6 +28,21 @@ __all__ = [
 Sensitivity = Literal["none", "low", "pii", "sensitive"]
 SENSITIVITY_LEVELS: tuple[str, ...] = ("none", "low", "pii", "sensitive")
 MemoryKind = Literal["memory", "summary", "fact", "extracted"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """A version of a memory that an update replaced (``MemoryStore.history``)."""
+
+    content: str
+    importance: float
+    tags: list[str]
+    metadata: dict[str, Any]
+    replaced_at: int  # epoch ms
+
+    @property
+    def replaced(self) -> datetime:
+        return datetime.fromtimestamp(self.replaced_at / 1000.0, tz=UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from .codec import encode_vector, join_tags
 from .keys import Scope
 from .scoring import keep_score
 
-__all__ = ["NewMemory", "encode_record"]
+__all__ = ["NewMemory", "Previous", "encode_record", "history_entry"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,15 @@ class NewMemory:
     dedup_hash: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Previous:
+    """What an upsert keeps of the memory it replaces: its life so far, not its content."""
+
+    created_at: int
+    last_accessed_at: int
+    access_count: int
+
+
 def encode_record(
     memory: NewMemory,
     vector: np.ndarray[Any, np.dtype[np.float32]],
@@ -53,16 +62,24 @@ def encode_record(
     now_ms: int,
     half_life_seconds: float,
     fact_source: str = "fact",
+    previous: Previous | None = None,
 ) -> tuple[list[Any], int]:
-    """(``HSET`` field/value list, TTL in ms or 0) of one memory written at ``now_ms``."""
+    """(``HSET`` field/value list, TTL in ms or 0) of one memory written at ``now_ms``.
+
+    ``previous``: the memory this write replaces (an upsert by id): its creation time,
+    last access and access count carry over, so an edit neither makes a memory look
+    new to recency ranking nor resets its reinforcement.
+    """
     scope = memory.scope
+    created = previous.created_at if previous else now_ms
+    accessed = previous.last_accessed_at if previous else now_ms
     fields: list[Any] = [
         "content", memory.content,
         "vector", encode_vector(vector),
         "importance", repr(memory.importance),
-        "created_at", str(now_ms),
-        "last_accessed_at", str(now_ms),
-        "access_count", "0",
+        "created_at", str(created),
+        "last_accessed_at", str(accessed),
+        "access_count", str(previous.access_count if previous else 0),
     ]  # fmt: skip
     if memory.tags:
         fields += ["tags", join_tags(memory.tags)]
@@ -78,7 +95,8 @@ def encode_record(
         fields += ["subject", memory.subject]
     if memory.date:
         fields += ["date", memory.date]
-    fields += ["keep", repr(keep_score(now_ms / 1000.0, memory.importance, half_life_seconds))]
+    seen = max(created, accessed)
+    fields += ["keep", repr(keep_score(seen / 1000.0, memory.importance, half_life_seconds))]
     if memory.sensitivity != "none":
         fields += ["sensitivity", memory.sensitivity]
     derived = (
@@ -94,3 +112,19 @@ def encode_record(
     if memory.dedup_hash:
         fields += ["dedup", memory.dedup_hash]
     return fields, ttl_ms
+
+
+def history_entry(
+    content: str, importance: float, tags: list[str], metadata: dict[str, Any], *, replaced_at_ms: int
+) -> str:
+    """One line of a memory's update history (JSON): the version an upsert replaced."""
+    return json.dumps(
+        {
+            "content": content,
+            "importance": importance,
+            "tags": tags,
+            "metadata": metadata,
+            "replaced_at": replaced_at_ms,
+        },
+        ensure_ascii=False,
+    )

@@ -2,19 +2,22 @@
 
 The lowest part of the long-term tier: recall, scopes, capacity and consolidation
 read and delete documents through it. A memory is its HASH document
-(``<name>:mem:<id>``) plus its exact access counter (``<name>:acc:{<doc key>}``, same
-slot), so both always go together.
+(``<name>:mem:<id>``) plus its exact access counter (``<name>:acc:{<doc key>}``) and
+its update history (``<name>:upd:{<doc key>}``), on the same slot, so they always go
+together.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..core.codec import as_text, to_int
-from ..core.models import MemoryItem, item_from_fields
+from ..core.keys import validate_memory_id
+from ..core.models import MemoryItem, MemoryVersion, item_from_fields
 from ..core.query import ITEM_FIELDS
 from ..errors import ValidationError
 from .runtime import Runtime
@@ -77,14 +80,37 @@ class Documents:
         if not self._rt.supervisor.closed:
             self._rt.spawn(self.delete_ids(list(ids)))
 
-    async def forget(self, id: str) -> bool:
-        """Delete one memory (and its access counter); True if it existed."""
+    async def history(self, id: str) -> list[MemoryVersion]:
+        """The versions of a memory that updates replaced, newest first.
+
+        Kept: the last ``HISTORY_MAX`` (20) versions' content, importance, tags and
+        metadata, with when each was replaced; they expire with the memory and are
+        deleted with it. Not kept: vectors, and writes by other libraries.
+        """
         rt = self._rt
-        key, counter = rt.keys.doc(id), rt.keys.access(id)
+        raw = await rt.backend.command("history", "LRANGE", rt.keys.updates(validate_memory_id(id)), 0, -1)
+        out: list[MemoryVersion] = []
+        for line in raw:
+            entry = json.loads(as_text(line))
+            out.append(
+                MemoryVersion(
+                    content=entry["content"],
+                    importance=float(entry["importance"]),
+                    tags=list(entry["tags"]),
+                    metadata=dict(entry["metadata"]),
+                    replaced_at=int(entry["replaced_at"]),
+                )
+            )
+        return out
+
+    async def forget(self, id: str) -> bool:
+        """Delete one memory (with its access counter and update history); True if it existed."""
+        rt = self._rt
+        key, counter, updates = rt.keys.doc(id), rt.keys.access(id), rt.keys.updates(id)
 
         def build(pipe: Any) -> None:
             pipe.delete(key)
-            pipe.delete(counter)
+            pipe.delete(counter, updates)
 
         with rt.obs.span("forget"):
             existed = bool(int((await rt.backend.pipeline("forget", build))[0]))
@@ -101,7 +127,7 @@ class Documents:
         def build(pipe: Any) -> None:
             for mid in ids:
                 pipe.delete(rt.keys.doc(mid))
-                pipe.delete(rt.keys.access(mid))
+                pipe.delete(rt.keys.access(mid), rt.keys.updates(mid))
 
         replies = await rt.backend.pipeline("forget", build)
         removed = sum(int(r) for r in replies[0::2])

@@ -11,17 +11,21 @@ first attempt, so a retry after a dropped connection rewrites the same documents
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..core.codec import as_text, encode_vector, validate_vector
-from ..core.keys import Scope
+from ..backend import scripts
+from ..core.codec import as_text, decode_vector, encode_vector, split_tags, to_float, to_int, validate_vector
+from ..core.keys import Scope, validate_memory_id
+from ..core.models import MemoryItem
 from ..core.query import MemoryFilter, knn_search_args
-from ..core.record import NewMemory, encode_record
+from ..core.record import NewMemory, Previous, encode_record, history_entry
 from ..core.replies import parse_search_reply
 from ..core.validation import (
     check_content,
@@ -31,13 +35,14 @@ from ..core.validation import (
     check_tags,
     check_ttl,
 )
-from ..errors import ValidationError
+from ..errors import MemoryNotFoundError, ValidationError
 from ..observability.tracing import add_attributes
 from .capacity import Capacity
+from .documents import Documents
 from .recall import Recall
 from .runtime import Runtime
 
-__all__ = ["KINDS", "LongTermMemory"]
+__all__ = ["HISTORY_MAX", "KINDS", "LongTermMemory"]
 
 #: The kinds of memory a write may carry.
 KINDS = ("memory", "summary", "fact", "extracted")
@@ -55,13 +60,34 @@ def _dedup_hash(content: str, kind: str) -> str:
     return hashlib.blake2b(f"{kind}\x00{_normalise_for_dedup(content)}".encode(), digest_size=16).hexdigest()
 
 
+#: Versions kept in a memory's update history (``history``).
+HISTORY_MAX = 20
+
+# What an upsert reads of the memory it replaces.
+_UPSERT_FIELDS = (
+    "content", "vector", "created_at", "last_accessed_at", "access_count", "importance", "tags", "metadata",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Existing:
+    """A stored memory an upsert replaces: its text and vector, its life so far, its history line."""
+
+    content: str
+    vector: np.ndarray[Any, np.dtype[np.float32]] | None
+    previous: Previous
+    entry: str
+
+
 class LongTermMemory:
     """``remember`` / ``remember_many`` and the validated write other parts use (``write``)."""
 
-    def __init__(self, rt: Runtime, capacity: Capacity, recall: Recall) -> None:
+    def __init__(self, rt: Runtime, capacity: Capacity, recall: Recall, docs: Documents) -> None:
         self._rt = rt
         self._capacity = capacity
         self._recall = recall
+        self._docs = docs
+        self._replace = rt.backend.register("replace", scripts.REPLACE)
 
     def prepare(
         self,
@@ -80,6 +106,7 @@ class LongTermMemory:
         subject: object = None,
         date: object = None,
         vector: object = None,
+        id: object = None,
     ) -> dict[str, Any]:
         """Validate one memory's arguments (the API boundary); no I/O."""
         text = check_content(content)
@@ -101,6 +128,7 @@ class LongTermMemory:
             )
         dims = self._rt.embedder.dimensions
         return {
+            "id": None if id is None else validate_memory_id(id),
             "content": text,
             "scope": scope,
             "importance": check_importance(0.5 if importance is None else importance),
@@ -125,6 +153,8 @@ class LongTermMemory:
         vector: np.ndarray[Any, np.dtype[np.float32]],
         now_ms: int,
         half_life: float,
+        *,
+        previous: Previous | None = None,
     ) -> tuple[str, list[Any], int]:
         """(memory id, HSET field/value list, ttl in ms or 0) of one memory: the stored record.
 
@@ -152,6 +182,7 @@ class LongTermMemory:
             now_ms=now_ms,
             half_life_seconds=half_life,
             fact_source=self._rt.settings.fact_source,
+            previous=previous,
         )
         return memory_id, fields, ttl_ms
 
@@ -169,6 +200,7 @@ class LongTermMemory:
         sensitivity: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         vector: Sequence[float] | None = None,
+        id: str | None = None,
     ) -> str:
         """Store one memory; returns its id (the existing id when deduplicated).
 
@@ -183,6 +215,11 @@ class LongTermMemory:
             sensitivity: ``none|low|pii|sensitive`` (``recall(exclude_sensitivity=)``).
             metadata: a JSON-able mapping kept with it.
             vector: a precomputed embedding (skips the embedder).
+            id: your own id for it (letters, digits, ``_.:-``; up to 200), kept as given.
+                A memory with this id already there is replaced (upsert): its creation
+                time, last access and access count carry over, its content is embedded
+                again only if it changed, and the replaced version is kept in its update
+                history (``history``). Dedup does not apply to a write with an id.
 
         Raises:
             ValidationError: any bad argument; nothing is written.
@@ -200,6 +237,7 @@ class LongTermMemory:
             "sensitivity": sensitivity,
             "metadata": metadata,
             "vector": vector,
+            "id": id,
         }
         return (await self.remember_many([item]))[0]
 
@@ -234,7 +272,7 @@ class LongTermMemory:
             )
         allowed = {
             "content", "importance", "tags", "source", "ttl", "thread_id", "agent_id", "namespace",
-            "sensitivity", "metadata", "kind", "subject", "date", "vector",
+            "sensitivity", "metadata", "kind", "subject", "date", "vector", "id",
         }  # fmt: skip
         prepared: list[dict[str, Any]] = []
         for i, item in enumerate(items):
@@ -271,7 +309,22 @@ class LongTermMemory:
         prepared = self.prepare_all(items)
         if not prepared:
             return [], 0, 0
+        given = [p["id"] for p in prepared if p["id"] is not None]
+        if len(set(given)) != len(given):
+            twice = sorted({g for g in given if given.count(g) > 1})
+            raise ValidationError(
+                f"the same id twice in one call: {twice}",
+                code="validation.duplicate_id",
+                details={"ids": twice},
+            )
         await self._rt.index.ensure_ready()
+        now = time.time()
+        now_ms = int(now * 1000)
+        existing = await self._existing(given, now_ms) if given else {}
+        for p in prepared:
+            old = existing.get(p["id"]) if p["id"] is not None else None
+            if old is not None and p["vector"] is None and old.content == p["content"]:
+                p["vector"] = old.vector  # an unchanged text is not embedded again
         need = [i for i, p in enumerate(prepared) if p["vector"] is None]
         vectors: list[Any] = [p["vector"] for p in prepared]
         if need:
@@ -285,8 +338,6 @@ class LongTermMemory:
                 validate_vector(
                     vectors[i], dimensions=self._rt.embedder.dimensions, name=f"vector of item {i}"
                 )
-        now = time.time()
-        now_ms = int(now * 1000)
         cfg = self._rt.config()
         ids: list[str | None] = [None] * len(prepared)
         dedup_hits = 0
@@ -294,10 +345,12 @@ class LongTermMemory:
         if self._rt.settings.dedup if dedup is None else dedup:
             first: dict[tuple[Scope, str], int] = {}
             for i, p in enumerate(prepared):
+                if p["id"] is not None:
+                    continue  # a caller's id names the memory: no dedup
                 p["dedup_hash"] = _dedup_hash(p["content"], p["kind"])
                 twin_of[i] = first.setdefault((p["scope"], p["dedup_hash"]), i)
             twin_of = {i: j for i, j in twin_of.items() if i != j}
-            leaders = [i for i in range(len(prepared)) if i not in twin_of]
+            leaders = [i for i in range(len(prepared)) if i not in twin_of and prepared[i]["id"] is None]
             found = await self._find_twins([prepared[i] for i in leaders], [vectors[i] for i in leaders])
             for n, twin in found.items():
                 ids[leaders[n]] = twin
@@ -305,11 +358,17 @@ class LongTermMemory:
             if found:
                 await self._recall.reinforce(list(found.values()), now, cfg.half_life_seconds)
         records: list[tuple[int, str, list[Any], int]] = []
+        replaced: dict[str, _Existing] = {}
         for i, p in enumerate(prepared):
             if ids[i] is None and i not in twin_of:
-                mid, fields, ttl_ms = self._record(p, vectors[i], now_ms, cfg.half_life_seconds)
+                old = existing.get(p["id"]) if p["id"] is not None else None
+                mid, fields, ttl_ms = self._record(
+                    p, vectors[i], now_ms, cfg.half_life_seconds, previous=old.previous if old else None
+                )
                 ids[i] = mid
                 records.append((i, mid, fields, ttl_ms))
+                if old is not None:
+                    replaced[mid] = old
         for i, j in twin_of.items():
             ids[i] = ids[j]
         cap = cfg.max_items_per_scope if capped else None
@@ -318,6 +377,15 @@ class LongTermMemory:
         def build(pipe: Any) -> None:
             for _, mid, fields, ttl_ms in records:
                 key = self._rt.keys.doc(mid)
+                old = replaced.get(mid)
+                if old is not None:
+                    self._rt.backend.queue_script(
+                        pipe,
+                        self._replace,
+                        [key, self._rt.keys.updates(mid)],
+                        [ttl_ms, old.entry, HISTORY_MAX, *fields],
+                    )
+                    continue
                 pipe.execute_command("HSET", key, *fields)
                 if ttl_ms:
                     pipe.execute_command("PEXPIRE", key, ttl_ms)
@@ -333,7 +401,7 @@ class LongTermMemory:
                 searches=[self._capacity.count_args(flt) for flt in cap_filters],
             ),
         )
-        self._rt.metrics.add_items(len(records))
+        self._rt.metrics.add_items(len(records) - len(replaced))
         evicted = 0
         if cap_filters and cap is not None:
             counts = results[len(results) - len(cap_filters) :]
@@ -370,3 +438,96 @@ class LongTermMemory:
                     out[i] = self._rt.keys.memory_id_of(hit.key)
                     break
         return out
+
+    async def _existing(self, ids: Sequence[str], now_ms: int) -> dict[str, _Existing]:
+        """The memories already stored under caller ids (one pipelined read): what an upsert keeps."""
+        keys = self._rt.keys
+
+        def build(pipe: Any) -> None:
+            for mid in ids:
+                pipe.hmget(keys.doc(mid), list(_UPSERT_FIELDS))
+                pipe.get(keys.access(mid))
+
+        rows = await self._rt.backend.pipeline("remember", build)
+        out: dict[str, _Existing] = {}
+        for n, mid in enumerate(ids):
+            f = dict(zip(_UPSERT_FIELDS, rows[2 * n], strict=True))
+            if f["content"] is None:
+                continue
+            content = as_text(f["content"])
+            raw_meta = as_text(f["metadata"])
+            try:
+                meta = json.loads(raw_meta) if raw_meta else {}
+            except ValueError:
+                meta = {}
+            out[mid] = _Existing(
+                content=content,
+                vector=decode_vector(f["vector"]) if f["vector"] else None,
+                previous=Previous(
+                    created_at=to_int(f["created_at"]) or now_ms,
+                    last_accessed_at=to_int(f["last_accessed_at"]) or now_ms,
+                    access_count=max(to_int(f["access_count"]), to_int(rows[2 * n + 1])),
+                ),
+                entry=history_entry(
+                    content,
+                    to_float(f["importance"], 0.5),
+                    split_tags(f["tags"]),
+                    meta if isinstance(meta, dict) else {},
+                    replaced_at_ms=now_ms,
+                ),
+            )
+        return out
+
+    async def update(
+        self,
+        id: str,
+        *,
+        content: str | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        ttl: float | None = None,
+    ) -> MemoryItem:
+        """Change a memory in place; returns it as stored now.
+
+        Arguments left ``None`` keep their value (``ttl=None`` keeps the remaining
+        TTL, ``ttl=0`` removes it). The content is embedded again only if it changed;
+        the scope, source, sensitivity and kind stay; creation time, last access and
+        access count carry over; the version replaced goes to ``history(id)``.
+
+        Raises:
+            MemoryNotFoundError: no memory has this id (or it expired).
+            ValidationError: a bad argument; nothing is written.
+        """
+        mid = validate_memory_id(id)
+        item = (await self._docs.get_many([mid]))[0]
+        if item is None:
+            raise MemoryNotFoundError(
+                f"no memory with id {mid!r}", code="memory.not_found", details={"id": mid}
+            )
+        if ttl is None and item.expires_at is not None:
+            ttl = max(0.001, (item.expires_at - time.time() * 1000) / 1000.0)
+        new: dict[str, Any] = {
+            "id": mid,
+            "content": item.content if content is None else content,
+            "importance": item.importance if importance is None else importance,
+            "tags": item.tags if tags is None else tags,
+            "metadata": item.metadata if metadata is None else metadata,
+            "ttl": ttl or None,
+            "source": item.source,
+            "thread_id": item.thread_id,
+            "agent_id": item.agent_id,
+            "namespace": item.namespace,
+            "sensitivity": item.sensitivity,
+            "kind": item.kind,
+            "subject": item.subject,
+            "date": item.date,
+        }
+        with self._rt.obs.span("update"):
+            await self.write([new], capped=False, dedup=False)
+        stored = (await self._docs.get_many([mid]))[0]
+        if stored is None:  # deleted or expired the moment it was written
+            raise MemoryNotFoundError(
+                f"no memory with id {mid!r}", code="memory.not_found", details={"id": mid}
+            )
+        return stored

@@ -116,7 +116,10 @@ async def test_documents_forget_deletes_document_and_counter_in_one_round_trip()
     assert await Documents(rt).forget("abc") is True
     [(operation, commands, _)] = _fake(rt).sent
     assert operation == "forget"
-    assert commands == [("DELETE", "parts:mem:abc"), ("DELETE", "parts:acc:{parts:mem:abc}")]
+    assert commands == [
+        ("DELETE", "parts:mem:abc"),
+        ("DELETE", "parts:acc:{parts:mem:abc}", "parts:upd:{parts:mem:abc}"),
+    ]
 
 
 async def test_scope_reader_count_is_one_filter_query_with_limit_zero() -> None:
@@ -143,7 +146,7 @@ async def test_remember_many_writes_one_pipeline_of_hset_with_the_reference_fiel
     rt = _runtime()
     docs = Documents(rt)
     recall = Recall(rt, docs)
-    long_term = LongTermMemory(rt, Capacity(rt, ScopeReader(rt), docs), recall)
+    long_term = LongTermMemory(rt, Capacity(rt, ScopeReader(rt), docs), recall, docs)
     ids = await long_term.remember_many(["Ada lives in Lisbon.", {"content": "Bo", "ttl": 60}])
     [(operation, commands, idempotent)] = _fake(rt).sent
     assert operation == "remember" and idempotent  # ids fixed client-side: a retry rewrites the same docs
@@ -159,7 +162,7 @@ async def test_store_turn_is_one_round_trip_of_evalsha_and_sadd_not_retried() ->
     cfg = SessionConfig.of(summarize_batch=0)
     docs = Documents(rt)
     recall = Recall(rt, docs)
-    long_term = LongTermMemory(rt, Capacity(rt, ScopeReader(rt), docs), recall)
+    long_term = LongTermMemory(rt, Capacity(rt, ScopeReader(rt), docs), recall, docs)
     summaries = RollingSummaries(rt, cfg, long_term)
     sessions = Sessions(rt, cfg, summaries=summaries, recall=recall, long_term=long_term)
     _fake(rt).replies.append([[1, 0], 1, 1])
@@ -179,7 +182,7 @@ async def test_summary_job_takes_the_backends_replay_safe_lock_not_a_bare_set_nx
     rt = _runtime()
     cfg = SessionConfig.of(summarizer=ExtractiveSummarizer())
     docs = Documents(rt)
-    long_term = LongTermMemory(rt, Capacity(rt, ScopeReader(rt), docs), Recall(rt, docs))
+    long_term = LongTermMemory(rt, Capacity(rt, ScopeReader(rt), docs), Recall(rt, docs), docs)
     summaries = RollingSummaries(rt, cfg, long_term)
     backend = _fake(rt)
     backend.replies.extend([[1], [[None, []]], [1]])  # lock taken; nothing pending; unlocked
