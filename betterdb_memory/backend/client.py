@@ -233,6 +233,7 @@ class ScopedLock:
         self.lost = False
         self._heartbeat = heartbeat
         self._beat: asyncio.Task[None] | None = None
+        self._released = False
 
     async def try_acquire(self) -> bool:
         """One attempt (also extends the TTL when already ours)."""
@@ -277,12 +278,24 @@ class ScopedLock:
     async def __aexit__(self, *exc: object) -> None:
         await self.release()
 
+    def queue_release(self, pipe: Any) -> None:
+        """Queue the unlock in the caller's last pipeline (one round trip fewer).
+
+        The lock is then treated as released: leaving the ``async with`` block only
+        stops the heartbeat. If that pipeline never reaches the server, the TTL frees
+        the lock.
+        """
+        self.backend.queue_script(pipe, self.backend.unlock_script, [self.key], [self.token])
+        self._released = True
+
     async def release(self) -> None:
         """Stop the heartbeat and free the lock if it is still ours (never raises)."""
         if self._beat is not None:
             self._beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._beat
+        if self._released:
+            return
         try:
             await self.backend.script("unlock", self.backend.unlock_script, [self.key], [self.token])
         except BetterDBMemoryError as exc:  # the TTL frees it

@@ -85,13 +85,15 @@ class Capacity:
                 total = parse_search_reply(count_reply, nocontent=True).total
             if total <= cap:
                 return 0
-            return await self._evict(flt, cap, protect=protect, now=now)
+            return await self._evict(flt, cap, protect=protect, now=now, expected=total)
         except Exception as exc:  # the memory is stored; a failed eviction must not reject it
             log.warning("capacity eviction on %s failed (the write stands): %s", self._rt.keys.name, exc)
             self._rt.metrics.observe_background_failure("capacity")
             return 0
 
-    async def _evict(self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float) -> int:
+    async def _evict(
+        self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float, expected: int
+    ) -> int:
         lock = self._rt.backend.lock(
             self._rt.keys.cap_lock(digest(*_filter_parts(flt), size=12)),
             ttl=_LOCK_S,
@@ -99,16 +101,18 @@ class Capacity:
             heartbeat=False,
         )
         async with lock:
-            victims = await self._victims(flt, cap, protect=protect, now=now)
-            removed = await self._docs.delete_ids(victims)
+            victims = await self._victims(flt, cap, protect=protect, now=now, expected=expected)
+            # The deletes and the unlock travel in one round trip.
+            removed = await self._docs.delete_ids(victims, also=lock.queue_release, operation="capacity")
         if removed:
-            await self._rt.backend.command(
-                "capacity", "HINCRBY", self._rt.keys.stats, "evictions", removed, idempotent=False
-            )
+            # The stats hash's counter rides the batched stats flush (read by stats() and Monitor).
+            self._rt.obs.count({"evictions": removed})
             self._rt.metrics.observe_evictions(removed)
         return removed
 
-    async def _victims(self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float) -> list[str]:
+    async def _victims(
+        self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float, expected: int
+    ) -> list[str]:
         caps = self._rt.index.capabilities
         assert caps is not None
         fast = (
@@ -118,14 +122,21 @@ class Capacity:
             and not self._rt.index.needs_check(flt)
         )
         if fast:
-            args = filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0)
-            count = parse_search_reply(await self._scopes.search(args, "capacity"), nocontent=True).total
-            excess = count - cap
-            if excess <= 0:
-                return []
-            _, hits = await self._scopes.scan(
-                flt, ("keep",), operation="capacity", sortby=("keep", True), limit=excess + len(protect)
-            )
+            # One query under the lock: the scope's exact count (re-read here, so two writers
+            # over by one evict one memory between them) and its lowest keep-scores, as many
+            # as the write's own count says are over, plus the write's own memories.
+            want = max(1, expected - cap) + len(protect)
+            while True:
+                total, hits = await self._scopes.scan(
+                    flt, ("keep",), operation="capacity", sortby=("keep", True), limit=want
+                )
+                assert total is not None  # exact: a server-side filter on this library's index
+                excess = total - cap
+                if excess <= 0:
+                    return []
+                if len(hits) >= min(total, excess + len(protect)):
+                    break
+                want = excess + len(protect)  # others wrote meanwhile: read the lowest again
             ids = [self._rt.keys.memory_id_of(h.key) for h in hits]
             return _pick(ids, protect, excess)
         # No keep-score index or no SORTBY: rank the scope in the client.

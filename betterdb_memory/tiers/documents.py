@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.codec import as_text, to_int
@@ -118,9 +118,15 @@ class Documents:
             rt.metrics.add_items(-1)
         return existed
 
-    async def delete_ids(self, ids: Sequence[str]) -> int:
-        """Delete memories by id in one pipelined round trip; the number that existed."""
-        if not ids:
+    async def delete_ids(
+        self, ids: Sequence[str], *, also: Callable[[Any], None] | None = None, operation: str = "forget"
+    ) -> int:
+        """Delete memories by id in one pipelined round trip; the number that existed.
+
+        ``also`` queues more commands after the deletes in the same round trip (the
+        capacity lock's release).
+        """
+        if not ids and also is None:
             return 0
         rt = self._rt
 
@@ -128,9 +134,11 @@ class Documents:
             for mid in ids:
                 pipe.delete(rt.keys.doc(mid))
                 pipe.delete(rt.keys.access(mid), rt.keys.updates(mid))
+            if also is not None:
+                also(pipe)
 
-        replies = await rt.backend.pipeline("forget", build)
-        removed = sum(int(r) for r in replies[0::2])
+        replies = await rt.backend.pipeline(operation, build)
+        removed = sum(int(r) for r in replies[0 : 2 * len(ids) : 2])
         if removed:
             rt.metrics.add_items(-removed)
         return removed
