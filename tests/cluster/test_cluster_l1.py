@@ -1,4 +1,4 @@
-"""L1, the discovery marker, live config and the caches on a 3-primary valkey-search cluster.
+"""L1, the discovery marker and live config on a 3-primary valkey-search cluster.
 
 Only the parts that do not depend on long-term memory (L2) are tested here: stores
 are built with ``summarize_batch=0`` (no rolling summaries into L2) and
@@ -15,7 +15,6 @@ import pytest
 from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import ContextBudget, HashingEmbedder, MemoryStore
-from betterdb_memory.caches import LLMCache, SessionState, ToolCache
 from betterdb_memory.core.keys import KeySpace
 from betterdb_memory.observability.discovery import (
     REGISTRY_KEY,
@@ -177,36 +176,3 @@ async def test_live_config_on_a_cluster(cluster_client: ValkeyCluster, unique_na
     assert (await live.refresh()).half_life_seconds == defaults.half_life_seconds
     await live.close()
     await other.close()
-
-
-async def test_caches_read_and_write_on_a_cluster(cluster_client: ValkeyCluster, unique_name: str) -> None:
-    """LLM and tool caches and session state: single-key reads and writes, TTL sliding pipelines."""
-    llm, tool = LLMCache(cluster_client, unique_name), ToolCache(cluster_client, unique_name)
-    await llm.set("m", {"q": "hi"}, {"a": "hello"})
-    assert await llm.get("m", {"q": "hi"}) == {"a": "hello"}
-    calls = []
-
-    async def search() -> list[int]:
-        calls.append(1)
-        return [1, 2]
-
-    assert await tool.get_or_call("search", {"q": 1}, search) == [1, 2]
-    assert await tool.get_or_call("search", {"q": 1}, search) == [1, 2] and len(calls) == 1
-    assert await tool.delete("search", {"q": 1}) is True
-    state = SessionState(cluster_client, unique_name)
-    await state.update("t", {"step": 1, "plan": ["a"]}, agent_id="x")
-    assert await state.get_all("t", agent_id="x") == {"step": 1, "plan": ["a"]}
-    assert await state.clear("t", agent_id="x") is True
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="caches.py bulk deletes SCAN with one cursor; a cluster client's SCAN answers one cursor per "
-    "primary (a dict), so invalidate / clear / clear_agent raise TypeError after deleting one batch",
-)
-async def test_caches_bulk_invalidation_on_a_cluster(cluster_client: ValkeyCluster, unique_name: str) -> None:
-    """ToolCache.invalidate(tool) removes every entry of the tool on every shard."""
-    tool = ToolCache(cluster_client, unique_name)
-    for i in range(30):
-        await tool.set("search", {"i": i}, i)
-    assert await tool.invalidate("search") == 30

@@ -6,8 +6,8 @@ scripts). It has no FLUSHALL, FLUSHDB, KEYS or CONFIG, and no key outside its
 patterns (not even another key under the store name). The scenario drives every
 operation of the store (long-term memories, capacity, dedup, L1 turns, rolling
 summaries, fact extraction, context assembly, consolidation and fact history,
-erasure, stats, live config), of the caches in ``betterdb_memory.caches`` and of
-Monitor discovery. After it, the server's ``ACL LOG`` must hold no denial for this
+erasure, stats, live config, ids / upserts / updates / history) and of Monitor
+discovery. After it, the server's ``ACL LOG`` must hold no denial for this
 user: the library never even tried a command or key outside the list.
 
 The rules are the minimum: each one removed breaks an operation or leaves an ACL
@@ -27,7 +27,6 @@ import valkey.asyncio as avalkey
 import valkey.exceptions as vexc
 
 from betterdb_memory import ExtractedFact, Fact, HashingEmbedder, MemoryStore, Turn
-from betterdb_memory.caches import LLMCache, SessionState, ToolCache
 
 from .conftest import unit
 
@@ -38,16 +37,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 # every command, the scripts' included. ``module|list`` is the engine probe;
 # ``client|setinfo`` only keeps valkey-py's connect handshake out of the ACL log.
 STORE_RULES = (
-    "~{name}:mem:* ~{name}:acc:* ~{name}:caplock:* ~{name}:cons:* ~{name}:hist:* ~{name}:l1:* "
+    "~{name}:mem:* ~{name}:acc:* ~{name}:upd:* ~{name}:caplock:* ~{name}:cons:* ~{name}:hist:* ~{name}:l1:* "
     "~{name}:__mem_* "
     "+hset +hsetnx +hget +hmget +hgetall +hincrby +hkeys +hdel +get +set +incr +del +unlink +exists "
-    "+rename +pexpire +pttl +rpush +lrange +llen +ltrim +sadd +srem +smembers +zadd +zrange +zrem +zmscore "
+    "+rename +pexpire +pttl +persist +rpush +lpush +lindex +lrange +llen +ltrim +sadd +srem +smembers "
+    "+zadd +zrange +zrem +zmscore "
     "+evalsha +script|load +ft.search +ft.create +ft.info +module|list +client|setinfo"
 )
-# Added for the caches of ``betterdb_memory.caches`` (LLMCache, ToolCache, SessionState;
-# their other commands are the store's): ``scan`` is for ``clear`` / ``invalidate`` /
-# ``clear_agent`` only.
-CACHE_RULES = "~{name}:cache:* +scan"
 # Added for AgentMemory's cache tiers (betterdb-agent-cache: llm / tool / session, its stats
 # hash and tool policies); ``scan`` for ``invalidate_by_tool`` / ``destroy_thread``.
 AGENT_CACHE_RULES = (
@@ -59,7 +55,7 @@ DISCOVERY_RULES = "~__betterdb:* +hexists"
 
 
 def _rules(name: str, discovery: bool) -> list[str]:
-    text = f"{STORE_RULES} {CACHE_RULES}" + (f" {DISCOVERY_RULES}" if discovery else "")
+    text = STORE_RULES + (f" {DISCOVERY_RULES}" if discovery else "")
     return list(dict.fromkeys(text.format(name=name).split()))
 
 
@@ -93,7 +89,7 @@ class _Extractor:
 
 
 async def _exercise(url: str, name: str, *, discovery: bool) -> None:
-    """Every public operation of the store, the caches and discovery, with its result checked."""
+    """Every public operation of the store and discovery, with its result checked."""
     store = await MemoryStore.connect(
         url,
         name=name,
@@ -131,6 +127,12 @@ async def _exercise(url: str, name: str, *, discovery: bool) -> None:
         assert await store.count(thread_id="t") == 3 and await store.count() == 5
         assert await store.forget(ids[0]) is True
         assert await store.forget_by_scope(tags=["x"]) == int(a in alive)
+        # -- caller ids: upsert, update, history ---------------------------------------------
+        own = await store.remember("own v1", id="own-1", vector=unit(42), namespace="ids", ttl=60)
+        await store.remember("own v2", id=own, vector=unit(43), namespace="ids", ttl=60)
+        assert (await store.update(own, importance=0.8, ttl=0)).content == "own v2"  # no TTL now
+        assert [v.content for v in await store.history(own)] == ["own v2", "own v1"]
+        assert await store.forget(own) is True
         await store.refresh_config()
         assert store.current_config() is not None
         # -- L1: turns, rolling summaries, extraction, context, erasure ----------------------
@@ -178,35 +180,6 @@ async def _exercise(url: str, name: str, *, discovery: bool) -> None:
         assert await store.erase(agent_id="c", thread_id="ct") >= 0
         assert await store.erase(agent_id="c") > 0
         assert await store.forget_by_scope(thread_id="t") == 3 - int(a in alive)
-        # -- caches ---------------------------------------------------------------------------
-        llm = LLMCache(store.client, name, ttl=60)
-        request = {"messages": [{"role": "user", "content": "hi"}]}
-        assert await llm.get("m", request) is None
-        await llm.set("m", request, {"text": "hello"})
-        assert await llm.get("m", request) == {"text": "hello"}
-
-        async def answer() -> str:
-            return "computed"
-
-        assert await llm.get_or_call("m", {"other": 1}, answer) == "computed"
-        assert await llm.delete("m", request) is True
-        assert await llm.clear() == 1
-        tool = ToolCache(store.client, name, default_ttl=60, ttl_policy={"clock": 0})
-        assert await tool.set("search", {"q": "tea"}, ["result"]) is True
-        assert await tool.get("search", {"q": "tea"}) == ["result"]
-        assert await tool.get_or_call("search", {"q": "cake"}, answer) == "computed"
-        assert await tool.get_or_call("clock", {}, answer) == "computed"
-        assert await tool.delete("search", {"q": "tea"}) is True
-        assert await tool.invalidate("search") == 1
-        state = SessionState(store.client, name, ttl=60)
-        await state.set("s1", "step", 1, agent_id="ag")
-        await state.update("s1", {"step": 2, "mood": "ok"}, agent_id="ag")
-        assert await state.get("s1", "step", agent_id="ag") == 2
-        assert await state.get_all("s1", agent_id="ag") == {"step": 2, "mood": "ok"}
-        assert await state.delete("s1", "mood", agent_id="ag") is True
-        await state.set("s2", "step", 1)
-        assert await state.clear("s2") is True
-        assert await state.clear_agent("ag") == 1
         # -- what is left -----------------------------------------------------------------------
         stats = await store.stats()
         assert stats.items == 1 and stats.evictions >= 2  # "gamma fact" in "u"

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from betterdb_memory.caches import LLMCache, SessionState, ToolCache, canonical_json
 from betterdb_memory.core.tokens import HeuristicTokenCounter, count_tokens
 from betterdb_memory.core.turns import ToolResult, Turn, decode_turn, encode_turn, parse_tool_results
 from betterdb_memory.errors import ConfigurationError, ValidationError
@@ -214,38 +213,3 @@ def test_extractive_summary_of_nothing_is_empty() -> None:
 def test_transcript_clips_long_messages() -> None:
     text = transcript([_turn(1, "u" * 50, "a")], max_chars_per_message=10)
     assert text.splitlines()[0] == "User: " + "u" * 9 + "…"
-
-
-# -- cache keys -----------------------------------------------------------------------------
-
-
-def test_llm_cache_key_is_canonical() -> None:
-    """Key order and spacing do not matter; the model and every value do."""
-    cache = LLMCache(None, "n")
-    a = cache.key("gpt", {"messages": [{"role": "user", "content": "hi"}], "temperature": 0})
-    b = cache.key("gpt", json.loads('{ "temperature" : 0, "messages": [{"content": "hi", "role": "user"}]}'))
-    assert a == b and a.startswith("n:cache:llm:") and len(a) == len("n:cache:llm:") + 64
-    assert cache.key("other", {"messages": [{"role": "user", "content": "hi"}], "temperature": 0}) != a
-    assert cache.key("gpt", {"messages": [{"role": "user", "content": "hi"}], "temperature": 1}) != a
-    with pytest.raises(ValidationError):
-        cache.key("gpt", {"x": object()})
-    with pytest.raises(ValidationError):
-        canonical_json(float("nan"))
-
-
-def test_tool_cache_policy_and_keys() -> None:
-    cache = ToolCache(None, "n", default_ttl=60, ttl_policy={"clock": 0, "weather": 600})
-    assert cache.ttl_ms_for("clock") == 0
-    assert cache.ttl_ms_for("weather") == 600_000
-    assert cache.ttl_ms_for("other") == 60_000
-    assert cache.key("search", {"q": 1, "n": 2}) == cache.key("search", {"n": 2, "q": 1})
-    assert cache.key("search", {"q": 1}).rsplit(":", 1)[0] != cache.key("lookup", {"q": 1}).rsplit(":", 1)[0]
-    with pytest.raises(ConfigurationError):
-        ToolCache(None, "n", ttl_policy={"x": -1})
-
-
-def test_session_state_keys_never_collide() -> None:
-    """Ids with ':' hash separately: ('a::b', 'c') and ('a', 'b::c') are different threads."""
-    s = SessionState(None, "n")
-    assert s.key("c", agent_id="a::b") != s.key("b::c", agent_id="a")
-    assert s.key("t") != s.key("t", agent_id="_")
