@@ -7,7 +7,7 @@ conversation (``thread_id`` = conversation id, ``metadata.dia_id``) with
 embedded server. A question is a hit@k when one of its evidence turns is among the
 top k. Rows: a pure-python BM25 over all turns of the conversation (same terms as
 the ranker), each embedder's dense order, and the same candidates re-ranked by
-``betterdb_memory.ranking.HybridRanker``. Ablations (pool size, alpha, suffix
+``betterdb_memory.core.ranking.HybridRanker``. Ablations (pool size, alpha, suffix
 folding, IDF source) reuse the fetched candidates. See ``bench/README.md``.
 
     make bench-quality                                   # = .venv/bin/python bench/quality.py
@@ -15,7 +15,12 @@ folding, IDF source) reuse the fetched candidates. See ``bench/README.md``.
     .venv/bin/python bench/quality.py --conversations 2  # smoke run
 
 The data (CC BY-NC 4.0) is read from ``--data`` and never copied into the repository;
-``--embeddings-cache`` (optional, for repeated runs) must point outside it.
+``--embeddings-cache`` (default ``$TMPDIR/quality-cache/emb``) must point outside it.
+
+Then ``bench/quality_fusion.py`` runs on the same data and cache (issue 16: text candidates,
+fusion, thresholds, off-topic empties; ``--skip-research`` to leave it out): its summary table
+is printed, appended to the report, and the full research report is written beside it as
+``quality-research.md``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import math
 import re
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -44,10 +50,10 @@ import valkey.asyncio as avalkey
 from _harness import cpu_count, cpu_model
 
 from betterdb_memory import HashingEmbedder, MemoryStore, Scope
+from betterdb_memory.core.models import MemoryItem
+from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.core.ranking import DEFAULT_ALPHA, HybridRanker
 from betterdb_memory.embedders.base import Embedder
-from betterdb_memory.models import MemoryItem
-from betterdb_memory.query import MemoryFilter
-from betterdb_memory.ranking import DEFAULT_ALPHA, HybridRanker
 from betterdb_memory.server import EmbeddedServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -595,8 +601,11 @@ def main() -> int:
     parser.add_argument(
         "--embeddings-cache",
         type=Path,
-        default=None,
+        default=Path(tempfile.gettempdir()) / "quality-cache" / "emb",
         help="reuse vectors across runs (a path outside the repo)",
+    )
+    parser.add_argument(
+        "--skip-research", action="store_true", help="leave out bench/quality_fusion.py (issue 16 table)"
     )
     args = parser.parse_args()
     if not args.data.exists():
@@ -611,7 +620,36 @@ def main() -> int:
             "--embeddings-cache must be outside the repository (vectors derived from LoCoMo)", file=sys.stderr
         )
         return 2
-    return asyncio.run(main_async(args))
+    rc = asyncio.run(main_async(args))
+    if rc or args.skip_research:
+        return rc
+    return research(args)
+
+
+def research(args: argparse.Namespace) -> int:
+    """Issue 16's table (``bench/quality_fusion.py``) on the same data, appended to the report."""
+    import quality_fusion
+
+    cache = args.embeddings_cache.parent if args.embeddings_cache else quality_fusion.DEFAULT_CACHE
+    text, summary = asyncio.run(
+        quality_fusion.main_async(
+            argparse.Namespace(data=args.data, conversations=args.conversations, cache=cache)
+        )
+    )
+    out = args.out.with_name("quality-research.md")
+    out.write_text(text, "utf-8")
+    section = (
+        "\n## Issue 16: proposed ranking and threshold (`bench/quality_fusion.py`)\n\n"
+        f"Full report: `{out.name}`. Recall@5 is at the row's threshold / with the threshold off; off-topic: "
+        "each LoCoMo question asked in the next conversation's scope, and the fact-QA set's off-topic requests.\n\n"
+        + summary
+        + "\n"
+    )
+    print(section)
+    with args.out.open("a", encoding="utf-8") as fh:
+        fh.write(section)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
