@@ -12,7 +12,8 @@ no logic of its own beyond argument checks of the constructor, ``connect`` /
       ├─ Capacity         max_items_per_scope eviction       (tiers.capacity)
       ├─ Sessions         store_turn, retrieve_context, ...  (tiers.sessions)
       ├─ RollingSummaries summarize_session                  (tiers.summaries)
-      ├─ Consolidation    consolidate, fact_history, ...     (tiers.consolidation)
+      ├─ Consolidation    consolidate (summary / facts)      (tiers.consolidation)
+      ├─ FactLedger       fact_history, purge_fact_history   (tiers.fact_ledger)
       └─ Erasure          forget_by_scope, erase             (tiers.erasure)
     every part ── Runtime (tiers.runtime) ── Backend + IndexManager (backend) ── Valkey
     pure core (core.*): keys, escaping, query, record, replies, ranking, scoring, facts
@@ -70,6 +71,7 @@ from .tiers.capacity import Capacity
 from .tiers.consolidation import Consolidation
 from .tiers.documents import Documents
 from .tiers.erasure import Erasure
+from .tiers.fact_ledger import FactLedger
 from .tiers.long_term import LongTermMemory
 from .tiers.recall import Recall
 from .tiers.runtime import Runtime, Settings
@@ -341,12 +343,13 @@ class MemoryStore:
         self._sessions = Sessions(
             rt, session_config, summaries=self._summaries, recall=self._recall, long_term=self._long_term
         )
-        self._consolidation = Consolidation(rt, self._scopes, self._long_term, self._docs)
+        self._ledger = FactLedger(rt, self._scopes, self._long_term)
+        self._consolidation = Consolidation(rt, self._scopes, self._long_term, self._docs, self._ledger)
         self._erasure = Erasure(
             rt,
             scopes=self._scopes,
             docs=self._docs,
-            consolidation=self._consolidation,
+            ledger=self._ledger,
             sessions=self._sessions,
             summaries=self._summaries,
         )
@@ -922,7 +925,7 @@ class MemoryStore:
         agent_id: str | None = None,
         namespace: str | None = None,
     ) -> builtins.list[FactRecord]:
-        return await self._consolidation.fact_history(
+        return await self._ledger.fact_history(
             subject, thread_id=thread_id, agent_id=agent_id, namespace=namespace
         )
 
@@ -934,7 +937,7 @@ class MemoryStore:
         agent_id: str | None = None,
         namespace: str | None = None,
     ) -> int:
-        return await self._consolidation.purge_fact_history(
+        return await self._ledger.purge_fact_history(
             subject=subject, thread_id=thread_id, agent_id=agent_id, namespace=namespace
         )
 
@@ -965,8 +968,8 @@ for _name, _part in (
     ("extract_memories", Sessions),
     ("consolidate", Consolidation),
     ("consolidate_facts", Consolidation),
-    ("fact_history", Consolidation),
-    ("purge_fact_history", Consolidation),
+    ("fact_history", FactLedger),
+    ("purge_fact_history", FactLedger),
 ):
     getattr(MemoryStore, _name).__doc__ = getattr(_part, _name).__doc__
 del _name, _part

@@ -10,6 +10,7 @@ never be recalled.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -120,3 +121,11 @@ def split_tags(value: Any) -> list[str]:
 def join_tags(values: Sequence[str]) -> str:
     """Tags as the reference stores them: joined with ``,`` (validated comma-free)."""
     return ",".join(values)
+
+
+def normalise(text: str) -> str:
+    """The matching form of a text: NFKC, case-folded, whitespace collapsed.
+
+    What dedup compares and what fact subjects and statements are matched by.
+    """
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())

@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from ..errors import ValidationError
-from .codec import as_text, to_float
+from .codec import as_text, normalise, to_float
 from .models import SENSITIVITY_LEVELS, MemoryItem
 
 __all__ = [
@@ -139,11 +138,6 @@ ExtractFactsFn = Callable[[list[MemoryItem]], Sequence[Fact] | Awaitable[Sequenc
 
 
 # -- pure core -------------------------------------------------------------------------
-
-
-def normalise(text: str) -> str:
-    """The matching form of a subject or statement: NFKC, case-folded, whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 _YEAR_MONTH = re.compile(r"^(\d{4})(?:-(\d{2}))?$")

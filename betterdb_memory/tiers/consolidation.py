@@ -39,40 +39,27 @@ import json
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
-from ..backend import ScopedLock, scripts
-from ..core.codec import as_text
+from ..backend import ScopedLock
+from ..core.consolidation import Selection, Tally, output_item
 from ..core.facts import (
     ConsolidateFactsResult,
     ConsolidateResult,
-    CurrentFact,
     ExtractFactsFn,
-    FactOp,
-    FactPlan,
-    FactRecord,
     SummarizeFn,
     check_optional,
-    date_text_of,
-    fact_record,
-    fact_statement,
     iso_ts,
-    most_sensitive,
-    normalise,
-    parse_instant,
     plan_facts,
-    subject_digest,
-    subject_key,
 )
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.models import MemoryItem
-from ..core.query import ITEM_FIELDS, MemoryFilter
+from ..core.query import ITEM_FIELDS
 from ..core.validation import check_importance, check_tags
 from ..errors import ValidationError
 from .documents import Documents
+from .fact_ledger import FactLedger
 from .long_term import LongTermMemory
 from .runtime import Runtime
 from .scopes import ScopeReader
@@ -99,59 +86,25 @@ async def _invoke(fn: Callable[[list[MemoryItem]], Any], items: list[MemoryItem]
     return await result if inspect.isawaitable(result) else result
 
 
-@dataclass(frozen=True, slots=True)
-class _Selection:
-    """Validated candidate selectors and the exact scope output is written to."""
-
-    target: Scope
-    tags: tuple[str, ...]
-    older_than: float | None
-    max_importance: float | None
-    include_summaries: bool
-
-    def candidates(self, now_ms: int, exclude: tuple[str, ...]) -> MemoryFilter:
-        cutoff = None if self.older_than is None else now_ms - int(self.older_than * 1000)
-        return MemoryFilter(
-            scope=self.target,
-            tags=self.tags,
-            exclude_sources=exclude,
-            max_created_at=cutoff,
-            max_importance=self.max_importance,
-            exclude_expired_at=now_ms,
-        )
-
-
-@dataclass(slots=True)
-class _Tally:
-    candidates: int = 0
-    created: list[str] = field(default_factory=list)
-    superseded: int = 0
-    retracted: int = 0
-    duplicates: int = 0
-    unchanged: int = 0
-    unmatched: list[str] = field(default_factory=list)
-
-
-# -- the mixin ---------------------------------------------------------------------------
-
-
 # -- the part ---------------------------------------------------------------------------
 
 
 class Consolidation:
-    """``consolidate``, ``fact_history`` and ``purge_fact_history``, and the state they keep.
+    """``consolidate`` (both modes), and the per-target state that makes re-runs free.
 
     Attributes tune the run lock: ``lock_ttl`` (seconds the lock survives a crashed
     holder) and ``lock_wait`` (how long a second caller waits before
     ``ConsolidationBusyError``).
     """
 
-    def __init__(self, rt: Runtime, scopes: ScopeReader, long_term: LongTermMemory, docs: Documents) -> None:
+    def __init__(
+        self, rt: Runtime, scopes: ScopeReader, long_term: LongTermMemory, docs: Documents, ledger: FactLedger
+    ) -> None:
         self._rt = rt
         self._scopes = scopes
         self._long_term = long_term
         self._docs = docs
-        self._retire_script = rt.backend.register("retire", scripts.RETIRE)
+        self._ledger = ledger
         self.lock_ttl = 30.0
         self.lock_wait = 60.0
 
@@ -226,7 +179,7 @@ class Consolidation:
                 code="validation.type",
                 details={"argument": "include_summaries"},
             )
-        sel = _Selection(
+        sel = Selection(
             target=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
             tags=check_tags(tags),
             older_than=check_optional(older_than_seconds, "older_than_seconds", lo=0.0, hi=None),
@@ -321,7 +274,7 @@ class Consolidation:
         value = json.dumps([s.namespace, s.agent_id, s.thread_id], ensure_ascii=False)
         await self._one("consolidate", lambda pipe: pipe.hset(ck.targets, ck.tag, value))
 
-    async def _candidates(self, sel: _Selection, ck: ConsolidationKeys, mode: str) -> list[MemoryItem]:
+    async def _candidates(self, sel: Selection, ck: ConsolidationKeys, mode: str) -> list[MemoryItem]:
         """The selection's unconsumed candidates, oldest first."""
         now_ms = int(time.time() * 1000)
         exclude: tuple[str, ...] = (self._rt.settings.fact_source,)
@@ -347,38 +300,10 @@ class Consolidation:
             now = time.time()
             await self._one("consolidate", lambda pipe: pipe.zadd(key, dict.fromkeys(ids, now)))
 
-    def _output(
-        self,
-        sel: _Selection,
-        content: str,
-        importance: float,
-        sources: Sequence[MemoryItem],
-        *,
-        kind: str,
-        source: str,
-        metadata: dict[str, Any],
-        subject: str | None = None,
-        date_text: str | None = None,
-    ) -> dict[str, Any]:
-        return {
-            "content": content,
-            "importance": importance,
-            "tags": list(sel.tags),
-            "source": source,
-            "thread_id": sel.target.thread_id,
-            "agent_id": sel.target.agent_id,
-            "namespace": sel.target.namespace,
-            "sensitivity": most_sensitive(sources),
-            "metadata": metadata,
-            "kind": kind,
-            "subject": subject,
-            "date": date_text,
-        }
-
     # -- summary -----------------------------------------------------------------------------
 
     async def _consolidate_summary(
-        self, sel: _Selection, summarize: SummarizeFn, importance: float, delete_sources: bool
+        self, sel: Selection, summarize: SummarizeFn, importance: float, delete_sources: bool
     ) -> ConsolidateResult:
         ck = self._keys_of(sel.target)
         await self._register_target(ck)
@@ -398,7 +323,7 @@ class Consolidation:
                 "date_from": iso_ts(items[0].created_at / 1000.0),
                 "date_to": iso_ts(items[-1].created_at / 1000.0),
             }
-            digest = self._output(
+            digest = output_item(
                 sel, text, importance, items, kind="summary", source="summary", metadata=metadata
             )
             # Written before the sources go, so a failure never loses both; uncapped.
@@ -412,50 +337,19 @@ class Consolidation:
 
     # -- facts ---------------------------------------------------------------------------------
 
-    async def _current_facts(
-        self, sel: _Selection
-    ) -> tuple[dict[str, CurrentFact], dict[str, str], list[str]]:
-        """(subject key -> current fact, fact id -> subject, ids of duplicate facts) of the target.
-
-        Read from the index (facts another library wrote count); the oldest fact of a
-        subject is its current one, later duplicates (a concurrent run of another
-        library) are retired.
-        """
-        flt = MemoryFilter(scope=sel.target, tags=sel.tags, sources=(self._rt.settings.fact_source,))
-        hits = await self._scopes.scan_ordered(flt, ("content", "subject", "date"), operation="consolidate")
-        current: dict[str, CurrentFact] = {}
-        subjects: dict[str, str] = {}
-        duplicates: list[str] = []
-        for h in hits:
-            mid = self._rt.keys.memory_id_of(h.key)
-            subject = as_text(h.fields.get("subject"))
-            if not normalise(subject):
-                continue  # a fact without a subject cannot be reconciled
-            key = normalise(subject)
-            if key in current:
-                duplicates.append(mid)
-                continue
-            date_text = as_text(h.fields.get("date")) or None
-            statement = fact_statement(as_text(h.fields.get("content")), date_text)
-            try:
-                instant = parse_instant(date_text)
-            except ValidationError:
-                instant = None
-            current[key] = CurrentFact(mid, normalise(statement), instant)
-            subjects[mid] = subject
-        return current, subjects, duplicates
-
     async def _consolidate_facts(
-        self, sel: _Selection, extract: ExtractFactsFn, importance: float
+        self, sel: Selection, extract: ExtractFactsFn, importance: float
     ) -> ConsolidateFactsResult:
         ck = self._keys_of(sel.target)
         await self._register_target(ck)
-        tally = _Tally()
+        tally = Tally()
         async with self._scope_lock(ck) as lock:
             items = await self._candidates(sel, ck, "facts")
-            current, _, duplicates = await self._current_facts(sel)
+            current, _, duplicates = await self._ledger.current_facts(sel)
             if duplicates:
-                tally.duplicates += await self._retire(ck, duplicates, by=None, retracted=False, subjects={})
+                tally.duplicates += await self._ledger.retire(
+                    ck, duplicates, by=None, retracted=False, subjects={}
+                )
             for start in range(0, len(items), PAGE_SIZE):
                 page = items[start : start + PAGE_SIZE]
                 tally.candidates += len(page)
@@ -464,7 +358,7 @@ class Consolidation:
                     raise ValidationError("extract_facts must return a list of Fact", code="validation.fact")
                 plan = plan_facts(extracted, current)
                 lock.check()
-                current = await self._apply_plan(ck, sel, plan, page, importance, current, tally)
+                current = await self._ledger.apply_plan(ck, sel, plan, page, importance, current, tally)
                 await self._mark_consumed(ck.consumed["facts"], [i.id for i in page])
         live = [c.ref for c in current.values() if isinstance(c.ref, str)]
         return ConsolidateFactsResult(
@@ -478,209 +372,3 @@ class Consolidation:
             unchanged=tally.unchanged,
             fact_ids=live,
         )
-
-    async def _apply_plan(
-        self,
-        ck: ConsolidationKeys,
-        sel: _Selection,
-        plan: FactPlan,
-        page: Sequence[MemoryItem],
-        importance: float,
-        current: dict[str, CurrentFact],
-        tally: _Tally,
-    ) -> dict[str, CurrentFact]:
-        """Write the plan's new facts first, then retire what they replace (write-then-delete)."""
-        tally.unchanged += plan.unchanged
-        tally.unmatched += plan.unmatched
-        ops = plan.ops
-        puts = [i for i, op in enumerate(ops) if op.action == "put"]
-        new_ids: dict[int, str] = {}
-        if puts:
-            written, _, _ = await self._long_term.write(
-                [self._fact_item(sel, ops[i], importance, page) for i in puts], capped=False, dedup=False
-            )
-            new_ids = dict(zip(puts, written, strict=True))
-            tally.created += written
-        now_iso = datetime.now(UTC).isoformat()
-        state = dict(current)
-        for i, op in enumerate(ops):
-            expected = op.expected
-            old = new_ids.get(expected) if isinstance(expected, int) else expected
-            if op.action == "put":
-                if old is not None:
-                    await self._retire(
-                        ck, [old], by=new_ids[i], retracted=False, subjects={old: op.subject},
-                        until=op.instant.isoformat() if op.instant else now_iso,
-                    )  # fmt: skip
-                    tally.superseded += 1
-                assert op.fact is not None
-                await self._link_history(ck, op.key, new_ids[i])
-                state[op.key] = CurrentFact(new_ids[i], normalise(op.fact.statement), op.instant)
-            else:
-                if old is not None:
-                    await self._retire(
-                        ck, [old], by=None, retracted=True, subjects={old: op.subject},
-                        until=op.instant.isoformat() if op.instant else now_iso,
-                    )  # fmt: skip
-                    tally.retracted += 1
-                state.pop(op.key, None)
-        return state
-
-    async def _link_history(self, ck: ConsolidationKeys, subject_key: str, fact_id: str) -> None:
-        digest = subject_digest(subject_key)
-
-        def build(pipe: Any) -> None:
-            pipe.zadd(ck.history(digest), {fact_id: time.time()})
-            pipe.hset(ck.subjects, digest, subject_key)
-
-        await self._rt.backend.pipeline("consolidate", build)
-
-    async def _retire(
-        self,
-        ck: ConsolidationKeys,
-        ids: Sequence[str],
-        *,
-        by: str | None,
-        retracted: bool,
-        subjects: Mapping[str, str],
-        until: str | None = None,
-    ) -> int:
-        """Move facts out of the index into history (RENAME, same slot); the number moved."""
-        moved = 0
-        stamp = until or datetime.now(UTC).isoformat()
-        for mid in ids:
-            keys = [self._rt.keys.doc(mid), ck.hist_doc(mid), self._rt.keys.access(mid)]
-
-            args = [stamp, by or "", "1" if retracted else "0"]
-            if await self._rt.backend.script("consolidate", self._retire_script, keys, args):
-                moved += 1
-                subject = subjects.get(mid)
-                if subject:
-                    await self._link_history(ck, normalise(subject), mid)
-        if moved:
-            self._rt.metrics.add_items(-moved)
-        return moved
-
-    def _fact_item(
-        self, sel: _Selection, op: FactOp, importance: float, page: Sequence[MemoryItem]
-    ) -> dict[str, Any]:
-        assert op.fact is not None
-        date_text = date_text_of(op.fact.date)
-        return self._output(
-            sel,
-            op.content,
-            importance,
-            page,
-            kind="fact",
-            source=self._rt.settings.fact_source,
-            metadata={},
-            subject=op.fact.subject.strip(),
-            date_text=date_text,
-        )
-
-    # -- history -------------------------------------------------------------------------------
-
-    async def fact_history(
-        self,
-        subject: str,
-        *,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-    ) -> list[FactRecord]:
-        """Every recorded fact of ``subject`` in the exact target scope named, newest first.
-
-        The current fact (``current=True``) and the ones it replaced or that were
-        retracted, each with ``valid_until`` and ``superseded_by``.
-        """
-        key = subject_key(subject)
-        ck = self._keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
-        members = await self._one(
-            "fact_history", lambda pipe: pipe.zrange(ck.history(subject_digest(key)), 0, -1, withscores=True)
-        )
-        ids = [(as_text(m), float(s)) for m, s in members]
-
-        def docs(pipe: Any) -> None:
-            for mid, _ in ids:
-                pipe.hmget(ck.hist_doc(mid), list(_HIST_FIELDS))
-                pipe.hmget(self._rt.keys.doc(mid), list(_HIST_FIELDS))
-
-        found = await self._rt.backend.pipeline("fact_history", docs) if ids else []
-        records: list[tuple[float, FactRecord]] = []
-        for n, (mid, order) in enumerate(ids):
-            hist_vals, mem_vals = found[2 * n], found[2 * n + 1]
-            is_current = mem_vals[0] is not None
-            values = mem_vals if is_current else hist_vals
-            if values[0] is None:
-                continue  # forgotten, or purged meanwhile
-            records.append(
-                (order, fact_record(mid, dict(zip(_HIST_FIELDS, values, strict=True)), is_current))
-            )
-        records.sort(key=lambda r: (r[1].recorded_at, r[0], r[1].current), reverse=True)
-        return [r for _, r in records]
-
-    async def purge_fact_history(
-        self,
-        *,
-        subject: str | None = None,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-    ) -> int:
-        """Delete superseded and retracted facts of the exact target scope (current facts stay).
-
-        ``subject=None`` purges every subject. Returns how many were deleted.
-        """
-        ck = self._keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
-        only = None if subject is None else subject_digest(subject_key(subject))
-        return await self._purge_history(ck, only)
-
-    async def _purge_history(self, ck: ConsolidationKeys, only: str | None) -> int:
-        if only is not None:
-            digests = [only]
-        else:
-            raw = await self._one("purge_fact_history", lambda pipe: pipe.hkeys(ck.subjects))
-            digests = sorted(as_text(d) for d in raw)
-        deleted = 0
-        for digest in digests:
-            hk = ck.history(digest)
-            ids = [
-                as_text(m) for m in await self._rt.backend.command("purge_fact_history", "ZRANGE", hk, 0, -1)
-            ]
-
-            def build(pipe: Any, ids: list[str] = ids) -> None:
-                for mid in ids:
-                    pipe.delete(ck.hist_doc(mid))
-                    pipe.exists(self._rt.keys.doc(mid))
-
-            rows = await self._rt.backend.pipeline("purge_fact_history", build) if ids else []
-            gone = [mid for n, mid in enumerate(ids) if not int(rows[2 * n + 1])]
-            deleted += sum(int(r) for r in rows[0::2])
-            if gone:
-                await self._rt.backend.command("purge_fact_history", "ZREM", hk, *gone)
-        return deleted
-
-    async def forget_scope_state(self, scope: Scope) -> None:
-        """Erase the consolidation state (history included) of every target inside ``scope``.
-
-        Called when ``forget_by_scope`` wipes a scope, so no superseded fact text
-        survives the right to erasure.
-        """
-        targets_key = self._rt.keys.consolidation_targets
-        raw = await self._one("forget_by_scope", lambda pipe: pipe.hgetall(targets_key))
-        for tag, value in raw.items():
-            ns, agent, thread = json.loads(as_text(value))
-            exact = Scope(namespace=ns, agent_id=agent, thread_id=thread)
-            if not scope.contains(exact):
-                continue
-            ck = self._keys_of(exact)
-            await self._purge_history(ck, None)
-            raw_digests = await self._rt.backend.command("forget_by_scope", "HKEYS", ck.subjects)
-            doomed = [*ck.all_state(), *(ck.history(as_text(d)) for d in raw_digests)]
-
-            def build(pipe: Any, doomed: list[str] = doomed, tag: Any = tag) -> None:
-                for key in doomed:
-                    pipe.unlink(key)
-                pipe.hdel(targets_key, tag)
-
-            await self._rt.backend.pipeline("forget_by_scope", build)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from ..core.escaping import validate_tag_value
 from ..errors import BetterDBMemoryError, ValidationError
-from .consolidation import Consolidation
 from .documents import Documents
+from .fact_ledger import FactLedger
 from .runtime import Runtime
 from .scopes import ScopeReader, scope_filter
 from .sessions import Sessions
@@ -35,14 +35,14 @@ class Erasure:
         *,
         scopes: ScopeReader,
         docs: Documents,
-        consolidation: Consolidation,
+        ledger: FactLedger,
         sessions: Sessions,
         summaries: RollingSummaries,
     ) -> None:
         self._rt = rt
         self._scopes = scopes
         self._docs = docs
-        self._consolidation = consolidation
+        self._ledger = ledger
         self._sessions = sessions
         self._summaries = summaries
 
@@ -91,7 +91,7 @@ class Erasure:
                         stacklevel=3,
                     )
                 if not flt.tags:
-                    await self._consolidation.forget_scope_state(flt.scope)
+                    await self._ledger.forget_scope_state(flt.scope)
             except BetterDBMemoryError as exc:
                 exc.details["operation"] = "forget_by_scope"
                 exc.details["deleted"] = deleted

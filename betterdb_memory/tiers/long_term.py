@@ -10,10 +10,8 @@ first attempt, so a retry after a dropped connection rewrites the same documents
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,16 +23,16 @@ from ..core.codec import as_text, decode_vector, encode_vector, split_tags, to_f
 from ..core.keys import Scope, validate_memory_id
 from ..core.models import MemoryItem
 from ..core.query import MemoryFilter, knn_search_args
-from ..core.record import NewMemory, Previous, encode_record, history_entry
-from ..core.replies import parse_search_reply
-from ..core.validation import (
-    check_content,
-    check_importance,
-    check_metadata,
-    check_sensitivity,
-    check_tags,
-    check_ttl,
+from ..core.record import (
+    NewMemory,
+    Previous,
+    dedup_hash,
+    encode_record,
+    history_entry,
+    prepare_items,
+    prepare_memory,
 )
+from ..core.replies import parse_search_reply
 from ..errors import MemoryNotFoundError, ValidationError
 from ..observability.tracing import add_attributes
 from .capacity import Capacity
@@ -42,22 +40,11 @@ from .documents import Documents
 from .recall import Recall
 from .runtime import Runtime
 
-__all__ = ["HISTORY_MAX", "KINDS", "LongTermMemory"]
-
-#: The kinds of memory a write may carry.
-KINDS = ("memory", "summary", "fact", "extracted")
+__all__ = ["HISTORY_MAX", "LongTermMemory"]
 
 
 def _nothing(pipe: Any) -> None:
     """A pipeline with no keyed commands (only searches)."""
-
-
-def _normalise_for_dedup(content: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", content).casefold().split())
-
-
-def _dedup_hash(content: str, kind: str) -> str:
-    return hashlib.blake2b(f"{kind}\x00{_normalise_for_dedup(content)}".encode(), digest_size=16).hexdigest()
 
 
 #: Versions kept in a memory's update history (``history``).
@@ -89,63 +76,9 @@ class LongTermMemory:
         self._docs = docs
         self._replace = rt.backend.register("replace", scripts.REPLACE)
 
-    def prepare(
-        self,
-        content: object,
-        *,
-        importance: object = None,
-        tags: object = None,
-        source: object = None,
-        ttl: object = None,
-        thread_id: object = None,
-        agent_id: object = None,
-        namespace: object = None,
-        sensitivity: object = None,
-        metadata: object = None,
-        kind: object = None,
-        subject: object = None,
-        date: object = None,
-        vector: object = None,
-        id: object = None,
-    ) -> dict[str, Any]:
-        """Validate one memory's arguments (the API boundary); no I/O."""
-        text = check_content(content)
-        scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
-        if source is not None:
-            check_tags([source], name="source")
-        kind = "memory" if kind is None else kind
-        if kind not in KINDS:
-            raise ValidationError(
-                f"unknown kind {kind!r}", code="validation.kind", details={"argument": "kind"}
-            )
-        if subject is not None and not isinstance(subject, str):
-            raise ValidationError(
-                "subject must be a string", code="validation.type", details={"argument": "subject"}
-            )
-        if date is not None and not isinstance(date, str):
-            raise ValidationError(
-                "date must be a string", code="validation.type", details={"argument": "date"}
-            )
-        dims = self._rt.embedder.dimensions
-        return {
-            "id": None if id is None else validate_memory_id(id),
-            "content": text,
-            "scope": scope,
-            "importance": check_importance(0.5 if importance is None else importance),
-            "tags": check_tags(tags),
-            "source": source,
-            "ttl": check_ttl(ttl),
-            "sensitivity": check_sensitivity("none" if sensitivity is None else sensitivity),
-            "metadata": check_metadata(metadata),
-            "kind": kind,
-            "subject": subject,
-            "date": date or None,
-            "vector": None
-            if vector is None
-            else validate_vector(vector, dimensions=dims)
-            if dims
-            else validate_vector(vector, dimensions=len(vector)),  # type: ignore[arg-type]
-        }
+    def prepare(self, content: object, **options: Any) -> dict[str, Any]:
+        """Validate one memory's arguments (``core.record.prepare_memory``); no I/O."""
+        return prepare_memory(content, dimensions=self._rt.embedder.dimensions, **options)
 
     def _record(
         self,
@@ -263,42 +196,6 @@ class LongTermMemory:
         self._rt.obs.count({"remembers": len(ids), "dedup_hits": dedup_hits})
         return ids
 
-    def prepare_all(self, items: Iterable[str | Mapping[str, Any]]) -> list[dict[str, Any]]:
-        if isinstance(items, str | bytes | Mapping):
-            raise ValidationError(
-                "remember_many takes a list of items (str or mapping), not a single one; use remember()",
-                code="validation.type",
-                details={"argument": "items", "type": type(items).__name__},
-            )
-        allowed = {
-            "content", "importance", "tags", "source", "ttl", "thread_id", "agent_id", "namespace",
-            "sensitivity", "metadata", "kind", "subject", "date", "vector", "id",
-        }  # fmt: skip
-        prepared: list[dict[str, Any]] = []
-        for i, item in enumerate(items):
-            try:
-                if isinstance(item, str):
-                    prepared.append(self.prepare(item))
-                elif isinstance(item, Mapping):
-                    unknown = set(item) - allowed
-                    if unknown:
-                        raise ValidationError(
-                            f"unknown arguments {sorted(unknown)}",
-                            code="validation.argument",
-                            details={"unknown": sorted(unknown)},
-                        )
-                    opts = dict(item)
-                    content = opts.pop("content", None)
-                    prepared.append(self.prepare(content, **opts))
-                else:
-                    raise ValidationError(
-                        f"item {i} must be a str or a mapping with 'content'", code="validation.type"
-                    )
-            except ValidationError as exc:
-                exc.details.setdefault("item", i)
-                raise
-        return prepared
-
     async def write(
         self, items: Iterable[str | Mapping[str, Any]], *, capped: bool, dedup: bool | None = None
     ) -> tuple[list[str], int, int]:
@@ -306,7 +203,7 @@ class LongTermMemory:
 
         ``dedup=None`` follows the store's setting (consolidation output passes False).
         """
-        prepared = self.prepare_all(items)
+        prepared = prepare_items(items, dimensions=self._rt.embedder.dimensions)
         if not prepared:
             return [], 0, 0
         given = [p["id"] for p in prepared if p["id"] is not None]
@@ -347,7 +244,7 @@ class LongTermMemory:
             for i, p in enumerate(prepared):
                 if p["id"] is not None:
                     continue  # a caller's id names the memory: no dedup
-                p["dedup_hash"] = _dedup_hash(p["content"], p["kind"])
+                p["dedup_hash"] = dedup_hash(p["content"], p["kind"])
                 twin_of[i] = first.setdefault((p["scope"], p["dedup_hash"]), i)
             twin_of = {i: j for i, j in twin_of.items() if i != j}
             leaders = [i for i in range(len(prepared)) if i not in twin_of and prepared[i]["id"] is None]
