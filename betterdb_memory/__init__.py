@@ -106,6 +106,7 @@ from .facade import AgentMemory, AgentMemoryClosedError, AgentMemoryOptions
 from .observability.live_config import ConfigSnapshot, MemoryConfigSnapshot
 from .store import MemoryStore
 from .summarizers import ExtractiveSummarizer, OpenAISummarizer, Summarizer
+from .sync import SyncAgentMemory, SyncMemoryStore, SyncReentrancyError
 
 # A library logs; the application decides where it goes (no "No handlers" warning either).
 logging.getLogger(__name__).addHandler(logging.NullHandler())
@@ -195,6 +196,9 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "StoreStats",
     "StoreTimeoutError",
     "Summarizer",
+    "SyncAgentMemory",
+    "SyncMemoryStore",
+    "SyncReentrancyError",
     "TelemetryOptions",
     "TextBlock",
     "TierDefaults",

@@ -22,6 +22,8 @@ from betterdb_memory import (
     MemoryPage,
     MemoryStore,
     RecallWeights,
+    SyncAgentMemory,
+    SyncMemoryStore,
 )
 from betterdb_memory.testing import ScriptedFactExtractor, ScriptedSummarizer, temporary_store
 
@@ -78,3 +80,27 @@ async def in_tests() -> None:
 
 def config() -> AgentMemoryConfig:
     return AgentMemoryConfig(default_threshold=0.4, max_items_per_scope=50, discovery=False)
+
+
+def sync_api(url: str) -> None:
+    """The blocking classes carry the async signatures: a wrong argument type is an error here too."""
+    with SyncMemoryStore.connect(url, name="app", embedder=HashingEmbedder(64)) as store:
+        mid: str = store.remember("hello", importance=0.5, tags=["a"], thread_id="t1")
+        hits: list[MemoryHit] = store.recall("hi", k=3, thread_id="t1")
+        item: MemoryItem | None = store.get(mid)
+        page: MemoryPage = store.list(thread_id="t1", limit=10)
+        n: int = store.count(thread_id="t1")
+        ok: bool = store.forget(mid)
+        turn: str = store.store_turn("t1", "question", "answer")
+        rendered: str = store.retrieve_context("t1", "question", token_budget=512).render()
+        name: str = store.name
+        store.consolidation_lock_ttl = 10.0
+        assert hits and item and page and n and ok and turn and rendered and name
+        store.remember(42)  # type: ignore[arg-type]
+        store.count("t1")  # type: ignore[call-arg]
+        store.capabilities = None  # type: ignore[assignment]
+    with SyncAgentMemory.connect(url, name="app", embedder=HashingEmbedder(64)) as agent:
+        memory: SyncMemoryStore = agent.memory
+        erased: int = agent.erase(agent_id="a", thread_id="t1")
+        agent.session.set("t1", "mood", "curious")  # the cache tiers are untyped (Any), as upstream
+        assert memory and erased >= 0
