@@ -3,11 +3,12 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Runtime extras plus `compat` (the reference library, for the compatibility tests); the
-# tools (pytest, ruff, mypy, ...) are the PEP 735 group `dev`, installed with --group (pip >= 25.1).
-EXTRAS ?= embedded,onnx,openai,telemetry,compat
+# Runtime extras (the framework adapters' `mcp` and `openai-agents` included, so their tests
+# run) plus `compat` (the reference library, for the compatibility tests); the tools (pytest,
+# ruff, mypy, ...) are the PEP 735 group `dev`, installed with --group (pip >= 25.1).
+EXTRAS ?= embedded,onnx,openai,telemetry,mcp,openai-agents,compat
 
-.PHONY: demo test test-unit test-valkey-search test-cluster check format bench bench-quality bench-cluster clean venv
+.PHONY: demo test test-unit test-valkey-search test-cluster conformance check format bench bench-quality bench-cluster clean venv
 
 venv: $(STAMP)
 
@@ -33,6 +34,14 @@ test-valkey-search: $(STAMP)
 
 test-cluster: $(STAMP)
 	@PYTHON=$(PY) bash scripts/with-valkey-search.sh cluster $(PY) -m pytest -q tests/cluster
+
+# The framework adapters against their frameworks' own checks (also part of `make test`): the
+# MCP server through the mcp SDK's client and the npm @modelcontextprotocol/conformance server
+# scenarios (needs npx; one skip line without it), the OpenAI Agents session through Runner.run
+# and against the SDK's SQLiteSession.
+conformance: $(STAMP)
+	$(PY) -m pytest -q -rs tests/conformance tests/integration/test_adapter_mcp.py \
+		tests/integration/test_adapter_openai_agents.py tests/unit/test_adapter_agent_items.py
 
 check: $(STAMP)
 	$(VENV)/bin/ruff check betterdb_memory tests bench examples

@@ -309,6 +309,14 @@ async def cmd_doctor(store: MemoryStore, args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_NOT_FOUND
 
 
+async def cmd_mcp(store: MemoryStore, args: argparse.Namespace) -> int:
+    """Serve the store's tools over MCP (``adapters.mcp``): stdio, or streamable HTTP with --http."""
+    from .adapters.mcp import serve
+
+    await serve(store, http=args.http, host=args.host, port=args.port)
+    return EXIT_OK
+
+
 def _serve(args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -403,6 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("import", help="read memories from JSONL", parents=[common])
     s.add_argument("file", help="path or -")
     sub.add_parser("doctor", help="check engine, index health and model match", parents=[common])
+    s = sub.add_parser("mcp", help="serve the store's tools over MCP (stdio, or --http)", parents=[common])
+    s.add_argument("--http", action="store_true", help="streamable HTTP at HOST:PORT/mcp, not stdio")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind with --http (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8000, help="port with --http (default 8000)")
     return p
 
 
@@ -416,6 +428,7 @@ _COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]
     "import": cmd_import,
     "config": cmd_config,
     "doctor": cmd_doctor,
+    "mcp": cmd_mcp,
 }
 
 
@@ -437,6 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             asyncio.run(run(_url(args)))
             return EXIT_OK
+        if args.command == "mcp":
+            from .adapters import mcp  # noqa: F401 - a missing extra is reported before any server starts
         return asyncio.run(_run(args))
     except ValidationError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,0 +1,16 @@
+"""Adapters that put a ``MemoryStore`` where agent frameworks look for memory.
+
+Each is a thin layer over the public API, in its own module behind its own extra, and
+nothing here imports a framework: importing ``betterdb_memory`` or this package loads
+none of them. Importing an adapter without its extra raises a ``ConfigurationError``
+naming the extra (``configuration.missing_extra``).
+
+* ``betterdb_memory.adapters.mcp``: an MCP server exposing the store's tools
+  (``betterdb-memory mcp``; extra ``mcp``).
+* ``betterdb_memory.adapters.openai_agents``: an OpenAI Agents SDK ``Session`` over the
+  store's L1 turns, keeping the SDK's raw items (extra ``openai-agents``).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,389 @@
+"""An MCP server over a ``MemoryStore``: ``betterdb-memory mcp`` (stdio or streamable HTTP).
+
+Tools: ``remember``, ``recall``, ``forget``, ``list``, ``stats``, ``store_turn`` and
+``retrieve_context``, each one call of the public API. The SDK checks argument types
+against the schema it derives from the signatures below; the store validates values.
+A ``BetterDBMemoryError`` becomes a tool error (``isError: true``) whose text is the
+error's ``[code] message`` and whose ``structuredContent`` is
+``{"error": {"code", "message", "details"}}``; anything else is the SDK's generic
+"Error executing tool" (its text stays in the server's log).
+
+Built on ``mcp`` 2.x (``mcp.server.mcpserver.MCPServer``; the 1.x ``FastMCP`` import is
+gone in 2.x). Install with ``pip install 'betterdb-memory[mcp]'``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import asdict
+from typing import Annotated, Any, Literal, TypeVar, cast
+
+from ..core.models import MemoryHit, MemoryItem
+from ..core.turns import Turn
+from ..errors import BetterDBMemoryError
+from ..store import MemoryStore
+from ._extras import missing_extra
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+    from pydantic import Field
+    from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
+except ImportError as _exc:  # pragma: no cover - exercised in a subprocess without the extra
+    raise missing_extra("The MCP server (betterdb_memory.adapters.mcp)", "mcp", _exc) from _exc
+
+__all__ = ["TOOL_NAMES", "create_server", "serve"]
+
+#: Every tool the server exposes, in the order ``tools/list`` returns them.
+TOOL_NAMES = ("remember", "recall", "forget", "list", "stats", "store_turn", "retrieve_context")
+
+INSTRUCTIONS = (
+    "Long-term memory (remember, recall, list, forget) and short-term conversation turns "
+    "(store_turn, retrieve_context) in Valkey. Scopes: namespace / agent_id / thread_id, each "
+    "optional; in recall, list and forget a scope left out means any. recall ranks by meaning, "
+    "recency and importance; retrieve_context assembles memories and recent turns within a "
+    "token budget for the next prompt."
+)
+
+_T = TypeVar("_T")
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+# -- wire shapes (the tools' output schemas) ----------------------------------------------
+
+
+class Memory(TypedDict):
+    """A long-term memory as the tools return it (``MemoryItem``'s fields; times in epoch ms)."""
+
+    id: str
+    content: str
+    importance: float
+    created_at: int
+    last_accessed_at: int
+    access_count: int
+    tags: list[str]
+    source: str | None
+    thread_id: str | None
+    agent_id: str | None
+    namespace: str | None
+    sensitivity: str
+    kind: str
+    subject: str | None
+    expires_at: int | None
+    metadata: dict[str, Any]
+    date: str | None
+
+
+class Hit(TypedDict):
+    memory: Memory
+    score: float
+    similarity: float
+    distance: float
+
+
+class RememberResult(TypedDict):
+    id: str
+
+
+class RecallResult(TypedDict):
+    hits: list[Hit]
+
+
+class ForgetResult(TypedDict):
+    deleted: bool
+
+
+class ListResult(TypedDict):
+    items: list[Memory]
+    total: int
+    next_cursor: str | None
+
+
+class StatsResult(TypedDict):
+    name: str
+    index: str
+    items: int
+    evictions: int
+    counters: dict[str, int]
+    engine: str
+    embedder: str
+    dimensions: int
+    index_ready: bool | None
+    config: dict[str, Any]
+
+
+class StoreTurnResult(TypedDict):
+    turn_id: str
+
+
+class TurnOut(TypedDict):
+    seq: int
+    user_message: str
+    assistant_message: str
+    timestamp: float
+
+
+class TokensUsed(TypedDict):
+    memories: int
+    turns: int
+    current_turn: int
+    total: int
+
+
+class ContextResult(TypedDict):
+    text: str
+    memories: list[Hit]
+    turns: list[TurnOut]
+    token_budget: int
+    tokens_used: TokensUsed
+    skipped_memories: int
+    skipped_turns: int
+
+
+# -- conversions ---------------------------------------------------------------------------
+
+
+def memory_out(item: MemoryItem) -> Memory:
+    """A ``MemoryItem`` as the JSON object the tools return."""
+    return cast(Memory, asdict(item))
+
+
+def hit_out(hit: MemoryHit) -> Hit:
+    return Hit(memory=memory_out(hit.item), score=hit.score, similarity=hit.similarity, distance=hit.distance)
+
+
+def turn_out(turn: Turn) -> TurnOut:
+    return TurnOut(
+        seq=turn.seq,
+        user_message=turn.user_message,
+        assistant_message=turn.assistant_message,
+        timestamp=turn.timestamp,
+    )
+
+
+def _ok(payload: Mapping[str, Any]) -> CallToolResult:
+    text = json.dumps(payload, ensure_ascii=False, default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dict(payload))
+
+
+def error_result(exc: BetterDBMemoryError) -> CallToolResult:
+    """A tool error carrying the store's error code (text for the model, structure for programs)."""
+    error = {
+        "code": exc.code,
+        "message": exc.message,
+        "details": json.loads(json.dumps(exc.details, default=str)),
+    }
+    return CallToolResult(
+        content=[TextContent(type="text", text=str(exc))], structured_content={"error": error}, is_error=True
+    )
+
+
+async def _call(run: Callable[[], Awaitable[_T]], shape: Callable[[_T], Mapping[str, Any]]) -> CallToolResult:
+    """Run one store call; its typed errors become tool errors, everything else propagates."""
+    try:
+        value = await run()
+    except BetterDBMemoryError as exc:
+        return error_result(exc)
+    return _ok(shape(value))
+
+
+# -- argument annotations (the input schema the model sees) ---------------------------------
+
+Scope = Annotated[str | None, Field(description="exact scope value; omit for none (writes) or any (reads)")]
+Tags = Annotated[list[str] | None, Field(description="tags; in reads a memory must carry all of them")]
+Thread = Annotated[str, Field(description="the conversation (session) id")]
+Agent = Annotated[str | None, Field(description="the agent the session belongs to (optional)")]
+
+_READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+_DELETE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+
+def create_server(
+    store: MemoryStore, *, name: str = "betterdb-memory", log_level: LogLevel = "WARNING"
+) -> MCPServer:
+    """An ``MCPServer`` whose tools call ``store`` (which the caller opens and closes).
+
+    Args:
+        store: the store every tool uses.
+        name: the server name reported at initialisation.
+        log_level: the SDK's log level (it configures the root logger if none is set).
+
+    Returns:
+        The server; run it with ``serve`` or the SDK's own ``run_*_async`` methods, or
+        connect to it in-process with ``mcp.Client(server)``.
+    """
+    from .._version import __version__
+
+    server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS, log_level=log_level)
+
+    @server.tool(name="remember", annotations=_WRITE)
+    async def remember(
+        content: Annotated[str, Field(description="the text to remember")],
+        importance: Annotated[float | None, Field(description="0..1; default 0.5")] = None,
+        tags: Tags = None,
+        thread_id: Scope = None,
+        agent_id: Scope = None,
+        namespace: Scope = None,
+        ttl: Annotated[float | None, Field(description="seconds until it expires; omit or 0: never")] = None,
+        sensitivity: Annotated[str | None, Field(description="none, low, pii or sensitive")] = None,
+        metadata: dict[str, Any] | None = None,
+        id: Annotated[str | None, Field(description="your own id: a later write with it replaces")] = None,
+        source: str | None = None,
+    ) -> Annotated[CallToolResult, RememberResult]:
+        """Store a long-term memory; returns its id."""
+        return await _call(
+            lambda: store.remember(
+                content, importance=importance, tags=tags, thread_id=thread_id, agent_id=agent_id,
+                namespace=namespace, ttl=ttl, sensitivity=sensitivity, metadata=metadata, id=id,
+                source=source,
+            ),
+            lambda mid: RememberResult(id=mid),
+        )  # fmt: skip
+
+    @server.tool(name="recall", annotations=_READ)
+    async def recall(
+        query: Annotated[str, Field(description="what to look for, in words")],
+        k: Annotated[int | None, Field(description="at most this many memories (default 10)")] = None,
+        threshold: Annotated[
+            float | None, Field(description="cosine-distance ceiling 0..2; omit for the store's")
+        ] = None,
+        tags: Tags = None,
+        thread_id: Scope = None,
+        agent_id: Scope = None,
+        namespace: Scope = None,
+        exclude_sensitivity: Annotated[
+            list[str] | None, Field(description="leave out memories of these sensitivities")
+        ] = None,
+    ) -> Annotated[CallToolResult, RecallResult]:
+        """Recall memories by meaning, best first (score = similarity, recency and importance)."""
+        return await _call(
+            lambda: store.recall(
+                query, k=k, threshold=threshold, tags=tags, thread_id=thread_id, agent_id=agent_id,
+                namespace=namespace, exclude_sensitivity=exclude_sensitivity,
+            ),
+            lambda hits: RecallResult(hits=[hit_out(h) for h in hits]),
+        )  # fmt: skip
+
+    @server.tool(name="forget", annotations=_DELETE)
+    async def forget(
+        id: Annotated[str, Field(description="the memory's id")],
+    ) -> Annotated[CallToolResult, ForgetResult]:
+        """Delete one memory; ``deleted`` is false when there was none with that id."""
+        return await _call(lambda: store.forget(id), lambda ok: ForgetResult(deleted=ok))
+
+    @server.tool(name="list", annotations=_READ)
+    async def list_memories(
+        thread_id: Scope = None,
+        agent_id: Scope = None,
+        namespace: Scope = None,
+        tags: Tags = None,
+        limit: Annotated[int, Field(description="page size (1..1000)")] = 20,
+        cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+    ) -> Annotated[CallToolResult, ListResult]:
+        """List memories newest first, a page at a time."""
+        return await _call(
+            lambda: store.list(
+                thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, limit=limit,
+                cursor=cursor,
+            ),
+            lambda page: ListResult(
+                items=[memory_out(i) for i in page.items], total=page.total, next_cursor=page.next_cursor
+            ),
+        )  # fmt: skip
+
+    @server.tool(name="stats", annotations=_READ)
+    async def stats() -> Annotated[CallToolResult, StatsResult]:
+        """Counts, index health, engine, embedder and live settings of the store."""
+
+        def shape(st: Any) -> StatsResult:
+            return StatsResult(
+                name=st.name,
+                index=st.index_name,
+                items=st.items,
+                evictions=st.evictions,
+                counters=dict(st.counters),
+                engine=f"{st.capabilities.engine} {st.capabilities.version_string}",
+                embedder=st.embedder_model,
+                dimensions=st.dimensions,
+                index_ready=st.index.ready if st.index else None,
+                config=dict(st.config),
+            )
+
+        return await _call(store.stats, shape)
+
+    @server.tool(name="store_turn", annotations=_WRITE)
+    async def store_turn(
+        thread_id: Thread,
+        user_message: str,
+        assistant_message: str,
+        agent_id: Agent = None,
+    ) -> Annotated[CallToolResult, StoreTurnResult]:
+        """Append one exchange (the user's message and the reply) to a conversation's recent turns."""
+        return await _call(
+            lambda: store.store_turn(thread_id, user_message, assistant_message, agent_id=agent_id),
+            lambda turn_id: StoreTurnResult(turn_id=turn_id),
+        )
+
+    @server.tool(name="retrieve_context", annotations=_READ)
+    async def retrieve_context(
+        thread_id: Thread,
+        query: Annotated[str, Field(description="the current user message")],
+        token_budget: Annotated[int, Field(description="tokens the context may use")] = 4096,
+        agent_id: Agent = None,
+        namespace: Scope = None,
+    ) -> Annotated[CallToolResult, ContextResult]:
+        """Relevant memories and recent turns of a conversation within a token budget; ``text`` is ready for a prompt."""
+
+        def shape(ctx: Any) -> ContextResult:
+            used = ctx.tokens_used
+            return ContextResult(
+                text=ctx.render(),
+                memories=[hit_out(h) for h in ctx.memories],
+                turns=[turn_out(t) for t in ctx.turns],
+                token_budget=ctx.token_budget,
+                tokens_used=TokensUsed(
+                    memories=used.memories, turns=used.turns, current_turn=used.current_turn, total=used.total
+                ),
+                skipped_memories=ctx.skipped_memories,
+                skipped_turns=ctx.skipped_turns,
+            )
+
+        return await _call(
+            lambda: store.retrieve_context(
+                thread_id, query, token_budget=token_budget, agent_id=agent_id, namespace=namespace
+            ),
+            shape,
+        )
+
+    return server
+
+
+async def serve(
+    store: MemoryStore,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    log_level: LogLevel = "WARNING",
+) -> None:
+    """Serve ``store``'s tools until the client disconnects (stdio) or the process is stopped (HTTP).
+
+    Args:
+        store: the store (opened by the caller, closed by the caller afterwards).
+        http: streamable HTTP on ``host:port`` at ``path`` instead of stdio.
+        host: the address to bind; the default accepts local clients only (and the SDK then
+            turns on its DNS-rebinding protection).
+        port: the TCP port for HTTP.
+        path: the endpoint path for HTTP.
+        log_level: the SDK's log level (logs go to stderr, never to the stdio channel).
+    """
+    server = create_server(store, log_level=log_level)
+    if http:
+        await server.run_streamable_http_async(host=host, port=port, streamable_http_path=path)
+    else:
+        await server.run_stdio_async()
