@@ -57,7 +57,13 @@ from .core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
 from .core.tokens import TokenCounter
 from .core.turns import SessionMetadata, Turn
 from .core.validation import check_distance_threshold, check_importance, check_tags
-from .embedders.base import Embedder, EmbeddingFunction, as_embedder, default_threshold_of
+from .embedders.base import (
+    Embedder,
+    EmbeddingFunction,
+    as_embedder,
+    default_margin_of,
+    default_threshold_of,
+)
 from .embedders.lazy import LazyFunctionEmbedder
 from .errors import ConfigurationError, StoreClosedError, ValidationError
 from .extraction import FactExtractor
@@ -157,12 +163,20 @@ class MemoryStore:
         candidate_factor: KNN candidates fetched per requested hit (1 by default).
         reranker: how the KNN candidates of a text ``recall`` are re-ordered before
             scoring. ``True``: ``HybridRanker()`` (BM25-style lexical evidence fused
-            with the dense similarity; the fused value enters the composite score, the
-            threshold still applies to the KNN distance). ``False``: the dense order
+            with the dense similarity over the KNN and full-text candidates; the fused
+            value enters the composite score and the threshold gates the recall, see
+            ``relevance_margin``). ``False``: the dense order
             and the reference's score exactly. Or any ``Reranker``. Default (``None``):
             off with an ``embed_fn`` (a drop-in store scores exactly as the reference
             documents), on with this library's embedders (measured on LoCoMo).
-        rerank_candidates: KNN candidates fetched when re-ranking.
+        rerank_candidates: KNN candidates fetched when re-ranking (the full-text index adds
+            up to 50 more on engines with TEXT fields).
+        relevance_margin: with re-ranking, the threshold gates the recall as a whole: it
+            answers when the nearest KNN candidate is within the threshold, or stands out
+            from the median of the KNN candidates by at least this cosine distance; then
+            the best hits by fused score come back, none cut by its own distance. Default:
+            the shipped embedder's calibrated margin (ONNX 0.18, hashing 0.09), none for an
+            ``embed_fn``; ``False``: the threshold alone.
         hnsw_m / hnsw_ef_construction / hnsw_ef_runtime: index parameters.
         reinforce_mode: ``"sync"`` (await the update) or ``"background"``.
         reinforce_write_interval: seconds a document's ``last_accessed_at`` snapshot may
@@ -196,6 +210,7 @@ class MemoryStore:
         candidate_factor: int = 1,
         reranker: Reranker | bool | None = None,
         rerank_candidates: int = 50,
+        relevance_margin: float | bool | None = None,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
         hnsw_ef_runtime: int = 10,
@@ -260,9 +275,15 @@ class MemoryStore:
             half_life_seconds=self.half_life_seconds,
             max_items_per_scope=self.max_items_per_scope,
         )
+        if relevance_margin is None or relevance_margin is True:
+            margin = None if embed_fn is not None else default_margin_of(self.embedder)
+        elif relevance_margin is False:
+            margin = None
+        else:
+            margin = check_distance_threshold(relevance_margin, name="relevance_margin")
         settings = self._settings(
             threshold, embed_fn is not None, consolidation, dedup, reinforce_mode, reinforce_write_interval,
-            candidate_factor, reranker, rerank_candidates,
+            candidate_factor, reranker, rerank_candidates, margin,
         )  # fmt: skip
         session_config = SessionConfig.of(
             session_ttl=session_ttl,
@@ -365,6 +386,7 @@ class MemoryStore:
         candidate_factor: object,
         reranker: object,
         rerank_candidates: object,
+        margin: float | None,
     ) -> Settings:
         """Validate the long-term settings that are not live-config tunables."""
         if consolidation is not None and not isinstance(consolidation, bool | ConsolidationConfig):
@@ -417,6 +439,7 @@ class MemoryStore:
             candidate_factor=factor or 1,
             reranker=None if reranker is False else reranker,
             rerank_candidates=rerank_candidates,
+            margin=margin,
         )
 
     # -- construction and lifecycle -------------------------------------------------------

@@ -77,6 +77,10 @@ class Backend:
         self.cluster = bool(self._route)
         self._scripts: dict[str, Script] = {}
         self.closed = False
+        getter = getattr(client, "get_connection_kwargs", None)
+        #: The client decodes replies to ``str`` (``decode_responses=True``): binary fields
+        #: (vectors) cannot be read through it.
+        self.decodes = bool(getter().get("decode_responses")) if callable(getter) else False
         self.lock_script = self.register("lock", _scripts.LOCK)
         self.unlock_script = self.register("unlock", _scripts.UNLOCK)
 

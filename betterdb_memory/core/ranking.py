@@ -32,7 +32,8 @@ How a candidate is scored (``HybridRanker.fuse``):
    as well as document frequencies over the whole conversation (the bench checked
    both), so no per-store statistics are kept.
 3. **Lexical score in 0..1.** Per term, BM25's saturating term-frequency factor
-   with document-length normalisation, divided by its ceiling ``k1 + 1``; summed
+   (``k1 = 0.5``; no document-length normalisation by default, ``b = 0``: memories
+   are short, and a long one is not a weaker match), divided by its ceiling ``k1 + 1``; summed
    with IDF weights and divided by the query's total IDF. So ``lexical`` is the
    IDF-weighted share of the query's terms the candidate contains (0 when it
    shares none).
@@ -44,11 +45,17 @@ How a candidate is scored (``HybridRanker.fuse``):
    matches, and only rises with lexical evidence, so the threshold calibrated on
    dense similarities never drops a hit the dense ranking would keep, and the
    composite score (recency, importance) applies to ``fused`` as it did to
-   ``dense``. ``alpha = 3``: on LoCoMo hit@5 is flat from 3 to 5 (within half a
-   point), and above 3 one shared everyday word ("need", "car") starts to beat a
-   clearly closer paraphrase (``tests/integration/test_quality_small.py``).
+   ``dense``. ``alpha = 4``, with ``k1 = 0.5`` and ``b = 0``: chosen on LoCoMo
+   conversations 1-5 and held on 6-10 (``bench/results/quality-research.md``).
 5. **Order.** Fused similarity descending, then dense similarity descending, then
    memory id: never input position.
+
+When the store re-ranks (``rank(..., gate=...)``), the threshold gates the query as a
+whole instead of cutting each hit (``Gate``): a question in the first person sits as
+far from the third-person fact that answers it as another conversation's nearest
+memory does, so a per-hit ceiling either drops right answers or lets off-topic
+questions through; how much the nearest memory stands out from the scope's other
+neighbours tells them apart.
 """
 
 from __future__ import annotations
@@ -67,15 +74,21 @@ from .scoring import Weights, composite, similarity_from_distance
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "DEFAULT_B",
+    "DEFAULT_K1",
     "ENGLISH_STOPWORDS",
     "FusedCandidate",
+    "Gate",
     "HybridRanker",
     "Reranker",
     "fold_suffix",
+    "query_words",
     "rank",
 ]
 
-DEFAULT_ALPHA = 3.0
+DEFAULT_ALPHA = 4.0
+DEFAULT_K1 = 0.5
+DEFAULT_B = 0.0
 
 # English function words (the usual IR lists: Lucene/NLTK), plus the pieces that
 # ``tokenize`` makes of contractions ("don't" -> "don", "t"). Content words that
@@ -243,8 +256,8 @@ class HybridRanker:
         self,
         *,
         alpha: float = DEFAULT_ALPHA,
-        k1: float = 1.2,
-        b: float = 0.75,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
         stopwords: Iterable[str] = ENGLISH_STOPWORDS,
         fold_suffixes: bool = True,
     ) -> None:
@@ -306,6 +319,54 @@ class HybridRanker:
         return [(c.item, c.similarity) for c in self.fuse(query, candidates)]
 
 
+def query_words(query: str, stopwords: Iterable[str] = ENGLISH_STOPWORDS) -> tuple[str, ...]:
+    """The words of ``query`` a full-text search looks for: terms minus stop words, unfolded, sorted.
+
+    Unfolded because the engine stems them itself; sorted and unique so the query
+    sent does not depend on word order or repeats.
+    """
+    stop = stopwords if isinstance(stopwords, frozenset) else frozenset(w.casefold() for w in stopwords)
+    return tuple(sorted(set(_terms(query, stop, False))))
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Whether a re-ranked recall returns anything: the scope holds an answer, or not.
+
+    It opens when the nearest KNN candidate is within ``ceiling`` (the threshold, a
+    cosine distance), or when it stands out from the median of the KNN candidates by
+    at least ``margin`` (None: the ceiling alone). Open, the top hits by fused score
+    come back with no per-hit distance cut. Constants per embedder in
+    ``bench/results/quality-research.md``.
+    """
+
+    ceiling: float
+    margin: float | None = None
+
+    @staticmethod
+    def _spread(distances: Sequence[float]) -> tuple[float, float]:
+        ordered = sorted(distances)
+        n = len(ordered)
+        median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2.0
+        return ordered[0], median
+
+    def opens(self, distances: Sequence[float]) -> bool:
+        """Whether KNN candidates at these distances let the recall answer."""
+        if not distances:
+            return False
+        nearest, median = self._spread(distances)
+        return nearest <= self.ceiling or (self.margin is not None and median - nearest >= self.margin)
+
+    def near_miss(self, distances: Sequence[float]) -> bool:
+        """A closed gate that almost opened (the threshold, not the data, likely emptied the recall)."""
+        if not distances or self.opens(distances):
+            return False
+        nearest, median = self._spread(distances)
+        return nearest <= 1.1 * self.ceiling or (
+            self.margin is not None and median - nearest >= 0.9 * self.margin
+        )
+
+
 def rank(
     candidates: Sequence[tuple[MemoryItem, float]],
     *,
@@ -317,16 +378,25 @@ def rank(
     reranker: Reranker | None = None,
     query: str | None = None,
     explain: bool = False,
+    gate: Gate | None = None,
+    knn_distances: Sequence[float] | None = None,
 ) -> list[MemoryHit]:
-    """The top ``k`` hits of KNN ``(item, cosine distance)`` candidates, best composite score first.
+    """The top ``k`` hits of ``(item, cosine distance)`` candidates, best composite score first.
 
-    The threshold is a ceiling on the KNN distance (the reference's meaning), applied
-    before re-ranking: lexical evidence re-orders, it never admits. A re-ranked hit is
+    Without a ``gate`` the threshold is a ceiling on each hit's distance (the
+    reference's meaning), applied before re-ranking: lexical evidence re-orders, it
+    never admits. With a ``gate`` (re-ranked recall) the KNN distances
+    (``knn_distances``, default: every candidate's) decide once whether anything comes
+    back, and then every candidate competes on its fused score. A re-ranked hit is
     scored on its fused similarity (clamped to 0..1; a reranker may drop candidates,
-    never invent them); every hit keeps its KNN ``distance`` and ``similarity = 1 -
+    never invent them); every hit keeps its ``distance`` and ``similarity = 1 -
     distance / 2``. Pure: ``now`` is passed in.
     """
-    admitted = [(item, d) for item, d in candidates if d <= threshold]
+    if gate is not None:
+        ds = [d for _, d in candidates] if knn_distances is None else list(knn_distances)
+        admitted = list(candidates) if gate.opens(ds) else []
+    else:
+        admitted = [(item, d) for item, d in candidates if d <= threshold]
     fused: dict[str, float] = {}
     if reranker is not None and query is not None and admitted:
         distance_of = {item.id: d for item, d in admitted}

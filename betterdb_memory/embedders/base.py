@@ -43,6 +43,7 @@ __all__ = [
     "FunctionEmbedder",
     "as_embedder",
     "check_texts",
+    "default_margin_of",
     "default_threshold_of",
     "l2_normalize",
     "validate_embeddings",
@@ -57,8 +58,9 @@ class Embedder(Protocol):
     """Turns texts into unit vectors of a fixed dimension (see the module docstring).
 
     Implementations may also define ``default_threshold: float``, a calibrated
-    similarity threshold on the 0..1 scale ``(1 + cos) / 2``; read it with
-    ``default_threshold_of`` since it is optional.
+    similarity threshold on the 0..1 scale ``(1 + cos) / 2``, and ``default_margin``,
+    a cosine distance (``ranking.Gate``); read them with ``default_threshold_of`` and
+    ``default_margin_of`` since they are optional.
     """
 
     @property
@@ -175,6 +177,18 @@ def default_threshold_of(embedder: object) -> float | None:
         and math.isfinite(value)
         and 0 < value <= 1
     ):
+        return float(value)
+    return None
+
+
+def default_margin_of(embedder: object) -> float | None:
+    """The embedder's calibrated ``default_margin`` (a cosine distance) if it has a valid one, else ``None``.
+
+    The margin by which the nearest memory must stand out from the median of a
+    re-ranked recall's KNN candidates to answer beyond the threshold (``ranking.Gate``).
+    """
+    value = getattr(embedder, "default_margin", None)
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and 0 < value <= 2:
         return float(value)
     return None
 

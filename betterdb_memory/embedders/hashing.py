@@ -81,6 +81,9 @@ _OFFLOAD_CHARS = 50_000
 # function words ("before", "to"); paraphrases sharing no words would score like unrelated
 # ones: this embedder cannot see them, which is why it is a test fallback, not a model.
 DEFAULT_THRESHOLD = 0.625
+# The re-ranked recall's gate margin (bench/results/quality-research.md). This embedder
+# sees words, not topics: off-topic questions that share words still open the gate.
+DEFAULT_MARGIN = 0.09
 
 
 def _is_mark(ch: str) -> bool:
@@ -169,6 +172,7 @@ class HashingEmbedder:
     """
 
     default_threshold: float = DEFAULT_THRESHOLD
+    default_margin: float = DEFAULT_MARGIN
 
     def __init__(self, dimensions: int = 384) -> None:
         _check_positive_int("dimensions", dimensions)

@@ -241,14 +241,16 @@ class StoreObservability:
         """Set ``memory.importance`` / ``memory.ttl`` / ``cache.key`` on a remember span."""
         mark_remember(span, importance=importance, ttl=ttl, key=key)
 
-    def near_miss(self, nearest_distance: float, threshold: float) -> bool:
+    def near_miss(self, nearest_distance: float, threshold: float, *, checked: bool | None = None) -> bool:
         """Check an empty recall for a near miss; on the first one of this store, warn.
 
         Call it only when a recall returned nothing. Returns whether it was a near
         miss (pass that to ``metrics.observe_recall(near_miss=...)``, which counts
         ``agent_memory_recall_near_miss_total``); ``near_misses`` counts them too.
+        ``checked``: the caller already decided (a re-ranked recall's gate); None: the
+        nearest distance within ``NEAR_MISS_FACTOR`` times the threshold decides.
         """
-        if not is_near_miss(nearest_distance, threshold):
+        if not (is_near_miss(nearest_distance, threshold) if checked is None else checked):
             return False
         self.near_misses += 1
         if not self._near_miss_warned:

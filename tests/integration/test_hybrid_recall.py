@@ -1,0 +1,97 @@
+"""Hybrid recall on the real engine: full-text candidates the KNN misses, and the relevance gate.
+
+The engine's full-text index joins the KNN candidates where it has TEXT fields
+(RediSearch; valkey-search >= 1.2, one query per word); valkey-search 1.0 keeps the
+KNN-only path (``TextCandidates.available``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from betterdb_memory import HashingEmbedder, MemoryStore
+
+pytestmark = pytest.mark.integration
+
+DIM = 64
+
+
+def unit(seed: int) -> list[float]:
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+@pytest.fixture
+async def store(client: Any, unique_name: str) -> Any:
+    s = MemoryStore(
+        client=client,
+        name=unique_name,
+        embedder=HashingEmbedder(DIM),
+        discovery=False,
+        rerank_candidates=2,  # a KNN of two: what it misses, only the words can bring
+    )
+    yield s
+    await s.forget_by_scope(thread_id="h")
+    await s.close()
+
+
+async def test_text_candidates_bring_what_the_knn_misses(store: Any) -> None:
+    query = "Which city is Zanzibarite Priya moving to?"
+    [qv] = (await store.embedder.embed([query])).tolist()
+    # Two distractors sit near the query's vector (the KNN's two); the answer is far from it.
+    for seed, text in ((3, "The weather was mild all week."), (4, "We talked about nothing much.")):
+        close = np.asarray(qv) + 1.5 * np.asarray(unit(seed))
+        await store.remember(text, vector=(close / np.linalg.norm(close)).tolist(), thread_id="h")
+    answer = await store.remember(
+        "Zanzibarite Priya is moving to Porto in May.", vector=unit(1), thread_id="h"
+    )
+    await store.remember("Zanzibarite elsewhere, another thread.", vector=unit(2), thread_id="other")
+    await store.index.ensure_ready()
+    hits = await store.recall(query, k=3, threshold=2.0, thread_id="h", reinforce=False, explain=True)
+    ids = [h.item.id for h in hits]
+    if not store._recall._text.available():  # valkey-search 1.0: KNN only
+        assert answer not in ids
+        return
+    assert ids[0] == answer  # found by its words, then first on them
+    top = hits[0]
+    assert top.distance == pytest.approx(1 - float(np.dot(qv, unit(1))), abs=1e-5)  # its real distance
+    assert top.explain is not None and top.explain.similarity > top.similarity  # lifted by the words
+    assert all(h.item.thread_id == "h" for h in hits)  # the scope holds in the text query too
+    dense = MemoryStore(
+        client=store.client, name=store.name, embedder=store.embedder, discovery=False, reranker=False
+    )
+    try:
+        plain = await dense.recall(query, k=3, threshold=2.0, thread_id="h", reinforce=False)
+        assert answer not in [h.item.id for h in plain][:2]  # the dense order alone misses it
+    finally:
+        await dense.close()
+
+
+async def test_the_gate_answers_or_stays_silent_for_the_whole_recall(store: Any) -> None:
+    base = np.asarray(unit(10))
+    near = base + 0.3 * np.asarray(unit(11))
+    near = (near / np.linalg.norm(near)).tolist()
+    await store.remember("alpha note", vector=near, thread_id="h")
+    for i in range(6):
+        await store.remember(f"beta note {i}", vector=unit(20 + i), thread_id="h")
+    nearest = 1 - float(np.dot(base, np.asarray(near)))
+    common: dict[str, Any] = {"thread_id": "h", "reinforce": False, "k": 3}
+    # A ceiling below the nearest and a margin it clears by far: the gate opens, and then no
+    # candidate is cut by its own distance (all three come back).
+    store._rt.settings = type(store._rt.settings)(
+        **{**_fields(store._rt.settings), "margin": 0.3, "rerank_candidates": 10}
+    )
+    hits = await store.recall_by_vector(base.tolist(), query="note", threshold=nearest / 2, **common)
+    assert len(hits) == 3 and hits[0].item.content == "alpha note"
+    # No margin: the ceiling alone, below the nearest, keeps the recall silent.
+    store._rt.settings = type(store._rt.settings)(**{**_fields(store._rt.settings), "margin": None})
+    assert await store.recall_by_vector(base.tolist(), query="note", threshold=nearest / 2, **common) == []
+    within = nearest + 1e-3  # the engine's float32 distance may round above the float64 one
+    assert len(await store.recall_by_vector(base.tolist(), query="note", threshold=within, **common)) == 3
+
+
+def _fields(settings: Any) -> dict[str, Any]:
+    return {name: getattr(settings, name) for name in settings.__slots__}
