@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ from betterdb_memory.server import EmbeddedServer
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo10.json"
 DEFAULT_OUT = REPO / "bench" / "results" / "quality.md"
+FACTQA = REPO / "bench" / "data" / "factqa.json"
 POOL = 50  # candidates the hybrid row re-ranks (one KNN query of this size)
 SWEEP_POOL = 200  # a second, larger KNN query for the pool-size ablation
 TOP = 10
@@ -218,6 +220,12 @@ class Outcome:
     rerank_ms: list[float] = field(default_factory=list)
     knn_ms: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     timings: dict[str, float] = field(default_factory=dict)
+    # recall() through the public API, per embedder: results at the default threshold and
+    # with it off, the off-topic empty rate, and the latency.
+    api: dict[str, dict[str, Result]] = field(default_factory=lambda: defaultdict(dict))
+    offtopic_empty: dict[str, float] = field(default_factory=dict)
+    recall_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    factqa: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def add(
         self, name: str, ranked: Sequence[str], evidence: frozenset[str], *, ablation: bool = False
@@ -345,6 +353,74 @@ async def evaluate(
     out.timings[f"{label}: questions" + (" and ablations" if exact is not None else "")] = (
         time.perf_counter() - started
     )
+
+
+async def evaluate_api(
+    out: Outcome, label: str, store: MemoryStore, questions: Sequence[Question], qvecs: FloatMatrix
+) -> None:
+    """Every question through ``recall_by_vector(..., query=)``, as ``recall`` runs it, with the shipped defaults.
+
+    The store as it ships for this embedder (hybrid re-ranking, full-text candidates,
+    the calibrated threshold and margin); "off" is ``threshold=2`` (every candidate
+    admitted). Off-topic: each question asked of the next conversation's scope, where
+    no memory answers it; the share that comes back empty.
+    """
+    started = time.perf_counter()
+    convs = sorted({q.conv for q in questions})
+    other = {c: convs[(i + 1) % len(convs)] for i, c in enumerate(convs)}
+    on = out.api[label].setdefault("default", Result(f"{label}: recall(), defaults"))
+    off = out.api[label].setdefault("off", Result(f"{label}: recall(), threshold off"))
+    empty = 0
+    for qi, q in enumerate(questions):
+        t0 = time.perf_counter()
+        hits = await store.recall_by_vector(qvecs[qi], query=q.text, k=TOP, thread_id=q.conv, reinforce=False)
+        out.recall_ms[label].append((time.perf_counter() - t0) * 1000)
+        on.ranks.append(first_hit(dia([h.item for h in hits]), q.evidence))
+        hits = await store.recall_by_vector(
+            qvecs[qi], query=q.text, k=TOP, threshold=2.0, thread_id=q.conv, reinforce=False
+        )
+        off.ranks.append(first_hit(dia([h.item for h in hits]), q.evidence))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the near-miss warning: expected here
+            stray = await store.recall_by_vector(
+                qvecs[qi], query=q.text, k=TOP, thread_id=other[q.conv], reinforce=False
+            )
+        empty += not stray
+    out.offtopic_empty[label] = empty / max(len(questions), 1)
+    out.timings[f"{label}: recall() x {3 * len(questions)}"] = time.perf_counter() - started
+
+
+async def evaluate_factqa(out: Outcome, label: str, client: Any, embedder: Embedder, run_id: str) -> None:
+    """The fact-QA set (``bench/data/factqa.json``): third-person facts, first/second-person questions.
+
+    Through ``recall`` with the store's defaults: recall@5 at the default threshold and
+    off, and the share of its off-topic requests that come back empty.
+    """
+    data = json.loads(FACTQA.read_text("utf-8"))
+    store = MemoryStore(
+        client=client, name=f"factqa-{run_id}-{embedder.model_id.replace(':', '-')}", embedder=embedder,
+        discovery=False,
+    )  # fmt: skip
+    try:
+        ids = await store.remember_many(
+            [{"content": f["text"], "thread_id": "user", "id": f["id"]} for f in data["facts"]]
+        )
+        assert len(ids) == len(data["facts"])
+        on = off = 0
+        for q in data["questions"]:
+            hits = await store.recall(q["text"], k=5, thread_id="user", reinforce=False)
+            on += any(h.item.id in q["answers"] for h in hits)
+            hits = await store.recall(q["text"], k=5, threshold=2.0, thread_id="user", reinforce=False)
+            off += any(h.item.id in q["answers"] for h in hits)
+        empty = 0
+        for text in data["offtopic"]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                empty += not await store.recall(text, k=5, thread_id="user", reinforce=False)
+        n = len(data["questions"])
+        out.factqa[label] = (on / n, off / n, empty / max(len(data["offtopic"]), 1))
+    finally:
+        await store.close()
 
 
 # -- report -------------------------------------------------------------------------------
@@ -507,6 +583,8 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"{label}: asking {len(questions)} questions", file=sys.stderr)
             try:
                 await evaluate(out, label, store, questions, qvecs, ranker, corpus, exact)
+                await evaluate_api(out, label, store, questions, qvecs)
+                await evaluate_factqa(out, label, client, embedder, run_id)
             finally:
                 await store.close()  # the server is thrown away: no cleanup of its keys
     finally:
@@ -554,6 +632,35 @@ def render(
         "",
         category_table(list(out.results.values()), questions),
     ]
+    if out.api:
+        parts += [
+            "",
+            "## recall() as it ships (the defaults of each embedder)",
+            "",
+            "Through the public API: `recall_by_vector(vector, query=question, k=10, thread_id=conversation)`, the "
+            "path `recall` takes: KNN 50 plus the full-text hits of the question's words, fused by `HybridRanker()` "
+            "(alpha 4, k1 0.5, b 0), gated by the embedder's threshold and margin. recall@5: hit@5 at the default "
+            "threshold / with it off (`threshold=2`). Off-topic empty: each question asked of another "
+            "conversation's scope comes back with no memory.",
+            "",
+            "| embedder | hit@1 | hit@5 | hit@10 | MRR@10 | recall@5 default / off | off-topic empty | "
+            "fact-QA recall@5 default / off | fact-QA off-topic empty | recall p50 ms |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for label, rows in out.api.items():
+            d, o = rows["default"], rows["off"]
+            fq_on, fq_off, fq_empty = out.factqa.get(label, (math.nan, math.nan, math.nan))
+            parts.append(
+                f"| {label} | {d.hit(1):.3f} | {d.hit(5):.3f} | {d.hit(10):.3f} | {d.mrr():.3f} | "
+                f"{d.hit(5):.3f} / {o.hit(5):.3f} | {out.offtopic_empty[label]:.3f} | "
+                f"{fq_on:.3f} / {fq_off:.3f} | {fq_empty:.3f} | {statistics.median(out.recall_ms[label]):.2f} |"
+            )
+        parts += [
+            "",
+            "Fact-QA: `bench/data/factqa.json` (84 facts about one user and the people around them, in the third "
+            "person; 80 questions in the first and second person, paraphrased; 20 off-topic requests), through "
+            "`recall(question, k=5)`.",
+        ]
     if out.ablations:
         parts += [
             "",
