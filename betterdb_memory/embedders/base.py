@@ -188,7 +188,12 @@ def default_margin_of(embedder: object) -> float | None:
     re-ranked recall's KNN candidates to answer beyond the threshold (``ranking.Gate``).
     """
     value = getattr(embedder, "default_margin", None)
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and 0 < value <= 2:
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 < value <= 2
+    ):
         return float(value)
     return None
 
