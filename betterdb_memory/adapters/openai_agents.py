@@ -82,10 +82,11 @@ return last[1]
 def session_item_keys(keys: KeySpace, agent_id: str | None, session_id: str) -> tuple[str, str]:
     """The raw-item LIST and the folded-count key of a session, on its L1 keys' hash slot.
 
-    Built from ``KeySpace.session`` (``<name>:l1:{<tag>}:turns`` -> ``<name>:l1:{<tag>}:agents:*``).
+    Built in ``KeySpace.session`` (``<name>:l1:{<tag>}:agents:*``), so ``clear_session`` and
+    ``erase`` of the store delete them with the session's other keys.
     """
-    base = keys.session(agent_id, session_id).turns.removesuffix(":turns")
-    return f"{base}:agents:items", f"{base}:agents:folded"
+    sk = keys.session(agent_id, session_id)
+    return sk.agent_items, sk.agent_folded
 
 
 class MemoryStoreSession:

@@ -145,6 +145,19 @@ class SessionKeys:
     meta: str
     summary_lock: str
     summary_cursor: str
+    agent_items: str  # the OpenAI Agents adapter's raw items (adapters.openai_agents)
+    agent_folded: str  # how many of them are folded into turns
+
+    def all(self) -> list[str]:
+        """Every key of the session (what clearing or erasing it deletes)."""
+        return [
+            self.turns,
+            self.meta,
+            self.summary_lock,
+            self.summary_cursor,
+            self.agent_items,
+            self.agent_folded,
+        ]
 
 
 class KeySpace:
@@ -209,6 +222,8 @@ class KeySpace:
             meta=f"{base}:meta",
             summary_lock=f"{base}:summary_lock",
             summary_cursor=f"{base}:summary_cursor",
+            agent_items=f"{base}:agents:items",
+            agent_folded=f"{base}:agents:folded",
         )
 
     def agent_sessions(self, agent_id: str | None) -> str:

@@ -341,9 +341,9 @@ PENDING_TURNS = r"""
 return {redis.call('GET', KEYS[2]), redis.call('LRANGE', KEYS[1], 0, -(tonumber(ARGV[1]) + 1))}
 """
 
-# KEYS: turns, meta, lock, cursor -> number of turns the session held
+# KEYS: turns, then every other key of the session -> number of turns the session held
 ERASE_SESSION = r"""
 local n = redis.call('LLEN', KEYS[1])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('DEL', unpack(KEYS))
 return n
 """

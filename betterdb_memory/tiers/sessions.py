@@ -207,9 +207,7 @@ class Sessions:
 
         def build(pipe: Any) -> None:
             for sk in session_keys:
-                rt.backend.queue_script(
-                    pipe, self._erase, [sk.turns, sk.meta, sk.summary_lock, sk.summary_cursor], []
-                )
+                rt.backend.queue_script(pipe, self._erase, sk.all(), [])
             if all_of_agent:
                 pipe.delete(sessions_key)
             elif threads:

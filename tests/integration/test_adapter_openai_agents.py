@@ -308,3 +308,22 @@ async def test_runs_as_the_stores_least_privilege_user(
         assert await _denials(text_client, user) == []
     finally:
         await text_client.execute_command("ACL", "DELUSER", user)
+
+
+async def test_erase_and_the_stores_clear_session_delete_the_raw_items(
+    store: MemoryStore, text_client: avalkey.Valkey
+) -> None:
+    """The right to erasure reaches the adapter's raw items: they are keys of the session."""
+    for thread in ("t1", "t2"):
+        await MemoryStoreSession(thread, store, agent_id="gone").add_items(
+            [
+                {"role": "user", "content": "my address is 1 Main St"},
+                {"role": "assistant", "content": "noted"},
+            ]
+        )
+    await MemoryStoreSession("kept", store, agent_id="other").add_items([{"role": "user", "content": "hi"}])
+    await store.clear_session("t1", agent_id="gone")
+    assert await text_client.exists(*session_item_keys(store.keys, "gone", "t1")) == 0
+    assert await store.erase(agent_id="gone") >= 1
+    assert await text_client.exists(*session_item_keys(store.keys, "gone", "t2")) == 0
+    assert await MemoryStoreSession("kept", store, agent_id="other").get_items() != []
