@@ -2,9 +2,10 @@
 
 Server: ``--url``, else ``BETTERDB_MEMORY_URL``, ``VALKEY_URL``, ``REDIS_URL`` (in that
 order, see ``_env.resolve_url``), else the embedded engine on the default data dir.
-Embedder: ``--embedder onnx`` (default) or ``hashing``. Exit codes: 0 ok, 1 not found /
-nothing to do, 2 bad usage or input, 3 server or connection error. ``--json`` prints
-machine-readable output.
+Embedder: ``--embedder onnx`` (default) or ``hashing`` (``--dimensions``, default 384).
+Exit codes: 0 ok, 1 not found / nothing to do, 2 bad usage or input, 3 server or
+connection error. ``--json`` prints machine-readable output; progress of ``export``,
+``import`` and ``reembed`` goes to standard error (a bar on a terminal, lines otherwise).
 
 The common options (``--url``, ``--name``, ``--embedder``, ``--json``) are accepted before
 the subcommand as well as after it, so a shell alias such as
@@ -19,7 +20,6 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -27,9 +27,9 @@ from typing import Any
 from ._env import resolve_url
 from ._version import __version__
 from .core.models import MemoryItem
-from .core.query import VECTOR_FIELD
 from .embedders.base import Embedder
 from .errors import BetterDBMemoryError, ValidationError
+from .progress import Progress
 from .store import DEFAULT_NAME, MemoryStore
 
 __all__ = ["main"]
@@ -41,11 +41,13 @@ def _url(args: argparse.Namespace) -> str | None:
     return resolve_url(args.url)
 
 
-def _embedder(name: str) -> Embedder:
+def _embedder(name: str, dimensions: int | None = None) -> Embedder:
     if name == "hashing":
         from .embedders.hashing import HashingEmbedder
 
-        return HashingEmbedder()
+        return HashingEmbedder(dimensions or 384)
+    if dimensions is not None:
+        raise ValidationError("--dimensions applies to --embedder hashing only", code="validation.usage")
     from .embedders.onnx import default_embedder
 
     return default_embedder()
@@ -69,7 +71,8 @@ def _scope(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _open(args: argparse.Namespace) -> MemoryStore:
-    return await MemoryStore.connect(_url(args), name=args.name, embedder=_embedder(args.embedder))
+    embedder = _embedder(args.embedder, args.dimensions)
+    return await MemoryStore.connect(_url(args), name=args.name, embedder=embedder)
 
 
 async def cmd_remember(store: MemoryStore, args: argparse.Namespace) -> int:
@@ -168,98 +171,81 @@ async def cmd_stats(store: MemoryStore, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _report(args: argparse.Namespace, data: dict[str, Any], text: str, *, stdout: bool = True) -> None:
+    """A command's result: JSON with ``--json``, else one line; on stderr when stdout carries data."""
+    stream = sys.stdout if stdout else sys.stderr
+    print(json.dumps(data) if args.json else text, file=stream)
+
+
 async def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
-    """JSONL, newest first, one memory per line (vectors only with --vectors).
+    """Lossless JSONL (``betterdb_memory.transfer``): documents as stored, fact history, L1, state."""
+    from .transfer import export_store
 
-    Rows are ``MemoryItem`` fields (times in epoch milliseconds, ``tags`` a list) plus
-    ``model_id``.
-    """
-    out = open(args.file, "w", encoding="utf-8") if args.file != "-" else sys.stdout  # noqa: SIM115
-    n, cursor = 0, None
+    to_stdout = args.file == "-"
+    out = sys.stdout if to_stdout else open(args.file, "w", encoding="utf-8")  # noqa: SIM115
+    progress = Progress()
     try:
-        while True:
-            page = await store.list(limit=500, cursor=cursor, **_scope(args))
-            vectors: list[Any] = []
-            if args.vectors and page.items:
-                pipe = store.client.pipeline(transaction=False)
-                for i in page.items:
-                    pipe.hget(store.keys.doc(i.id), VECTOR_FIELD)
-                vectors = list(await pipe.execute())
-            for idx, item in enumerate(page.items):
-                row = _item_dict(item)
-                row["model_id"] = store.embedder.model_id
-                if args.vectors and vectors[idx] is not None:
-                    from .core.codec import decode_vector
-
-                    row["vector"] = decode_vector(vectors[idx]).tolist()
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                n += 1
-            if not page.next_cursor:
-                break
-            cursor = page.next_cursor
+        res = await export_store(
+            store, out, vectors=args.vectors, tags=args.tag or None, progress=progress, **_scope(args)
+        )
     finally:
-        if out is not sys.stdout:
+        progress.end()
+        if not to_stdout:
             out.close()
-    print(f"exported {n}", file=sys.stderr)
+    text = f"exported {res.memories} memories, {res.history} fact-history documents, {res.keys} state keys"
+    _report(args, asdict(res), text + (" with vectors" if res.vectors else ""), stdout=not to_stdout)
     return EXIT_OK
 
 
-async def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
-    """Import JSONL; vectors are reused only when made by this store's model, else re-embedded.
+def _count_lines(path: str) -> int | None:
+    """Rows in an export file (for the progress total); None for standard input."""
+    if path == "-":
+        return None
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
 
-    A row's ``expires_at`` (epoch ms) becomes the remaining TTL; a row already past
-    it is skipped. Ids and times are new (the memories are written now).
-    """
-    batch: list[dict[str, Any]] = []
-    n = 0
-    keep = (
-        "importance",
-        "tags",
-        "source",
-        "thread_id",
-        "agent_id",
-        "namespace",
-        "sensitivity",
-        "metadata",
-        "kind",
-        "subject",
-        "date",
-    )
-    src = open(args.file, encoding="utf-8") if args.file != "-" else sys.stdin  # noqa: SIM115
+
+async def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
+    """Import an export (any format version): the same ids, times, counts, TTLs; re-embedded if needed."""
+    from .transfer import import_store
+
+    total = _count_lines(args.file)
+    src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
+    progress = Progress()
     try:
-        for line_no, line in enumerate(src, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"line {line_no}: not JSON", code="validation.import") from exc
-            if not isinstance(row, dict):
-                raise ValidationError(f"line {line_no}: not a JSON object", code="validation.import")
-            item = {"content": row.get("content")} | {k: row[k] for k in keep if row.get(k) is not None}
-            expires = row.get("expires_at")
-            if expires:
-                if isinstance(expires, bool) or not isinstance(expires, int | float):
-                    raise ValidationError(
-                        f"line {line_no}: expires_at must be epoch milliseconds", code="validation.import"
-                    )
-                remaining = (expires - time.time() * 1000) / 1000.0
-                if remaining <= 0:
-                    continue  # expired since the export
-                item["ttl"] = remaining
-            if row.get("vector") is not None and row.get("model_id") == store.embedder.model_id:
-                item["vector"] = row["vector"]
-            batch.append(item)
-            if len(batch) >= 256:
-                n += len(await store.remember_many(batch))
-                batch = []
-                print(f"\rimported {n}", end="", file=sys.stderr)
-        if batch:
-            n += len(await store.remember_many(batch))
+        res = await import_store(store, src, batch=args.batch, total=total, progress=progress)
     finally:
+        progress.end()
         if src is not sys.stdin:
             src.close()
-    print(f"\rimported {n}", file=sys.stderr)
+    text = (
+        f"imported {res.memories} memories, {res.history} fact-history documents, {res.keys} state keys"
+        f" ({res.embedded} embedded again, {res.expired} expired since the export)"
+    )
+    _report(args, asdict(res), text)
+    return EXIT_OK
+
+
+async def cmd_reembed(store: MemoryStore, args: argparse.Namespace) -> int:
+    """Move the store to ``--embedder`` in place (resumable: run it again after a failure)."""
+    from .transfer import reembed
+
+    embedder = store.embedder
+    assert isinstance(embedder, Embedder)  # the CLI builds its stores with an Embedder
+    progress = Progress()
+    try:
+        res = await reembed(store, embedder, batch=args.batch, progress=progress)
+    finally:
+        progress.end()
+    if res.already:
+        text = f"already on {res.model_id} ({res.dimensions}-d); nothing to do"
+    else:
+        text = (
+            f"re-embedded with {res.model_id} ({res.dimensions}-d, was {res.previous_model_id}): "
+            f"{res.embedded} vectors computed, {res.fixed} fixed after the switch; recall unavailable "
+            f"{res.unavailable_seconds:.2f}s, index backfill {res.backfill_seconds:.2f}s"
+        )
+    _report(args, asdict(res), text)
     return EXIT_OK
 
 
@@ -357,6 +343,12 @@ def _add_common(parser: argparse.ArgumentParser, *, after_command: bool) -> None
         "--name", default=default(DEFAULT_NAME), help=f"store name (key prefix; default {DEFAULT_NAME!r})"
     )
     parser.add_argument("--embedder", choices=("onnx", "hashing"), default=default("onnx"))
+    parser.add_argument(
+        "--dimensions",
+        type=int,
+        default=default(None),
+        help="vector length of --embedder hashing (default 384)",
+    )
     parser.add_argument("--json", action="store_true", default=default(False), help="machine-readable output")
 
 
@@ -405,11 +397,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", choices=("get", "set", "unset"))
     s.add_argument("field", nargs="?")
     s.add_argument("value", nargs="?")
-    s = sub.add_parser("export", help="write memories as JSONL", parents=[common, scope])
+    s = sub.add_parser(
+        "export",
+        help="write the store as JSONL: memories, fact history, sessions, state (a scope: its memories only)",
+        parents=[common, scope],
+    )
     s.add_argument("file", help="path or -")
-    s.add_argument("--vectors", action="store_true")
-    s = sub.add_parser("import", help="read memories from JSONL", parents=[common])
+    s.add_argument(
+        "--vectors", action="store_true", help="include vectors (reused by an import of the same model)"
+    )
+    s = sub.add_parser(
+        "import", help="read an export back (same ids and times; idempotent)", parents=[common]
+    )
     s.add_argument("file", help="path or -")
+    s.add_argument("--batch", type=int, default=256, help="rows per write and per embedding call")
+    s = sub.add_parser(
+        "reembed",
+        help="move the store to --embedder in place (resumable; recall pauses briefly, see README)",
+        parents=[common],
+    )
+    s.add_argument("--batch", type=int, default=256, help="texts per embedding call")
     sub.add_parser("doctor", help="check engine, index health and model match", parents=[common])
     s = sub.add_parser("mcp", help="serve the store's tools over MCP (stdio, or --http)", parents=[common])
     s.add_argument("--http", action="store_true", help="streamable HTTP at HOST:PORT/mcp, not stdio")
@@ -426,6 +433,7 @@ _COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]
     "stats": cmd_stats,
     "export": cmd_export,
     "import": cmd_import,
+    "reembed": cmd_reembed,
     "config": cmd_config,
     "doctor": cmd_doctor,
     "mcp": cmd_mcp,

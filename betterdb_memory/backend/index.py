@@ -233,7 +233,7 @@ class IndexManager:
             raise ConfigurationError(
                 f"store {self.keys.name!r} was created with model {model!r} ({dims}-d); this store's "
                 f"embedder is {embedder.model_id!r} ({embedder.dimensions}-d). Use another store name, "
-                "or re-embed (CLI: export / import)",
+                "or move the store to this model (CLI: betterdb-memory reembed; API: transfer.reembed)",
                 code="configuration.model_mismatch",
                 details={
                     "stored_model": model,

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -68,6 +67,7 @@ def test_bad_input_exit_code(capsys: pytest.CaptureFixture[str], valkey_url: str
 def test_export_import_roundtrip(
     capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str, tmp_path: Path
 ) -> None:
+    """``export`` then ``import`` under another name: the same memories, ids, times and TTLs."""
     for text in ("one fact", "two fact"):
         run(capsys, valkey_url, unique_name, "remember", text, "--agent", "a")
     run(
@@ -77,28 +77,26 @@ def test_export_import_roundtrip(
     dump = tmp_path / "m.jsonl"
     code, _ = run(capsys, valkey_url, unique_name, "export", str(dump), "--vectors")
     assert code == 0
-    rows = [json.loads(line) for line in dump.read_text().splitlines()]
-    assert {r["content"] for r in rows} == {"one fact", "two fact", "three fact"}
+    header, *rows, end = [json.loads(line) for line in dump.read_text().splitlines()]
+    assert (header["format"], header["version"], end["type"]) == ("betterdb-memory", 1, "end")
+    assert {r["fields"]["content"] for r in rows} == {"one fact", "two fact", "three fact"}
     assert all(len(r["vector"]) == 384 for r in rows)
     code, _ = run(capsys, valkey_url, unique_name + "b", "import", str(dump))
     assert code == 0
-    code, out = run(capsys, valkey_url, unique_name + "b", "list", "--agent", "a", "--json")
-
-    def shape(r: dict[str, Any]) -> tuple[Any, ...]:
-        return (r["content"], r["tags"], r["importance"], r["agent_id"], r["sensitivity"])
-
-    assert sorted(map(shape, json.loads(out)["items"])) == sorted(map(shape, rows))
-    assert ("three fact", ["x", "y"], 0.8, "a", "pii") in [shape(r) for r in rows]
-    # The remaining TTL travels (expires_at in epoch ms); same model: the vectors are reused.
+    lists = [
+        json.loads(run(capsys, valkey_url, name, "list", "--agent", "a", "--json")[1])["items"]
+        for name in (unique_name, unique_name + "b")
+    ]
+    assert lists[0] == lists[1] and len(lists[0]) == 3  # ids, times, tags, TTL: all the same
+    three = next(i for i in lists[1] if i["content"] == "three fact")
+    assert (three["tags"], three["importance"], three["sensitivity"]) == (["x", "y"], 0.8, "pii")
+    # Same model: the vectors are reused, byte for byte.
     again = tmp_path / "b.jsonl"
     code, _ = run(capsys, valkey_url, unique_name + "b", "export", str(again), "--vectors")
-    imported = {r["content"]: r for r in map(json.loads, again.read_text().splitlines())}
+    imported = {r["id"]: r for r in map(json.loads, again.read_text().splitlines()[1:-1])}
     for r in rows:
-        assert imported[r["content"]]["vector"] == r["vector"]
-        if r["content"] == "three fact":
-            assert abs(imported[r["content"]]["expires_at"] - r["expires_at"]) < 5_000
-        else:
-            assert r["expires_at"] is None and imported[r["content"]]["expires_at"] is None
+        assert imported[r["id"]]["vector"] == r["vector"]
+        assert imported[r["id"]]["fields"] == r["fields"]
 
 
 def test_config_get_set_unset(capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str) -> None:
@@ -130,6 +128,7 @@ def test_help_for_every_command() -> None:
         "config",
         "export",
         "import",
+        "reembed",
         "doctor",
     ):
         proc = subprocess.run(
