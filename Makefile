@@ -3,10 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Runtime extras (the framework adapters' `mcp` and `openai-agents` included, so their tests
+# Runtime extras (the framework adapters' `mcp`, `openai-agents` and `langgraph` included, so their tests
 # run) plus `compat` (the reference library, for the compatibility tests); the tools (pytest,
 # ruff, mypy, ...) are the PEP 735 group `dev`, installed with --group (pip >= 25.1).
-EXTRAS ?= embedded,onnx,openai,telemetry,mcp,openai-agents,compat
+EXTRAS ?= embedded,onnx,openai,telemetry,mcp,openai-agents,langgraph,compat
 
 .PHONY: demo test test-unit test-valkey-search test-cluster conformance check format bench bench-quality bench-cluster clean venv
 

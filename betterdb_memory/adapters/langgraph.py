@@ -1,0 +1,561 @@
+"""A LangGraph ``BaseStore`` over a ``MemoryStore``'s long-term (L2) memories.
+
+``graph.compile(store=LangGraphStore(store))`` gives every node a ``store`` whose items
+are memories: searchable by meaning (``search(ns, query=...)`` is ``recall``), scoped,
+expiring, visible to BetterDB Monitor and to ``store.recall`` like any other memory.
+
+How an item is kept (one memory per ``(namespace, key)``):
+
+* **id**: ``lg-`` + SHA-256 of ``[scope, namespace, key]`` (``item_id``), so a put is
+  ``remember(id=...)`` (an upsert: ``created_at`` survives, the text is re-embedded only
+  when it changed), a get is ``get_many``, a delete is ``forget``.
+* **scope**: the memory's ``namespace`` field is the adapter's ``scope`` (default
+  ``"langgraph"``; ``<scope>:unindexed`` for items with nothing to embed, so
+  ``recall`` never ranks them), and its ``tags`` are one hash per namespace prefix
+  (``prefix_tag``: ``()``, ``(a,)``, ``(a, b)``, ...), so a search of any prefix is
+  one exact TAG query. Labels may hold anything LangGraph allows (``,``, spaces,
+  newlines): only hashes reach the index.
+* **the item as written** (namespace tuple, key, value, update time, TTL) is the
+  memory's ``metadata["langgraph"]``; everything read back, ``list_namespaces``
+  included, comes from there, never from process memory, so namespaces are listed
+  as written however opaque their hashes are.
+* **text**: the value's ``index`` fields (LangGraph's ``IndexConfig["fields"]``, per
+  put ``index=[...]``; default ``["$"]``, the whole value as JSON), joined by newlines,
+  embedded by the store's embedder as one vector.
+
+Operations of one ``batch`` behave as in LangGraph's ``InMemoryStore``: the reads see
+the store as it was before the batch, then the writes apply, the last put of a key
+winning. ``search`` without ``query`` returns items newest-created first (the store's
+``list`` order, after the filter); with ``query`` it ranks by the store's recall
+similarity (weights 1/0/0, no threshold, no reinforcement; ``score`` is that
+similarity), then appends unindexed items with ``score=None``. Filters (``$eq``,
+``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``, nested dicts) are checked in the client
+on the items of the prefix: a filtered search reads the prefix page by page.
+
+Sync calls: built on a ``SyncMemoryStore``, ``batch`` runs on that store's private loop
+(and ``abatch`` waits for it from a worker thread); built on a ``MemoryStore``,
+``abatch`` runs on the caller's loop and ``batch`` works from other threads while that
+loop runs (LangGraph's sync nodes under ``ainvoke``), else it raises a
+``ConfigurationError`` (use ``SyncMemoryStore`` for ``invoke``/``stream``).
+
+Install with ``pip install 'betterdb-memory[langgraph]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..core.escaping import validate_tag_value
+from ..core.models import MemoryItem
+from ..core.validation import MAX_K, MAX_TAGS
+from ..errors import ConfigurationError, MemoryNotFoundError, ValidationError
+from ..store import MemoryStore
+from ..sync import SyncMemoryStore
+from ._extras import missing_extra
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        IndexConfig,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+        get_text_at_path,
+        tokenize_path,
+    )
+except ImportError as _exc:  # pragma: no cover - exercised in a subprocess without the extra
+    raise missing_extra(
+        "The LangGraph store (betterdb_memory.adapters.langgraph)", "langgraph", _exc
+    ) from _exc
+
+__all__ = ["LangGraphStore", "item_id", "matches_filter", "matches_namespace", "prefix_tag"]
+
+#: The metadata key holding the item as written.
+META = "langgraph"
+#: Memories read per page when a search or listing walks a prefix (the store's ``list`` maximum).
+PAGE = 1000
+#: Ranking by meaning only: LangGraph's ``score`` is a similarity, not recency or importance.
+SIMILARITY_ONLY = {"similarity": 1.0, "recency": 0.0, "importance": 0.0}
+#: A TTL is refreshed on read once this share of it has passed (each refresh rewrites the memory).
+REFRESH_AFTER = 0.1
+
+
+# -- pure mapping ---------------------------------------------------------------------------------
+
+
+def _digest(parts: Sequence[Any]) -> str:
+    return hashlib.sha256(json.dumps(list(parts), ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def item_id(scope: str, namespace: Sequence[str], key: str) -> str:
+    """The memory id of ``(namespace, key)`` under ``scope``: ``lg-`` + 64 hex digits."""
+    return "lg-" + _digest([scope, list(namespace), key])
+
+
+def prefix_tag(scope: str, prefix: Sequence[str]) -> str:
+    """The tag every item whose namespace starts with ``prefix`` carries (``()``: all of ``scope``)."""
+    return f"lg{len(prefix)}-" + _digest([scope, *prefix])[:32]
+
+
+def namespace_tags(scope: str, namespace: Sequence[str]) -> list[str]:
+    """The tags of an item in ``namespace``: one per prefix, the empty one and the whole included."""
+    return [prefix_tag(scope, namespace[:depth]) for depth in range(len(namespace) + 1)]
+
+
+def check_labels(labels: Sequence[Any]) -> None:
+    """LangGraph's namespace label rule (its ``_validate_namespace_labels``): non-empty strings, no ``.`` or NUL.
+
+    Checked for ops given to ``batch`` directly, which skip ``BaseStore``'s methods (this
+    adapter hashes labels, so a ``.`` would do no harm here, but other stores split on it).
+
+    Raises:
+        InvalidNamespaceError: a label breaks the rule.
+    """
+    for label in labels:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {tuple(labels)}: labels are non-empty strings"
+                " without periods ('.') or NUL bytes"
+            )
+
+
+def op_labels(op: Op) -> list[Sequence[Any]]:
+    """The namespace paths an op carries."""
+    if isinstance(op, GetOp | PutOp):
+        return [op.namespace]
+    if isinstance(op, SearchOp):
+        return [op.namespace_prefix]
+    return [c.path for c in getattr(op, "match_conditions", None) or ()]  # ListNamespacesOp (others: none)
+
+
+def literal_prefix(path: Sequence[str]) -> tuple[str, ...]:
+    """The leading labels of a match path before its first ``*`` wildcard."""
+    out: list[str] = []
+    for label in path:
+        if label == "*":
+            break
+        out.append(label)
+    return tuple(out)
+
+
+def matches_namespace(condition: MatchCondition, namespace: Sequence[str]) -> bool:
+    """Whether ``namespace`` meets a prefix / suffix condition (``*`` matches one label).
+
+    The rule of LangGraph's ``InMemoryStore`` (``_does_match``, MIT).
+    """
+    path = tuple(condition.path)
+    match_type: str = condition.match_type  # typed as a Literal; checked all the same
+    if len(namespace) < len(path):
+        return False
+    if match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise ValueError(f"Unsupported match type: {match_type}")
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+def matches_filter(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
+    """Whether an item's value meets a LangGraph search filter.
+
+    Equality (nested dicts, lists element-wise) or operators ``$eq``, ``$ne``, ``$gt``,
+    ``$gte``, ``$lt``, ``$lte`` (numbers), as LangGraph's ``InMemoryStore`` decides
+    (``_compare_values``, MIT), so both stores return the same items.
+
+    Raises:
+        ValueError: an unknown ``$`` operator.
+    """
+    return not flt or all(_compare(value.get(k), v) for k, v in flt.items())
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    if isinstance(filter_value, dict):
+        if any(k.startswith("$") for k in filter_value):
+            return all(_operator(item_value, op, v) for op, v in filter_value.items())
+        if not isinstance(item_value, dict):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, list | tuple):
+        return (
+            isinstance(item_value, list | tuple)
+            and len(item_value) == len(filter_value)
+            and all(_compare(i, f) for i, f in zip(item_value, filter_value, strict=False))
+        )
+    return bool(item_value == filter_value)
+
+
+def _operator(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    if operator in ("$gt", "$gte", "$lt", "$lte"):
+        a, b = float(value), float(operand)
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[operator]
+    raise ValueError(f"Unsupported operator: {operator}")
+
+
+def index_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
+    """The text embedded for ``value``: the strings at ``fields`` (LangGraph paths), one per line."""
+    texts: list[str] = []
+    for path in fields:
+        texts.extend(get_text_at_path(value, path if path == "$" else tokenize_path(path)))
+    return "\n".join(t for t in texts if t.strip())
+
+
+def _when(epoch_ms: int | float) -> datetime:
+    return datetime.fromtimestamp(epoch_ms / 1000.0, tz=UTC)
+
+
+def _record(memory: MemoryItem) -> dict[str, Any] | None:
+    """The item as written, from a memory's metadata (None: not one of this adapter's memories)."""
+    meta = memory.metadata.get(META) if isinstance(memory.metadata, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("value"), dict):
+        return None
+    return meta
+
+
+def to_item(memory: MemoryItem, *, score: float | None = None, search: bool = False) -> Item | None:
+    """The LangGraph ``Item`` (``SearchItem`` when ``search``) a memory holds, or None if it holds none."""
+    meta = _record(memory)
+    if meta is None:
+        return None
+    fields: dict[str, Any] = {
+        "value": meta["value"],
+        "key": str(meta["key"]),
+        "namespace": tuple(meta["namespace"]),
+        "created_at": _when(memory.created_at),
+        # A first put's memory is created a moment after its update time was taken.
+        "updated_at": _when(max(memory.created_at, meta.get("updated_at") or 0)),
+    }
+    return SearchItem(**fields, score=score) if search else Item(**fields)
+
+
+# -- the store --------------------------------------------------------------------------------------
+
+
+class LangGraphStore(BaseStore):
+    """LangGraph's ``BaseStore`` over ``store``'s L2 memories (``graph.compile(store=...)``).
+
+    Args:
+        store: a ``MemoryStore`` (used on the loop that calls ``abatch``) or a
+            ``SyncMemoryStore`` (its private loop serves ``batch`` and ``abatch``). The
+            caller closes it.
+        scope: the ``namespace`` scope value of this adapter's memories: two adapters
+            with different scopes on one store never see each other's items.
+        index: LangGraph's ``IndexConfig``; only ``fields`` is used (default ``["$"]``, the
+            whole value). The store's own embedder embeds, so ``embed`` is refused and
+            ``dims`` ignored.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) for puts that give none,
+            ``refresh_on_read`` (default True).
+
+    Raises:
+        ValidationError: ``scope`` is not a valid scope value.
+        ConfigurationError: ``index`` carries an ``embed``.
+
+    Limits: a namespace holds at most 63 labels (one tag per prefix; the store allows 64
+    tags); values must be JSON (no NaN); a filtered or listing read walks the prefix's
+    memories page by page, at most 10,000 + 1,000 of them (the store's ``list`` offset
+    cap); a query search ranks the store's recall candidates (its KNN, at most 1,000),
+    one vector per item (several ``fields`` are embedded together, where LangGraph's own
+    stores keep a vector per field and rank by the best). A TTL refresh on read rewrites
+    the memory (at most once per tenth of its TTL) and so adds a version to its
+    ``history``.
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        store: MemoryStore | SyncMemoryStore,
+        *,
+        scope: str = "langgraph",
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        if isinstance(store, SyncMemoryStore):
+            self._sync: SyncMemoryStore | None = store
+            self.store: MemoryStore = store._target
+        elif isinstance(store, MemoryStore):
+            self._sync = None
+            self.store = store
+        else:
+            raise ValidationError(
+                "store must be a MemoryStore or SyncMemoryStore",
+                code="validation.type",
+                details={"argument": "store", "type": type(store).__name__},
+            )
+        self.scope = validate_tag_value(scope, name="scope")
+        self.unindexed_scope = f"{self.scope}:unindexed"
+        if index and "embed" in index:
+            raise ConfigurationError(
+                "LangGraphStore embeds with the MemoryStore's embedder; pass index={'fields': [...]} only",
+                code="configuration.invalid",
+                details={"argument": "index"},
+            )
+        self.index_config = index
+        self.fields: list[str] = list((index or {}).get("fields") or ["$"])
+        self.ttl_config = ttl
+        self._loop: asyncio.AbstractEventLoop | None = _running_loop()
+
+    # -- sync / async entry points ---------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` and block for their results (see the module docstring for which loop).
+
+        Raises:
+            ConfigurationError: built on a ``MemoryStore`` whose loop is not running in
+                another thread (use a ``SyncMemoryStore`` for sync graphs).
+            SyncReentrancyError: called from the loop the store runs on.
+        """
+        ops = list(ops)
+        if self._sync is not None:
+            return list(self._sync._loop.call(self._run, ops))
+        loop = self._loop
+        if loop is None or not loop.is_running() or loop.is_closed():
+            raise ConfigurationError(
+                "LangGraphStore.batch (sync) over an async MemoryStore needs the store's event loop"
+                " running in another thread; build it on a SyncMemoryStore for sync graphs",
+                code="configuration.sync_without_loop",
+                details={"adapter": "langgraph"},
+            )
+        if _running_loop() is loop:
+            from .._loop_thread import SyncReentrancyError
+
+            raise SyncReentrancyError(
+                "LangGraphStore.batch (sync) was called on the store's own event loop, where it would"
+                " wait for itself forever; use abatch there",
+                details={"thread": threading.current_thread().name},
+            )
+        return asyncio.run_coroutine_threadsafe(self._run(ops), loop).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops``: reads against the store before the batch, then the writes (last put of a key wins)."""
+        ops = list(ops)
+        if self._sync is not None:
+            return list(await asyncio.to_thread(self._sync._loop.call, self._run, ops))
+        self._loop = asyncio.get_running_loop()
+        return await self._run(ops)
+
+    # -- the operations (on the store's loop) ------------------------------------------------------
+
+    async def _run(self, ops: list[Op]) -> list[Result]:
+        for op in ops:
+            for labels in op_labels(op):
+                check_labels(labels)
+            if isinstance(op, GetOp | PutOp) and len(op.namespace) >= MAX_TAGS:
+                raise ValidationError(
+                    f"a namespace holds at most {MAX_TAGS - 1} labels",
+                    code="validation.too_many",
+                    details={"argument": "namespace", "max": MAX_TAGS - 1},
+                )
+        results: list[Result] = [None] * len(ops)
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        reads: dict[int, Any] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                continue  # all gets in one get_many below
+            if isinstance(op, SearchOp):
+                reads[i] = self._search(op)
+            elif isinstance(op, ListNamespacesOp):
+                reads[i] = self._list_namespaces(op)
+            elif isinstance(op, PutOp):
+                puts[(tuple(op.namespace), str(op.key))] = op
+            else:
+                raise ValueError(f"Unknown operation type: {type(op)}")
+        refresh: dict[str, MemoryItem] = {}
+        get_ops = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
+        if get_ops:
+            ids = [item_id(self.scope, op.namespace, str(op.key)) for _, op in get_ops]
+            for (i, op), memory in zip(get_ops, await self.store.get_many(ids), strict=True):
+                item = None if memory is None else to_item(memory)
+                if memory is None or item is None:
+                    continue
+                if (item.namespace, item.key) == (tuple(op.namespace), str(op.key)):
+                    results[i] = item
+                    if op.refresh_ttl:
+                        refresh[memory.id] = memory
+        if reads:
+            done = await asyncio.gather(*reads.values())
+            for i, (found, touched) in zip(reads, done, strict=True):
+                results[i] = found
+                refresh.update(touched)
+        await self._refresh(refresh.values())
+        await self._write(list(puts.values()))
+        return results
+
+    async def _write(self, puts: list[PutOp]) -> None:
+        deletes = [p for p in puts if p.value is None]
+        writes = [self._memory(p) for p in puts if p.value is not None]
+        if deletes:
+            await asyncio.gather(
+                *(self.store.forget(item_id(self.scope, p.namespace, str(p.key))) for p in deletes)
+            )
+        if writes:
+            await self.store.remember_many(writes)
+
+    def _memory(self, op: PutOp) -> dict[str, Any]:
+        """The ``remember_many`` item a put writes."""
+        namespace, key = list(op.namespace), str(op.key)
+        value = dict(op.value or {})
+        fields = self.fields if op.index is None else ([] if op.index is False else list(op.index))
+        text = index_text(value, fields) if fields else ""
+        ttl_minutes = op.ttl
+        meta = {
+            "namespace": namespace,
+            "key": key,
+            "value": value,
+            "updated_at": int(time.time() * 1000),
+            "ttl": ttl_minutes,
+        }
+        return {
+            "id": item_id(self.scope, namespace, key),
+            "content": text or json.dumps(value, ensure_ascii=False, sort_keys=True),
+            "namespace": self.scope if text else self.unindexed_scope,
+            "tags": namespace_tags(self.scope, namespace),
+            "metadata": {META: meta},
+            "ttl": None if ttl_minutes is None else float(ttl_minutes) * 60.0,
+            "source": "langgraph",
+        }
+
+    async def _refresh(self, memories: Iterable[MemoryItem]) -> None:
+        """Restart the TTL of items read with ``refresh_ttl`` (once a tenth of it has passed)."""
+        now = time.time() * 1000
+        due: list[tuple[str, float]] = []
+        for memory in memories:
+            meta = _record(memory)
+            minutes = None if meta is None else meta.get("ttl")
+            if not minutes or memory.expires_at is None:
+                continue
+            ttl_ms = float(minutes) * 60_000
+            if memory.expires_at - now < ttl_ms * (1 - REFRESH_AFTER):
+                due.append((memory.id, ttl_ms / 1000))
+        if due:
+            await asyncio.gather(*(self._touch(mid, seconds) for mid, seconds in due))
+
+    async def _touch(self, mid: str, seconds: float) -> None:
+        with contextlib.suppress(MemoryNotFoundError):  # expired or deleted since it was read
+            await self.store.update(mid, ttl=seconds)
+
+    async def _scan(self, prefix: Sequence[str], *, scope: str | None = None) -> AsyncIterator[MemoryItem]:
+        """This adapter's memories under ``prefix`` (``scope`` None: indexed and unindexed), newest first."""
+        tags = [prefix_tag(self.scope, prefix)]
+        offset = 0
+        while True:
+            page = await self.store.list(namespace=scope, tags=tags, limit=PAGE, offset=offset)
+            for memory in page.items:
+                if memory.namespace in (self.scope, self.unindexed_scope):
+                    yield memory
+            if page.next_cursor is None:
+                return
+            offset += len(page.items)
+
+    async def _search(self, op: SearchOp) -> tuple[list[SearchItem], dict[str, MemoryItem]]:
+        prefix = tuple(op.namespace_prefix)
+        query = op.query if op.query and op.query.strip() else None
+        found: list[tuple[SearchItem, MemoryItem]] = []
+        if query is not None:
+            found = await self._ranked(op, prefix, query)
+            wanted = op.offset + op.limit
+            if len(found) < wanted:
+                async for memory in self._scan(prefix, scope=self.unindexed_scope):
+                    item = self._matching(memory, prefix, op.filter)
+                    if item is not None:
+                        found.append((item, memory))
+                        if len(found) >= wanted:
+                            break
+        elif op.filter:
+            async for memory in self._scan(prefix):
+                item = self._matching(memory, prefix, op.filter)
+                if item is not None:
+                    found.append((item, memory))
+                    if len(found) >= op.offset + op.limit:
+                        break
+        else:
+            page = await self.store.list(
+                tags=[prefix_tag(self.scope, prefix)], limit=min(PAGE, max(op.limit, 1)), offset=op.offset
+            )
+            hits = [(self._matching(m, prefix, None), m) for m in page.items[: op.limit]]
+            found = [(item, m) for item, m in hits if item is not None]
+            return [item for item, _ in found], self._touched(op, found)
+        kept = found[op.offset : op.offset + op.limit]
+        return [item for item, _ in kept], self._touched(op, kept)
+
+    @staticmethod
+    def _touched(op: SearchOp, kept: list[tuple[SearchItem, MemoryItem]]) -> dict[str, MemoryItem]:
+        return {m.id: m for _, m in kept} if op.refresh_ttl else {}
+
+    def _matching(
+        self,
+        memory: MemoryItem,
+        prefix: tuple[str, ...],
+        flt: Mapping[str, Any] | None,
+        score: float | None = None,
+    ) -> SearchItem | None:
+        if memory.namespace not in (self.scope, self.unindexed_scope):
+            return None
+        item = to_item(memory, score=score, search=True)
+        if item is None or item.namespace[: len(prefix)] != prefix or not matches_filter(item.value, flt):
+            return None
+        assert isinstance(item, SearchItem)
+        return item
+
+    async def _ranked(
+        self, op: SearchOp, prefix: tuple[str, ...], query: str
+    ) -> list[tuple[SearchItem, MemoryItem]]:
+        """Indexed items under ``prefix`` by recall similarity, the filter applied, enough for the page."""
+        wanted = op.offset + op.limit
+        k = max(1, min(MAX_K, wanted))
+        while True:
+            hits = await self.store.recall(
+                query, k=k, threshold=2.0, weights=SIMILARITY_ONLY, reinforce=False,
+                namespace=self.scope, tags=[prefix_tag(self.scope, prefix)],
+            )  # fmt: skip
+            found = []
+            for hit in hits:
+                item = self._matching(hit.item, prefix, op.filter, score=hit.score)
+                if item is not None:
+                    found.append((item, hit.item))
+            if len(found) >= wanted or len(hits) < k or k >= MAX_K:
+                return found
+            k = min(MAX_K, k * 4)
+
+    async def _list_namespaces(
+        self, op: ListNamespacesOp
+    ) -> tuple[list[tuple[str, ...]], dict[str, MemoryItem]]:
+        conditions = list(op.match_conditions or ())
+        prefixes = [literal_prefix(c.path) for c in conditions if c.match_type == "prefix"]
+        start = max(prefixes, key=len) if prefixes else ()
+        seen: set[tuple[str, ...]] = set()
+        async for memory in self._scan(start):
+            meta = _record(memory)
+            if meta is not None:
+                seen.add(tuple(meta["namespace"]))
+        namespaces = [ns for ns in seen if all(matches_namespace(c, ns) for c in conditions)]
+        if op.max_depth is not None:
+            namespaces = list({ns[: op.max_depth] for ns in namespaces})
+        return sorted(namespaces)[op.offset : op.offset + op.limit], {}
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
