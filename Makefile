@@ -6,16 +6,16 @@ STAMP  := $(VENV)/.installed
 # Runtime extras (the framework adapters' `mcp`, `openai-agents` and `langgraph` included, so their tests
 # run) plus `compat` (the reference library, for the compatibility tests); the tools (pytest,
 # ruff, mypy, ...) are the PEP 735 group `dev`, installed with --group (pip >= 25.1).
-EXTRAS ?= embedded,onnx,openai,telemetry,mcp,openai-agents,langgraph,compat
+EXTRAS ?= embedded,onnx,openai,telemetry,mcp,openai-agents,langgraph,langchain,compat
 
-.PHONY: demo test test-unit test-valkey-search test-cluster conformance check format bench bench-quality bench-cluster clean venv
+.PHONY: demo test test-unit test-valkey-search test-cluster conformance conformance-langchain check format bench bench-quality bench-cluster clean venv
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@sh scripts/bootstrap.sh "$(PYTHON)" "$(VENV)"
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
-	$(PY) -m pip install -q -e ".[$(EXTRAS)]" --group dev
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]" --group dev --group conformance
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -42,6 +42,13 @@ test-cluster: $(STAMP)
 conformance: $(STAMP)
 	$(PY) -m pytest -q -rs tests/conformance tests/integration/test_adapter_mcp.py \
 		tests/integration/test_adapter_openai_agents.py tests/unit/test_adapter_agent_items.py
+	$(MAKE) --no-print-directory conformance-langchain
+
+# LangChain's standard suites (langchain-tests: retriever, vector store, embeddings) on the
+# LangChain adapters, with their own pytest ini (their plugins and warnings do not run under
+# the project's filterwarnings = error); not part of `make test`, run by .ci/run.
+conformance-langchain: $(STAMP)
+	$(PY) -m pytest -c tests/conformance/langchain/pytest.ini -q -rsx tests/conformance/langchain
 
 check: $(STAMP)
 	$(VENV)/bin/ruff check betterdb_memory tests bench examples
