@@ -77,12 +77,21 @@ class Backend:
         self.cluster = bool(self._route)
         self._scripts: dict[str, Script] = {}
         self.closed = False
-        getter = getattr(client, "get_connection_kwargs", None)
-        #: The client decodes replies to ``str`` (``decode_responses=True``): binary fields
-        #: (vectors) cannot be read through it.
-        self.decodes = bool(getter().get("decode_responses")) if callable(getter) else False
+        self._decodes: bool | None = None
         self.lock_script = self.register("lock", _scripts.LOCK)
         self.unlock_script = self.register("unlock", _scripts.UNLOCK)
+
+    @property
+    def decodes(self) -> bool:
+        """Whether the client decodes replies to ``str`` (``decode_responses=True``).
+
+        Binary fields (vectors) cannot be read through such a client. Asked of the
+        client on first use only.
+        """
+        if self._decodes is None:
+            getter = getattr(self.client, "get_connection_kwargs", None)
+            self._decodes = bool(getter().get("decode_responses")) if callable(getter) else False
+        return self._decodes
 
     # -- scripts -----------------------------------------------------------------------------
 
