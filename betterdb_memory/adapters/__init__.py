@@ -9,6 +9,8 @@ naming the extra (``configuration.missing_extra``).
   (``betterdb-memory mcp``; extra ``mcp``).
 * ``betterdb_memory.adapters.openai_agents``: an OpenAI Agents SDK ``Session`` over the
   store's L1 turns, keeping the SDK's raw items (extra ``openai-agents``).
+* ``betterdb_memory.adapters.langgraph``: a LangGraph ``BaseStore`` over the store's L2
+  memories, for ``graph.compile(store=...)`` (extra ``langgraph``).
 """
 
 from __future__ import annotations
