@@ -11,6 +11,8 @@ naming the extra (``configuration.missing_extra``).
   store's L1 turns, keeping the SDK's raw items (extra ``openai-agents``).
 * ``betterdb_memory.adapters.langgraph``: a LangGraph ``BaseStore`` over the store's L2
   memories, for ``graph.compile(store=...)`` (extra ``langgraph``).
+* ``betterdb_memory.adapters.langchain``: a LangChain retriever, vector store,
+  embeddings and chat message history over the store (extra ``langchain``).
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from betterdb_memory.adapters.langchain import (
     MemoryStoreVectorStore,
 )
 from betterdb_memory.adapters.langchain.history import history_keys
+from tests.reliability.test_acl import STORE_RULES, _denials, _user_url
 
 pytestmark = pytest.mark.integration
 
@@ -338,3 +339,37 @@ def test_missing_extra_names_it() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["ConfigurationError", "configuration.missing_extra", "langchain"]
+
+
+async def test_adapters_run_as_the_stores_least_privilege_user(
+    valkey_url: str, unique_name: str, text_client: Any
+) -> None:
+    """History, vector store and retriever work with the store's ACL rules (none added), leaving no denial."""
+    user, password = f"u{unique_name}", "langchain-pw"
+    rules = list(dict.fromkeys(STORE_RULES.format(name=unique_name).split()))
+    await text_client.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}", *rules)
+    try:
+        store = await MemoryStore.connect(
+            _user_url(valkey_url, user, password),
+            name=unique_name,
+            embedder=HashingEmbedder(),
+            discovery=False,
+        )
+        try:
+            await text_client.script_flush()  # the user loads the adapter's scripts itself
+            history = MemoryStoreChatMessageHistory("t", store, agent_id="a")
+            await history.aadd_messages([SystemMessage("s"), HumanMessage("Hi"), AIMessage("Hello")])
+            assert len(await history.aget_messages()) == 3
+            await history.aclear()
+            vs = MemoryStoreVectorStore(store, namespace="kb")
+            await vs.aadd_texts(["Lisbon trains"], ids=["k1"])
+            assert [d.id for d in await vs.asimilarity_search("trains", k=1)] == ["k1"]
+            assert (
+                len(await MemoryStoreRetriever(store, namespace="kb", threshold=2.0).ainvoke("trains")) == 1
+            )
+            await vs.adelete()
+        finally:
+            await store.close()
+        assert await _denials(text_client, user) == []
+    finally:
+        await text_client.execute_command("ACL", "DELUSER", user)
