@@ -277,7 +277,8 @@ class LangGraphStore(BaseStore):
     one vector per item (several ``fields`` are embedded together, where LangGraph's own
     stores keep a vector per field and rank by the best). A TTL refresh on read rewrites
     the memory (at most once per tenth of its TTL) and so adds a version to its
-    ``history``.
+    ``history``. A store with ``max_items_per_scope`` caps these memories like any others
+    (each namespace's tags make its own cap scope): give LangGraph a store without a cap.
     """
 
     supports_ttl: bool = True
@@ -481,7 +482,7 @@ class LangGraphStore(BaseStore):
                         found.append((item, memory))
                         if len(found) >= wanted:
                             break
-        elif op.filter:
+        elif op.filter or op.offset + op.limit > PAGE:
             async for memory in self._scan(prefix):
                 item = self._matching(memory, prefix, op.filter)
                 if item is not None:
@@ -489,8 +490,9 @@ class LangGraphStore(BaseStore):
                     if len(found) >= op.offset + op.limit:
                         break
         else:
+            # One page of the store's list, its offset and limit passed through.
             page = await self.store.list(
-                tags=[prefix_tag(self.scope, prefix)], limit=min(PAGE, max(op.limit, 1)), offset=op.offset
+                tags=[prefix_tag(self.scope, prefix)], limit=max(op.limit, 1), offset=op.offset
             )
             hits = [(self._matching(m, prefix, None), m) for m in page.items[: op.limit]]
             found = [(item, m) for item, m in hits if item is not None]

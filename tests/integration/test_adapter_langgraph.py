@@ -228,6 +228,16 @@ async def test_namespaces_listed_as_written_from_the_store(
     assert memory is not None and memory.metadata["langgraph"]["namespace"] == ["users", "a,b"]
 
 
+async def test_search_limits_beyond_one_list_page(adapter: LangGraphStore) -> None:
+    """``limit``/``offset`` past the store's 1,000-memory list page walk the prefix page by page."""
+    for i in range(3):
+        await adapter.aput(("p",), f"k{i}", {"text": f"item {i}"})
+    assert len(await adapter.asearch(("p",), limit=1500)) == 3
+    page = await adapter.asearch(("p",), offset=1, limit=1200)
+    assert len(page) == 2 and {i.key for i in page} < {"k0", "k1", "k2"}
+    assert len(await adapter.asearch(("p",), query="item", limit=1500)) == 3
+
+
 async def test_scopes_separate_adapters_on_one_store(make_store: Callable[..., MemoryStore]) -> None:
     """Two adapters with different ``scope`` on one MemoryStore never see each other's items."""
     store = make_store()
