@@ -10,6 +10,7 @@ metadata, scope and tag filters, upserts, the async-store rules, the missing ext
 
 from __future__ import annotations
 
+import asyncio
 import random
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 import valkey
+import valkey.asyncio as avalkey
 
 pytest.importorskip("langchain_core", reason="the langchain extra is not installed (make test installs it)")
 
@@ -37,7 +39,14 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 
-from betterdb_memory import ConfigurationError, HashingEmbedder, MemoryStore, SyncMemoryStore, ValidationError
+from betterdb_memory import (
+    ConfigurationError,
+    HashingEmbedder,
+    MemoryStore,
+    SyncMemoryStore,
+    SyncReentrancyError,
+    ValidationError,
+)
 from betterdb_memory.adapters.langchain import (
     MemoryStoreChatMessageHistory,
     MemoryStoreEmbeddings,
@@ -138,9 +147,10 @@ async def test_history_async_methods_on_an_async_store(async_store: MemoryStore)
     assert await history.aget_messages() == messages
     turns = await async_store.get_recent_turns("async-1")
     assert [(t.user_message, t.assistant_message) for t in turns] == [("Where does Ada live?", "In Lisbon.")]
-    with pytest.raises(ConfigurationError) as err:
+    # Sync methods: from another thread while the store's loop runs, not on that loop itself.
+    assert await asyncio.to_thread(lambda: history.messages) == messages
+    with pytest.raises(SyncReentrancyError):
         _ = history.messages
-    assert err.value.code == "configuration.sync_needs_sync_store"
     await history.aclear()
     assert await history.aget_messages() == []
     assert await async_store.get_recent_turns("async-1") == []
@@ -259,8 +269,19 @@ async def test_retriever_on_an_async_store(async_store: MemoryStore) -> None:
     await async_store.remember("Ada takes the 7:40 train.", thread_id="ada")
     retriever = MemoryStoreRetriever(async_store, thread_id="ada", threshold=2.0)
     assert [d.page_content for d in await retriever.ainvoke("train")] == ["Ada takes the 7:40 train."]
+    assert len(await asyncio.to_thread(retriever.invoke, "train")) == 1
+
+
+def test_sync_call_on_an_async_store_without_its_loop_raises(valkey_url: str, unique_name: str) -> None:
+    """A MemoryStore whose loop is not running cannot serve sync calls: a ConfigurationError says so."""
+    store = MemoryStore(
+        client=avalkey.Valkey.from_url(valkey_url), name=unique_name, embedder=HashingEmbedder()
+    )
+    with pytest.raises(ConfigurationError) as err:
+        MemoryStoreRetriever(store).invoke("train")
+    assert err.value.code == "configuration.sync_without_loop"
     with pytest.raises(ConfigurationError):
-        retriever.invoke("train")
+        MemoryStoreVectorStore(store).similarity_search("train")
 
 
 # -- vector store ---------------------------------------------------------------------------------

@@ -8,7 +8,8 @@
   message type kept as written, nothing held in process memory.
 
 Each takes a ``SyncMemoryStore`` (serves LangChain's sync and async methods) or a
-``MemoryStore`` (async methods only); see ``_runner``. Install with
+``MemoryStore`` (async methods; sync ones from other threads while its loop runs); see
+``_runner``. Install with
 ``pip install 'betterdb-memory[langchain]'`` (``langchain-core`` 1.x).
 """
 

@@ -4,10 +4,12 @@ LangChain calls every component from both sides (``invoke`` / ``ainvoke``,
 ``add_documents`` / ``aadd_documents``, ...). A ``MemoryStore`` belongs to the event loop
 its client runs on, so the adapters take either store and route each operation:
 
-* a ``MemoryStore``: async calls are awaited on the caller's loop; sync calls raise a
-  ``ConfigurationError`` (there is no loop to run them on);
 * a ``SyncMemoryStore``: both run on its private loop (sync callers block, async callers'
-  loops wait in a worker thread), so one adapter serves ``invoke`` and ``ainvoke``.
+  loops wait in a worker thread), so one adapter serves ``invoke`` and ``ainvoke``;
+* a ``MemoryStore``: async calls are awaited on the caller's loop (the store's); sync
+  calls work from other threads while that loop runs (LangChain runs sync code in
+  executor threads under ``ainvoke``), else they raise ``ConfigurationError``
+  (``configuration.sync_without_loop``), as the LangGraph adapter does.
 
 An operation is one coroutine function taking the ``MemoryStore``: the same code runs
 on either path, so nothing is written twice.
@@ -24,7 +26,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Concatenate, ParamSpec, TypeVar
 
-from ..._loop_thread import LoopThread
+from ..._loop_thread import LoopThread, SyncReentrancyError
 from ...errors import ConfigurationError, StoreClosedError
 from ...store import MemoryStore
 from ...sync import SyncMemoryStore
@@ -42,6 +44,8 @@ class StoreRunner:
     """Runs ``fn(store, ...)`` against a ``MemoryStore`` or a ``SyncMemoryStore``, from sync or async code."""
 
     def __init__(self, store: AnyStore) -> None:
+        # The loop an async store was last used on (the one its client belongs to).
+        self._store_loop: asyncio.AbstractEventLoop | None = _running_loop()
         if isinstance(store, SyncMemoryStore):
             self.store: MemoryStore = store.async_store
             self._loop: LoopThread | None = store._loop
@@ -54,37 +58,55 @@ class StoreRunner:
                 code="configuration.store",
             )
 
-    @property
-    def has_sync(self) -> bool:
-        """True when sync calls work (the store is a ``SyncMemoryStore``)."""
-        return self._loop is not None
-
     def call(
         self, fn: Callable[Concatenate[MemoryStore, P], Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs
     ) -> R:
         """Run ``fn(store, *args, **kwargs)`` and block until it returns.
 
         Raises:
-            ConfigurationError: the store is an async ``MemoryStore`` (``configuration.sync_needs_sync_store``).
+            ConfigurationError: the store is an async ``MemoryStore`` whose loop is not running
+                in another thread (``configuration.sync_without_loop``).
+            SyncReentrancyError: called on the loop the store runs on (it would wait for itself).
         """
-        if self._loop is None:
+        if self._loop is not None:
+            result: R = self._loop.call(fn, self.store, *args, **kwargs)
+            return result
+        loop = self._store_loop
+        if loop is None or not loop.is_running() or loop.is_closed():
             raise ConfigurationError(
-                "this LangChain adapter was given an async MemoryStore, which cannot be called from"
-                " synchronous code; use the async methods (ainvoke, aadd_documents, ...) or pass a"
-                " SyncMemoryStore, which serves both",
-                code="configuration.sync_needs_sync_store",
+                "a LangChain adapter over an async MemoryStore was called from synchronous code"
+                " while the store's event loop is not running; use the async methods (ainvoke,"
+                " aadd_documents, ...) or pass a SyncMemoryStore, which serves both",
+                code="configuration.sync_without_loop",
             )
-        result: R = self._loop.call(fn, self.store, *args, **kwargs)
-        return result
+        if _running_loop() is loop:
+            raise SyncReentrancyError(
+                "a LangChain adapter's sync method was called on the event loop its MemoryStore runs"
+                " on, where it would wait for itself; use the async method",
+                code="state.reentrant_sync_call",
+            )
+
+        async def run() -> R:
+            return await fn(self.store, *args, **kwargs)
+
+        return asyncio.run_coroutine_threadsafe(run(), loop).result()
 
     async def acall(
         self, fn: Callable[Concatenate[MemoryStore, P], Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs
     ) -> R:
         """Await ``fn(store, *args, **kwargs)``: here, or on a ``SyncMemoryStore``'s own loop."""
         if self._loop is None:
+            self._store_loop = asyncio.get_running_loop()
             return await fn(self.store, *args, **kwargs)
         loop = self._loop
         return await asyncio.to_thread(lambda: loop.call(fn, self.store, *args, **kwargs))
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 _shared: LoopThread | None = None

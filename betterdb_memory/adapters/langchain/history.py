@@ -73,7 +73,7 @@ class MemoryStoreChatMessageHistory(BaseChatMessageHistory):
     Args:
         session_id: the conversation (a scope value: no ``,``, no outer whitespace).
         store: a ``SyncMemoryStore`` (sync and async methods) or a ``MemoryStore`` (async
-            methods only); the caller closes it.
+            methods; see ``_runner`` for sync ones); the caller closes it.
         agent_id: the L1 ``agent_id`` of the turns (optional).
 
     ``clear`` deletes the messages and the session's L1 turns (its L2 summaries stay;

@@ -67,7 +67,8 @@ class MemoryStoreRetriever(BaseRetriever):
 
     Args:
         store: a ``SyncMemoryStore`` (serves ``invoke`` and ``ainvoke``) or a ``MemoryStore``
-            (``ainvoke`` only; the caller closes either).
+            (``ainvoke``; ``invoke`` only from other threads while its loop runs); the caller
+            closes either.
         k, threshold, weights, reinforce, thread_id, agent_id, namespace,
             exclude_sensitivity: ``recall``'s options (None: the store's defaults); a call
             overrides any of them as keyword arguments (``invoke(q, k=3)``).

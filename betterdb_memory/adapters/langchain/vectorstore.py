@@ -32,7 +32,7 @@ class MemoryStoreVectorStore(VectorStore):
 
     Args:
         store: a ``SyncMemoryStore`` (sync and async methods) or a ``MemoryStore`` (async
-            methods only); the caller closes it.
+            methods; see ``_runner`` for sync ones); the caller closes it.
         embedding: LangChain ``Embeddings`` to compute the vectors with (their length must be
             the store's dimensions); None: the store's own embedder, as ``remember`` and
             ``recall`` use it.
