@@ -58,7 +58,7 @@ from ..core.models import MemoryItem
 from ..core.validation import MAX_K, MAX_TAGS
 from ..errors import ConfigurationError, MemoryNotFoundError, ValidationError
 from ..store import MemoryStore
-from ..sync import SyncMemoryStore
+from ..sync import SyncMemoryStore, SyncReentrancyError
 from ._extras import missing_extra
 
 try:
@@ -338,8 +338,6 @@ class LangGraphStore(BaseStore):
                 details={"adapter": "langgraph"},
             )
         if _running_loop() is loop:
-            from .._loop_thread import SyncReentrancyError
-
             raise SyncReentrancyError(
                 "LangGraphStore.batch (sync) was called on the store's own event loop, where it would"
                 " wait for itself forever; use abatch there",
@@ -367,50 +365,62 @@ class LangGraphStore(BaseStore):
                     code="validation.too_many",
                     details={"argument": "namespace", "max": MAX_TAGS - 1},
                 )
-        results: list[Result] = [None] * len(ops)
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        reads: dict[int, Any] = {}
+        gets: list[tuple[int, GetOp]] = []
+        reads: list[tuple[int, SearchOp | ListNamespacesOp]] = []
         for i, op in enumerate(ops):
             if isinstance(op, GetOp):
-                continue  # all gets in one get_many below
-            if isinstance(op, SearchOp):
-                reads[i] = self._search(op)
-            elif isinstance(op, ListNamespacesOp):
-                reads[i] = self._list_namespaces(op)
+                gets.append((i, op))
+            elif isinstance(op, SearchOp | ListNamespacesOp):
+                reads.append((i, op))
             elif isinstance(op, PutOp):
                 puts[(tuple(op.namespace), str(op.key))] = op
             else:
                 raise ValueError(f"Unknown operation type: {type(op)}")
+        # Every read sees the store as it was before this batch's writes (InMemoryStore's order).
+        results: list[Result] = [None] * len(ops)
         refresh: dict[str, MemoryItem] = {}
-        get_ops = [(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)]
-        if get_ops:
-            ids = [item_id(self.scope, op.namespace, str(op.key)) for _, op in get_ops]
-            for (i, op), memory in zip(get_ops, await self.store.get_many(ids), strict=True):
-                item = None if memory is None else to_item(memory)
-                if memory is None or item is None:
-                    continue
-                if (item.namespace, item.key) == (tuple(op.namespace), str(op.key)):
-                    results[i] = item
-                    if op.refresh_ttl:
-                        refresh[memory.id] = memory
-        if reads:
-            done = await asyncio.gather(*reads.values())
-            for i, (found, touched) in zip(reads, done, strict=True):
-                results[i] = found
-                refresh.update(touched)
+        got, *done = await asyncio.gather(self._get(gets), *(self._read(op) for _, op in reads))
+        for (i, _), (found, touched) in zip([*gets, *reads], [*got, *done], strict=True):
+            results[i] = found
+            refresh.update(touched)
         await self._refresh(refresh.values())
         await self._write(list(puts.values()))
         return results
 
+    async def _get(self, gets: list[tuple[int, GetOp]]) -> list[tuple[Item | None, dict[str, MemoryItem]]]:
+        """All the batch's gets in one ``get_many``: each item (or None) and the memory to refresh."""
+        if not gets:
+            return []
+        memories = await self.store.get_many(
+            [item_id(self.scope, op.namespace, str(op.key)) for _, op in gets]
+        )
+        out: list[tuple[Item | None, dict[str, MemoryItem]]] = []
+        for (_, op), memory in zip(gets, memories, strict=True):
+            item = None if memory is None else to_item(memory)
+            if (
+                memory is None
+                or item is None
+                or (item.namespace, item.key) != (tuple(op.namespace), str(op.key))
+            ):
+                out.append((None, {}))
+            else:
+                out.append((item, {memory.id: memory} if op.refresh_ttl else {}))
+        return out
+
+    async def _read(self, op: SearchOp | ListNamespacesOp) -> tuple[Any, dict[str, MemoryItem]]:
+        if isinstance(op, SearchOp):
+            return await self._search(op)
+        return await self._list_namespaces(op)
+
     async def _write(self, puts: list[PutOp]) -> None:
-        deletes = [p for p in puts if p.value is None]
+        """Puts in one ``remember_many`` (validated whole before anything is written), then deletes."""
         writes = [self._memory(p) for p in puts if p.value is not None]
-        if deletes:
-            await asyncio.gather(
-                *(self.store.forget(item_id(self.scope, p.namespace, str(p.key))) for p in deletes)
-            )
         if writes:
             await self.store.remember_many(writes)
+        deletes = [item_id(self.scope, p.namespace, str(p.key)) for p in puts if p.value is None]
+        if deletes:
+            await asyncio.gather(*(self.store.forget(mid) for mid in deletes))
 
     def _memory(self, op: PutOp) -> dict[str, Any]:
         """The ``remember_many`` item a put writes."""

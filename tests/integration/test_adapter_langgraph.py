@@ -39,7 +39,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from betterdb_memory import ConfigurationError, HashingEmbedder, MemoryStore, SyncMemoryStore
+from betterdb_memory import ConfigurationError, HashingEmbedder, MemoryStore, SyncMemoryStore, ValidationError
 from betterdb_memory._loop_thread import SyncReentrancyError
 from betterdb_memory.adapters.langgraph import LangGraphStore, item_id
 
@@ -236,6 +236,17 @@ async def test_search_limits_beyond_one_list_page(adapter: LangGraphStore) -> No
     page = await adapter.asearch(("p",), offset=1, limit=1200)
     assert len(page) == 2 and {i.key for i in page} < {"k0", "k1", "k2"}
     assert len(await adapter.asearch(("p",), query="item", limit=1500)) == 3
+
+
+async def test_a_bad_batch_writes_nothing(adapter: LangGraphStore) -> None:
+    """A value the store refuses (NaN is not JSON) fails the batch before its deletes; an unknown op fails first."""
+    await adapter.aput(("a",), "keep", {"v": 1})
+    with pytest.raises(ValidationError):
+        await adapter.abatch([PutOp(("a",), "keep", None), PutOp(("a",), "bad", {"v": float("nan")})])
+    with pytest.raises(ValueError, match="Unknown operation"):
+        await adapter.abatch([GetOp(("a",), "keep"), "not an op"])  # type: ignore[list-item]
+    assert (await adapter.aget(("a",), "keep")) is not None
+    assert await adapter.aget(("a",), "bad") is None
 
 
 async def test_scopes_separate_adapters_on_one_store(make_store: Callable[..., MemoryStore]) -> None:
