@@ -20,9 +20,11 @@ import random
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any, TypedDict
 
 import pytest
+import valkey.asyncio as avalkey
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed (make test installs it)")
 
@@ -42,6 +44,7 @@ from langgraph.store.memory import InMemoryStore
 from betterdb_memory import ConfigurationError, HashingEmbedder, MemoryStore, SyncMemoryStore, ValidationError
 from betterdb_memory._loop_thread import SyncReentrancyError
 from betterdb_memory.adapters.langgraph import LangGraphStore, item_id
+from tests.reliability.test_acl import STORE_RULES, _denials, _user_url
 
 pytestmark = pytest.mark.integration
 
@@ -247,6 +250,48 @@ async def test_a_bad_batch_writes_nothing(adapter: LangGraphStore) -> None:
         await adapter.abatch([GetOp(("a",), "keep"), "not an op"])  # type: ignore[list-item]
     assert (await adapter.aget(("a",), "keep")) is not None
     assert await adapter.aget(("a",), "bad") is None
+
+
+async def test_runs_as_the_stores_least_privilege_user(
+    valkey_url: str, unique_name: str, text_client: avalkey.Valkey
+) -> None:
+    """Every operation, TTL refresh included, works with the store's ACL rules (none added) and leaves no denial."""
+    user, password = f"u{unique_name}", "langgraph-pw"
+    rules = list(dict.fromkeys(STORE_RULES.format(name=unique_name).split()))
+    await text_client.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}", *rules)
+    try:
+        store = await MemoryStore.connect(
+            _user_url(valkey_url, user, password),
+            name=unique_name,
+            embedder=HashingEmbedder(),
+            discovery=False,
+        )
+        try:
+            adapter = LangGraphStore(store)
+            await adapter.aput(("u", "ada"), "k", {"text": "Ada takes the train"}, ttl=10)
+            await adapter.aput(("u", "bob"), "k", {"text": "Bob drives"}, index=False)
+            memory = await store.get(item_id("langgraph", ("u", "ada"), "k"))
+            assert memory is not None and memory.expires_at is not None
+            await adapter._refresh([memory])  # just written: not due, nothing rewritten
+            assert await store.history(memory.id) == []
+            await adapter._refresh(
+                [replace(memory, expires_at=memory.expires_at - 120_000)]
+            )  # 2 of 10 min passed
+            refreshed = await store.get(memory.id)
+            assert refreshed is not None and refreshed.expires_at is not None
+            assert refreshed.expires_at >= memory.expires_at and len(await store.history(memory.id)) == 1
+            assert (await adapter.aget(("u", "ada"), "k")) is not None
+            assert len(await adapter.asearch(("u",), query="train")) == 2
+            assert len(await adapter.asearch(("u",), filter={"text": "Bob drives"})) == 1
+            assert await adapter.alist_namespaces(prefix=("u",)) == [("u", "ada"), ("u", "bob")]
+            await adapter.adelete(("u", "ada"), "k")
+            await adapter.adelete(("u", "bob"), "k")
+            assert await adapter.alist_namespaces() == []
+        finally:
+            await store.close()
+        assert await _denials(text_client, user) == []
+    finally:
+        await text_client.execute_command("ACL", "DELUSER", user)
 
 
 async def test_scopes_separate_adapters_on_one_store(make_store: Callable[..., MemoryStore]) -> None:
