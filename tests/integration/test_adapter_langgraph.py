@@ -19,7 +19,7 @@ import asyncio
 import random
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Any, TypedDict
 
@@ -176,12 +176,28 @@ async def adapter(make_store: Callable[..., MemoryStore]) -> LangGraphStore:
 @pytest.mark.parametrize("seed", range(6))
 async def test_random_operations_match_in_memory_store(adapter: LangGraphStore, seed: int) -> None:
     """Seeded random put/get/delete/search (filter, query, paging)/list_namespaces: same answers, step by step."""
+    await check_random_operations(adapter.abatch, adapter, seed)
+
+
+@pytest.mark.parametrize("seed", [100, 101])
+async def test_random_operations_match_in_memory_store_sync(sync_adapter: LangGraphStore, seed: int) -> None:
+    """The same through the sync ``batch`` on a SyncMemoryStore, called from a plain thread."""
+
+    async def run(ops: list[Op]) -> list[Any]:
+        return await asyncio.to_thread(sync_adapter.batch, ops)
+
+    await check_random_operations(run, sync_adapter, seed)
+
+
+async def check_random_operations(
+    run: Callable[[list[Op]], Awaitable[list[Any]]], adapter: LangGraphStore, seed: int
+) -> None:
     rng = random.Random(seed)
     reference = ReferenceStore()
     for step in range(70):
         ops = [random_op(rng) for _ in range(1 if rng.random() < 0.75 else rng.randint(2, 4))]
         expected = await reference.abatch(ops)
-        got = await adapter.abatch(ops)
+        got = await run(ops)
         for op, want, have in zip(ops, expected, got, strict=True):
             assert normalised(op, have) == normalised(op, want), (seed, step, op)
     # And the final state: every item of each namespace, and the namespace listing.
