@@ -265,7 +265,9 @@ class Recall:
             item = item_from_fields(
                 self._rt.keys.memory_id_of(hit.key), f, fact_source=self._rt.settings.fact_source
             )
-            out.append((item, to_float(f[SCORE_ALIAS])))
+            # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
+            # a cosine distance is 0..2, so the similarity stays within 0..1.
+            out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
         if expired:
             self._docs.drop_expired(expired)
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order

@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from betterdb_memory import HashingEmbedder
@@ -218,3 +219,15 @@ def test_unknown_keyword_is_pythons_own_type_error() -> None:
     with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
         store.remember("x", colour="red")  # type: ignore[call-arg, unused-coroutine]
     asyncio.run(store.close())
+
+
+async def test_recall_clamps_a_distance_a_hair_below_zero() -> None:
+    """valkey-search can answer -1.19e-07 for an exact match: the similarity must stay within 0..1."""
+    rt = _runtime()
+    docs = Documents(rt)
+    reply = [1, b"parts:mem:m1", [b"__dist", b"-1.1920929e-07", b"content", b"x", b"importance", b"0.5"]]
+    _fake(rt).replies.append([reply])
+    [(item, distance)] = await Recall(rt, docs).search_candidates(
+        np.ones(8, dtype=np.float32), MemoryFilter(), 1
+    )
+    assert item.id == "m1" and distance == 0.0
