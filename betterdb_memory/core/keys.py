@@ -147,6 +147,8 @@ class SessionKeys:
     summary_cursor: str
     agent_items: str  # the OpenAI Agents adapter's raw items (adapters.openai_agents)
     agent_folded: str  # how many of them are folded into turns
+    chat_messages: str  # the LangChain chat history's messages (adapters.langchain.history)
+    chat_folded: str  # how many of them are folded into turns
 
     def all(self) -> list[str]:
         """Every key of the session (what clearing or erasing it deletes)."""
@@ -157,6 +159,8 @@ class SessionKeys:
             self.summary_cursor,
             self.agent_items,
             self.agent_folded,
+            self.chat_messages,
+            self.chat_folded,
         ]
 
 
@@ -224,7 +228,14 @@ class KeySpace:
             summary_cursor=f"{base}:summary_cursor",
             agent_items=f"{base}:agents:items",
             agent_folded=f"{base}:agents:folded",
+            chat_messages=f"{base}:langchain:messages",
+            chat_folded=f"{base}:langchain:folded",
         )
+
+    def kv(self, namespace: str) -> tuple[str, str]:
+        """(prefix of the values, SET of the keys) of one key-value namespace, on one hash slot."""
+        base = f"{self.name}:kv:{{{_digest((namespace,), 10)}}}"
+        return f"{base}:v:", f"{base}:keys"
 
     def agent_sessions(self, agent_id: str | None) -> str:
         """Set of the session tags of one agent (so ``erase`` finds every thread's L1 keys)."""

@@ -50,6 +50,7 @@ from betterdb_memory import (
 from betterdb_memory.adapters.langchain import (
     MemoryStoreChatMessageHistory,
     MemoryStoreEmbeddings,
+    MemoryStoreKV,
     MemoryStoreRetriever,
     MemoryStoreVectorStore,
 )
@@ -365,9 +366,10 @@ def test_missing_extra_names_it() -> None:
 async def test_adapters_run_as_the_stores_least_privilege_user(
     valkey_url: str, unique_name: str, text_client: Any
 ) -> None:
-    """History, vector store and retriever work with the store's ACL rules (none added), leaving no denial."""
+    """History, vector store, retriever and key-value store work with the store's ACL rules (the
+    key-value store adds its key pattern ``~<name>:kv:*``), leaving no denial."""
     user, password = f"u{unique_name}", "langchain-pw"
-    rules = list(dict.fromkeys(STORE_RULES.format(name=unique_name).split()))
+    rules = list(dict.fromkeys([*STORE_RULES.format(name=unique_name).split(), f"~{unique_name}:kv:*"]))
     await text_client.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}", *rules)
     try:
         store = await MemoryStore.connect(
@@ -389,8 +391,44 @@ async def test_adapters_run_as_the_stores_least_privilege_user(
                 len(await MemoryStoreRetriever(store, namespace="kb", threshold=2.0).ainvoke("trains")) == 1
             )
             await vs.adelete()
+            kv = MemoryStoreKV(store, namespace="docs", ttl=60)
+            await kv.amset([("a", b"1")])
+            assert await kv.amget(["a"]) == [b"1"] and [k async for k in kv.ayield_keys()] == ["a"]
+            await kv.amdelete(["a"])
         finally:
             await store.close()
         assert await _denials(text_client, user) == []
     finally:
         await text_client.execute_command("ACL", "DELUSER", user)
+
+
+# -- key-value store and erasure -------------------------------------------------------------------
+
+
+async def test_kv_namespaces_are_apart_and_expired_names_leave_the_listing(async_store: MemoryStore) -> None:
+    docs, cache = MemoryStoreKV(async_store, namespace="docs"), MemoryStoreKV(async_store, namespace="cache")
+    await docs.amset([("doc:1", b"one"), ("doc:2", b"two"), ("other", b"x")])
+    await cache.amset([("doc:1", b"cached")])
+    assert await docs.amget(["doc:1", "missing"]) == [b"one", None]
+    assert await cache.amget(["doc:1", "doc:2"]) == [b"cached", None]
+    assert [k async for k in docs.ayield_keys(prefix="doc:")] == ["doc:1", "doc:2"]
+    short = MemoryStoreKV(async_store, namespace="short", ttl=0.05)
+    await short.amset([("k", b"v")])
+    await asyncio.sleep(0.1)
+    assert await short.amget(["k"]) == [None] and [k async for k in short.ayield_keys()] == []
+    with pytest.raises(ValidationError):
+        await docs.amset([("k", "not bytes")])  # type: ignore[list-item]
+
+
+async def test_erase_and_clear_session_delete_the_chat_messages(
+    async_store: MemoryStore, text_client: Any
+) -> None:
+    """The right to erasure reaches the chat history: its keys are keys of the session."""
+    for thread in ("t1", "t2"):
+        await MemoryStoreChatMessageHistory(thread, async_store, agent_id="gone").aadd_messages(
+            [HumanMessage("my address is 1 Main St"), AIMessage("noted")]
+        )
+    await async_store.clear_session("t1", agent_id="gone")
+    assert await text_client.exists(*history_keys(async_store.keys, "gone", "t1")) == 0
+    assert await async_store.erase(agent_id="gone") >= 1
+    assert await text_client.exists(*history_keys(async_store.keys, "gone", "t2")) == 0

@@ -6,6 +6,7 @@
 * ``MemoryStoreEmbeddings``: ``Embeddings`` over this library's embedders.
 * ``MemoryStoreChatMessageHistory``: ``BaseChatMessageHistory`` over L1 turns, every
   message type kept as written, nothing held in process memory.
+* ``MemoryStoreKV``: the key-value ``BaseStore[str, bytes]`` (docstores, embedding caches).
 
 Each takes a ``SyncMemoryStore`` (serves LangChain's sync and async methods) or a
 ``MemoryStore`` (async methods; sync ones from other threads while its loop runs); see
@@ -26,12 +27,14 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess with
 
 from .embeddings import MemoryStoreEmbeddings
 from .history import MemoryStoreChatMessageHistory
+from .kv import MemoryStoreKV
 from .retriever import MemoryStoreRetriever
 from .vectorstore import MemoryStoreVectorStore
 
 __all__ = [
     "MemoryStoreChatMessageHistory",
     "MemoryStoreEmbeddings",
+    "MemoryStoreKV",
     "MemoryStoreRetriever",
     "MemoryStoreVectorStore",
 ]

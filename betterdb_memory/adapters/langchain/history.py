@@ -63,8 +63,8 @@ return 1
 
 def history_keys(keys: KeySpace, agent_id: str | None, session_id: str) -> tuple[str, str]:
     """The message LIST and the folded-count key of a history, on its L1 keys' hash slot."""
-    base = keys.session(agent_id, session_id).turns.removesuffix(":turns")
-    return f"{base}:langchain:messages", f"{base}:langchain:folded"
+    sk = keys.session(agent_id, session_id)
+    return sk.chat_messages, sk.chat_folded
 
 
 class MemoryStoreChatMessageHistory(BaseChatMessageHistory):
@@ -77,8 +77,8 @@ class MemoryStoreChatMessageHistory(BaseChatMessageHistory):
         agent_id: the L1 ``agent_id`` of the turns (optional).
 
     ``clear`` deletes the messages and the session's L1 turns (its L2 summaries stay;
-    ``store.erase`` removes those). ``store.clear_session`` and ``store.erase`` do not know
-    the message keys: use ``clear``, or let them expire with the session TTL.
+    ``store.erase`` removes those). The message keys are keys of the session:
+    ``store.clear_session`` and ``store.erase`` delete them too.
     """
 
     def __init__(self, session_id: str, store: AnyStore, *, agent_id: str | None = None) -> None:
