@@ -26,12 +26,10 @@ one share a store.
 from __future__ import annotations
 
 import asyncio
-import builtins
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-import numpy as np
 import valkey.asyncio as avalkey
 
 from ._env import resolve_url
@@ -40,22 +38,19 @@ from .backend.dialect import Capabilities, IndexInfo
 from .backend.index import IndexManager
 from .backend.retry import RetryPolicy
 from .core.codec import as_text, to_int
-from .core.context import ContextBudget, RetrievedContext
-from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
+from .core.context import ContextBudget
 from .core.keys import KeySpace
-from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, StoreStats
+from .core.models import StoreStats
 from .core.options import (
     ConsolidationConfig,
     MemoryConfigRefreshConfig,
     MemoryDiscoveryConfig,
-    MemoryListOptions,
     MemoryTelemetryOptions,
 )
-from .core.query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter
+from .core.query import IndexLayout, IndexSpec
 from .core.ranking import HybridRanker, Reranker
 from .core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
 from .core.tokens import TokenCounter
-from .core.turns import SessionMetadata, Turn
 from .core.validation import check_distance_threshold, check_importance, check_tags
 from .embedders.base import (
     Embedder,
@@ -87,6 +82,9 @@ from .tiers.sessions import Sessions, session_ids
 from .tiers.summaries import RollingSummaries
 
 __all__ = ["DEFAULT_NAME", "DEFAULT_THRESHOLD", "MemoryStore"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: The reference's default store name (``AgentMemoryOptions.name``).
 DEFAULT_NAME = "betterdb_ac"
@@ -127,6 +125,33 @@ def _positive_int_or_none(argument: str, value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise _range_error(argument, f"{argument} must be a positive integer")
     return value
+
+
+class _Delegate(Generic[P, R]):
+    """A store method that is a part's method: ``store.recall`` is ``store._recall.recall``.
+
+    Written once, where the behaviour is: the signature, the docstring (``help``, IDEs)
+    and the types (mypy reads them through ``__get__``) are the part's. On the class,
+    ``MemoryStore.recall`` is the part's function itself (``inspect.signature``, the
+    generated ``SyncMemoryStore``); a non-data descriptor, so an instance attribute of
+    the same name (a test double) still wins.
+    """
+
+    def __init__(self, part: str, fn: Callable[Concatenate[Any, P], R]) -> None:
+        self.part = part
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> Callable[Concatenate[Any, P], R]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[P, R]: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self.fn
+        return getattr(getattr(obj, self.part), self.fn.__name__)
 
 
 class MemoryStore:
@@ -681,207 +706,34 @@ class MemoryStore:
             config=self.current_config().as_hash(),
         )
 
-    # -- long-term memory (tiers.long_term, tiers.documents, tiers.recall) -------------------
+    # -- the parts' methods (each one the part's own: signature, docstring, behaviour) -------
 
-    async def remember(
-        self,
-        content: str,
-        *,
-        importance: float | None = None,
-        tags: Sequence[str] | None = None,
-        source: str | None = None,
-        ttl: float | None = None,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        sensitivity: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        vector: Sequence[float] | None = None,
-        id: str | None = None,
-    ) -> str:
-        return await self._long_term.remember(
-            content, importance=importance, tags=tags, source=source, ttl=ttl, thread_id=thread_id,
-            agent_id=agent_id, namespace=namespace, sensitivity=sensitivity, metadata=metadata, vector=vector,
-            id=id,
-        )  # fmt: skip
+    # Long-term memory (tiers.long_term, tiers.documents, tiers.recall).
+    remember = _Delegate("_long_term", LongTermMemory.remember)
+    remember_many = _Delegate("_long_term", LongTermMemory.remember_many)
+    update = _Delegate("_long_term", LongTermMemory.update)
+    get = _Delegate("_docs", Documents.get)
+    get_many = _Delegate("_docs", Documents.get_many)
+    forget = _Delegate("_docs", Documents.forget)
+    history = _Delegate("_docs", Documents.history)
+    effective_threshold = _Delegate("_recall", Recall.effective_threshold)
+    recall = _Delegate("_recall", Recall.recall)
+    recall_by_vector = _Delegate("_recall", Recall.recall_by_vector)
+    search_candidates = _Delegate("_recall", Recall.search_candidates)
 
-    async def update(
-        self,
-        id: str,
-        *,
-        content: str | None = None,
-        importance: float | None = None,
-        tags: Sequence[str] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        ttl: float | None = None,
-    ) -> MemoryItem:
-        return await self._long_term.update(
-            id, content=content, importance=importance, tags=tags, metadata=metadata, ttl=ttl
-        )
+    # Scopes (tiers.scopes, tiers.erasure).
+    count = _Delegate("_scopes", ScopeReader.count)
+    list = _Delegate("_scopes", ScopeReader.list)
+    forget_by_scope = _Delegate("_erasure", Erasure.forget_by_scope)
+    erase = _Delegate("_erasure", Erasure.erase)
 
-    async def history(self, id: str) -> builtins.list[MemoryVersion]:
-        return await self._docs.history(id)
-
-    async def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
-        return await self._long_term.remember_many(items)
-
-    async def get(self, id: str) -> MemoryItem | None:
-        return await self._docs.get(id)
-
-    async def get_many(self, ids: Sequence[str]) -> list[MemoryItem | None]:
-        return await self._docs.get_many(ids)
-
-    async def forget(self, id: str) -> bool:
-        return await self._docs.forget(id)
-
-    def effective_threshold(self, threshold: float | None = None) -> float:
-        return self._recall.effective_threshold(threshold)
-
-    async def recall(
-        self,
-        query: str,
-        *,
-        k: int | None = None,
-        threshold: float | None = None,
-        tags: Sequence[str] | None = None,
-        weights: Weights | Mapping[str, float] | None = None,
-        reinforce: bool | None = None,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        exclude_sensitivity: Sequence[str] | None = None,
-        explain: bool = False,
-    ) -> list[MemoryHit]:
-        return await self._recall.recall(
-            query, k=k, threshold=threshold, tags=tags, weights=weights, reinforce=reinforce,
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace,
-            exclude_sensitivity=exclude_sensitivity, explain=explain,
-        )  # fmt: skip
-
-    async def recall_by_vector(
-        self,
-        vector: Sequence[float],
-        *,
-        k: int | None = None,
-        threshold: float | None = None,
-        tags: Sequence[str] | None = None,
-        weights: Weights | Mapping[str, float] | None = None,
-        reinforce: bool | None = None,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        exclude_sensitivity: Sequence[str] | None = None,
-        explain: bool = False,
-        query: str | None = None,
-    ) -> list[MemoryHit]:
-        return await self._recall.recall_by_vector(
-            vector, k=k, threshold=threshold, tags=tags, weights=weights, reinforce=reinforce,
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace,
-            exclude_sensitivity=exclude_sensitivity, explain=explain, query=query,
-        )  # fmt: skip
-
-    async def search_candidates(
-        self,
-        vector: np.ndarray[Any, np.dtype[np.float32]],
-        flt: MemoryFilter,
-        k: int,
-        *,
-        return_fields: Sequence[str] = ITEM_FIELDS,
-    ) -> list[tuple[MemoryItem, float]]:
-        return await self._recall.search_candidates(vector, flt, k, return_fields=return_fields)
-
-    # -- scopes (tiers.scopes, tiers.erasure) ---------------------------------------------------
-
-    async def count(
-        self,
-        *,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        tags: Sequence[str] | None = None,
-    ) -> int:
-        return await self._scopes.count(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags
-        )
-
-    async def list(
-        self,
-        options: MemoryListOptions | None = None,
-        *,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        tags: Sequence[str] | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
-        cursor: str | None = None,
-    ) -> MemoryPage:
-        return await self._scopes.list(
-            options, thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
-            limit=limit, offset=offset, cursor=cursor,
-        )  # fmt: skip
-
-    async def forget_by_scope(
-        self,
-        *,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        tags: Sequence[str] | None = None,
-    ) -> int:
-        return await self._erasure.forget_by_scope(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags
-        )
-
-    async def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:
-        return await self._erasure.erase(agent_id=agent_id, thread_id=thread_id)
-
-    # -- sessions (tiers.sessions, tiers.summaries) -------------------------------------------
-
-    async def store_turn(
-        self,
-        thread_id: str,
-        user_message: str,
-        assistant_message: str,
-        *,
-        agent_id: str | None = None,
-        tool_results: Sequence[Any] | None = None,
-    ) -> str:
-        return await self._sessions.store_turn(
-            thread_id, user_message, assistant_message, agent_id=agent_id, tool_results=tool_results
-        )
-
-    async def get_recent_turns(
-        self, thread_id: str, *, agent_id: str | None = None, n: int | None = None
-    ) -> builtins.list[Turn]:
-        return await self._sessions.get_recent_turns(thread_id, agent_id=agent_id, n=n)
-
-    async def get_session_metadata(
-        self, thread_id: str, *, agent_id: str | None = None
-    ) -> SessionMetadata | None:
-        return await self._sessions.get_session_metadata(thread_id, agent_id=agent_id)
-
-    async def clear_session(self, thread_id: str, *, agent_id: str | None = None) -> None:
-        await self._sessions.clear_session(thread_id, agent_id=agent_id)
-
-    async def retrieve_context(
-        self,
-        thread_id: str,
-        query: str,
-        *,
-        token_budget: int,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        redact: Sequence[str] | None = None,
-    ) -> RetrievedContext:
-        return await self._sessions.retrieve_context(
-            thread_id, query, token_budget=token_budget, agent_id=agent_id, namespace=namespace, redact=redact
-        )
-
-    async def extract_memories(
-        self, thread_id: str, *, agent_id: str | None = None, n: int | None = None
-    ) -> builtins.list[str]:
-        return await self._sessions.extract_memories(thread_id, agent_id=agent_id, n=n)
+    # Sessions (tiers.sessions, tiers.summaries).
+    store_turn = _Delegate("_sessions", Sessions.store_turn)
+    get_recent_turns = _Delegate("_sessions", Sessions.get_recent_turns)
+    get_session_metadata = _Delegate("_sessions", Sessions.get_session_metadata)
+    clear_session = _Delegate("_sessions", Sessions.clear_session)
+    retrieve_context = _Delegate("_sessions", Sessions.retrieve_context)
+    extract_memories = _Delegate("_sessions", Sessions.extract_memories)
 
     async def summarize_session(self, thread_id: str, *, agent_id: str | None = None) -> int:
         """Fold every turn older than the window into summaries now, even a partial batch.
@@ -896,103 +748,8 @@ class MemoryStore:
         self._check_open()
         return await self._summaries.summarize_session(agent, thread)
 
-    # -- consolidation (tiers.consolidation) ----------------------------------------------------
-
-    async def consolidate(
-        self,
-        mode: Literal["summary", "facts"],
-        summarize: SummarizeFn | None = None,
-        *,
-        extract_facts: ExtractFactsFn | None = None,
-        older_than_seconds: float | None = None,
-        max_importance: float | None = None,
-        delete_sources: bool | None = None,
-        summary_importance: float | None = None,
-        fact_importance: float | None = None,
-        tags: Sequence[str] | None = None,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-        include_summaries: bool = False,
-    ) -> Any:
-        return await self._consolidation.consolidate(
-            mode, summarize, extract_facts=extract_facts, older_than_seconds=older_than_seconds,
-            max_importance=max_importance, delete_sources=delete_sources,
-            summary_importance=summary_importance, fact_importance=fact_importance, tags=tags,
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, include_summaries=include_summaries,
-        )  # fmt: skip
-
-    async def consolidate_facts(
-        self,
-        *,
-        extract_facts: ExtractFactsFn,
-        older_than_seconds: float | None = None,
-        max_importance: float | None = None,
-        fact_importance: float | None = None,
-        tags: Sequence[str] | None = None,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-    ) -> ConsolidateFactsResult:
-        return await self._consolidation.consolidate_facts(
-            extract_facts=extract_facts, older_than_seconds=older_than_seconds, max_importance=max_importance,
-            fact_importance=fact_importance, tags=tags, thread_id=thread_id, agent_id=agent_id,
-            namespace=namespace,
-        )  # fmt: skip
-
-    async def fact_history(
-        self,
-        subject: str,
-        *,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-    ) -> builtins.list[FactRecord]:
-        return await self._ledger.fact_history(
-            subject, thread_id=thread_id, agent_id=agent_id, namespace=namespace
-        )
-
-    async def purge_fact_history(
-        self,
-        *,
-        subject: str | None = None,
-        thread_id: str | None = None,
-        agent_id: str | None = None,
-        namespace: str | None = None,
-    ) -> int:
-        return await self._ledger.purge_fact_history(
-            subject=subject, thread_id=thread_id, agent_id=agent_id, namespace=namespace
-        )
-
-
-# The delegating methods carry the docstrings of the parts that implement them (help(),
-# IDEs), written once, where the behaviour is.
-for _name, _part in (
-    ("remember", LongTermMemory),
-    ("remember_many", LongTermMemory),
-    ("update", LongTermMemory),
-    ("history", Documents),
-    ("get", Documents),
-    ("get_many", Documents),
-    ("forget", Documents),
-    ("effective_threshold", Recall),
-    ("recall", Recall),
-    ("recall_by_vector", Recall),
-    ("search_candidates", Recall),
-    ("count", ScopeReader),
-    ("list", ScopeReader),
-    ("forget_by_scope", Erasure),
-    ("erase", Erasure),
-    ("store_turn", Sessions),
-    ("get_recent_turns", Sessions),
-    ("get_session_metadata", Sessions),
-    ("clear_session", Sessions),
-    ("retrieve_context", Sessions),
-    ("extract_memories", Sessions),
-    ("consolidate", Consolidation),
-    ("consolidate_facts", Consolidation),
-    ("fact_history", FactLedger),
-    ("purge_fact_history", FactLedger),
-):
-    getattr(MemoryStore, _name).__doc__ = getattr(_part, _name).__doc__
-del _name, _part
+    # Consolidation (tiers.consolidation, tiers.fact_ledger).
+    consolidate = _Delegate("_consolidation", Consolidation.consolidate)
+    consolidate_facts = _Delegate("_consolidation", Consolidation.consolidate_facts)
+    fact_history = _Delegate("_ledger", FactLedger.fact_history)
+    purge_fact_history = _Delegate("_ledger", FactLedger.purge_fact_history)

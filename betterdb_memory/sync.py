@@ -221,10 +221,25 @@ def _attribute(owner: type[A], read: Callable[[A], T], doc: str | None = None) -
     return cast("_ReadOnly[T]", property(get, doc=doc))
 
 
+def _is_delegate(value: object) -> bool:
+    """A method descriptor other than the kinds handled by name (``store._Delegate``)."""
+    return (
+        hasattr(value, "__get__")
+        and not inspect.isfunction(value)
+        and not isinstance(value, property | classmethod | staticmethod)
+        and hasattr(value, "fn")
+    )
+
+
 def _public_members(cls: type) -> Iterator[tuple[str, object]]:
     seen: dict[str, object] = {}
     for klass in reversed(cls.__mro__[:-1]):
-        seen.update((k, v) for k, v in vars(klass).items() if not k.startswith("_"))
+        for k, v in vars(klass).items():
+            if k.startswith("_"):
+                continue
+            if _is_delegate(v):  # a method the store takes from one of its parts: its function
+                v = v.__get__(None, klass)
+            seen[k] = v
     yield from seen.items()
 
 

@@ -86,6 +86,12 @@ _KEY_KINDS: tuple[tuple[re.Pattern[str], KeyKind], ...] = (
     # The OpenAI Agents session's raw items and folded mark (adapters.openai_agents).
     (re.compile(rf"^l1:{_TAG}:agents:items$"), "list"),
     (re.compile(rf"^l1:{_TAG}:agents:folded$"), "string"),
+    # The LangChain chat history's messages and folded mark (adapters.langchain.history).
+    (re.compile(rf"^l1:{_TAG}:langchain:messages$"), "list"),
+    (re.compile(rf"^l1:{_TAG}:langchain:folded$"), "string"),
+    # LangChain key-value stores (adapters.langchain.kv): values and the key SET.
+    (re.compile(rf"^kv:{_TAG}:v:.+$"), "string"),
+    (re.compile(rf"^kv:{_TAG}:keys$"), "set"),
     (re.compile(r"^l1:agent:[0-9a-f]{20}$"), "set"),
     (re.compile(r"^cons:targets$"), "hash"),
     (re.compile(rf"^cons:{_TAG}:subjects$"), "hash"),

@@ -46,7 +46,12 @@ def loop_threads() -> set[threading.Thread]:
 
 
 def public_members(cls: type) -> dict[str, object]:
-    return {k: v for k, v in vars(cls).items() if not k.startswith("_")}
+    """Public members as the class shows them: a method the store takes from a part is its function."""
+    return {
+        k: v.__get__(None, cls) if hasattr(v, "fn") and hasattr(v, "__get__") else v
+        for k, v in vars(cls).items()
+        if not k.startswith("_")
+    }
 
 
 def evaluated_signature(fn: Any) -> inspect.Signature:
