@@ -104,12 +104,18 @@ class Capacity:
         async with lock:
             victims = await self._victims(flt, cap, protect=protect, now=now, expected=expected)
 
+            # On a cluster the pipeline's commands run per node in no set order: the unlock
+            # could land before a delete on another shard, and the next holder would count a
+            # memory already chosen. There the lock is released after the deletes returned.
+            release_here = not self._rt.backend.cluster
+
             def also(pipe: Any) -> None:
                 if victims:  # Monitor reads the counter at once, as the reference writes it
                     pipe.hincrby(stats, "evictions", len(victims))
-                lock.queue_release(pipe)
+                if release_here:
+                    lock.queue_release(pipe)
 
-            # The deletes, the eviction counter and the unlock travel in one round trip.
+            # The deletes, the eviction counter and (one server) the unlock in one round trip.
             removed = await self._docs.delete_ids(victims, also=also, operation="capacity")
         if removed != len(victims):  # another client deleted a victim first: count only ours
             await self._rt.backend.command(

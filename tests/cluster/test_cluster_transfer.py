@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -54,6 +56,11 @@ async def test_round_trip_and_reembed_on_a_cluster(
     res = await reembed(target, HashingEmbedder(32), batch=2)
     assert res.embedded == 6 and res.fixed == 0 and res.history == 1
     moved = make_store(name=unique_name + "_b", embedder=HashingEmbedder(32))
+    # Each shard re-indexes its documents in the background after the switch (README: recall
+    # is partial until the backfill ends); wait for it, bounded.
+    deadline = time.monotonic() + 60
+    while await moved.count() < 5 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
     assert await moved.count() == 5
     hits = await moved.recall("green tea in the morning", namespace="acme", reinforce=False)
     assert hits[0].item.id == ids["rich"]
