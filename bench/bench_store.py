@@ -55,8 +55,15 @@ from betterdb_memory import MemoryStore, Scope
 from betterdb_memory.backend.dialect import Capabilities
 from betterdb_memory.core.codec import encode_vector
 from betterdb_memory.core.keys import KeySpace
-from betterdb_memory.core.query import MemoryFilter, create_index_args, filter_search_args, knn_search_args
+from betterdb_memory.core.query import (
+    ITEM_FIELDS,
+    MemoryFilter,
+    create_index_args,
+    filter_search_args,
+    knn_search_args,
+)
 from betterdb_memory.server import EmbeddedServer
+from betterdb_memory.tiers.recall import _RANKING_FIELDS as RANKING_FIELDS
 
 FloatMatrix = npt.NDArray[np.float32]
 Command = tuple[Any, ...]
@@ -520,22 +527,39 @@ async def context_rows(bench: Bench, name: str, docs: Sequence[Doc]) -> list[Row
         await store.ensure_index()
         k, knn = context_k(store, CONTEXT_BUDGET)
         flt = MemoryFilter()  # agent_id / namespace None: recall across the whole store
+        # The KNN, and with re-ranking the full-text query of hybrid recall (issue 16), both
+        # built by the library's own builders for each question.
+        fields = RANKING_FIELDS if knn > k else ITEM_FIELDS
         raw_args = [
-            knn_search_args(store.keys.index, encode_vector(vec), k=knn, flt=flt, layout=store.layout)
-            for _, vec, _ in queries
+            [
+                knn_search_args(
+                    store.keys.index,
+                    encode_vector(vec),
+                    k=knn,
+                    flt=flt,
+                    layout=store.layout,
+                    return_fields=fields,
+                ),
+                *(store._recall._text.args(text, flt, fields) if store.reranker is not None else []),
+            ]
+            for text, vec, _ in queries
         ]
 
         async def ours_op(i: int, store: MemoryStore = store) -> None:
             await store.retrieve_context(thread, queries[i][0], token_budget=CONTEXT_BUDGET)
 
-        async def raw_op(i: int, raw_args: list[list[str | bytes]] = raw_args) -> None:
-            await asyncio.gather(client.lrange(turns_key, 0, -1), client.execute_command(*raw_args[i]))
+        async def raw_op(i: int, raw_args: list[list[list[Any]]] = raw_args) -> None:
+            await asyncio.gather(
+                client.lrange(turns_key, 0, -1), *(client.execute_command(*a) for a in raw_args[i])
+            )
 
         # Check once that the raw side sends what the library does (the KNN k, filter and fields).
         rec = await record(client, partial(ours_op, plan.context_rounds))
         searches = rec.commands("FT.SEARCH")
-        assert len(searches) == 1 and len(rec.trips) == 2, rec.trips
-        same_search(searches[0], raw_args[plan.context_rounds], label)
+        expected = raw_args[plan.context_rounds]
+        assert len(searches) == len(expected) and len(rec.trips) == 2, rec.trips
+        for got, want in zip(searches, expected, strict=True):
+            same_search(got, want, label)
         assert rec.commands("LRANGE") == [("LRANGE", turns_key, 0, -1)], rec.trips
         ctx = await store.retrieve_context(thread, queries[0][0], token_budget=CONTEXT_BUDGET)
         assert ctx.turns and ctx.memories, ctx
@@ -544,7 +568,8 @@ async def context_rows(bench: Bench, name: str, docs: Sequence[Doc]) -> list[Row
             await ours_op(plan.context_rounds + i)
             await raw_op(plan.context_rounds + i)
         pair = await interleave(ours_op, raw_op, rounds=plan.context_rounds, budget_s=plan.budget_s)
-        full = f"{label} (vs LRANGE + FT.SEARCH KNN {knn}, gathered)"
+        text_note = " + the text query" if store.reranker is not None else ""
+        full = f"{label} (vs LRANGE + FT.SEARCH KNN {knn}{text_note}, gathered)"
         rows.append(
             Row(
                 full,

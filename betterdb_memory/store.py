@@ -26,6 +26,7 @@ one share a store.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
@@ -196,6 +197,10 @@ class MemoryStore:
             documents), on with this library's embedders (measured on LoCoMo).
         rerank_candidates: KNN candidates fetched when re-ranking (the full-text index adds
             up to 50 more on engines with TEXT fields).
+        text_candidates: full-text hits of the query's words a re-ranked recall adds to its
+            KNN candidates (50; 0: the KNN alone). They find memories the KNN misses (LoCoMo
+            hit@5 0.58 -> 0.66) for one more query in the same round trip, whose cost grows
+            with how many memories share the query's words (bench/results/latest.md).
         relevance_margin: with re-ranking, the threshold gates the recall as a whole: it
             answers when the nearest KNN candidate is within the threshold, or stands out
             from the median of the KNN candidates by at least this cosine distance; then
@@ -236,6 +241,7 @@ class MemoryStore:
         reranker: Reranker | bool | None = None,
         rerank_candidates: int = 50,
         relevance_margin: float | bool | None = None,
+        text_candidates: int = 50,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
         hnsw_ef_runtime: int = 10,
@@ -310,6 +316,13 @@ class MemoryStore:
             threshold, embed_fn is not None, consolidation, dedup, reinforce_mode, reinforce_write_interval,
             candidate_factor, reranker, rerank_candidates, margin,
         )  # fmt: skip
+        if (
+            isinstance(text_candidates, bool)
+            or not isinstance(text_candidates, int)
+            or not 0 <= text_candidates <= 1000
+        ):
+            raise _range_error("text_candidates", "text_candidates must be an integer in 0..1000")
+        settings = dataclasses.replace(settings, text_candidates=text_candidates)
         session_config = SessionConfig.of(
             session_ttl=session_ttl,
             max_session_turns=max_session_turns,

@@ -9,7 +9,7 @@ everything is re-ranked together (``core.ranking``).
 
 Per engine (``core.query.text_search_args``): RediSearch answers one BM25-scored query
 for all the words; valkey-search >= 1.2 one query per word, whose union is ranked here
-by the same lexical score the re-ranker uses, keeping the best ``TEXT_CANDIDATES``;
+by the same lexical score the re-ranker uses, keeping the best ``text_candidates``;
 engines without TEXT fields (valkey-search 1.0), or an index whose ``content`` is not
 one, keep the KNN-only path. A text-only candidate's cosine distance is computed here
 from its stored vector, so every candidate is scored on the same scale.
@@ -27,7 +27,6 @@ from ..core.codec import as_text, decode_vector, to_float
 from ..core.models import MemoryItem, item_from_fields
 from ..core.query import (
     CHECK_FIELDS,
-    TEXT_CANDIDATES,
     VECTOR_FIELD,
     MemoryFilter,
     item_matches,
@@ -51,9 +50,14 @@ class TextCandidates:
         self._docs = docs
 
     def available(self) -> bool:
-        """Whether the engine and the index in use can answer a full-text query on ``content``."""
+        """Whether the engine and the index in use can answer a full-text query on ``content`` (and it is on)."""
         caps = self._rt.index.capabilities
-        return caps is not None and caps.text_fields and self._rt.index.layout.text
+        return (
+            self._rt.settings.text_candidates > 0
+            and caps is not None
+            and caps.text_fields
+            and self._rt.index.layout.text
+        )
 
     def args(self, query: str, flt: MemoryFilter, fields: Sequence[str]) -> list[list[str]]:
         """The FT.SEARCH argument lists (none when the query has no words or the engine no TEXT)."""
@@ -75,6 +79,7 @@ class TextCandidates:
             layout=self._rt.index.layout,
             per_word=caps.engine != "redisearch",
             return_fields=want,
+            limit=self._rt.settings.text_candidates,
         )
 
     def candidates(
@@ -124,10 +129,11 @@ class TextCandidates:
         if expired:
             self._docs.drop_expired(expired)
         pairs = sorted(found.values(), key=lambda p: p[0].id)
-        if len(replies) > 1 and len(pairs) > TEXT_CANDIDATES:
+        limit = self._rt.settings.text_candidates
+        if len(replies) > 1 and len(pairs) > limit:
             # One query per word (valkey-search): keep the union's lexically best.
             ranker = reranker if isinstance(reranker, HybridRanker) else _DEFAULT_RANKER
             scores = ranker.lexical_scores(query, [item.content for item, _ in pairs])
             order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].id))
-            pairs = [pairs[i] for i in order[:TEXT_CANDIDATES]]
+            pairs = [pairs[i] for i in order[:limit]]
         return pairs

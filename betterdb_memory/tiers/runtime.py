@@ -44,6 +44,7 @@ class Settings:
     reranker: Reranker | None = None
     rerank_candidates: int = 50
     margin: float | None = None  # the re-ranked recall's gate margin (core.ranking.Gate)
+    text_candidates: int = 50  # full-text hits a re-ranked recall adds (0: KNN only)
 
 
 class Runtime:

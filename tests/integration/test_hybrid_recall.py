@@ -95,3 +95,32 @@ async def test_the_gate_answers_or_stays_silent_for_the_whole_recall(store: Any)
 
 def _fields(settings: Any) -> dict[str, Any]:
     return {name: getattr(settings, name) for name in settings.__slots__}
+
+
+async def test_text_candidates_zero_keeps_the_knn_alone(client: Any, unique_name: str) -> None:
+    from betterdb_memory import ValidationError
+
+    with pytest.raises(ValidationError):
+        MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(DIM), text_candidates=-1)
+    store = MemoryStore(
+        client=client,
+        name=unique_name,
+        embedder=HashingEmbedder(DIM),
+        discovery=False,
+        rerank_candidates=1,
+        text_candidates=0,
+    )
+    try:
+        query = "Where is Zanzibarite Priya moving?"
+        [qv] = (await store.embedder.embed([query])).tolist()
+        await store.remember("The weather was mild.", vector=qv, thread_id="k")
+        answer = await store.remember("Zanzibarite Priya moves to Porto.", vector=unit(5), thread_id="k")
+        await store.index.ensure_ready()
+        assert store._recall._text.args(query, store._recall._filter(
+            thread_id="k", agent_id=None, namespace=None, tags=None
+        ), ["content"]) == []  # fmt: skip
+        hits = await store.recall(query, k=1, threshold=2.0, thread_id="k", reinforce=False)
+        assert answer not in [h.item.id for h in hits]  # the KNN of one holds only the nearest
+    finally:
+        await store.forget_by_scope(thread_id="k")
+        await store.close()
