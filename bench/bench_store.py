@@ -62,6 +62,7 @@ from betterdb_memory.core.query import (
     filter_search_args,
     knn_search_args,
 )
+from betterdb_memory.progress import Progress
 from betterdb_memory.server import EmbeddedServer
 from betterdb_memory.tiers.recall import _RANKING_FIELDS as RANKING_FIELDS
 
@@ -356,15 +357,23 @@ async def populate(
     raw_batches = [[raw.hset(ours, d, now_ms) for d in b] for b in batches]
     items = [[d.item() for d in b] for b in batches]  # the caller's own data, built before timing
 
+    progress = Progress()  # both sides' memories, on standard error (a bar on a terminal)
+    progress.begin(f"populate {len(docs):,} memories (ours and raw)", 2 * len(docs))
+
     async def ours_op(i: int) -> None:
         await ours.remember_many(items[i])
+        progress.advance(len(items[i]))
 
     async def raw_op(i: int) -> None:
         await bench.raw_write(raw_batches[i])
+        progress.advance(len(raw_batches[i]))
 
-    pair = await interleave(
-        ours_op, raw_op, rounds=len(batches), budget_s=float("inf"), memory_probe=bench.used_memory
-    )
+    try:
+        pair = await interleave(
+            ours_op, raw_op, rounds=len(batches), budget_s=float("inf"), memory_probe=bench.used_memory
+        )
+    finally:
+        progress.end()
     # Batch latency is per 500 memories; throughput counts memories, not batches.
     for side, sizes in ((pair.ours, batches), (pair.raw, raw_batches)):
         side.ops = sum(len(b) for b in sizes)

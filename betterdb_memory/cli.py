@@ -144,6 +144,16 @@ async def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 async def cmd_forget(store: MemoryStore, args: argparse.Namespace) -> int:
+    if args.id is None:  # a whole scope, with progress on standard error
+        scope = _scope(args)
+        if not any(scope.values()) and not args.tag:
+            raise ValidationError(
+                "forget needs a memory id, or --thread / --agent / --namespace / --tag",
+                code="validation.empty_scope",
+            )
+        n = await store.forget_by_scope(tags=args.tag or None, progress=Progress(), **scope)
+        print(json.dumps({"deleted": n}) if args.json else f"deleted {n}")
+        return EXIT_OK
     ok = await store.forget(args.id)
     print(json.dumps({"deleted": ok}) if args.json else ("deleted" if ok else "not found"))
     return EXIT_OK if ok else EXIT_NOT_FOUND
@@ -390,8 +400,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("list", help="list memories newest first", parents=[common, scope])
     s.add_argument("--limit", type=int, default=20)
     s.add_argument("--cursor")
-    s = sub.add_parser("forget", help="delete one memory", parents=[common])
-    s.add_argument("id")
+    s = sub.add_parser(
+        "forget", help="delete one memory, or every memory of a scope (--thread ...)", parents=[common, scope]
+    )
+    s.add_argument("id", nargs="?")
     sub.add_parser("stats", help="counts, index and settings", parents=[common])
     s = sub.add_parser("config", help="read or change the live config hash", parents=[common])
     s.add_argument("action", choices=("get", "set", "unset"))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from ..core.escaping import validate_tag_value
 from ..errors import BetterDBMemoryError, ValidationError
+from ..progress import ProgressSink
 from .documents import Documents
 from .fact_ledger import FactLedger
 from .runtime import Runtime
@@ -53,13 +54,16 @@ class Erasure:
         agent_id: str | None = None,
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
+        progress: ProgressSink | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
         Refuses an empty selector (no scope field and no tags): deleting everything is
         not a default. Pages of 500, each one query and one pipelined delete; returns
         the number deleted. On a connection fault the error's ``details`` carry
-        ``deleted`` (the count so far): calling again finishes the job.
+        ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
+        object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
+        (``betterdb_memory.progress.Progress`` draws a bar) told of every page deleted.
         """
         flt = scope_filter(
             thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False
@@ -73,6 +77,9 @@ class Erasure:
         deleted = 0
         with self._rt.obs.span("forget_by_scope"):
             try:
+                if progress is not None:
+                    total, _ = await self._scopes.scan(flt, (), operation="forget_by_scope", limit=0)
+                    progress.begin("forget_by_scope", total)
                 for _ in range(_FORGET_MAX_PAGES):
                     _, hits = await self._scopes.scan(
                         flt, (), operation="forget_by_scope", limit=_FORGET_PAGE
@@ -81,6 +88,8 @@ class Erasure:
                         break
                     removed = await self._docs.delete_ids([self._rt.keys.memory_id_of(h.key) for h in hits])
                     deleted += removed
+                    if progress is not None:
+                        progress.advance(removed)
                     if removed == 0:
                         break  # the index lists documents already gone: no progress to make
                 else:
@@ -96,6 +105,9 @@ class Erasure:
                 exc.details["operation"] = "forget_by_scope"
                 exc.details["deleted"] = deleted
                 raise
+            finally:
+                if progress is not None:
+                    progress.end()
         return deleted
 
     async def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:

@@ -227,3 +227,20 @@ def test_explicit_url_wins_over_the_environment(valkey_url: str, unique_name: st
                                  "stats", "--json", env=env)  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["name"] == unique_name
+
+
+def test_forget_a_whole_scope_with_progress_on_stderr(valkey_url: str, unique_name: str) -> None:
+    """``forget --thread T`` deletes the scope; progress goes to stderr, ``--json`` stdout stays one object."""
+    front = ("--url", valkey_url, "--name", unique_name, "--embedder", "hashing", "--json")
+    for i in range(3):
+        assert entry_point(*front, "remember", f"note {i}", "--thread", "gone")[0] == 0
+    assert entry_point(*front, "remember", "kept", "--thread", "kept")[0] == 0
+    code, out, err = entry_point(*front, "forget", "--thread", "gone")
+    assert code == 0, err
+    assert json.loads(out) == {"deleted": 3}
+    assert "forget_by_scope" in err  # the progress line
+    code, out, _ = entry_point(*front, "list", "--thread", "kept")
+    assert [i["content"] for i in json.loads(out)["items"]] == ["kept"]
+    code, _, err = entry_point(*front, "forget")  # neither an id nor a scope
+    assert (code == 2 and "validation.empty_scope" in err) or "needs a memory id" in err
+    entry_point(*front, "forget", "--thread", "kept")
