@@ -231,3 +231,36 @@ async def test_recall_clamps_a_distance_a_hair_below_zero() -> None:
         np.ones(8, dtype=np.float32), MemoryFilter(), 1
     )
     assert item.id == "m1" and distance == 0.0
+
+
+@pytest.mark.parametrize(
+    ("option", "bad", "code"),
+    [
+        ("relevance_margin", -1, "validation.range"),
+        ("relevance_margin", "x", "validation.type"),
+        ("relevance_margin", float("nan"), "validation.nonfinite"),
+        ("relevance_margin", 3.0, "validation.range"),
+        ("text_candidates", -1, "validation.range"),
+        ("text_candidates", 1001, "validation.range"),
+        ("text_candidates", True, "validation.range"),
+    ],
+)
+def test_new_store_options_refuse_bad_values_with_a_typed_error(option: str, bad: object, code: str) -> None:
+    from betterdb_memory import ValidationError
+
+    with pytest.raises(ValidationError) as caught:
+        MemoryStore(client=None, name="opts", embedder=HashingEmbedder(), discovery=False, **{option: bad})  # type: ignore[arg-type]
+    assert caught.value.code == code
+
+
+def test_relevance_margin_defaults_to_the_embedders_and_can_be_turned_off() -> None:
+    on = MemoryStore(client=None, name="m1", embedder=HashingEmbedder(), discovery=False)  # type: ignore[arg-type]
+    off = MemoryStore(
+        client=None, name="m2", embedder=HashingEmbedder(), discovery=False, relevance_margin=False
+    )  # type: ignore[arg-type]
+    mine = MemoryStore(
+        client=None, name="m3", embedder=HashingEmbedder(), discovery=False, relevance_margin=0.25
+    )  # type: ignore[arg-type]
+    assert (on._rt.settings.margin, off._rt.settings.margin, mine._rt.settings.margin) == (0.09, None, 0.25)
+    for store in (on, off, mine):
+        asyncio.run(store.close())
