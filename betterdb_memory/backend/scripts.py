@@ -15,6 +15,10 @@ BetterDB Monitor and the reference library read, is rewritten only when it is ol
 than ``interval`` ms. A deleted memory is never resurrected: the script checks the
 document exists first.
 
+``FETCH`` (memories by id): each document's fields with its exact access count, read
+in one step; with ``reinforce`` 1 the access is counted as ``REINFORCE`` counts it, so
+a recall reads its hits and reinforces them in one round trip. A gone memory is nil.
+
 ``RETIRE`` (a superseded or retracted fact): stamps the document and renames it out
 of the index prefix to its history key (the same slot), only if it still exists, so
 a fact another client deleted meanwhile never leaves a stub behind.
@@ -30,34 +34,76 @@ first reply was lost finds its own token and succeeds) and released only by its 
 
 from __future__ import annotations
 
-__all__ = ["LOCK", "REINFORCE", "REPLACE", "RETIRE", "UNLOCK"]
+__all__ = ["FETCH", "LOCK", "REINFORCE", "REPLACE", "RETIRE", "UNLOCK"]
+
+# One access to a live memory: the counter's new value, the document's snapshot when due.
+_REINFORCE_FN = r"""
+local function reinforce(doc, counter, now, half_life, interval)
+  local n = redis.call('INCR', counter)
+  local ttl = redis.call('PTTL', doc)
+  if ttl > 0 then redis.call('PEXPIRE', counter, ttl) end
+  local stored = tonumber(redis.call('HGET', doc, 'access_count')) or 0
+  if n <= stored then
+    -- The counter is new (first access through this library) or was lost: continue
+    -- from the document's own count (written by another client, or a snapshot).
+    n = stored + 1
+    redis.call('SET', counter, n, 'KEEPTTL')
+  end
+  local last = tonumber(redis.call('HGET', doc, 'last_accessed_at')) or 0
+  -- The first access always reaches the document (readers see it was recalled); later
+  -- ones at most once per interval.
+  if stored == 0 or now - last >= interval then
+    local imp = tonumber(redis.call('HGET', doc, 'importance')) or 0.5
+    if imp < 0.001 then imp = 0.001 end
+    local keep = now / 1000 / half_life + math.log(imp) / math.log(2)
+    redis.call('HSET', doc, 'last_accessed_at', now, 'access_count', n, 'keep', keep)
+  end
+  return n
+end
+"""
 
 # KEYS: doc, counter ; ARGV: now_ms, half_life_s, interval_ms
 # -> the exact access count after this access, or -1 when the memory is gone
-REINFORCE = r"""
+REINFORCE = (
+    _REINFORCE_FN
+    + r"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local n = redis.call('INCR', KEYS[2])
-local now = tonumber(ARGV[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-local stored = tonumber(redis.call('HGET', KEYS[1], 'access_count')) or 0
-if n <= stored then
-  -- The counter is new (first access through this library) or was lost: continue
-  -- from the document's own count (written by another client, or a snapshot).
-  n = stored + 1
-  redis.call('SET', KEYS[2], n, 'KEEPTTL')
-end
-local last = tonumber(redis.call('HGET', KEYS[1], 'last_accessed_at')) or 0
--- The first access always reaches the document (readers see it was recalled); later
--- ones at most once per interval.
-if stored == 0 or now - last >= tonumber(ARGV[3]) then
-  local imp = tonumber(redis.call('HGET', KEYS[1], 'importance')) or 0.5
-  if imp < 0.001 then imp = 0.001 end
-  local keep = now / 1000 / tonumber(ARGV[2]) + math.log(imp) / math.log(2)
-  redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1], 'access_count', n, 'keep', keep)
-end
-return n
+return reinforce(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
 """
+)
+
+# KEYS: doc1, counter1, doc2, counter2, ... ; ARGV: reinforce (1/0), now_ms, half_life_s,
+# interval_ms, field...
+# -> per memory: nil when gone, else the fields' values (as read, before this access)
+#    followed by the exact access count before this access.
+FETCH = (
+    _REINFORCE_FN
+    + r"""
+local fields = {}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+local now, half_life, interval = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local out = {}
+for j = 1, #KEYS, 2 do
+  local doc, counter = KEYS[j], KEYS[j + 1]
+  if redis.call('EXISTS', doc) == 0 then
+    out[#out + 1] = false
+  else
+    local values = redis.call('HMGET', doc, unpack(fields))
+    local count
+    if ARGV[1] == '1' then
+      count = reinforce(doc, counter, now, half_life, interval) - 1
+    else
+      local stored = tonumber(redis.call('HGET', doc, 'access_count')) or 0
+      count = tonumber(redis.call('GET', counter)) or 0
+      if count < stored then count = stored end
+    end
+    values[#values + 1] = count
+    out[#out + 1] = values
+  end
+end
+return out
+"""
+)
 
 # KEYS: lock ; ARGV: token, ttl_ms -> 1 acquired (or already ours), 0 held by another
 LOCK = r"""

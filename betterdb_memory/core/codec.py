@@ -94,21 +94,30 @@ def as_text(value: Any) -> str:
 
 
 def to_float(value: Any, default: float = 0.0) -> float:
-    if value is None or value == b"" or value == "":
+    """A reply value (bytes, str or number) as a finite float; ``default`` when absent or not one.
+
+    ``float`` reads bytes itself: no decode on the recall hot path.
+    """
+    if value is None:
         return default
     try:
-        out = float(as_text(value))
-    except ValueError:
+        out = float(value)
+    except (ValueError, TypeError):
         return default
     return out if math.isfinite(out) else default
 
 
 def to_int(value: Any, default: int = 0) -> int:
-    if value is None or value == b"" or value == "":
+    """A reply value as an int (``"1.7e12"`` and ``"3.0"`` too, truncated); ``default`` when not one."""
+    if value is None:
         return default
     try:
-        return int(float(as_text(value)))
-    except ValueError:
+        return int(value)
+    except (ValueError, TypeError):
+        pass
+    try:
+        return int(float(value))
+    except (ValueError, TypeError, OverflowError):
         return default
 
 

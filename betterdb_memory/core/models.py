@@ -23,6 +23,7 @@ __all__ = [
     "Sensitivity",
     "StoreStats",
     "item_from_fields",
+    "ranking_item",
 ]
 
 Sensitivity = Literal["none", "low", "pii", "sensitive"]
@@ -126,6 +127,23 @@ class StoreStats:
 def _opt(value: Any) -> str | None:
     text = as_text(value)
     return text or None
+
+
+def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
+    """A ``MemoryItem`` with only what ranking reads (content, importance, times).
+
+    A recall ranks up to a hundred candidates and returns a few: the winners are read
+    whole afterwards (``Documents.fetch``), so the candidates skip the other fields.
+    """
+    return MemoryItem(
+        id=memory_id,
+        content=as_text(fields.get("content")),
+        importance=to_float(fields.get("importance"), 0.5),
+        created_at=to_int(fields.get("created_at")),
+        last_accessed_at=to_int(fields.get("last_accessed_at")),
+        access_count=0,
+        expires_at=to_int(fields.get("expires_at")) or None,
+    )
 
 
 def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: str = "fact") -> MemoryItem:

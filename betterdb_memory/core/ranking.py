@@ -70,7 +70,7 @@ from typing import Protocol, runtime_checkable
 from ..embedders.hashing import tokenize
 from ..errors import ConfigurationError
 from .models import MemoryHit, MemoryItem
-from .scoring import Weights, composite, similarity_from_distance
+from .scoring import ScoreParts, Weights, similarity_from_distance
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -213,6 +213,10 @@ def fold_suffix(word: str) -> str:
     return word
 
 
+# Memories share their words: fold each word once (the folding is the costly part of ``_terms``).
+_fold = functools.lru_cache(maxsize=1 << 16)(fold_suffix)
+
+
 @functools.lru_cache(maxsize=8192)
 def _terms(text: str, stopwords: frozenset[str], fold: bool) -> tuple[str, ...]:
     """Index terms of a text; cached because the same memories come back query after query."""
@@ -220,8 +224,15 @@ def _terms(text: str, stopwords: frozenset[str], fold: bool) -> tuple[str, ...]:
     for token in tokenize(text):
         if token in stopwords or not any(ch.isalnum() for ch in token):
             continue
-        out.append(fold_suffix(token) if fold else token)
+        out.append(_fold(token) if fold else token)
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=8192)
+def _term_counts(text: str, stopwords: frozenset[str], fold: bool) -> tuple[Counter[str], int]:
+    """Each term's count in a text, and the number of terms (cached like ``_terms``; do not mutate)."""
+    terms = _terms(text, stopwords, fold)
+    return Counter(terms), len(terms)
 
 
 def _check_number(name: str, value: object, *, low: float, high: float = math.inf) -> float:
@@ -282,9 +293,10 @@ class HybridRanker:
         query_terms = sorted(set(self.terms(query)))  # sorted: float sums never depend on word order
         if not query_terms or not documents:
             return [0.0] * len(documents)
-        doc_terms = [Counter(self.terms(d)) for d in documents]
+        counted = [_term_counts(d, self.stopwords, self.fold_suffixes) for d in documents]
+        doc_terms = [c for c, _ in counted]
+        lengths = [length for _, length in counted]
         n = len(doc_terms)
-        lengths = [sum(c.values()) for c in doc_terms]
         avg_length = sum(lengths) / n  # integer sum: exact, whatever the order
         df = {t: sum(1 for c in doc_terms if t in c) for t in query_terms}
         idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in query_terms}
@@ -406,18 +418,26 @@ def rank(
                 fused[item.id] = min(1.0, max(0.0, float(lifted)))
                 order.append((item, distance_of[item.id]))
         admitted = order
-    hits: list[MemoryHit] = []
+    # ``scoring.composite``'s arithmetic, inlined (up to a hundred candidates a recall);
+    # its ScoreParts are built for the hits returned only.
+    w_sim, w_rec, w_imp = weights.similarity, weights.recency, weights.importance
+    scored: list[tuple[float, float, float, MemoryItem, float]] = []
     for item, distance in admitted:
         similarity = fused.get(item.id)
-        parts = composite(
-            distance=distance if similarity is None else 2.0 * (1.0 - similarity),
-            importance=item.importance,
-            created_at=item.created_at / 1000.0,
-            last_accessed_at=item.last_accessed_at / 1000.0,
-            now=now,
-            weights=weights,
-            half_life_seconds=half_life_seconds,
+        d = distance if similarity is None else 2.0 * (1.0 - similarity)
+        sim = min(1.0, max(0.0, 1.0 - d / 2.0))
+        last_seen = max(item.created_at / 1000.0, item.last_accessed_at / 1000.0)
+        rec = float(0.5 ** (max(0.0, now - last_seen) / half_life_seconds))
+        score = w_sim * sim + w_rec * rec + w_imp * item.importance
+        scored.append((score, sim, rec, item, distance))
+    scored.sort(key=lambda entry: entry[0], reverse=True)  # stable: ties keep the candidates' order
+    return [
+        MemoryHit(
+            item,
+            score,
+            1.0 - distance / 2.0,
+            distance,
+            ScoreParts(sim, rec, item.importance, weights, score) if explain else None,
         )
-        hits.append(MemoryHit(item, parts.score, 1.0 - distance / 2.0, distance, parts if explain else None))
-    hits.sort(key=lambda h: h.score, reverse=True)
-    return hits[:k]
+        for score, sim, rec, item, distance in scored[:k]
+    ]

@@ -33,11 +33,28 @@ class SearchResult:
     hits: list[SearchHit]
 
 
+# Field names come back as bytes on every hit of every reply; a memory schema has a few
+# dozen. Decoded once each (bounded, in case a caller's hashes have many field names).
+_NAMES: dict[bytes, str] = {}
+_NAMES_MAX = 4096
+
+
+def _name(raw: Any) -> str:
+    if isinstance(raw, bytes):
+        name = _NAMES.get(raw)
+        if name is None:
+            name = as_text(raw)
+            if len(_NAMES) < _NAMES_MAX:
+                _NAMES[raw] = name
+        return name
+    return as_text(raw)
+
+
 def _field_map(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
-        return {as_text(k): v for k, v in value.items()}
+        return {_name(k): v for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return {as_text(value[i]): value[i + 1] for i in range(0, len(value) - 1, 2)}
+        return {_name(value[i]): value[i + 1] for i in range(0, len(value) - 1, 2)}
     return {}
 
 

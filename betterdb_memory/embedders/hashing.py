@@ -46,6 +46,7 @@ from .base import FloatMatrix, _check_positive_int, check_texts, l2_normalize
 __all__ = ["HashingEmbedder", "tokenize"]
 
 _WORD_OR_SYMBOL = re.compile(r"\w+|[^\w\s]")
+_ASCII_WORD = re.compile(r"[a-z0-9_]+")
 # Scripts written without spaces between words; each character becomes a token.
 _NO_SPACE_SCRIPT = re.compile(
     "["
@@ -105,7 +106,16 @@ def tokenize(text: str) -> list[str]:
     """The token stream the hashing embedder sees (steps 1-3 of the module docstring).
 
     Exposed so that tests, and users wondering why two texts do not match, can see it.
+    ASCII text takes a shortcut with the same result (NFKC and casefold are ``lower``
+    there, and it has no marks, no symbols of category So and no spaceless scripts):
+    recall's re-ranker tokenises every candidate.
     """
+    if text.isascii():
+        return _ASCII_WORD.findall(text.lower())
+    return _tokenize_unicode(text)
+
+
+def _tokenize_unicode(text: str) -> list[str]:
     norm = unicodedata.normalize("NFKC", text).casefold()
     words: list[str] = []
     last_end = -1

@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..core.codec import as_text, to_int
+from ..backend import scripts
+from ..core.codec import as_text, to_float, to_int
 from ..core.keys import validate_memory_id
 from ..core.models import MemoryItem, MemoryVersion, item_from_fields
 from ..core.query import ITEM_FIELDS
-from ..errors import ValidationError
+from ..errors import StoreConnectionError, ValidationError
 from .runtime import Runtime
 
 __all__ = ["Documents"]
+
+log = logging.getLogger(__name__)
 
 
 class Documents:
@@ -30,45 +34,87 @@ class Documents:
 
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
+        self._fetch = rt.backend.register("fetch", scripts.FETCH)
 
     async def get(self, id: str) -> MemoryItem | None:
         """The memory with this id, or None (never the raw vector)."""
         return (await self.get_many([id]))[0]
 
     async def get_many(self, ids: Sequence[str]) -> list[MemoryItem | None]:
-        """``get`` for many ids in one pipelined round trip (exact access counts included)."""
+        """``get`` for many ids in one round trip (exact access counts included)."""
         if isinstance(ids, str):
             raise ValidationError(
                 "get_many takes a list of ids", code="validation.type", details={"argument": "ids"}
             )
+        return await self.fetch(ids)
+
+    async def fetch(
+        self, ids: Sequence[str], *, reinforce: tuple[float, float, float] | None = None
+    ) -> list[MemoryItem | None]:
+        """The memories ``ids`` (None where gone or expired) with exact access counts.
+
+        ``reinforce``: ``(now, half_life_seconds, interval_seconds)`` to count this as an
+        access of each (``scripts.REINFORCE``'s bookkeeping) in the same step; the items
+        returned are as they were before it. One ``FETCH`` script on a single server; on
+        a cluster one per memory (each touches one slot), pipelined.
+
+        Not retried with ``reinforce``: a replay would count an access twice. When that
+        round trip fails on the connection, the memories are read again without it (the
+        access may or may not have been counted: reinforcement is best-effort).
+        """
         rt = self._rt
-        keys = [rt.keys.doc(m) for m in ids]
-
-        def build(pipe: Any) -> None:
-            for mid, key in zip(ids, keys, strict=True):
-                pipe.hmget(key, list(ITEM_FIELDS))
-                pipe.get(rt.keys.access(mid))
-
-        rows = await rt.backend.pipeline("get", build) if keys else []
+        if not ids:
+            return []
+        if reinforce is None:
+            rows = await self._fetch_rows(ids, ("0", "0", "1", "0"), idempotent=True)
+        else:
+            now, half_life, interval = reinforce
+            flags = ("1", str(int(now * 1000)), repr(half_life), str(int(interval * 1000)))
+            try:
+                rows = await self._fetch_rows(ids, flags, idempotent=False)
+            except StoreConnectionError as exc:
+                log.warning("reading and reinforcing %d memories failed (%s); reading again", len(ids), exc)
+                rt.metrics.observe_background_failure("reinforce")
+                rows = await self._fetch_rows(ids, ("0", "0", "1", "0"), idempotent=True)
         now_ms = time.time() * 1000
         out: list[MemoryItem | None] = []
         expired: list[str] = []
-        for n, mid in enumerate(ids):
-            fields = dict(zip(ITEM_FIELDS, rows[2 * n], strict=True))
+        for mid, row in zip(ids, rows, strict=True):
+            if not row:
+                out.append(None)
+                continue
+            fields = dict(zip(ITEM_FIELDS, row, strict=False))
             if fields.get("content") is None:
                 out.append(None)
                 continue
-            expires = as_text(fields.get("expires_at"))
-            if expires and float(expires) <= now_ms:
+            expires = to_float(fields.get("expires_at"))
+            if expires and expires <= now_ms:
                 out.append(None)  # past its TTL
                 expired.append(mid)
                 continue
             item = item_from_fields(mid, fields, fact_source=rt.settings.fact_source)
-            exact = to_int(rows[2 * n + 1])
-            out.append(dataclasses.replace(item, access_count=exact) if exact > item.access_count else item)
+            exact = to_int(row[len(ITEM_FIELDS)]) if len(row) > len(ITEM_FIELDS) else 0
+            out.append(dataclasses.replace(item, access_count=exact) if exact != item.access_count else item)
         if expired:
             self.drop_expired(expired)
         return out
+
+    async def _fetch_rows(self, ids: Sequence[str], flags: Sequence[str], *, idempotent: bool) -> list[Any]:
+        rt = self._rt
+        backend = rt.backend
+        args = [*flags, *ITEM_FIELDS]
+        details = {"ids": len(ids)}
+        if not backend.cluster:
+            keys = [k for mid in ids for k in (rt.keys.doc(mid), rt.keys.access(mid))]
+            rows = await backend.script("get", self._fetch, keys, args, idempotent=idempotent)
+            return list(rows)
+
+        def build(pipe: Any) -> None:
+            for mid in ids:
+                backend.queue_script(pipe, self._fetch, [rt.keys.doc(mid), rt.keys.access(mid)], args)
+
+        replies = await backend.pipeline("get", build, idempotent=idempotent, details=details)
+        return [reply[0] if reply else None for reply in replies]
 
     def drop_expired(self, ids: Sequence[str]) -> None:
         """Delete memories found past their ``expires_at`` (in the background).

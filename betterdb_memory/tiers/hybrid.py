@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..core.codec import as_text, decode_vector, to_float
-from ..core.models import MemoryItem, item_from_fields
+from ..core.codec import to_float
+from ..core.frequencies import DocumentFrequencies, TextPlan, word_count_args
+from ..core.models import MemoryItem, item_from_fields, ranking_item
 from ..core.query import (
     CHECK_FIELDS,
     VECTOR_FIELD,
     MemoryFilter,
+    filter_search_args,
     item_matches,
     text_search_args,
 )
@@ -37,9 +40,18 @@ from ..core.replies import parse_search_reply
 from .documents import Documents
 from .runtime import Runtime
 
-__all__ = ["TextCandidates"]
+__all__ = ["TextCandidates", "TextRequest"]
 
 _DEFAULT_RANKER = HybridRanker()
+
+
+@dataclass(frozen=True, slots=True)
+class TextRequest:
+    """The searches one recall sends to the full-text index: ``queries`` text queries, then probes."""
+
+    plan: TextPlan
+    searches: list[list[str]]
+    queries: int
 
 
 class TextCandidates:
@@ -48,6 +60,7 @@ class TextCandidates:
     def __init__(self, rt: Runtime, docs: Documents) -> None:
         self._rt = rt
         self._docs = docs
+        self._frequencies = DocumentFrequencies()
 
     def available(self) -> bool:
         """Whether the engine and the index in use can answer a full-text query on ``content`` (and it is on)."""
@@ -59,28 +72,56 @@ class TextCandidates:
             and self._rt.index.layout.text
         )
 
-    def args(self, query: str, flt: MemoryFilter, fields: Sequence[str]) -> list[list[str]]:
-        """The FT.SEARCH argument lists (none when the query has no words or the engine no TEXT)."""
+    def request(
+        self, query: str, flt: MemoryFilter, fields: Sequence[str], *, pool: int
+    ) -> TextRequest | None:
+        """The text queries of a recall whose KNN returns ``pool``, and the count probes sent with them.
+
+        None when nothing is to be sent: the engine has no TEXT, or the query no words.
+        Words most memories hold are left out, and an index the KNN reads whole gets no
+        text query (``core.frequencies``).
+        """
         if not self.available():
-            return []
+            return None
         words = query_words(query)
         if not words:
-            return []
+            return None
         caps = self._rt.index.capabilities
         assert caps is not None
-        check = self._rt.index.needs_check(flt)
-        # The vector gives a text-only hit its exact distance; a decoding client cannot read it.
-        vector = () if self._rt.backend.decodes else (VECTOR_FIELD,)
-        want = tuple(dict.fromkeys([*fields, *vector, *(CHECK_FIELDS if check else ())]))
-        return text_search_args(
-            self._rt.keys.index,
-            words,
-            flt,
-            layout=self._rt.index.layout,
-            per_word=caps.engine != "redisearch",
-            return_fields=want,
-            limit=self._rt.settings.text_candidates,
-        )
+        plan = self._frequencies.plan(words, time.monotonic(), pool=pool)
+        index = self._rt.keys.index
+        layout = self._rt.index.layout
+        searches: list[list[str]] = []
+        if plan.words:
+            check = self._rt.index.needs_check(flt)
+            # The vector gives a text-only hit its exact distance; a decoding client cannot read it.
+            vector = () if self._rt.backend.decodes else (VECTOR_FIELD,)
+            want = tuple(dict.fromkeys([*fields, *vector, *(CHECK_FIELDS if check else ())]))
+            searches = text_search_args(
+                index,
+                plan.words,
+                flt,
+                layout=layout,
+                per_word=caps.engine != "redisearch",
+                return_fields=want,
+                limit=self._rt.settings.text_candidates,
+            )
+        queries = len(searches)
+        searches += [word_count_args(index, w) for w in plan.probe_words]
+        if plan.probe_total:
+            searches.append(filter_search_args(index, MemoryFilter(), layout=layout, limit=0))
+        if not searches:
+            return None
+        return TextRequest(plan, searches, queries)
+
+    def learn(self, request: TextRequest, replies: Sequence[Any]) -> list[Any]:
+        """Keep the counts the probes brought; the replies of the text queries."""
+        probes = replies[request.queries :]
+        counts = [parse_search_reply(r, nocontent=True).total for r in probes]
+        words = request.plan.probe_words
+        total = counts[len(words)] if request.plan.probe_total and len(counts) > len(words) else None
+        self._frequencies.learn(zip(words, counts, strict=False), total, time.monotonic())
+        return list(replies[: request.queries])
 
     def candidates(
         self,
@@ -92,40 +133,55 @@ class TextCandidates:
         known: set[str],
         reranker: Reranker | None,
         farthest: float,
+        slim: bool = False,
     ) -> list[tuple[MemoryItem, float]]:
         """``(item, cosine distance)`` of the text hits not in ``known`` (the KNN's ids).
 
         A hit whose vector cannot be read (a client with ``decode_responses=True``) is
         placed at ``farthest``, the KNN's last distance: it can only rise by its words.
+        ``slim``: the items carry only what ranking reads (``ranking_item``).
         """
         rt = self._rt
         check = rt.index.needs_check(flt)
         now_ms = time.time() * 1000
-        norm = float(np.linalg.norm(vector)) or 1.0
-        found: dict[str, tuple[MemoryItem, float]] = {}
+        width = 4 * vector.shape[0]  # FLOAT32 bytes of a vector of the query's dimension
+        kept: dict[str, dict[str, Any]] = {}
+        blobs: dict[str, bytes] = {}
         expired: list[str] = []
         for reply in replies:
             for hit in parse_search_reply(reply).hits:
                 mid = rt.keys.memory_id_of(hit.key)
                 f = hit.fields
-                if mid in known or mid in found or "content" not in f:
+                if mid in known or mid in kept or "content" not in f:
                     continue
                 if check and not item_matches(f, flt):
                     continue
-                expires = as_text(f.get("expires_at"))
-                if expires and to_float(expires) <= now_ms:
+                expires = to_float(f.get("expires_at"))
+                if expires and expires <= now_ms:
                     expired.append(mid)
                     continue
                 raw = f.get(VECTOR_FIELD)
-                distance = farthest
                 if isinstance(raw, bytes | bytearray) and raw:
-                    stored = decode_vector(bytes(raw))
-                    if stored.shape != vector.shape:
-                        continue
-                    cos = float(np.dot(vector, stored)) / (norm * (float(np.linalg.norm(stored)) or 1.0))
-                    distance = max(0.0, min(2.0, 1.0 - cos))
-                item = item_from_fields(mid, f, fact_source=rt.settings.fact_source)
-                found[mid] = (item, distance)
+                    if len(raw) != width:
+                        continue  # another model's vector: no distance on the query's scale
+                    blobs[mid] = bytes(raw)
+                kept[mid] = f
+        # Every readable vector's cosine distance in one product.
+        distance_of: dict[str, float] = {}
+        if blobs:
+            stored = np.frombuffer(b"".join(blobs.values()), dtype="<f4").reshape(len(blobs), -1)
+            norms = np.linalg.norm(stored, axis=1)
+            norms[norms == 0] = 1.0
+            cos = (stored @ vector.astype(np.float32)) / (norms * (float(np.linalg.norm(vector)) or 1.0))
+            distance_of = dict(zip(blobs, np.clip(1.0 - cos, 0.0, 2.0).tolist(), strict=True))
+        found: dict[str, tuple[MemoryItem, float]] = {}
+        for mid, f in kept.items():
+            item = (
+                ranking_item(mid, f)
+                if slim
+                else item_from_fields(mid, f, fact_source=rt.settings.fact_source)
+            )
+            found[mid] = (item, distance_of.get(mid, farthest))
         if expired:
             self._docs.drop_expired(expired)
         pairs = sorted(found.values(), key=lambda p: p[0].id)

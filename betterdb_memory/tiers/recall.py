@@ -21,7 +21,7 @@ import numpy as np
 from ..backend import scripts
 from ..core.codec import as_text, encode_vector, to_float, validate_vector
 from ..core.keys import Scope
-from ..core.models import MemoryHit, MemoryItem, item_from_fields
+from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
 from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
 from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
@@ -252,6 +252,8 @@ class Recall:
         now_ms = time.time() * 1000
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
+        slim = tuple(return_fields) == _RANKING_FIELDS
+        fact_source = self._rt.settings.fact_source
         for hit in hits:
             f = hit.fields
             if SCORE_ALIAS not in f:
@@ -262,9 +264,8 @@ class Recall:
             if expires and to_float(expires) <= now_ms:
                 expired.append(self._rt.keys.memory_id_of(hit.key))
                 continue
-            item = item_from_fields(
-                self._rt.keys.memory_id_of(hit.key), f, fact_source=self._rt.settings.fact_source
-            )
+            mid = self._rt.keys.memory_id_of(hit.key)
+            item = ranking_item(mid, f) if slim else item_from_fields(mid, f, fact_source=fact_source)
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
             # a cosine distance is 0..2, so the similarity stays within 0..1.
             out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
@@ -333,9 +334,11 @@ class Recall:
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
         # A re-ranked recall also asks the full-text index, in the same round trip.
-        text_args = self._text.args(query, flt, fields) if reranker is not None and query else []
-        candidates, text_replies = await self._search(vector, flt, min(n, 10_000), fields, text_args)
+        pool = min(n, 10_000)
+        text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
+        candidates, replies = await self._search(vector, flt, pool, fields, text.searches if text else [])
         knn_distances = [d for _, d in candidates]
+        text_replies = self._text.learn(text, replies) if text is not None else []
         if text_replies and query is not None:
             candidates = candidates + self._text.candidates(
                 text_replies,
@@ -345,6 +348,7 @@ class Recall:
                 known={item.id for item, _ in candidates},
                 reranker=reranker,
                 farthest=max(knn_distances, default=2.0),
+                slim=slim,
             )
         search_seconds = time.perf_counter() - started
         now = time.time()
@@ -364,8 +368,13 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
+        # Read with the hits, in the same round trip: their reinforcement (sync mode).
+        merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
         if slim and hits:
-            full = await self._docs.get_many([h.item.id for h in hits])
+            full = await self._docs.fetch(
+                [h.item.id for h in hits],
+                reinforce=(now, half_life, self.access_interval(half_life)) if merged else None,
+            )
             hits = [
                 dataclasses.replace(h, item=item)
                 for h, item in zip(hits, full, strict=True)
@@ -378,7 +387,7 @@ class Recall:
                 near_miss = self._rt.obs.near_miss(nearest, threshold, checked=gate.near_miss(knn_distances))
             else:
                 near_miss = self._rt.obs.near_miss(nearest, threshold)
-        if reinforce and hits:
+        if reinforce and hits and not merged:
             if self._rt.settings.reinforce_mode == "background":
                 self._rt.spawn(self.reinforce([h.item.id for h in hits], now, half_life))
             else:

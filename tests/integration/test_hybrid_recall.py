@@ -116,11 +116,84 @@ async def test_text_candidates_zero_keeps_the_knn_alone(client: Any, unique_name
         await store.remember("The weather was mild.", vector=qv, thread_id="k")
         answer = await store.remember("Zanzibarite Priya moves to Porto.", vector=unit(5), thread_id="k")
         await store.index.ensure_ready()
-        assert store._recall._text.args(query, store._recall._filter(
+        assert store._recall._text.request(query, store._recall._filter(
             thread_id="k", agent_id=None, namespace=None, tags=None
-        ), ["content"]) == []  # fmt: skip
+        ), ["content"], pool=1) is None  # fmt: skip
         hits = await store.recall(query, k=1, threshold=2.0, thread_id="k", reinforce=False)
         assert answer not in [h.item.id for h in hits]  # the KNN of one holds only the nearest
     finally:
         await store.forget_by_scope(thread_id="k")
+        await store.close()
+
+
+async def test_words_most_memories_hold_leave_the_text_query(client: Any, unique_name: str) -> None:
+    """Once counted, a word in most memories is not searched for; the rare words still find their memory."""
+    store = MemoryStore(
+        client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False, rerank_candidates=2
+    )
+    try:
+        for i in range(8):
+            await store.remember(f"The user noted item {i}.", vector=unit(100 + i), thread_id="c")
+        answer = await store.remember(
+            "The user is moving to Zanzibarite Porto.", vector=unit(99), thread_id="c"
+        )
+        await store.index.ensure_ready()
+        query = "What does the user say about Zanzibarite?"
+        flt = store._recall._filter(thread_id="c", agent_id=None, namespace=None, tags=None)
+        first = store._recall._text.request(query, flt, ["content"], pool=2)
+        if first is None:  # valkey-search 1.0: no TEXT, KNN only
+            return
+        assert first.plan.words == ("say", "user", "zanzibarite") and first.plan.probe_total
+        hits = await store.recall(query, k=1, threshold=2.0, thread_id="c", reinforce=False)
+        assert [h.item.id for h in hits] == [answer]  # the KNN of two misses it; its rare word brings it
+        again = store._recall._text.request(query, flt, ["content"], pool=2)
+        assert again is not None and again.plan.words == ("say", "zanzibarite")  # "user": 9 of 9 memories
+        assert not again.plan.probe_words and not again.plan.probe_total
+        assert all("user" not in " ".join(args) for args in again.searches)
+        hits = await store.recall(query, k=1, threshold=2.0, thread_id="c", reinforce=False)
+        assert [h.item.id for h in hits] == [answer]
+        # An index no larger than the KNN's pool: no text query at all (the KNN reads it whole).
+        small = store._recall._text.request(query, flt, ["content"], pool=50)
+        assert small is not None and small.queries == 0 and small.plan.probe_total
+    finally:
+        await store.forget_by_scope(thread_id="c")
+        await store.close()
+
+
+async def test_a_text_recall_reads_and_reinforces_its_hits_together(client: Any, unique_name: str) -> None:
+    """Hits carry their state before this recall, exact counts included; the access is counted once."""
+    store = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False)
+    try:
+        mid = await store.remember("Priya keeps bees on the roof.", thread_id="r", tags=["home"])
+        await store.remember("Something else entirely.", thread_id="r")
+        before = await store.get(mid)
+        assert before is not None and before.access_count == 0
+        counts = []
+        for _ in range(3):
+            hits = await store.recall("Who keeps bees?", k=1, threshold=2.0, thread_id="r")
+            assert [h.item.id for h in hits] == [mid]
+            assert hits[0].item.tags == ["home"] and hits[0].item.thread_id == "r"  # the whole item
+            counts.append(hits[0].item.access_count)
+        assert counts == [0, 1, 2]  # before each access, exact (the document's snapshot may lag)
+        after = await store.get(mid)
+        assert after is not None and after.access_count == 3
+        hits = await store.recall("Who keeps bees?", k=1, threshold=2.0, thread_id="r", reinforce=False)
+        assert hits[0].item.access_count == 3
+        assert (await store.get(mid)).access_count == 3  # type: ignore[union-attr]
+    finally:
+        await store.forget_by_scope(thread_id="r")
+        await store.close()
+
+
+async def test_get_many_on_gone_and_expired_memories(client: Any, unique_name: str) -> None:
+    store = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False)
+    try:
+        a = await store.remember("kept", thread_id="g")
+        b = await store.remember("deleted", thread_id="g")
+        await store.forget(b)
+        got = await store.get_many([a, b, "never-written"])
+        assert [x.id if x else None for x in got] == [a, None, None]
+        assert await store.get_many([]) == []
+    finally:
+        await store.forget_by_scope(thread_id="g")
         await store.close()

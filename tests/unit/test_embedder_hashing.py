@@ -148,3 +148,19 @@ async def test_large_input_is_hashed_off_the_loop_with_the_same_result() -> None
     texts = [f"{DOCS[i % len(DOCS)]} {i} " * 200 for i in range(10)]
     assert sum(map(len, texts)) > 50_000
     np.testing.assert_array_equal(await emb.embed(texts), emb.embed_sync(texts))
+
+
+def test_tokenize_ascii_shortcut_matches_the_unicode_path() -> None:
+    """Every printable ASCII character, in random texts: the shortcut gives the same tokens."""
+    import random
+    import string
+
+    from betterdb_memory.embedders.hashing import _tokenize_unicode
+
+    rng = random.Random(7)
+    alphabet = string.printable
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(2000)]
+    texts += ["Don't stop: it's 3.5 km_away!", "snake_case __x__ A1B2", "\t\n\x0b\x0c\r", alphabet]
+    for text in texts:
+        assert text.isascii()
+        assert tokenize(text) == _tokenize_unicode(text), text

@@ -278,3 +278,46 @@ def test_query_words_are_unfolded_unique_sorted_content_words() -> None:
 def test_default_ranker_constants_are_the_measured_ones() -> None:
     ranker = HybridRanker()
     assert (ranker.alpha, ranker.k1, ranker.b) == (4.0, 0.5, 0.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0.0, 2.0),  # distance
+            st.floats(0.0, 1.0),  # importance
+            st.integers(0, 2_000_000_000_000),  # created_at ms
+            st.integers(0, 2_000_000_000_000),  # last_accessed_at ms
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.floats(0.0, 3_000_000_000.0),
+    st.floats(1.0, 1e9),
+    st.booleans(),
+)
+def test_rank_scores_are_scoring_composite_exactly(
+    rows: list[tuple[float, float, int, int]], now: float, half_life: float, rerank: bool
+) -> None:
+    """rank inlines composite's arithmetic: the scores and explain parts must be identical."""
+    from betterdb_memory.core.ranking import rank
+    from betterdb_memory.core.scoring import Weights, composite
+
+    cands = [
+        (MemoryItem(id=f"m{i}", content=f"word{i % 3} note", importance=imp, created_at=c,
+                    last_accessed_at=a, access_count=0), d)
+        for i, (d, imp, c, a) in enumerate(rows)
+    ]  # fmt: skip
+    weights = Weights(0.5, 0.3, 0.2)
+    ranker = HybridRanker() if rerank else None
+    hits = rank(cands, k=len(cands), threshold=2.0, weights=weights, half_life_seconds=half_life, now=now,
+                reranker=ranker, query="word1" if rerank else None, explain=True)  # fmt: skip
+    lifted = dict((it.id, s) for it, s in ranker.rerank("word1", cands)) if ranker else {}
+    assert len(hits) == len(cands)
+    for h in hits:
+        d = h.distance if h.item.id not in lifted else 2.0 * (1.0 - min(1.0, max(0.0, lifted[h.item.id])))
+        parts = composite(distance=d, importance=h.item.importance, created_at=h.item.created_at / 1000.0,
+                          last_accessed_at=h.item.last_accessed_at / 1000.0, now=now, weights=weights,
+                          half_life_seconds=half_life)  # fmt: skip
+        assert h.score == parts.score and h.explain == parts
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

@@ -1,0 +1,122 @@
+"""Which words of a query are worth a full-text search: document frequencies, learned and kept.
+
+The full-text half of a hybrid recall (``tiers.hybrid``) asks the engine for the
+memories that share the query's words. Its cost grows with the number of documents
+the words match, not with the number returned: the engine scores every match to
+keep the best 50. A word that most memories hold ("user" in "the user prefers ...")
+makes that every memory of the index, and it adds nothing to the ranking: its BM25
+weight, ``log(1 + (N - n + 0.5) / (n + 0.5))``, is below ``log 2`` once it is in half
+the documents, against about 9 for a word in one memory of 10,000. So such words are
+left out of the query, as a search engine's "common terms" cut-off does; the
+re-ranker still sees them in every candidate's text.
+
+The counts come from ``FT.SEARCH <index> @content:<word> LIMIT 0 0`` probes sent in
+the same round trip as the recall that first meets a word (that recall searches for
+every word), and from one count of the whole index. They are kept ``ttl`` seconds:
+frequencies drift slowly, and a stale one costs speed or a near-weightless word,
+never a wrong result. Also: when the whole index holds no more memories than the KNN
+already returns, the text query cannot add a candidate and is not sent.
+
+Pure: the caller passes the time and sends the probes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .query import escape_text_term
+
+__all__ = ["COMMON_SHARE", "FREQUENCY_TTL", "DocumentFrequencies", "TextPlan", "word_count_args"]
+
+#: A word held by more than this share of the index's memories is not searched for.
+COMMON_SHARE = 0.5
+#: Seconds a learned count (of a word, or of the whole index) is trusted.
+FREQUENCY_TTL = 30.0
+_CAPACITY = 4096
+
+
+def word_count_args(index: str, word: str) -> list[str]:
+    """FT.SEARCH arguments counting the memories whose ``content`` holds ``word`` (stemmed)."""
+    return ["FT.SEARCH", index, f"@content:{escape_text_term(word)}", "LIMIT", "0", "0", "DIALECT", "2"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextPlan:
+    """What one recall asks the full-text index.
+
+    ``words``: the words to search for (empty: no text query). ``probe_words``:
+    words whose counts are unknown, to count alongside. ``probe_total``: count the
+    whole index too.
+    """
+
+    words: tuple[str, ...] = ()
+    probe_words: tuple[str, ...] = ()
+    probe_total: bool = False
+
+
+class DocumentFrequencies:
+    """Counts of memories per word and in all, each remembered for ``ttl`` seconds.
+
+    Bounded: past ``capacity`` words the oldest learned is forgotten first.
+    """
+
+    def __init__(
+        self, *, ttl: float = FREQUENCY_TTL, common_share: float = COMMON_SHARE, capacity: int = _CAPACITY
+    ) -> None:
+        self.ttl = ttl
+        self.common_share = common_share
+        self.capacity = capacity
+        self._words: dict[str, tuple[int, float]] = {}
+        self._total: tuple[int, float] | None = None
+
+    def total(self, now: float) -> int | None:
+        """The index's memory count, if learned less than ``ttl`` ago."""
+        if self._total is None or now - self._total[1] > self.ttl:
+            return None
+        return self._total[0]
+
+    def count(self, word: str, now: float) -> int | None:
+        """How many memories hold ``word``, if learned less than ``ttl`` ago."""
+        entry = self._words.get(word)
+        if entry is None or now - entry[1] > self.ttl:
+            return None
+        return entry[0]
+
+    def plan(self, words: Sequence[str], now: float, *, pool: int) -> TextPlan:
+        """The words to search for, and the counts to probe, for a recall whose KNN returns ``pool``.
+
+        A word counted in more than ``common_share`` of the index is dropped; one not
+        counted yet is searched for and probed. No word survives, or the whole index
+        fits in the KNN's ``pool``: no text query.
+        A word no memory held when counted is kept: a memory holding it may have been
+        written since, and the engine answers such a word at no cost.
+        """
+        total = self.total(now)
+        keep: list[str] = []
+        unknown: list[str] = []
+        for word in words:
+            n = self.count(word, now)
+            if n is None:
+                unknown.append(word)
+                keep.append(word)
+            elif total is None or n <= self.common_share * total:
+                keep.append(word)  # a word no memory holds yet stays: one may be written any moment
+        if total is not None and total <= pool:
+            # Recounted on every recall (cheap on a small index): the first write that
+            # takes it past the KNN's reach brings the text query back at the next recall.
+            return TextPlan(probe_total=True)
+        return TextPlan(words=tuple(keep), probe_words=tuple(unknown), probe_total=total is None)
+
+    def learn(
+        self, counts: Mapping[str, int] | Iterable[tuple[str, int]], total: int | None, now: float
+    ) -> None:
+        """Remember probe results (``counts`` per word; ``total`` of the index, None if not probed)."""
+        if total is not None:
+            self._total = (total, now)
+        items = counts.items() if isinstance(counts, Mapping) else counts
+        for word, n in items:
+            self._words.pop(word, None)
+            self._words[word] = (n, now)
+        while len(self._words) > self.capacity:
+            self._words.pop(next(iter(self._words)))

@@ -1,0 +1,70 @@
+"""Which query words go to the full-text index (``core.frequencies``): pure, no server."""
+
+from __future__ import annotations
+
+from betterdb_memory.core.frequencies import (
+    COMMON_SHARE,
+    DocumentFrequencies,
+    TextPlan,
+    word_count_args,
+)
+
+
+def test_first_sight_searches_every_word_and_probes_them_and_the_total() -> None:
+    df = DocumentFrequencies()
+    plan = df.plan(("porto", "user"), 0.0, pool=50)
+    assert plan == TextPlan(words=("porto", "user"), probe_words=("porto", "user"), probe_total=True)
+
+
+def test_a_word_in_most_memories_is_left_out_once_counted() -> None:
+    df = DocumentFrequencies()
+    df.learn({"user": 9_000, "porto": 3, "kayak": 0}, 10_000, 1.0)
+    plan = df.plan(("kayak", "porto", "user"), 2.0, pool=50)
+    # "kayak" is in no memory yet: kept (one may be written any moment; the engine answers it for free).
+    assert plan == TextPlan(words=("kayak", "porto"), probe_words=(), probe_total=False)
+
+
+def test_the_cut_is_a_share_of_the_index_inclusive() -> None:
+    df = DocumentFrequencies()
+    df.learn({"half": int(COMMON_SHARE * 1000), "more": int(COMMON_SHARE * 1000) + 1}, 1000, 0.0)
+    assert df.plan(("half", "more"), 0.0, pool=50).words == ("half",)
+
+
+def test_only_common_words_means_no_text_query() -> None:
+    df = DocumentFrequencies()
+    df.learn({"user": 900, "note": 800}, 1000, 0.0)
+    assert df.plan(("note", "user"), 0.0, pool=50) == TextPlan()
+
+
+def test_an_index_the_knn_reads_whole_gets_no_text_query_and_is_recounted() -> None:
+    df = DocumentFrequencies()
+    df.learn({"porto": 1}, 40, 0.0)
+    assert df.plan(("porto", "unseen"), 0.0, pool=50) == TextPlan(probe_total=True)
+    df.learn({}, 51, 0.5)  # a write took it past the KNN's reach: text again, words probed
+    assert df.plan(("porto", "unseen"), 0.6, pool=50) == TextPlan(
+        words=("porto", "unseen"), probe_words=("unseen",), probe_total=False
+    )
+
+
+def test_counts_expire_after_the_ttl() -> None:
+    df = DocumentFrequencies(ttl=30.0)
+    df.learn({"user": 900}, 1000, 0.0)
+    assert df.count("user", 30.0) == 900 and df.total(30.0) == 1000
+    assert df.count("user", 30.1) is None and df.total(30.1) is None
+    assert df.plan(("user",), 31.0, pool=50) == TextPlan(
+        words=("user",), probe_words=("user",), probe_total=True
+    )
+
+
+def test_capacity_forgets_the_oldest_learned_first() -> None:
+    df = DocumentFrequencies(capacity=2)
+    df.learn({"a": 1, "b": 2}, None, 0.0)
+    df.learn({"a": 3}, None, 1.0)  # relearned: now the newest
+    df.learn({"c": 4}, None, 2.0)
+    assert df.count("b", 2.0) is None and df.count("a", 2.0) == 3 and df.count("c", 2.0) == 4
+
+
+def test_word_count_args_escape_the_word() -> None:
+    args = word_count_args("idx", "o'neil-x")
+    assert args[:2] == ["FT.SEARCH", "idx"] and args[3:] == ["LIMIT", "0", "0", "DIALECT", "2"]
+    assert args[2].startswith("@content:") and "\\-" in args[2]
