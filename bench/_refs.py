@@ -210,6 +210,10 @@ class OursAdapter(Adapter):
         hits = await self.store.recall(query, k=K, threshold=2.0, thread_id=thread, reinforce=reinforce)
         return len(hits)
 
+    def knn_only(self) -> Adapter:
+        """The same store read with ``reranker=False``: the reference's ranking (KNN alone)."""
+        return _OursKnnOnly(self)
+
     async def forget_agent(self, agent: str) -> int:
         return await self.store.forget_by_scope(agent_id=agent)
 
@@ -225,6 +229,29 @@ class OursAdapter(Adapter):
 
     async def count_scope(self, agent: str, thread: str) -> int:
         return await self.store.count(thread_id=thread, agent_id=agent)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+
+class _OursKnnOnly(Adapter):
+    """Recall of an ``OursAdapter``'s memories with ``reranker=False`` (one KNN, no text query)."""
+
+    key, label = "ours", "betterdb-memory (reranker=False)"
+
+    def __init__(self, ours: OursAdapter) -> None:
+        self.ours = ours
+        self.store = MemoryStore(
+            client=ours.store.client,
+            name=ours.store.name,
+            embedder=ours.store.embedder,
+            registry=CollectorRegistry(),
+            reranker=False,
+        )
+
+    async def recall(self, query: str, *, thread: str | None, reinforce: bool) -> int:
+        hits = await self.store.recall(query, k=K, threshold=2.0, thread_id=thread, reinforce=reinforce)
+        return len(hits)
 
     async def close(self) -> None:
         await self.store.close()
@@ -266,6 +293,10 @@ class AgentMemoryAdapter(Adapter):
     async def recall(self, query: str, *, thread: str | None, reinforce: bool) -> int:
         hits = await self.store.recall(query, k=K, threshold=2.0, thread_id=thread, reinforce=reinforce)
         return len(hits)
+
+    def knn_only(self) -> Adapter:
+        """The same store read with ``reranker=False``: the reference's ranking (KNN alone)."""
+        return _OursKnnOnly(self)
 
     async def forget_agent(self, agent: str) -> int:
         return await self.store.forget_by_scope(agent_id=agent)

@@ -395,11 +395,16 @@ class Run:
     async def recall_rows(self, sides: Mapping[str, Adapter], skipped: dict[str, str]) -> list[Row]:
         plan = self.plan
         rows = []
-        for label, scoped, reinforce, rounds in (
-            ("recall k=10, unscoped", False, False, plan.recall_rounds),
-            ("recall k=10, scoped (thread)", True, False, plan.recall_rounds),
-            ("recall k=10, unscoped, reinforce on", False, True, plan.reinforce_rounds),
+        ours = sides["ours"]
+        knn_only = ours.knn_only() if isinstance(ours, OursAdapter) else ours
+        for label, scoped, reinforce, rounds, dense in (
+            ("recall k=10, unscoped", False, False, plan.recall_rounds, False),
+            ("recall k=10, scoped (thread)", True, False, plan.recall_rounds, False),
+            ("recall k=10, unscoped, reinforce on", False, True, plan.reinforce_rounds, False),
+            ("recall k=10, unscoped, ours with reranker=False", False, False, plan.recall_rounds, True),
+            ("recall k=10, scoped (thread), ours with reranker=False", True, False, plan.recall_rounds, True),
         ):
+            row_sides = {**sides, "ours": knn_only} if dense else dict(sides)
             texts = self.corpus.queries(rounds + plan.warmup)
             threads = [
                 f"t{int(t)}" if scoped else None for t in self.corpus.rng.integers(0, THREADS, len(texts))
@@ -423,7 +428,7 @@ class Run:
                 return call
 
             samples, missing = await rotate(
-                {k: recall_call(s) for k, s in sides.items()},
+                {k: recall_call(s) for k, s in row_sides.items()},
                 rounds=rounds,
                 budget_s=plan.budget_s,
                 warmup=plan.warmup,
@@ -434,6 +439,8 @@ class Run:
             )
             rows.append(Row(label, samples, {**missing, **skipped}, note))
             log(f"  {label}: " + ", ".join(f"{k} {s.p50 * 1e3:.2f} ms" for k, s in samples.items()))
+        if knn_only is not ours:
+            await knn_only.close()
         return rows
 
     async def context_row(

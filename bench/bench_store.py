@@ -536,9 +536,26 @@ async def context_rows(bench: Bench, name: str, docs: Sequence[Doc]) -> list[Row
         await store.ensure_index()
         k, knn = context_k(store, CONTEXT_BUDGET)
         flt = MemoryFilter()  # agent_id / namespace None: recall across the whole store
-        # The KNN, and with re-ranking the full-text query of hybrid recall (issue 16), both
-        # built by the library's own builders for each question.
+
+        async def ours_op(i: int, store: MemoryStore = store) -> None:
+            await store.retrieve_context(thread, queries[i][0], token_budget=CONTEXT_BUDGET)
+
+        # The KNN, and with re-ranking the full-text query of hybrid recall (issue 16) with
+        # any word-count probes, all built by the library's own builders for each question,
+        # once each question has been asked (the library then knows its words' counts, as a
+        # store does after its first recalls; core.frequencies).
         fields = RANKING_FIELDS if knn > k else ITEM_FIELDS
+        for i in range(len(queries)):
+            await ours_op(i)
+
+        def text_searches(
+            text: str, store: MemoryStore = store, fields: Any = fields, knn: int = knn, flt: Any = flt
+        ) -> list[Any]:
+            if store.reranker is None:
+                return []
+            request = store._recall._text.request(text, flt, fields, pool=knn)
+            return request.searches if request is not None else []
+
         raw_args = [
             [
                 knn_search_args(
@@ -549,13 +566,10 @@ async def context_rows(bench: Bench, name: str, docs: Sequence[Doc]) -> list[Row
                     layout=store.layout,
                     return_fields=fields,
                 ),
-                *(store._recall._text.args(text, flt, fields) if store.reranker is not None else []),
+                *text_searches(text),
             ]
             for text, vec, _ in queries
         ]
-
-        async def ours_op(i: int, store: MemoryStore = store) -> None:
-            await store.retrieve_context(thread, queries[i][0], token_budget=CONTEXT_BUDGET)
 
         async def raw_op(i: int, raw_args: list[list[list[Any]]] = raw_args) -> None:
             await asyncio.gather(
