@@ -468,7 +468,7 @@ async def recall_rows(bench: Bench, ours: MemoryStore, docs: Sequence[Doc]) -> l
             reinforced = K * len(pair.ours.latencies)
             note = (
                 f"{v.label}: {first:,} of {reinforced:,} reinforced hits were a memory's first access "
-                "(REINFORCE rewrites the document then, and re-indexes it); the others only INCR its counter."
+                "(FETCH rewrites the document then, and re-indexes it); the others only INCR its counter."
             )
         rows.append(Row(v.label, pair, flag_above=v.goal, commands=summarize_trips(rec.trips), note=note))
         log(f"  {v.label}: p50 {pair.ours.p50 * 1e3:.2f} ms vs raw {pair.raw.p50 * 1e3:.2f} ms")

@@ -705,59 +705,7 @@ async def client_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
         )
     )
 
-    # 2. Text recall with reinforcement (the defaults): fetch the winners in the
-    #    reinforcement's round trip (HMGETs after the EVALSHAs; REINFORCE returns the exact
-    #    count) instead of a get_many round trip before it: 3 round trips -> 2.
-    rq = bench.text_queries(ctx.docs, 2 * calls + 20, 606)
-    pending: list[str] = []
-
-    async def slim_items(ids: Sequence[str]) -> list[Any]:
-        pending[:] = ids
-        return [seen[i] for i in ids]
-
-    async def reinforce_and_fetch(ids: Sequence[str], now: float, half_life: float) -> None:
-        interval_ms = str(int(store._recall.access_interval(half_life) * 1000))
-        now_ms = str(int(now * 1000))
-
-        def build(pipe: Any) -> None:
-            for mid in ids:
-                store.backend.queue_script(
-                    pipe,
-                    store._recall._script,
-                    [store.keys.doc(mid), store.keys.access(mid)],
-                    [now_ms, repr(half_life), interval_ms],
-                )
-            for mid in pending:
-                pipe.hmget(store.keys.doc(mid), list(ITEM_FIELDS))
-
-        replies = await store.backend.pipeline("reinforce", build, idempotent=False)
-        for n, mid in enumerate(pending):  # what the change would build its hits from
-            models_mod.item_from_fields(mid, dict(zip(ITEM_FIELDS, replies[len(ids) + n], strict=True)))
-
-    async def recall_default(i: int) -> None:
-        await store.recall(rq[i][0], k=K)
-
-    async def recall_merged(i: int) -> None:
-        seen.clear()
-        with (
-            patched(store, "search_candidates", search_and_keep),
-            patched(store, "get_many", slim_items),
-            patched(store, "_reinforce", reinforce_and_fetch),
-        ):
-            await store.recall(rq[i][0], k=K)
-
-    a, b = await pair(recall_default, recall_merged, calls)
-    out.append(
-        (
-            "winners fetched in the reinforcement round trip",
-            "recall text with the defaults (reinforce on)",
-            a,
-            b,
-            "recall.py `_recall_scored` + `_reinforce`: when reinforcing, queue the winners' HMGETs in "
-            "the REINFORCE pipeline (whose replies are the exact access counts) instead of a get_many "
-            "round trip first: 3 round trips -> 2",
-        )
-    )
+    # 2. (Winners fetched in the reinforcement's round trip: shipped, as the FETCH script.)
     return out
 
 
@@ -784,11 +732,11 @@ async def server_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
     a, b = await pair(reinforce_first, reinforce_again, calls)
     out.append(
         (
-            "REINFORCE: a later access instead of the first",
+            "reinforcement: a later access instead of the first",
             "the reinforcement round trip of 10 hits",
             a,
             b,
-            "not a change: what the first access costs. REINFORCE rewrites a document on its first "
+            "not a change: what the first access costs. FETCH rewrites a document on its first "
             "access (HSET of 3 fields; RediSearch then re-indexes the whole document, vector included); "
             "later ones within the interval only INCR the counter",
         )

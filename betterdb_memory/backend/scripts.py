@@ -1,23 +1,23 @@
-"""Lua scripts of the long-term tier. Each touches the keys of one hash slot.
+"""Lua scripts of the long-term tier. Each touches the keys of one hash slot (``FETCH``: see below).
 
 Writes are plain commands (one ``HSET`` per memory, ``PEXPIRE`` after it when the
 memory has a TTL, and the ``expires_at`` field that readers check, so a lost
 ``PEXPIRE`` can never make an expired memory visible). Scripts remain only where a
 read must decide a write atomically:
 
-``REINFORCE`` (one recalled memory). On RediSearch every write to a hash under the
-index prefix re-indexes the whole document, HNSW vector included (measured: ~10 ms
-per HSET at 5k memories, against ~1 ms for the search itself). So a recall must not
-rewrite the document every time: the exact access count lives in the memory's
-counter key (``<name>:acc:{<doc key>}``, the document's slot), and the document's
-``last_accessed_at`` / ``access_count`` / ``keep`` snapshot, what recency scoring,
-BetterDB Monitor and the reference library read, is rewritten only when it is older
-than ``interval`` ms. A deleted memory is never resurrected: the script checks the
-document exists first.
-
-``FETCH`` (memories by id): each document's fields with its exact access count, read
-in one step; with ``reinforce`` 1 the access is counted as ``REINFORCE`` counts it, so
-a recall reads its hits and reinforces them in one round trip. A gone memory is nil.
+``FETCH`` (memories by id, and their reinforcement): each document's fields with its
+exact access count, read in one step; with ``reinforce`` 1 it also counts an access,
+so a recall reads its hits and reinforces them in one round trip. On RediSearch every
+write to a hash under the index prefix re-indexes the whole document, HNSW vector
+included (measured: ~10 ms per HSET at 5k memories, against ~1 ms for the search
+itself). So a recall must not rewrite the document every time: the exact access count
+lives in the memory's counter key (``<name>:acc:{<doc key>}``, the document's slot),
+and the document's ``last_accessed_at`` / ``access_count`` / ``keep`` snapshot, what
+recency scoring, BetterDB Monitor and the reference library read, is rewritten on the
+first access and then only when older than ``interval`` ms. A deleted memory is never
+resurrected: each document is checked first (a gone one reads as nil). The only script
+that takes many slots: one call for many memories on a single server, one per memory
+on a cluster.
 
 ``RETIRE`` (a superseded or retracted fact): stamps the document and renames it out
 of the index prefix to its history key (the same slot), only if it still exists, so
@@ -34,9 +34,9 @@ first reply was lost finds its own token and succeeds) and released only by its 
 
 from __future__ import annotations
 
-__all__ = ["FETCH", "LOCK", "REINFORCE", "REPLACE", "RETIRE", "UNLOCK"]
+__all__ = ["FETCH", "LOCK", "REPLACE", "RETIRE", "UNLOCK"]
 
-# One access to a live memory: the counter's new value, the document's snapshot when due.
+# One access to a live memory: the counter's new value (returned), the document's snapshot when due.
 _REINFORCE_FN = r"""
 local function reinforce(doc, counter, now, half_life, interval)
   local n = redis.call('INCR', counter)
@@ -62,16 +62,6 @@ local function reinforce(doc, counter, now, half_life, interval)
 end
 """
 
-# KEYS: doc, counter ; ARGV: now_ms, half_life_s, interval_ms
-# -> the exact access count after this access, or -1 when the memory is gone
-REINFORCE = (
-    _REINFORCE_FN
-    + r"""
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-return reinforce(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
-"""
-)
-
 # KEYS: doc1, counter1, doc2, counter2, ... ; ARGV: reinforce (1/0), now_ms, half_life_s,
 # interval_ms, field...
 # -> per memory: nil when gone, else the fields' values (as read, before this access)
@@ -88,7 +78,8 @@ for j = 1, #KEYS, 2 do
   if redis.call('EXISTS', doc) == 0 then
     out[#out + 1] = false
   else
-    local values = redis.call('HMGET', doc, unpack(fields))
+    local values = {}
+    if #fields > 0 then values = redis.call('HMGET', doc, unpack(fields)) end
     local count
     if ARGV[1] == '1' then
       count = reinforce(doc, counter, now, half_life, interval) - 1

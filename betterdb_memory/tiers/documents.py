@@ -54,7 +54,7 @@ class Documents:
         """The memories ``ids`` (None where gone or expired) with exact access counts.
 
         ``reinforce``: ``(now, half_life_seconds, interval_seconds)`` to count this as an
-        access of each (``scripts.REINFORCE``'s bookkeeping) in the same step; the items
+        access of each (``scripts.FETCH``'s bookkeeping) in the same step; the items
         returned are as they were before it. One ``FETCH`` script on a single server; on
         a cluster one per memory (each touches one slot), pipelined.
 
@@ -99,21 +99,37 @@ class Documents:
             self.drop_expired(expired)
         return out
 
-    async def _fetch_rows(self, ids: Sequence[str], flags: Sequence[str], *, idempotent: bool) -> list[Any]:
+    async def reinforce(self, ids: Sequence[str], now: float, half_life: float, interval: float) -> None:
+        """Count an access of each of ``ids`` (``FETCH`` with no fields): one command on a single server.
+
+        Not retried: a replayed increment would count an access twice.
+        """
+        flags = ("1", str(int(now * 1000)), repr(half_life), str(int(interval * 1000)))
+        await self._fetch_rows(ids, flags, idempotent=False, fields=(), operation="reinforce")
+
+    async def _fetch_rows(
+        self,
+        ids: Sequence[str],
+        flags: Sequence[str],
+        *,
+        idempotent: bool,
+        fields: Sequence[str] = ITEM_FIELDS,
+        operation: str = "get",
+    ) -> list[Any]:
         rt = self._rt
         backend = rt.backend
-        args = [*flags, *ITEM_FIELDS]
+        args = [*flags, *fields]
         details = {"ids": len(ids)}
         if not backend.cluster:
             keys = [k for mid in ids for k in (rt.keys.doc(mid), rt.keys.access(mid))]
-            rows = await backend.script("get", self._fetch, keys, args, idempotent=idempotent)
+            rows = await backend.script(operation, self._fetch, keys, args, idempotent=idempotent)
             return list(rows)
 
         def build(pipe: Any) -> None:
             for mid in ids:
                 backend.queue_script(pipe, self._fetch, [rt.keys.doc(mid), rt.keys.access(mid)], args)
 
-        replies = await backend.pipeline("get", build, idempotent=idempotent, details=details)
+        replies = await backend.pipeline(operation, build, idempotent=idempotent, details=details)
         return [reply[0] if reply else None for reply in replies]
 
     def drop_expired(self, ids: Sequence[str]) -> None:

@@ -3,8 +3,8 @@
 Every query is a KNN query (bare ``*`` or hybrid with a scope filter), so it runs on valkey-search 1.0; hits are re-sorted client-side
 because RediSearch returns KNN hits in document-id order without SORTBY. The
 ``threshold`` is the reference's: a cosine-distance ceiling on the KNN distance. The
-hits' reinforcement is one pipelined round trip of per-hit scripts
-(``backend.scripts.REINFORCE``).
+hits' reinforcement is one ``backend.scripts.FETCH`` call (one per hit, pipelined, on
+a cluster); a re-ranked recall reads its winners with it in the same round trip.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import scripts
 from ..core.codec import as_text, encode_vector, to_float, validate_vector
 from ..core.keys import Scope
 from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
@@ -66,7 +65,6 @@ class Recall:
         self._rt = rt
         self._docs = docs
         self._text = TextCandidates(rt, docs)
-        self._script = rt.backend.register("reinforce", scripts.REINFORCE)
 
     def _filter(
         self,
@@ -407,22 +405,9 @@ class Recall:
         return min(60.0, max(1.0, half_life / 200.0))
 
     async def reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
-        """Bump ``access_count`` / ``last_accessed_at`` of ``ids`` in one pipelined round trip."""
-        interval_ms = str(int(self.access_interval(half_life) * 1000))
-        now_ms = str(int(now * 1000))
-
-        def build(pipe: Any) -> None:
-            for mid in ids:
-                self._rt.backend.queue_script(
-                    pipe,
-                    self._script,
-                    [self._rt.keys.doc(mid), self._rt.keys.access(mid)],
-                    [now_ms, repr(half_life), interval_ms],
-                )
-
-        # Not retried: a replayed increment would count an access twice.
+        """Bump ``access_count`` / ``last_accessed_at`` of ``ids`` in one round trip (``Documents.reinforce``)."""
         try:
-            await self._rt.backend.pipeline("reinforce", build, idempotent=False, details={"ids": len(ids)})
+            await self._docs.reinforce(ids, now, half_life, self.access_interval(half_life))
         except Exception as exc:  # reinforcement must never break the read path
             log.warning("reinforcement of %d hits failed: %s", len(ids), exc)
             self._rt.metrics.observe_background_failure("reinforce")
