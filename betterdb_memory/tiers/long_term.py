@@ -289,15 +289,26 @@ class LongTermMemory:
 
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
-        results = await self._rt.index.with_index(
-            "remember",
-            lambda: self._rt.backend.pipeline(
+        backend = self._rt.backend
+        if len(records) == 1 and not replaced and not records[0][3] and not cap_filters:
+            # The everyday write, one HSET: a plain command costs less than a pipeline of one.
+            _, mid, fields, _ = records[0]
+            key = self._rt.keys.doc(mid)
+            results = [
+                await self._rt.index.with_index(
+                    "remember", lambda: backend.command("remember", "HSET", key, *fields)
+                )
+            ]
+        else:
+            results = await self._rt.index.with_index(
                 "remember",
-                build,
-                details={"count": len(records)},
-                searches=[self._capacity.count_args(flt) for flt in cap_filters],
-            ),
-        )
+                lambda: backend.pipeline(
+                    "remember",
+                    build,
+                    details={"count": len(records)},
+                    searches=[self._capacity.count_args(flt) for flt in cap_filters],
+                ),
+            )
         self._rt.metrics.add_items(len(records) - len(replaced))
         evicted = 0
         if cap_filters and cap is not None:
