@@ -968,7 +968,10 @@ def render(
             if v / total >= 0.005:
                 out.append(f"| {k} | {_f(v)} | {v / total:.0%} |")
         out.append("")
-    out += [f"Re-ranking's term cache after the read scenarios (`ranking._term_counts`): {ranking_cache}.", ""]
+    out += [
+        f"Re-ranking's term cache after the read scenarios (`ranking._term_counts`): {ranking_cache}.",
+        "",
+    ]
     if other_parser is not None:
         here = "libvalkey" if valkey.utils.LIBVALKEY_AVAILABLE else "pure-Python"
         there = other_parser["parser"]

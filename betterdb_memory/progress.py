@@ -26,7 +26,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol, TextIO, runtime_checkable
 
-__all__ = ["NullProgress", "Progress", "ProgressSink", "format_duration"]
+from .errors import ValidationError
+
+__all__ = ["NullProgress", "Progress", "ProgressSink", "check_progress", "format_duration"]
 
 
 @runtime_checkable
@@ -44,6 +46,25 @@ class ProgressSink(Protocol):
     def end(self) -> None:
         """The current phase is over (a final line)."""
         ...
+
+
+def check_progress(value: object, argument: str = "progress") -> ProgressSink:
+    """``value`` as a ``ProgressSink`` (None: ``NullProgress``), checked before any work starts.
+
+    Raises:
+        ValidationError: it lacks ``begin`` / ``advance`` / ``end`` (code ``validation.type``),
+            so nothing was read, written or deleted.
+    """
+    if value is None:
+        return NullProgress()
+    if not isinstance(value, ProgressSink):
+        raise ValidationError(
+            f"{argument} must have begin(label, total), advance(n) and end() methods, "
+            f"got {type(value).__name__}",
+            code="validation.type",
+            details={"argument": argument, "type": type(value).__name__},
+        )
+    return value
 
 
 class NullProgress:

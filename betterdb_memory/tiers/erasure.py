@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..core.escaping import validate_tag_value
 from ..errors import BetterDBMemoryError, ValidationError
-from ..progress import ProgressSink
+from ..progress import ProgressSink, check_progress
 from .documents import Documents
 from .fact_ledger import FactLedger
 from .runtime import Runtime
@@ -68,6 +68,8 @@ class Erasure:
         flt = scope_filter(
             thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False
         )
+        if progress is not None:
+            progress = check_progress(progress)
         if flt.is_unscoped:
             raise ValidationError(
                 "forget_by_scope needs a thread_id, agent_id, namespace or tags; refusing to delete everything",

@@ -18,7 +18,7 @@ from ..core.codec import as_text, decode_vector, to_int
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD
 from ..core.validation import check_tags
-from ..progress import NullProgress, ProgressSink
+from ..progress import ProgressSink, check_progress
 from ._format import (
     STATE_PATTERNS,
     ExportHeader,
@@ -95,7 +95,7 @@ async def export_store(
         ValidationError: a bad scope value.
         StoreConnectionError: the server failed (the file is then incomplete: no ``end`` row).
     """
-    sink = progress or NullProgress()
+    sink = check_progress(progress)
     scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
     want_tags = check_tags(tags)
     whole = scope.is_empty and not want_tags

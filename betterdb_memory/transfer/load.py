@@ -26,7 +26,7 @@ from ..core.query import VECTOR_FIELD
 from ..embedders.base import Embedder
 from ..embedders.lazy import LazyFunctionEmbedder
 from ..errors import ValidationError
-from ..progress import NullProgress, ProgressSink
+from ..progress import ProgressSink, check_progress
 from ._format import (
     DocumentRow,
     EndRow,
@@ -216,7 +216,7 @@ async def import_store(
             a file without its ``end`` row (truncated; everything it held was written).
         ConfigurationError: the store's meta names another model (re-embed or use another name).
     """
-    sink = progress or NullProgress()
+    sink = check_progress(progress)
     await store.index.ensure_ready()
     embedder = store.embedder
     if isinstance(embedder, LazyFunctionEmbedder):  # an embed_fn: resolved by ensure_ready

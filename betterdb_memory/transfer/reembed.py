@@ -49,7 +49,7 @@ from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD, IndexSpec, create_index_args
 from ..embedders.base import Embedder
 from ..errors import ConfigurationError, IndexExistsError, IndexNotFoundError
-from ..progress import NullProgress, ProgressSink
+from ..progress import ProgressSink, check_progress
 from ._scan import embed_encoded, ids_under, scan_keys
 
 if TYPE_CHECKING:
@@ -373,7 +373,7 @@ async def reembed(
     """
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigurationError("batch must be a positive integer", code="configuration.range")
-    sink = progress or NullProgress()
+    sink = check_progress(progress)
     run = _Run(store, embedder, batch, sink)
     backend = store.backend
     async with backend.lock(run.lock_key, ttl=30.0, wait=lock_wait) as lock:

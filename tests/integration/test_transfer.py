@@ -215,6 +215,17 @@ async def test_scoped_export_and_bad_files(make_store: Callable[..., MemoryStore
         await import_store(
             target, [lines[0], '{"type": "key", "key": "__mem_meta", "kind": "hash", "value": {}}']
         )
+    # A progress without begin/advance/end: a typed error before anything is read or written.
+    held = await target.count()
+    for call in (
+        export_store(source, io.StringIO(), progress=object()),  # type: ignore[arg-type]
+        import_store(target, lines, progress=object()),  # type: ignore[arg-type]
+        source.forget_by_scope(thread_id="ada", progress=object()),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(ValidationError) as bad:
+            await call
+        assert bad.value.code == "validation.type"
+    assert await target.count() == held and await source.count(thread_id="ada") > 0
 
 
 async def test_version_0_files_import_with_ids_and_times(

@@ -101,3 +101,16 @@ def test_format_duration(seconds: float, text: str) -> None:
 
 def test_sinks_satisfy_the_protocol() -> None:
     assert isinstance(Progress(io.StringIO()), ProgressSink) and isinstance(NullProgress(), ProgressSink)
+
+
+def test_check_progress_takes_a_sink_or_none_and_refuses_the_rest() -> None:
+    from betterdb_memory.errors import ValidationError
+    from betterdb_memory.progress import check_progress
+
+    assert isinstance(check_progress(None), NullProgress)
+    sink = NullProgress()
+    assert check_progress(sink) is sink
+    for bad in (object(), "bar", print):
+        with pytest.raises(ValidationError) as err:
+            check_progress(bad, "progress")
+        assert err.value.code == "validation.type" and err.value.details["argument"] == "progress"
