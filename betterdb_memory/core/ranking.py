@@ -70,7 +70,7 @@ from typing import Protocol, runtime_checkable
 from ..embedders.hashing import tokenize
 from ..errors import ConfigurationError
 from .models import MemoryHit, MemoryItem
-from .scoring import ScoreParts, Weights, similarity_from_distance
+from .scoring import ScoreParts, Weights, similarity_from_distance, weighted
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -418,17 +418,14 @@ def rank(
                 fused[item.id] = min(1.0, max(0.0, float(lifted)))
                 order.append((item, distance_of[item.id]))
         admitted = order
-    # ``scoring.composite``'s arithmetic, inlined (up to a hundred candidates a recall);
-    # its ScoreParts are built for the hits returned only.
-    w_sim, w_rec, w_imp = weights.similarity, weights.recency, weights.importance
+    # ``scoring.composite``'s arithmetic for up to a hundred candidates a recall; its
+    # ScoreParts are built for the hits returned only.
     scored: list[tuple[float, float, float, MemoryItem, float]] = []
     for item, distance in admitted:
         similarity = fused.get(item.id)
-        d = distance if similarity is None else 2.0 * (1.0 - similarity)
-        sim = min(1.0, max(0.0, 1.0 - d / 2.0))
+        sim = similarity_from_distance(distance if similarity is None else 2.0 * (1.0 - similarity))
         last_seen = max(item.created_at / 1000.0, item.last_accessed_at / 1000.0)
-        rec = float(0.5 ** (max(0.0, now - last_seen) / half_life_seconds))
-        score = w_sim * sim + w_rec * rec + w_imp * item.importance
+        score, rec = weighted(sim, last_seen, item.importance, now, weights, half_life_seconds)
         scored.append((score, sim, rec, item, distance))
     scored.sort(key=lambda entry: entry[0], reverse=True)  # stable: ties keep the candidates' order
     return [

@@ -32,6 +32,7 @@ __all__ = [
     "keep_score",
     "recency",
     "similarity_from_distance",
+    "weighted",
 ]
 
 DEFAULT_HALF_LIFE_SECONDS = 7 * 24 * 3600.0
@@ -112,9 +113,22 @@ def composite(
     half_life_seconds: float,
 ) -> ScoreParts:
     sim = similarity_from_distance(distance)
-    rec = recency(max(created_at, last_accessed_at), now, half_life_seconds)
-    score = weights.similarity * sim + weights.recency * rec + weights.importance * importance
+    score, rec = weighted(sim, max(created_at, last_accessed_at), importance, now, weights, half_life_seconds)
     return ScoreParts(sim, rec, importance, weights, score)
+
+
+def weighted(
+    similarity: float,
+    last_seen: float,
+    importance: float,
+    now: float,
+    weights: Weights,
+    half_life_seconds: float,
+) -> tuple[float, float]:
+    """``(score, recency)``: the composite's arithmetic, for callers that score many candidates
+    and build ``ScoreParts`` only for the few they return (``core.ranking.rank``)."""
+    rec = recency(last_seen, now, half_life_seconds)
+    return weights.similarity * similarity + weights.recency * rec + weights.importance * importance, rec
 
 
 def keep_score(last_seen: float, importance: float, half_life_seconds: float) -> float:

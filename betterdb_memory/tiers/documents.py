@@ -28,6 +28,13 @@ __all__ = ["Documents"]
 
 log = logging.getLogger(__name__)
 
+# FETCH's leading ARGV: reinforce (1/0), now_ms, half_life_s, interval_ms.
+_READ_ONLY = ("0", "0", "1", "0")
+
+
+def _reinforcing(now: float, half_life: float, interval: float) -> tuple[str, ...]:
+    return ("1", str(int(now * 1000)), repr(half_life), str(int(interval * 1000)))
+
 
 class Documents:
     """Read and delete memories by id."""
@@ -66,16 +73,14 @@ class Documents:
         if not ids:
             return []
         if reinforce is None:
-            rows = await self._fetch_rows(ids, ("0", "0", "1", "0"), idempotent=True)
+            rows = await self._fetch_rows(ids, _READ_ONLY, idempotent=True)
         else:
-            now, half_life, interval = reinforce
-            flags = ("1", str(int(now * 1000)), repr(half_life), str(int(interval * 1000)))
             try:
-                rows = await self._fetch_rows(ids, flags, idempotent=False)
+                rows = await self._fetch_rows(ids, _reinforcing(*reinforce), idempotent=False)
             except StoreConnectionError as exc:
                 log.warning("reading and reinforcing %d memories failed (%s); reading again", len(ids), exc)
                 rt.metrics.observe_background_failure("reinforce")
-                rows = await self._fetch_rows(ids, ("0", "0", "1", "0"), idempotent=True)
+                rows = await self._fetch_rows(ids, _READ_ONLY, idempotent=True)
         now_ms = time.time() * 1000
         out: list[MemoryItem | None] = []
         expired: list[str] = []
@@ -104,8 +109,9 @@ class Documents:
 
         Not retried: a replayed increment would count an access twice.
         """
-        flags = ("1", str(int(now * 1000)), repr(half_life), str(int(interval * 1000)))
-        await self._fetch_rows(ids, flags, idempotent=False, fields=(), operation="reinforce")
+        await self._fetch_rows(
+            ids, _reinforcing(now, half_life, interval), idempotent=False, fields=(), operation="reinforce"
+        )
 
     async def _fetch_rows(
         self,

@@ -206,8 +206,13 @@ class Recall:
         k: int,
         return_fields: Sequence[str],
         extra: Sequence[Sequence[Any]],
+        *,
+        slim: bool = False,
     ) -> tuple[list[tuple[MemoryItem, float]], list[Any]]:
-        """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it."""
+        """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it.
+
+        ``slim``: ``return_fields`` are the ranking fields, and the items ranking items.
+        """
         check = self._rt.index.needs_check(flt)
         fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
         args = knn_search_args(
@@ -250,7 +255,6 @@ class Recall:
         now_ms = time.time() * 1000
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
-        slim = tuple(return_fields) == _RANKING_FIELDS
         fact_source = self._rt.settings.fact_source
         for hit in hits:
             f = hit.fields
@@ -334,7 +338,9 @@ class Recall:
         # A re-ranked recall also asks the full-text index, in the same round trip.
         pool = min(n, 10_000)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
-        candidates, replies = await self._search(vector, flt, pool, fields, text.searches if text else [])
+        candidates, replies = await self._search(
+            vector, flt, pool, fields, text.searches if text else [], slim=slim
+        )
         knn_distances = [d for _, d in candidates]
         text_replies = self._text.learn(text, replies) if text is not None else []
         if text_replies and query is not None:

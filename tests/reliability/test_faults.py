@@ -117,6 +117,35 @@ async def test_reinforce_is_not_replayed_after_a_cut(
         await _close(client, store)
 
 
+async def test_a_text_recall_whose_read_and_reinforce_is_cut_reads_again_without_counting(
+    fault_proxy: FaultProxy, unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A re-ranked recall reads and reinforces its hits in one FETCH. The connection drops as
+    it is sent: the FETCH is not replayed (it could count twice); the hits are read again
+    without reinforcement and come back whole, and the failure is logged."""
+    client, store = _store(fault_proxy.url, unique_name, GENEROUS, discovery=False)
+    try:
+        mid = await store.remember("Priya keeps bees on the roof.", thread_id="cut", tags=["home"])
+        await store.remember("Something else entirely.", thread_id="cut")
+        await store.recall("Who keeps bees?", k=1, threshold=2.0, thread_id="cut")  # loads FETCH
+        before = (await store.get(mid)).access_count  # type: ignore[union-attr]
+        assert before == 1
+        fault_proxy.arm(b"EVALSHA", 1)  # the next script call is the read-and-reinforce
+        with caplog.at_level("WARNING", logger="betterdb_memory.tiers.documents"):
+            hits = await asyncio.wait_for(
+                store.recall("Who keeps bees?", k=1, threshold=2.0, thread_id="cut"), 10
+            )
+        assert fault_proxy.cuts == 1
+        assert [h.item.id for h in hits] == [mid]
+        assert hits[0].item.tags == ["home"] and hits[0].item.access_count == before
+        assert any("reading again" in r.getMessage() for r in caplog.records)
+        assert (await store.get(mid)).access_count == before  # type: ignore[union-attr]
+        await store.recall("Who keeps bees?", k=1, threshold=2.0, thread_id="cut")  # counts again
+        assert (await store.get(mid)).access_count == before + 1  # type: ignore[union-attr]
+    finally:
+        await _close(client, store)
+
+
 async def test_forget_by_scope_reports_progress_when_the_server_goes_away(
     fault_proxy: FaultProxy, unique_name: str
 ) -> None:
