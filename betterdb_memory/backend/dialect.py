@@ -77,6 +77,16 @@ class Capabilities:
     tag_trailing_star_literal: bool = False
 
     @property
+    def rebuilds_after_restart(self) -> bool:
+        """Whether a restarted server answers queries before its indexes are rebuilt.
+
+        valkey-search loads the data, then rebuilds each index in the background and
+        answers from the part done so far; RediSearch indexes while loading (the server
+        says LOADING until it is done).
+        """
+        return self.engine != "redisearch"
+
+    @property
     def version_string(self) -> str:
         return ".".join(str(x) for x in self.version)
 

@@ -164,6 +164,7 @@ class IndexManager:
         client = backend.client
         if self.capabilities is None:
             self.capabilities = await backend.call("probe", lambda: probe(client))
+            backend.rebuilds_after_restart = self.capabilities.rebuilds_after_restart
         caps = self.capabilities
         if self._resolve is not None:
             await self._resolve()

@@ -50,8 +50,13 @@ async def call(
     policy: RetryPolicy,
     idempotent: bool = True,
     details: Mapping[str, Any] | None = None,
+    on_fault: Callable[[], None] | None = None,
 ) -> T:
-    """Run ``fn``, retrying connection faults when ``idempotent``; translate every error."""
+    """Run ``fn``, retrying connection faults when ``idempotent``; translate every error.
+
+    ``on_fault`` is called at every connection fault, retried or not (the backend notes
+    that the server may have restarted).
+    """
     start = time.monotonic()
     attempt = 0
     while True:
@@ -61,9 +66,12 @@ async def call(
         except BetterDBMemoryError:
             raise
         except Exception as exc:
+            fault = is_connection_error(exc)
+            if fault and on_fault is not None:
+                on_fault()
             retry = (
                 idempotent
-                and is_connection_error(exc)
+                and fault
                 and attempt < policy.attempts
                 and time.monotonic() - start < policy.budget
             )

@@ -91,6 +91,76 @@ async def test_idempotent_operation_succeeds_across_a_server_restart(
         await _close(client, store)
 
 
+async def test_queries_after_a_restart_wait_for_the_index_rebuild(
+    own_server: Callable[..., EmbeddedServer], unique_name: str
+) -> None:
+    """A restart during a count: the retried query sees every memory, not a half-rebuilt index.
+
+    valkey-search rebuilds its index in the background once a restarted server has
+    loaded its data, and answers from the part indexed so far meanwhile; without the
+    backend's post-fault readiness check this count returns a few hundred (checked by
+    removing it). RediSearch indexes while loading, so there it passes either way.
+    """
+    server = own_server(appendfsync="always")
+    client, store = _store(server.url, unique_name, GENEROUS, discovery=False)
+    n = 4000
+    try:
+        await store.remember_many(
+            [
+                {"content": f"fact {i}", "vector": unit(i % 32, (i + 7) % 32), "thread_id": "r"}
+                for i in range(n)
+            ]
+        )
+        for _ in range(3):  # three restarts: the window after each is a few tens of ms
+            await asyncio.to_thread(server.stop)
+            restarter = _restart_later(server, 0.3)
+            counted = await asyncio.wait_for(store.count(thread_id="r"), 30)
+            await asyncio.to_thread(restarter.join, 30)
+            assert counted == n
+            hits = await store.recall_by_vector(
+                unit(3, 10), k=3, threshold=2.0, reinforce=False, thread_id="r"
+            )
+            assert len(hits) == 3
+    finally:
+        await _close(client, store)
+
+
+async def test_queries_after_a_restart_between_calls_wait_for_the_index_rebuild(
+    own_server: Callable[..., EmbeddedServer], unique_name: str
+) -> None:
+    """The server restarts between two calls: no call sees a fault (valkey-py's pool reopens
+    the closed connection by itself), yet counts, lists and recalls see every memory.
+
+    Without the connection hook (``backend.reconnects``) the first count after each restart
+    returns a part of the 4,000 on valkey-search (checked by removing it).
+    """
+    server = own_server(appendfsync="always")
+    client, store = _store(server.url, unique_name, GENEROUS, discovery=False)
+    n = 4000
+    try:
+        await store.remember_many(
+            [
+                {"content": f"fact {i}", "vector": unit(i % 32, (i + 7) % 32), "thread_id": "r"}
+                for i in range(n)
+            ]
+        )
+        needles = [await store.remember(f"needle {j}", vector=unit(40 + j), thread_id="n") for j in range(8)]
+        assert await store.count(thread_id="r") == n
+        for operation in ("count", "list", "recall"):
+            await asyncio.to_thread(server.restart)
+            if operation == "count":
+                assert await store.count(thread_id="r") == n
+            elif operation == "list":
+                assert (await store.list(thread_id="r", limit=5)).total == n
+            else:  # all eight needles at once (a half-rebuilt index misses some)
+                hits = await store.recall_by_vector(
+                    unit(*range(40, 48)), k=8, threshold=2.0, reinforce=False, thread_id="n"
+                )
+                assert sorted(h.item.id for h in hits) == sorted(needles)
+    finally:
+        await _close(client, store)
+
+
 async def test_reinforce_is_not_replayed_after_a_cut(
     fault_proxy: FaultProxy, unique_name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
