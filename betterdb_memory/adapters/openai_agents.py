@@ -103,9 +103,9 @@ class MemoryStoreSession:
         ValidationError: ``session_id`` or ``agent_id`` is not a valid scope value.
 
     ``pop_item`` removes the newest raw item; an L1 turn already stored from it stays
-    (turns are append-only; ``clear_session`` removes both). ``store.erase`` and
-    ``store.clear_session`` do not know these keys: use ``clear_session`` here, or let
-    them expire with the session TTL.
+    (turns are append-only; ``clear_session`` removes both). The raw items live among
+    the session's L1 keys (``session_item_keys``), so ``store.clear_session`` and
+    ``store.erase`` delete them too, and they expire with the session TTL.
     """
 
     session_settings: SessionSettings | None

@@ -34,6 +34,9 @@ def watch_connections(client: Any, on_open: Callable[[], None]) -> bool:
     ``valkey.asyncio.cluster.ValkeyCluster`` (every node known now, and the
     arguments new nodes are made from). Returns False, changing nothing, for a client
     of another shape: the backend then relies on the connection faults it sees.
+    Many stores on one client share one hook (a bound method is held weakly, so a
+    store that is gone stops being called), so the connect path does not grow with
+    every store built on it.
     """
     try:
         return _watch(client, on_open)
@@ -41,8 +44,48 @@ def watch_connections(client: Any, on_open: Callable[[], None]) -> bool:
         return False
 
 
+class _Hook:
+    """One client's connect function: the caller's (or the default handshake), then the listeners."""
+
+    def __init__(self, previous: Any) -> None:
+        self.previous = previous
+        self.listeners: list[Callable[[], Callable[[], None] | None]] = []
+
+        async def connected(connection: Any) -> None:
+            if self.previous is None:
+                await connection.on_connect()
+            else:
+                done = self.previous(connection)
+                if inspect.isawaitable(done):
+                    await done
+            for ref in list(self.listeners):
+                listener = ref()
+                if listener is not None:
+                    listener()
+
+        self.function = connected
+
+    def add(self, on_open: Callable[[], None]) -> None:
+        self.listeners = [ref for ref in self.listeners if ref() is not None]
+        ref: Callable[[], Callable[[], None] | None]
+        ref = weakref.WeakMethod(on_open) if inspect.ismethod(on_open) else (lambda: on_open)
+        self.listeners.append(ref)
+
+
+# Our connect functions, to find the hook behind one already set on a client.
+_HOOKS: weakref.WeakKeyDictionary[Callable[..., Any], _Hook] = weakref.WeakKeyDictionary()
+
+
+def _hooked(previous: Any, on_open: Callable[[], None]) -> Callable[..., Any]:
+    hook = _HOOKS.get(previous) if callable(previous) else None
+    if hook is None:
+        hook = _Hook(previous)
+        _HOOKS[hook.function] = hook
+    hook.add(on_open)
+    return hook.function
+
+
 def _watch(client: Any, on_open: Callable[[], None]) -> bool:
-    ref = weakref.WeakMethod(on_open) if inspect.ismethod(on_open) else (lambda: on_open)
     holders: list[dict[str, Any]] = []
     connections: list[Any] = []
     pool = getattr(client, "connection_pool", None)
@@ -61,10 +104,10 @@ def _watch(client: Any, on_open: Callable[[], None]) -> bool:
     else:
         return False
     for kwargs in holders:
-        kwargs[_FUNC] = _hook(kwargs.get(_FUNC), ref)
+        kwargs[_FUNC] = _hooked(kwargs.get(_FUNC), on_open)
     for connection in connections:
         if hasattr(connection, _FUNC):
-            setattr(connection, _FUNC, _hook(getattr(connection, _FUNC), ref))
+            setattr(connection, _FUNC, _hooked(getattr(connection, _FUNC), on_open))
     return True
 
 
@@ -73,18 +116,3 @@ def _listed(items: Iterable[Any]) -> list[Any]:
         return list(items)
     except TypeError:  # pragma: no cover - not a collection in some other version
         return []
-
-
-def _hook(previous: Any, ref: Callable[[], Callable[[], None] | None]) -> Callable[[Any], Any]:
-    async def connected(connection: Any) -> None:
-        if previous is None:
-            await connection.on_connect()
-        else:
-            done = previous(connection)
-            if inspect.isawaitable(done):
-                await done
-        on_open = ref()
-        if on_open is not None:
-            on_open()
-
-    return connected

@@ -33,3 +33,30 @@ async def test_the_hook_sees_every_connection_a_valkey_client_opens(valkey_url: 
         assert len(theirs) == 2
     finally:
         await client.aclose()
+
+
+async def test_many_stores_on_one_client_share_one_hook(valkey_url: str) -> None:
+    """A store built per request on a shared client must not stack one more layer each time;
+    a listener that is gone is dropped."""
+    import gc
+
+    class Listener:
+        def __init__(self) -> None:
+            self.seen = 0
+
+        def opened(self) -> None:
+            self.seen += 1
+
+    client = avalkey.Valkey.from_url(valkey_url)
+    try:
+        kept = Listener()
+        assert watch_connections(client, kept.opened)
+        first = client.connection_pool.connection_kwargs["valkey_connect_func"]
+        for _ in range(50):
+            assert watch_connections(client, Listener().opened)  # dropped at once
+        gc.collect()
+        assert client.connection_pool.connection_kwargs["valkey_connect_func"] is first
+        assert await client.ping()
+        assert kept.seen == 1
+    finally:
+        await client.aclose()
