@@ -177,6 +177,9 @@ class MemoryFilter:
     max_importance: float | None = None  # inclusive
     dedup: str | None = None
     exclude_expired_at: int | None = None  # leave out memories whose expires_at <= this
+    # Only memories whose keep-score is at most this (inclusive); sent only to an index
+    # with the keep field (capacity's victim search), never checked in the client.
+    max_keep: float | None = None
 
     @property
     def is_unscoped(self) -> bool:
@@ -212,6 +215,8 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
         parts.append(f"@created_at:[{lo} {hi}]")
     if flt.max_importance is not None:
         parts.append(f"@importance:[-inf {format_number(flt.max_importance)}]")
+    if flt.max_keep is not None and layout.keep:
+        parts.append(f"@keep:[-inf {format_number(flt.max_keep)}]")
     if flt.exclude_expired_at is not None and layout.expires_at:
         parts.append(f"-@expires_at:[-inf {int(flt.exclude_expired_at)}]")
     return " ".join(parts)

@@ -82,3 +82,67 @@ async def test_victims_follow_the_keep_score(make_store: Any, client: Any) -> No
     assert keeps[1] < keeps[2] < keeps[0]
     await s.remember("newest", importance=0.5, thread_id="k", vector=unit(9))
     assert [await s.get(m) is not None for m in ids] == [True, False, True]
+
+
+def _keep_of(raw: Any) -> float:
+    return float(raw.decode() if isinstance(raw, bytes) else raw)
+
+
+async def test_later_evictions_read_below_a_learned_keep_ceiling(make_store: Any, client: Any) -> None:
+    """After a scope's first eviction the victims are read under a keep-score ceiling (a range
+    read, not a sort of the scope), and each write still evicts exactly the lowest keep-score."""
+    s: MemoryStore = make_store(max_items_per_scope=20, half_life_seconds=3600)
+    rng = np.random.default_rng(7)
+    keeps: dict[str, float] = {}
+
+    async def write(i: int) -> None:
+        mid = await s.remember(
+            f"m{i}", importance=float(rng.uniform(0.05, 1.0)), thread_id="r", vector=unit(i % DIM)
+        )
+        keeps[mid] = _keep_of(await client.hget(s.keys.doc(mid), "keep"))
+
+    for i in range(20):
+        await write(i)
+    sent: list[list[Any]] = []
+    backend = s._capacity._rt.backend
+    original = backend.pipeline
+
+    async def spy(operation: str, build: Any, **kw: Any) -> Any:
+        sent.extend(list(q) for q in kw.get("searches", ()))
+        return await original(operation, build, **kw)
+
+    backend.pipeline = spy  # type: ignore[method-assign]
+    model = set(keeps)
+    for i in range(20, 45):
+        before = set(keeps)
+        await write(i)
+        (new,) = set(keeps) - before
+        # The model: the lowest keep-score other than the write's own goes.
+        model.remove(min(model, key=keeps.__getitem__))
+        model.add(new)
+        alive = {m for m in keeps if await client.exists(s.keys.doc(m))}
+        assert alive == model
+    ranged = [q for q in sent if any("@keep:[-inf" in str(a) for a in q)]
+    assert len(ranged) >= 20  # the first eviction sorts; the later ones read a range
+    assert (await s.stats()).evictions == 25
+
+
+async def test_a_stale_keep_ceiling_still_picks_the_lowest(make_store: Any, client: Any) -> None:
+    """A ceiling far below the scope (another process evicted) widens, then sorts; one far above
+    reads the whole scope in range: either way the lowest keep-score goes."""
+    from betterdb_memory.core.keys import Scope
+    from betterdb_memory.tiers.capacity import _Ceiling
+
+    s: MemoryStore = make_store(max_items_per_scope=5, half_life_seconds=3600)
+    ids = [
+        await s.remember(f"m{i}", importance=0.1 + 0.15 * i, thread_id="z", vector=unit(i)) for i in range(5)
+    ]
+    flt = s._capacity.cap_filters([{"scope": Scope.of(thread_id="z"), "tags": []}])[0]
+    for ceiling in (_Ceiling(-1e9, 1e-9), _Ceiling(1e12, 1.0)):
+        s._capacity._ceilings[flt] = ceiling
+        keeps = {m: _keep_of(await client.hget(s.keys.doc(m), "keep")) for m in ids}
+        lowest = min(keeps, key=keeps.__getitem__)
+        ids.append(await s.remember("new", importance=1.0, thread_id="z", vector=unit(9)))
+        assert not await client.exists(s.keys.doc(lowest))
+        ids.remove(lowest)
+        assert await s.count(thread_id="z") == 5

@@ -187,6 +187,18 @@ def test_a_foreign_index_never_gets_a_clause_on_a_field_it_lacks() -> None:
     assert build_filter(flt, FOREIGN) == "@tags:{x}"
 
 
+def test_a_keep_ceiling_is_a_numeric_range_only_on_an_index_with_keep() -> None:
+    """Capacity's victim read below a keep-score ceiling: full precision, inclusive."""
+    flt = MemoryFilter(scope=Scope.of(thread_id="t"), max_keep=2903.123456789012)
+    assert build_filter(flt) == "@threadId:{t} @keep:[-inf 2903.123456789012]"
+    assert build_filter(flt, FOREIGN) == "@threadId:{t}"  # the caller never sends it there
+    args = filter_search_args("idx", flt, return_fields=("keep",), sortby=("keep", True), limit=3)
+    assert args[2:] == [
+        "(@threadId:{t} @keep:[-inf 2903.123456789012])",
+        "RETURN", "1", "keep", "SORTBY", "keep", "ASC", "LIMIT", "0", "3", "DIALECT", "2",
+    ]  # fmt: skip
+
+
 def test_nan_bound_is_refused() -> None:
     with pytest.raises(ValidationError):
         build_filter(MemoryFilter(max_importance=float("nan")))
