@@ -157,6 +157,53 @@ def test_unconfigured_global_provider_records_nothing() -> None:
         assert not span.is_recording()
 
 
+def test_unconfigured_spans_are_one_shared_no_op_that_still_checks_the_name() -> None:
+    """No SDK: nothing is opened (not even a non-recording current span), and a bad
+    operation name is still refused."""
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        pytest.skip("a global tracer provider was configured by another test")
+    tracing = Tracing("s", "i")
+    with tracing.span("recall") as span:
+        assert span is trace.INVALID_SPAN
+        assert trace.get_current_span() is trace.INVALID_SPAN
+    with pytest.raises(ValidationError), tracing.span("Recall thread-1"):
+        pass
+    with pytest.raises(KeyError), tracing.span("remember"):
+        raise KeyError("propagates")
+
+
+def test_a_provider_set_after_the_store_is_used_from_then_on() -> None:
+    """The global provider can be set after a store was built and used (own process: it
+    can be set only once)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from betterdb_memory.observability.tracing import Tracing
+
+        tracing = Tracing("s", "i")
+        with tracing.span("recall") as before:
+            assert not before.is_recording()
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        with tracing.span("recall") as after:
+            assert after.is_recording()
+        print([s.name for s in exporter.get_finished_spans()])
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['agent_memory.recall']"
+
+
 def test_operation_span_function(provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
     """operation_span works without a Tracing object."""
     with operation_span("forget", store_name="s", index_name="i", tracer_provider=provider):
