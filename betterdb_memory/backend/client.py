@@ -381,6 +381,14 @@ class ScopedLock:
         )
         return int(got) == 1
 
+    def queue_try(self, pipe: Any) -> None:
+        """Queue one attempt in the caller's pipeline; pass its reply to ``took``."""
+        self.backend.queue_script(pipe, self.backend.lock_script, [self.key], [self.token, self.ttl_ms])
+
+    def took(self, reply: Any) -> bool:
+        """Whether the queued attempt got the lock (then it is held: ``release`` frees it)."""
+        return not isinstance(reply, BaseException) and int(reply) == 1
+
     async def __aenter__(self) -> ScopedLock:
         deadline = time.monotonic() + self.wait
         delay = 0.002

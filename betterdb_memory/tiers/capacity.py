@@ -33,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from ..backend.client import ScopedLock
 from ..core.codec import to_float
 from ..core.keys import digest
 from ..core.query import MemoryFilter, filter_search_args
@@ -52,6 +53,9 @@ _LOCK_WAIT_S = 15.0
 # The keep-score ceiling of a scope's next victim search: tries before sorting the whole
 # scope, growth of the span per try, the smallest span, how many scopes are remembered.
 _WIDEN_TRIES = 6
+# Victim reads ask for this many more than they need: the keep-scores just above the
+# victims say how far the next ceiling must reach.
+_LOOKAHEAD = 2
 _WIDEN = 8.0
 _MIN_SPAN = 1e-9
 _HINTS = 1024
@@ -66,6 +70,27 @@ class _Ceiling:
     span: float
 
 
+@dataclasses.dataclass(slots=True)
+class CapRound:
+    """What one cap scope adds to a write's round trip, and reads from its replies.
+
+    A scope last seen at its cap (this store evicted there, or counted it full) also
+    tries its lock in that round trip, before the count: when the lock is taken the
+    count is already the exact one the eviction needs (no second count under the
+    lock), and the lowest keep-scores below the scope's ceiling ride along too.
+    """
+
+    flt: MemoryFilter
+    lock: ScopedLock | None = None
+    bound: float | None = None
+    searches: list[list[Any]] = dataclasses.field(default_factory=list)
+
+    def queue(self, pipe: Any) -> None:
+        """Queue the lock attempt (keyed, so it goes in the write's pipeline)."""
+        if self.lock is not None:
+            self.lock.queue_try(pipe)
+
+
 class Capacity:
     """Cap scopes of writes, their counts, and eviction (``max_items_per_scope``)."""
 
@@ -74,6 +99,8 @@ class Capacity:
         self._scopes = scopes
         self._docs = docs
         self._ceilings: OrderedDict[MemoryFilter, _Ceiling] = OrderedDict()
+        # Scopes last counted at or over their cap (bounded like the ceilings).
+        self._full: OrderedDict[MemoryFilter, None] = OrderedDict()
 
     def cap_filters(self, prepared: Sequence[dict[str, Any]]) -> list[MemoryFilter]:
         """The distinct cap scopes of a batch of writes (unscoped writes have none)."""
@@ -92,42 +119,112 @@ class Capacity:
         # valkey-search 1.0: no count without KNN; a no-op the caller reads as "unknown".
         return ["PING"]
 
+    def plan(self, flt: MemoryFilter, written: int) -> CapRound:
+        """What a write of ``written`` memories into cap scope ``flt`` sends in its round trip."""
+        plan = CapRound(flt, searches=[self.count_args(flt)])
+        if flt not in self._full or not self._fast(flt):
+            return plan
+        plan.lock = self._lock(flt)
+        ceiling = self._ceilings.get(flt)
+        if ceiling is not None:
+            plan.bound = ceiling.floor + ceiling.span
+            plan.searches.append(self._below_args(flt, plan.bound, written + 1 + _LOOKAHEAD))
+        return plan
+
     async def hold_cap(
-        self, flt: MemoryFilter, count_reply: Any, cap: int, *, protect: set[str], now: float
+        self, plan: CapRound, replies: Sequence[Any], cap: int, *, protect: set[str], now: float
     ) -> int:
         """Evict what exceeds ``cap`` in one cap scope; the number evicted. Never fails a write.
 
-        ``count_reply`` is the write round trip's count; when it cannot be exact (an
-        index whose TAGs are case-insensitive, or no count on the engine) the scope is
-        counted again here.
+        ``replies`` answer ``plan`` (the lock attempt's, then its searches'). When the
+        count cannot be exact (an index whose TAGs are case-insensitive, or no count on
+        the engine) the scope is counted again here.
         """
+        flt, lock = plan.flt, plan.lock
+        held = lock is not None and lock.took(replies[0])
+        answers = replies[1:] if lock is not None else replies
         try:
             caps = self._rt.index.capabilities
             assert caps is not None
             if not caps.filter_queries or self._rt.index.needs_check(flt):
                 total, _ = await self._scopes.scan_all(flt, (), operation="capacity")
             else:
-                total = parse_search_reply(count_reply, nocontent=True).total
+                total = parse_search_reply(answers[0], nocontent=True).total
+            self._note_count(flt, total, cap)
+            if held:
+                assert lock is not None
+                if total <= cap:  # counted under the lock: nothing to do
+                    await lock.release()
+                    return 0
+                first = None
+                if plan.bound is not None:
+                    ranged = parse_search_reply(answers[1])
+                    first = (plan.bound, total, ranged.total, ranged.hits)
+                return await self._evict_held(
+                    lock, flt, cap, protect=protect, now=now, expected=total, first=first
+                )
             if total <= cap:
                 return 0
             return await self._evict(flt, cap, protect=protect, now=now, expected=total)
         except Exception as exc:  # the memory is stored; a failed eviction must not reject it
             log.warning("capacity eviction on %s failed (the write stands): %s", self._rt.keys.name, exc)
             self._rt.metrics.observe_background_failure("capacity")
+            if held and lock is not None:
+                await lock.release()
             return 0
 
-    async def _evict(
-        self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float, expected: int
-    ) -> int:
-        lock = self._rt.backend.lock(
+    def _fast(self, flt: MemoryFilter) -> bool:
+        """Whether victims come from the engine's keep-score order (this library's index)."""
+        caps = self._rt.index.capabilities
+        assert caps is not None
+        return bool(
+            self._rt.index.layout.keep
+            and caps.sortby
+            and caps.filter_queries
+            and not self._rt.index.needs_check(flt)
+        )
+
+    def _note_count(self, flt: MemoryFilter, total: int, cap: int) -> None:
+        if total >= cap:
+            self._full[flt] = None
+            self._full.move_to_end(flt)
+            while len(self._full) > _HINTS:
+                self._full.popitem(last=False)
+        else:
+            self._full.pop(flt, None)
+
+    def _lock(self, flt: MemoryFilter) -> ScopedLock:
+        return self._rt.backend.lock(
             self._rt.keys.cap_lock(digest(*_filter_parts(flt), size=12)),
             ttl=_LOCK_S,
             wait=_LOCK_WAIT_S,
             heartbeat=False,
         )
+
+    async def _evict(
+        self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float, expected: int
+    ) -> int:
+        lock = self._lock(flt)
+        await lock.__aenter__()
+        return await self._evict_held(lock, flt, cap, protect=protect, now=now, expected=expected)
+
+    async def _evict_held(
+        self,
+        lock: ScopedLock,
+        flt: MemoryFilter,
+        cap: int,
+        *,
+        protect: set[str],
+        now: float,
+        expected: int,
+        first: tuple[float, int, int, list[SearchHit]] | None = None,
+    ) -> int:
+        """Pick and delete the victims with ``lock`` held; releases it (with the deletes on
+        a single server). ``first``: a read under the lock already done (bound, count,
+        matches under the bound, the lowest of them)."""
         stats = self._rt.keys.stats
-        async with lock:
-            victims = await self._victims(flt, cap, protect=protect, now=now, expected=expected)
+        try:
+            victims = await self._victims(flt, cap, protect=protect, now=now, expected=expected, first=first)
 
             # On a cluster the pipeline's commands run per node in no set order: the unlock
             # could land before a delete on another shard, and the next holder would count a
@@ -142,6 +239,8 @@ class Capacity:
 
             # The deletes, the eviction counter and (one server) the unlock in one round trip.
             removed = await self._docs.delete_ids(victims, also=also, operation="capacity")
+        finally:
+            await lock.release()  # stops the heartbeat; a no-op when the unlock was queued
         if removed != len(victims):  # another client deleted a victim first: count only ours
             await self._rt.backend.command(
                 "capacity", "HINCRBY", stats, "evictions", removed - len(victims), idempotent=False
@@ -151,18 +250,20 @@ class Capacity:
         return removed
 
     async def _victims(
-        self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float, expected: int
+        self,
+        flt: MemoryFilter,
+        cap: int,
+        *,
+        protect: set[str],
+        now: float,
+        expected: int,
+        first: tuple[float, int, int, list[SearchHit]] | None = None,
     ) -> list[str]:
-        caps = self._rt.index.capabilities
-        assert caps is not None
-        fast = (
-            self._rt.index.layout.keep
-            and caps.sortby
-            and caps.filter_queries
-            and not self._rt.index.needs_check(flt)
-        )
-        if fast:
-            return await self._lowest(flt, cap, protect=protect, want=max(1, expected - cap) + len(protect))
+        if self._fast(flt):
+            want = max(1, expected - cap) + len(protect)
+            return await self._lowest(flt, cap, protect=protect, want=want, first=first)
+        if expected <= cap:
+            return []
         # No keep-score index or no SORTBY: rank the scope in the client.
         half_life = self._rt.config().half_life_seconds
         total, hits = await self._scopes.scan_all(
@@ -180,18 +281,33 @@ class Capacity:
         ranked.sort()
         return _pick([mid for _, mid in ranked], protect, excess)
 
-    async def _lowest(self, flt: MemoryFilter, cap: int, *, protect: set[str], want: int) -> list[str]:
+    async def _lowest(
+        self,
+        flt: MemoryFilter,
+        cap: int,
+        *,
+        protect: set[str],
+        want: int,
+        first: tuple[float, int, int, list[SearchHit]] | None = None,
+        total: int | None = None,
+    ) -> list[str]:
         """The victims of a scope over its cap, read under its lock (so the count is exact:
         two writers over by one evict one memory between them).
 
         ``want``: the lowest keep-scores to read, the excess the write's own count saw
         plus the write's own memories (which go only when the write alone is over).
+        ``first``: a read already done under the lock (the write's round trip), used
+        when its bound is still the scope's.
         """
         ceiling = self._ceilings.get(flt)
         tries = 0
         while True:
             bound = None if ceiling is None or tries >= _WIDEN_TRIES else ceiling.floor + ceiling.span
-            total, in_range, hits = await self._read_lowest(flt, want, bound)
+            if first is not None and (first[0] == bound):
+                _, total, in_range, hits = first
+            else:
+                total, in_range, hits = await self._read_lowest(flt, want + _LOOKAHEAD, bound)
+            first = None
             excess = total - cap
             if excess <= 0:
                 return []
@@ -209,7 +325,7 @@ class Capacity:
             tries += 1
         ids = [self._rt.keys.memory_id_of(h.key) for h in hits]
         victims = _pick(ids, protect, excess)
-        self._learn(flt, hits, victims, ceiling, in_range)
+        self._learn(flt, hits, victims, ceiling, in_range, protect)
         return victims
 
     async def _read_lowest(
@@ -226,35 +342,43 @@ class Capacity:
             )
             assert total is not None  # exact: a server-side filter on this library's index
             return total, total, hits
-        index, layout = self._rt.keys.index, self._rt.index.layout
-        count = filter_search_args(index, flt, layout=layout, limit=0)
-        below = filter_search_args(
-            index, dataclasses.replace(flt, max_keep=bound), layout=layout,
-            return_fields=("keep",), sortby=("keep", True), limit=want,
-        )  # fmt: skip
+        count = filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0)
+        below = self._below_args(flt, bound, want)
         replies = await self._rt.backend.pipeline("capacity", lambda pipe: None, searches=[count, below])
         ranged = parse_search_reply(replies[1])
         return parse_search_reply(replies[0], nocontent=True).total, ranged.total, ranged.hits
 
+    def _below_args(self, flt: MemoryFilter, bound: float, want: int) -> list[Any]:
+        """The lowest ``want`` keep-scores of the scope at or under ``bound``, sorted."""
+        return filter_search_args(
+            self._rt.keys.index, dataclasses.replace(flt, max_keep=bound), layout=self._rt.index.layout,
+            return_fields=("keep",), sortby=("keep", True), limit=want,
+        )  # fmt: skip
+
     def _learn(
         self, flt: MemoryFilter, hits: Sequence[SearchHit], victims: Sequence[str], ceiling: _Ceiling | None,
-        in_range: int,
+        in_range: int, protect: set[str],
     ) -> None:  # fmt: skip
-        """Remember where this scope's next victims are: above the highest keep-score evicted."""
+        """Remember where this scope's next victims are: above the highest keep-score evicted,
+        within twice the distance to the next one this read saw (kept when it saw none)."""
         chosen = set(victims)
-        keeps = [to_float(h.fields.get("keep")) for h in hits if self._rt.keys.memory_id_of(h.key) in chosen]
-        if not keeps:
+        gone: list[float] = []
+        rest: list[float] = []
+        for h in hits:
+            mid = self._rt.keys.memory_id_of(h.key)
+            if mid in chosen:
+                gone.append(to_float(h.fields.get("keep")))
+            elif mid not in protect:
+                rest.append(to_float(h.fields.get("keep")))
+        if not gone:
             return
-        floor = max(keeps)
-        if ceiling is None:
-            # First eviction here: a span of a few times the gaps between the lowest read.
-            spread = (max(keeps) - min(keeps)) / max(1, len(keeps) - 1) if len(keeps) > 1 else 0.0
-            ceiling = _Ceiling(floor, max(_MIN_SPAN, 8 * spread))
-        else:
-            ceiling.floor = floor
-            if in_range > 16 * max(1, len(hits)):  # the range was far wider than needed
-                ceiling.span = max(_MIN_SPAN, ceiling.span / _WIDEN)
-        self._ceilings[flt] = ceiling
+        floor = max(gone)
+        span = ceiling.span if ceiling is not None else _MIN_SPAN
+        if rest:
+            span = max(_MIN_SPAN, 2 * (min(rest) - floor))
+        elif ceiling is not None and in_range > 16 * max(1, len(hits)):  # far wider than needed
+            span = max(_MIN_SPAN, span / _WIDEN)
+        self._ceilings[flt] = _Ceiling(floor, span)
         self._ceilings.move_to_end(flt)
         while len(self._ceilings) > _HINTS:
             self._ceilings.popitem(last=False)

@@ -270,6 +270,7 @@ class LongTermMemory:
             ids[i] = ids[j]
         cap = cfg.max_items_per_scope if capped else None
         cap_filters = self._capacity.cap_filters([prepared[i] for i, *_ in records]) if cap else []
+        rounds = [self._capacity.plan(flt, len(records)) for flt in cap_filters]
 
         def build(pipe: Any) -> None:
             for _, mid, fields, ttl_ms in records:
@@ -286,6 +287,8 @@ class LongTermMemory:
                 pipe.execute_command("HSET", key, *fields)
                 if ttl_ms:
                     pipe.execute_command("PEXPIRE", key, ttl_ms)
+            for r in rounds:  # a full scope's lock attempt, after the writes, before its count
+                r.queue(pipe)
 
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
@@ -300,22 +303,34 @@ class LongTermMemory:
                 )
             ]
         else:
-            results = await self._rt.index.with_index(
-                "remember",
-                lambda: backend.pipeline(
+            try:
+                results = await self._rt.index.with_index(
                     "remember",
-                    build,
-                    details={"count": len(records)},
-                    searches=[self._capacity.count_args(flt) for flt in cap_filters],
-                ),
-            )
+                    lambda: backend.pipeline(
+                        "remember",
+                        build,
+                        details={"count": len(records)},
+                        searches=[q for r in rounds for q in r.searches],
+                    ),
+                )
+            except Exception:
+                for r in rounds:  # a lock the failed round trip may have taken: free it now
+                    if r.lock is not None:
+                        await r.lock.release()
+                raise
         self._rt.metrics.add_items(len(records) - len(replaced))
         evicted = 0
-        if cap_filters and cap is not None:
-            counts = results[len(results) - len(cap_filters) :]
+        if rounds and cap is not None:
+            locks = [r for r in rounds if r.lock is not None]
+            n_searches = sum(len(r.searches) for r in rounds)
+            tail = results[len(results) - n_searches - len(locks) :]
+            lock_replies = iter(tail[: len(locks)])
+            search_replies = iter(tail[len(locks) :])
             written = {mid for _, mid, _, _ in records}
-            for flt, reply in zip(cap_filters, counts, strict=True):
-                evicted += await self._capacity.hold_cap(flt, reply, cap, protect=written, now=now)
+            for r in rounds:
+                replies = [next(lock_replies)] if r.lock is not None else []
+                replies += [next(search_replies) for _ in r.searches]
+                evicted += await self._capacity.hold_cap(r, replies, cap, protect=written, now=now)
         return [str(m) for m in ids], evicted, dedup_hits
 
     async def _find_twins(self, prepared: list[dict[str, Any]], vectors: list[Any]) -> dict[int, str]:
