@@ -31,7 +31,7 @@ import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..backend.client import ScopedLock
 from ..core.codec import to_float
@@ -59,6 +59,11 @@ _LOOKAHEAD = 2
 _WIDEN = 8.0
 _MIN_SPAN = 1e-9
 _HINTS = 1024
+
+
+# A victim read done under the lock: (its keep bound, the scope's count, the matches
+# under the bound, the lowest of them).
+_Read: TypeAlias = tuple[float, int, int, list[SearchHit]]
 
 
 @dataclasses.dataclass(slots=True)
@@ -217,7 +222,7 @@ class Capacity:
         protect: set[str],
         now: float,
         expected: int,
-        first: tuple[float, int, int, list[SearchHit]] | None = None,
+        first: _Read | None = None,
     ) -> int:
         """Pick and delete the victims with ``lock`` held; releases it (with the deletes on
         a single server). ``first``: a read under the lock already done (bound, count,
@@ -257,7 +262,7 @@ class Capacity:
         protect: set[str],
         now: float,
         expected: int,
-        first: tuple[float, int, int, list[SearchHit]] | None = None,
+        first: _Read | None = None,
     ) -> list[str]:
         if self._fast(flt):
             want = max(1, expected - cap) + len(protect)
@@ -288,7 +293,7 @@ class Capacity:
         *,
         protect: set[str],
         want: int,
-        first: tuple[float, int, int, list[SearchHit]] | None = None,
+        first: _Read | None = None,
         total: int | None = None,
     ) -> list[str]:
         """The victims of a scope over its cap, read under its lock (so the count is exact:

@@ -91,6 +91,14 @@ async def test_idempotent_operation_succeeds_across_a_server_restart(
         await _close(client, store)
 
 
+async def _fill(store: MemoryStore, n: int) -> None:
+    """``n`` memories in thread "r": enough that valkey-search's rebuild after a restart
+    takes tens of milliseconds, a window a query lands in."""
+    await store.remember_many(
+        [{"content": f"fact {i}", "vector": unit(i % 32, (i + 7) % 32), "thread_id": "r"} for i in range(n)]
+    )
+
+
 async def test_queries_after_a_restart_wait_for_the_index_rebuild(
     own_server: Callable[..., EmbeddedServer], unique_name: str
 ) -> None:
@@ -105,12 +113,7 @@ async def test_queries_after_a_restart_wait_for_the_index_rebuild(
     client, store = _store(server.url, unique_name, GENEROUS, discovery=False)
     n = 4000
     try:
-        await store.remember_many(
-            [
-                {"content": f"fact {i}", "vector": unit(i % 32, (i + 7) % 32), "thread_id": "r"}
-                for i in range(n)
-            ]
-        )
+        await _fill(store, n)
         for _ in range(3):  # three restarts: the window after each is a few tens of ms
             await asyncio.to_thread(server.stop)
             restarter = _restart_later(server, 0.3)
@@ -138,12 +141,7 @@ async def test_queries_after_a_restart_between_calls_wait_for_the_index_rebuild(
     client, store = _store(server.url, unique_name, GENEROUS, discovery=False)
     n = 4000
     try:
-        await store.remember_many(
-            [
-                {"content": f"fact {i}", "vector": unit(i % 32, (i + 7) % 32), "thread_id": "r"}
-                for i in range(n)
-            ]
-        )
+        await _fill(store, n)
         needles = [await store.remember(f"needle {j}", vector=unit(40 + j), thread_id="n") for j in range(8)]
         assert await store.count(thread_id="r") == n
         for operation in ("count", "list", "recall"):
