@@ -327,9 +327,15 @@ class LongTermMemory:
             lock_replies = iter(tail[: len(locks)])
             search_replies = iter(tail[len(locks) :])
             written = {mid for _, mid, _, _ in records}
+            answered = []
             for r in rounds:
                 replies = [next(lock_replies)] if r.lock is not None else []
                 replies += [next(search_replies) for _ in r.searches]
+                answered.append((r, replies))
+            # Scopes whose lock this round trip took go first (each is released when done):
+            # waiting for another scope's lock while holding one could deadlock two writers.
+            answered.sort(key=lambda a: not (a[0].lock is not None and a[0].lock.took(a[1][0])))
+            for r, replies in answered:
                 evicted += await self._capacity.hold_cap(r, replies, cap, protect=written, now=now)
         return [str(m) for m in ids], evicted, dedup_hits
 

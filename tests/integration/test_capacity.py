@@ -150,3 +150,28 @@ async def test_a_stale_keep_ceiling_still_picks_the_lowest(make_store: Any, clie
         assert not await client.exists(s.keys.doc(lowest))
         ids.remove(lowest)
         assert await s.count(thread_id="z") == 5
+
+
+async def test_a_batch_into_two_full_scopes_evicts_in_both(make_store: Any) -> None:
+    """One write, two cap scopes each last seen full: both locks ride in the round trip, and
+    concurrent batches over the same two scopes in opposite orders all finish with both caps
+    held exactly."""
+    s: MemoryStore = make_store(max_items_per_scope=3)
+    for t in ("a", "b"):
+        await s.remember_many([{"content": f"{t}{i}", "thread_id": t, "vector": unit(i)} for i in range(3)])
+
+    async def batch(first: str, second: str, i: int) -> None:
+        await s.remember_many(
+            [
+                {"content": f"{first} new {i}", "thread_id": first, "vector": unit(10 + i)},
+                {"content": f"{second} new {i}", "thread_id": second, "vector": unit(40 + i)},
+            ]
+        )
+
+    await batch("a", "b", 0)
+    assert await s.count(thread_id="a") == 3 and await s.count(thread_id="b") == 3
+    await asyncio.wait_for(
+        asyncio.gather(*(batch(*(("a", "b") if i % 2 else ("b", "a")), i) for i in range(1, 13))), 60
+    )
+    assert await s.count(thread_id="a") == 3 and await s.count(thread_id="b") == 3
+    assert (await s.stats()).evictions == 26
