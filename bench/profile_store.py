@@ -203,13 +203,14 @@ def install_phases(phases: Phases, stores: Sequence[MemoryStore], client: Any) -
     """The library's phases, wrapped from outside (instance attributes and module-level names)."""
     phases.wrap_round_trips(client)
     rerankers: list[Any] = []
+    phases.wrap(long_term_mod, "prepare_items", "validate items (prepare_items)")
     for store in stores:
-        # write path
-        phases.wrap(store, "_prepare_all", "validate items (_prepare_all)")
-        phases.wrap(store, "_record", "build records (_record)")
-        phases.wrap(store, "_cap_filters", "cap filters (_cap_filters)")
-        # recall path
-        phases.wrap(store, "_embed", "embed query (dict lookup + checks)")
+        # write path (the parts are private attributes of the facade; see store.py)
+        phases.wrap(store._long_term, "_record", "build records (LongTermMemory._record)")
+        phases.wrap(store._capacity, "plan", "cap scopes and their round-trip plans (Capacity.plan)")
+        phases.wrap(store._capacity, "_learn", "capacity: the next keep ceiling (Capacity._learn)")
+        # both paths
+        phases.wrap(store._rt, "embed", "embed (dict lookup + checks)")
         if store.reranker is not None and store.reranker not in rerankers:
             rerankers.append(store.reranker)
             phases.wrap(store.reranker, "rerank", "re-rank (HybridRanker)")
@@ -218,8 +219,8 @@ def install_phases(phases: Phases, stores: Sequence[MemoryStore], client: Any) -
     phases.wrap(recall_mod, "parse_search_reply", "parse FT.SEARCH reply (replies)")
     phases.wrap(models_mod, "item_from_fields", "build MemoryItems (item_from_fields)")
     phases.wrap(documents_mod, "item_from_fields", "build MemoryItems (item_from_fields)")
-    # ranking.rank (gate, re-rank, composite) calls the names ranking imports
-    phases.wrap(ranking_mod, "composite", "composite scores")
+    # ranking.rank calls the re-ranker (timed above) and the composite arithmetic it imports
+    phases.wrap(ranking_mod, "weighted", "composite scores (scoring.weighted)")
     # context assembly
     phases.wrap(sessions_mod, "decode_turn", "decode turns")
     phases.wrap(sessions_mod, "count_tokens", "count tokens")
