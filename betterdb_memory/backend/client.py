@@ -390,6 +390,15 @@ class ScopedLock:
         return not isinstance(reply, BaseException) and int(reply) == 1
 
     async def __aenter__(self) -> ScopedLock:
+        await self.acquire()
+        return self
+
+    async def acquire(self) -> None:
+        """Wait (bounded, with backoff) for the lock; ``release`` frees it.
+
+        Raises:
+            ConsolidationBusyError: not taken within ``wait`` seconds.
+        """
         deadline = time.monotonic() + self.wait
         delay = 0.002
         while not await self.try_acquire():
@@ -401,7 +410,6 @@ class ScopedLock:
             delay = min(0.25, delay * 2)
         if self._heartbeat:
             self._beat = asyncio.get_running_loop().create_task(self._beat_loop())
-        return self
 
     async def _beat_loop(self) -> None:
         while True:

@@ -90,11 +90,6 @@ class CapRound:
     bound: float | None = None
     searches: list[list[Any]] = dataclasses.field(default_factory=list)
 
-    def queue(self, pipe: Any) -> None:
-        """Queue the lock attempt (keyed, so it goes in the write's pipeline)."""
-        if self.lock is not None:
-            self.lock.queue_try(pipe)
-
 
 class Capacity:
     """Cap scopes of writes, their counts, and eviction (``max_items_per_scope``)."""
@@ -135,6 +130,48 @@ class Capacity:
             plan.bound = ceiling.floor + ceiling.span
             plan.searches.append(self._below_args(flt, plan.bound, written + 1 + _LOOKAHEAD))
         return plan
+
+    @staticmethod
+    def queue_locks(pipe: Any, rounds: Sequence[CapRound]) -> None:
+        """Queue the rounds' lock attempts in the write's pipeline (after its writes)."""
+        for r in rounds:
+            if r.lock is not None:
+                r.lock.queue_try(pipe)
+
+    @staticmethod
+    def searches(rounds: Sequence[CapRound]) -> list[list[Any]]:
+        """The rounds' searches, sent after the pipeline's keyed commands."""
+        return [q for r in rounds for q in r.searches]
+
+    @staticmethod
+    async def release(rounds: Sequence[CapRound]) -> None:
+        """Free any lock the rounds may hold (the write's round trip failed; never raises)."""
+        for r in rounds:
+            if r.lock is not None:
+                await r.lock.release()
+
+    async def hold_caps(
+        self, rounds: Sequence[CapRound], results: Sequence[Any], cap: int, *, protect: set[str], now: float
+    ) -> int:
+        """Hold every written cap scope to ``cap``; the number evicted.
+
+        ``results`` are the write pipeline's replies, ending with the lock attempts
+        (``queue_locks``) and then the searches (``searches``). The scopes whose lock the
+        round trip took go first, each released when done: waiting for one scope's lock
+        while holding another's could deadlock two writers.
+        """
+        locks = sum(1 for r in rounds if r.lock is not None)
+        tail = list(results[len(results) - len(self.searches(rounds)) - locks :])
+        lock_replies, search_replies = iter(tail[:locks]), iter(tail[locks:])
+        answered = []
+        for r in rounds:
+            replies = [next(lock_replies)] if r.lock is not None else []
+            answered.append((r, replies + [next(search_replies) for _ in r.searches]))
+        answered.sort(key=lambda a: not (a[0].lock is not None and a[0].lock.took(a[1][0])))
+        evicted = 0
+        for r, replies in answered:
+            evicted += await self.hold_cap(r, replies, cap, protect=protect, now=now)
+        return evicted
 
     async def hold_cap(
         self, plan: CapRound, replies: Sequence[Any], cap: int, *, protect: set[str], now: float
@@ -210,7 +247,7 @@ class Capacity:
         self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float, expected: int
     ) -> int:
         lock = self._lock(flt)
-        await lock.__aenter__()
+        await lock.acquire()
         return await self._evict_held(lock, flt, cap, protect=protect, now=now, expected=expected)
 
     async def _evict_held(
@@ -294,7 +331,6 @@ class Capacity:
         protect: set[str],
         want: int,
         first: _Read | None = None,
-        total: int | None = None,
     ) -> list[str]:
         """The victims of a scope over its cap, read under its lock (so the count is exact:
         two writers over by one evict one memory between them).

@@ -287,8 +287,7 @@ class LongTermMemory:
                 pipe.execute_command("HSET", key, *fields)
                 if ttl_ms:
                     pipe.execute_command("PEXPIRE", key, ttl_ms)
-            for r in rounds:  # a full scope's lock attempt, after the writes, before its count
-                r.queue(pipe)
+            self._capacity.queue_locks(pipe, rounds)  # after the writes, before the counts
 
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
@@ -310,33 +309,17 @@ class LongTermMemory:
                         "remember",
                         build,
                         details={"count": len(records)},
-                        searches=[q for r in rounds for q in r.searches],
+                        searches=self._capacity.searches(rounds),
                     ),
                 )
             except Exception:
-                for r in rounds:  # a lock the failed round trip may have taken: free it now
-                    if r.lock is not None:
-                        await r.lock.release()
+                await self._capacity.release(rounds)  # a lock the failed round trip may have taken
                 raise
         self._rt.metrics.add_items(len(records) - len(replaced))
         evicted = 0
         if rounds and cap is not None:
-            locks = [r for r in rounds if r.lock is not None]
-            n_searches = sum(len(r.searches) for r in rounds)
-            tail = results[len(results) - n_searches - len(locks) :]
-            lock_replies = iter(tail[: len(locks)])
-            search_replies = iter(tail[len(locks) :])
             written = {mid for _, mid, _, _ in records}
-            answered = []
-            for r in rounds:
-                replies = [next(lock_replies)] if r.lock is not None else []
-                replies += [next(search_replies) for _ in r.searches]
-                answered.append((r, replies))
-            # Scopes whose lock this round trip took go first (each is released when done):
-            # waiting for another scope's lock while holding one could deadlock two writers.
-            answered.sort(key=lambda a: not (a[0].lock is not None and a[0].lock.took(a[1][0])))
-            for r, replies in answered:
-                evicted += await self._capacity.hold_cap(r, replies, cap, protect=written, now=now)
+            evicted = await self._capacity.hold_caps(rounds, results, cap, protect=written, now=now)
         return [str(m) for m in ids], evicted, dedup_hits
 
     async def _find_twins(self, prepared: list[dict[str, Any]], vectors: list[Any]) -> dict[int, str]:
