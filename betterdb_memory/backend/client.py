@@ -408,6 +408,7 @@ class ScopedLock:
                 )
             await asyncio.sleep(delay)
             delay = min(0.25, delay * 2)
+        self._released = False
         if self._heartbeat:
             self._beat = asyncio.get_running_loop().create_task(self._beat_loop())
 
@@ -443,15 +444,38 @@ class ScopedLock:
         self.backend.queue_script(pipe, self.backend.unlock_script, [self.key], [self.token])
         self._released = True
 
+    def unsent(self) -> None:
+        """The pipeline carrying ``queue_release`` failed or was cancelled.
+
+        The unlock may not have reached the server, so the next ``release`` sends it
+        again (harmless if it had: the unlock only deletes the key while it holds our
+        token).
+        """
+        self._released = False
+
     async def release(self) -> None:
-        """Stop the heartbeat and free the lock if it is still ours (never raises)."""
+        """Stop the heartbeat and free the lock if it is still ours (never raises).
+
+        Once per acquisition: a second call sends nothing, so every path out of a
+        holder (done, failed, cancelled) may call it without counting the others.
+        """
         if self._beat is not None:
             self._beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._beat
         if self._released:
             return
+        self._released = True
         try:
             await self.backend.script("unlock", self.backend.unlock_script, [self.key], [self.token])
         except BetterDBMemoryError as exc:  # the TTL frees it
             log.warning("could not release lock %s: %s", self.key, exc)
+
+    async def release_shielded(self) -> None:
+        """``release`` that runs to its end even when the calling task is being cancelled.
+
+        A holder cancelled between taking the lock and freeing it (``asyncio.timeout``
+        around a write) would otherwise leave every other writer of the key waiting
+        for the TTL.
+        """
+        await asyncio.shield(self.release())

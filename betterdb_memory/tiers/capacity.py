@@ -145,10 +145,13 @@ class Capacity:
 
     @staticmethod
     async def release(rounds: Sequence[CapRound]) -> None:
-        """Free any lock the rounds may hold (the write's round trip failed; never raises)."""
+        """Free any lock the rounds may hold (the write's round trip failed or was cancelled).
+
+        Never raises; runs to its end even while the calling task is being cancelled.
+        """
         for r in rounds:
             if r.lock is not None:
-                await r.lock.release()
+                await r.lock.release_shielded()
 
     async def hold_caps(
         self, rounds: Sequence[CapRound], results: Sequence[Any], cap: int, *, protect: set[str], now: float
@@ -169,8 +172,16 @@ class Capacity:
             answered.append((r, replies + [next(search_replies) for _ in r.searches]))
         answered.sort(key=lambda a: not (a[0].lock is not None and a[0].lock.took(a[1][0])))
         evicted = 0
-        for r, replies in answered:
-            evicted += await self.hold_cap(r, replies, cap, protect=protect, now=now)
+        try:
+            for r, replies in answered:
+                evicted += await self.hold_cap(r, replies, cap, protect=protect, now=now)
+        except BaseException:
+            # Cancelled mid-way (or a bug): the locks this round trip took and no eviction
+            # has freed yet are freed now, not left to their TTL (``release`` is once only).
+            await self.release(
+                [r for r, replies in answered if r.lock is not None and r.lock.took(replies[0])]
+            )
+            raise
         return evicted
 
     async def hold_cap(
@@ -247,7 +258,11 @@ class Capacity:
         self, flt: MemoryFilter, cap: int, *, protect: set[str], now: float, expected: int
     ) -> int:
         lock = self._lock(flt)
-        await lock.acquire()
+        try:
+            await lock.acquire()
+        except BaseException:  # cancelled while an attempt may have taken it
+            await lock.release_shielded()
+            raise
         return await self._evict_held(lock, flt, cap, protect=protect, now=now, expected=expected)
 
     async def _evict_held(
@@ -280,9 +295,14 @@ class Capacity:
                     lock.queue_release(pipe)
 
             # The deletes, the eviction counter and (one server) the unlock in one round trip.
-            removed = await self._docs.delete_ids(victims, also=also, operation="capacity")
+            try:
+                removed = await self._docs.delete_ids(victims, also=also, operation="capacity")
+            except BaseException:
+                lock.unsent()
+                raise
         finally:
-            await lock.release()  # stops the heartbeat; a no-op when the unlock was queued
+            # Stops the heartbeat; a no-op when the unlock was queued (and went out).
+            await lock.release_shielded()
         if removed != len(victims):  # another client deleted a victim first: count only ours
             await self._rt.backend.command(
                 "capacity", "HINCRBY", stats, "evictions", removed - len(victims), idempotent=False

@@ -312,8 +312,9 @@ class LongTermMemory:
                         searches=self._capacity.searches(rounds),
                     ),
                 )
-            except Exception:
-                await self._capacity.release(rounds)  # a lock the failed round trip may have taken
+            except BaseException:
+                # A lock the failed or cancelled round trip may have taken.
+                await self._capacity.release(rounds)
                 raise
         self._rt.metrics.add_items(len(records) - len(replaced))
         evicted = 0

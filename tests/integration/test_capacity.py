@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import numpy as np
+import pytest
 
 from betterdb_memory import MemoryStore
 
@@ -175,3 +176,105 @@ async def test_a_batch_into_two_full_scopes_evicts_in_both(make_store: Any) -> N
     )
     assert await s.count(thread_id="a") == 3 and await s.count(thread_id="b") == 3
     assert (await s.stats()).evictions == 26
+
+
+async def _cap_locks(client: Any, s: MemoryStore) -> list[Any]:
+    return list(await client.keys(f"{s.keys.name}:caplock:*"))
+
+
+async def test_a_write_cancelled_after_its_round_trip_frees_the_scope_lock(
+    make_store: Any, client: Any
+) -> None:
+    """A write into a full scope takes the scope's lock in its own round trip; cancelled as
+    the replies come back (``asyncio.timeout`` around ``remember``), it frees the lock at
+    once instead of leaving every writer of the scope waiting for the lock's TTL."""
+    s: MemoryStore = make_store(max_items_per_scope=3)
+    for i in range(3):  # the third write counts the scope full: the next one takes the lock
+        await s.remember(f"seed {i}", thread_id="t", vector=unit(i))
+    backend = s._rt.backend
+    real = backend.pipeline
+    took: list[bool] = []
+
+    async def cancelled_on_return(operation: str, build: Any, **options: Any) -> Any:
+        replies = await real(operation, build, **options)
+        if operation == "remember":
+            took.append(bool(await _cap_locks(client, s)))  # the lock is held server-side now
+            raise asyncio.CancelledError
+        return replies
+
+    backend.pipeline = cancelled_on_return  # type: ignore[method-assign]
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            await s.remember("cancelled", thread_id="t", vector=unit(9))
+    finally:
+        del backend.pipeline
+    assert took == [True]
+    assert await _cap_locks(client, s) == []
+    await s.remember("after", thread_id="t", vector=unit(10))
+    assert await s.count(thread_id="t") == 3
+
+
+async def test_an_eviction_cancelled_midway_frees_every_lock_its_write_took(
+    make_store: Any, client: Any
+) -> None:
+    """A batch into two full scopes takes both locks in its round trip; cancelled while the
+    first scope's victims are read, it frees both (the second had not been reached)."""
+    s: MemoryStore = make_store(max_items_per_scope=3)
+    for t in ("a", "b"):
+        await s.remember_many([{"content": f"{t}{i}", "thread_id": t, "vector": unit(i)} for i in range(3)])
+    capacity = s._capacity
+    entered = asyncio.Event()
+
+    async def stuck(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        await asyncio.Event().wait()
+
+    capacity._victims = stuck  # type: ignore[method-assign]
+    write = asyncio.ensure_future(
+        s.remember_many(
+            [
+                {"content": "a new", "thread_id": "a", "vector": unit(20)},
+                {"content": "b new", "thread_id": "b", "vector": unit(21)},
+            ]
+        )
+    )
+    try:
+        await asyncio.wait_for(entered.wait(), 30)
+        assert len(await _cap_locks(client, s)) == 2
+        write.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await write
+    finally:
+        del capacity._victims
+    assert await _cap_locks(client, s) == []
+    await s.remember_many(
+        [
+            {"content": "a later", "thread_id": "a", "vector": unit(30)},
+            {"content": "b later", "thread_id": "b", "vector": unit(31)},
+        ]
+    )
+    assert await s.count(thread_id="a") == 3 and await s.count(thread_id="b") == 3
+
+
+async def test_an_eviction_cancelled_before_its_deletes_went_out_frees_the_lock(
+    make_store: Any, client: Any
+) -> None:
+    """The unlock rides in the deletes' round trip; when that round trip is cancelled before
+    it is sent, the lock is freed by a separate unlock."""
+    s: MemoryStore = make_store(max_items_per_scope=2)
+    for i in range(2):
+        await s.remember(f"seed {i}", thread_id="t", vector=unit(i))
+    docs = s._docs
+
+    async def cancelled(*args: Any, **kwargs: Any) -> int:
+        assert len(await _cap_locks(client, s)) == 1
+        kwargs["also"](client.pipeline(transaction=False))  # the unlock is queued, never sent
+        raise asyncio.CancelledError
+
+    docs.delete_ids = cancelled  # type: ignore[method-assign]
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            await s.remember("over the cap", thread_id="t", vector=unit(5))
+    finally:
+        del docs.delete_ids
+    assert await _cap_locks(client, s) == []
