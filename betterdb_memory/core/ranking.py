@@ -70,7 +70,7 @@ from typing import Protocol, runtime_checkable
 from ..embedders.hashing import tokenize
 from ..errors import ConfigurationError
 from .models import MemoryHit, MemoryItem
-from .scoring import ScoreParts, Weights, similarity_from_distance, weighted
+from .scoring import ScoreParts, Weights
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -295,40 +295,51 @@ class HybridRanker:
             return [0.0] * len(documents)
         counted = [_term_counts(d, self.stopwords, self.fold_suffixes) for d in documents]
         doc_terms = [c for c, _ in counted]
-        lengths = [length for _, length in counted]
         n = len(doc_terms)
-        avg_length = sum(lengths) / n  # integer sum: exact, whatever the order
-        df = {t: sum(1 for c in doc_terms if t in c) for t in query_terms}
-        idf = {t: math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in query_terms}
-        total_idf = sum(idf[t] for t in query_terms)
-        ceiling = self.k1 + 1.0
-        scores: list[float] = []
-        for counts, length in zip(doc_terms, lengths, strict=True):
-            norm = self.k1 * (1.0 - self.b + self.b * length / avg_length) if avg_length > 0 else self.k1
-            acc = 0.0
-            for t in query_terms:
-                tf = counts.get(t, 0)
-                if tf:
-                    acc += idf[t] * (tf * ceiling / (tf + norm)) / ceiling
-            scores.append(min(1.0, acc / total_idf))
-        return scores
+        avg_length = sum(length for _, length in counted) / n  # integer sum: exact, whatever the order
+        k1, b, ceiling = self.k1, self.b, self.k1 + 1.0
+        norms = [k1 * (1.0 - b + b * length / avg_length) if avg_length > 0 else k1 for _, length in counted]
+        # Term by term over the documents (a query has a few terms, a recall a hundred
+        # candidates): each document's sum still adds its terms in sorted order.
+        acc = [0.0] * n
+        total_idf = 0.0
+        for t in query_terms:
+            tfs = [c.get(t, 0) for c in doc_terms]
+            df = n - tfs.count(0)
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            total_idf += idf
+            if df:
+                for i, tf in enumerate(tfs):
+                    if tf:
+                        acc[i] += idf * (tf * ceiling / (tf + norms[i])) / ceiling
+        return [min(1.0, a / total_idf) for a in acc]
+
+    def _fused(
+        self, query: str, candidates: Sequence[tuple[MemoryItem, float]]
+    ) -> list[tuple[float, float, float, MemoryItem, float]]:
+        """``(fused, dense, lexical, item, distance)`` of each candidate, best first."""
+        lexical = self.lexical_scores(query, [item.content for item, _ in candidates])
+        alpha = self.alpha
+        out: list[tuple[float, float, float, MemoryItem, float]] = []
+        for (item, distance), lex in zip(candidates, lexical, strict=True):
+            dense = min(1.0, max(0.0, 1.0 - distance / 2.0))  # scoring.similarity_from_distance
+            similarity = 1.0 - (1.0 - dense) * math.exp(-alpha * lex)
+            out.append((min(1.0, max(dense, similarity)), dense, lex, item, distance))
+        out.sort(key=lambda c: (-c[0], -c[1], c[3].id))
+        return out
 
     def fuse(self, query: str, candidates: Sequence[tuple[MemoryItem, float]]) -> list[FusedCandidate]:
         """Score and order ``(item, cosine_distance)`` candidates; best first, with score parts."""
-        lexical = self.lexical_scores(query, [item.content for item, _ in candidates])
-        fused: list[FusedCandidate] = []
-        for (item, distance), lex in zip(candidates, lexical, strict=True):
-            dense = similarity_from_distance(distance)
-            similarity = 1.0 - (1.0 - dense) * math.exp(-self.alpha * lex)
-            fused.append(FusedCandidate(item, distance, dense, lex, min(1.0, max(dense, similarity))))
-        fused.sort(key=lambda c: (-c.similarity, -c.dense, c.item.id))
-        return fused
+        return [
+            FusedCandidate(item, distance, dense, lex, fused)
+            for fused, dense, lex, item, distance in self._fused(query, candidates)
+        ]
 
     def rerank(
         self, query: str, candidates: Sequence[tuple[MemoryItem, float]]
     ) -> list[tuple[MemoryItem, float]]:
         """``(item, fused_similarity)`` pairs, best first (the ``Reranker`` protocol)."""
-        return [(c.item, c.similarity) for c in self.fuse(query, candidates)]
+        return [(item, fused) for fused, _, _, item, _ in self._fused(query, candidates)]
 
 
 def query_words(query: str, stopwords: Iterable[str] = ENGLISH_STOPWORDS) -> tuple[str, ...]:
@@ -420,12 +431,17 @@ def rank(
         admitted = order
     # ``scoring.composite``'s arithmetic for up to a hundred candidates a recall; its
     # ScoreParts are built for the hits returned only.
+    # ``scoring.weighted`` and ``scoring.recency`` inlined (the same operations in the
+    # same order, so the same floats): this loop runs for every candidate of a recall.
+    ws, wr, wi = weights.similarity, weights.recency, weights.importance
     scored: list[tuple[float, float, float, MemoryItem, float]] = []
     for item, distance in admitted:
         similarity = fused.get(item.id)
-        sim = similarity_from_distance(distance if similarity is None else 2.0 * (1.0 - similarity))
+        d = distance if similarity is None else 2.0 * (1.0 - similarity)
+        sim = min(1.0, max(0.0, 1.0 - d / 2.0))  # scoring.similarity_from_distance
         last_seen = max(item.created_at / 1000.0, item.last_accessed_at / 1000.0)
-        score, rec = weighted(sim, last_seen, item.importance, now, weights, half_life_seconds)
+        rec = float(0.5 ** (max(0.0, now - last_seen) / half_life_seconds))
+        score = ws * sim + wr * rec + wi * item.importance
         scored.append((score, sim, rec, item, distance))
     scored.sort(key=lambda entry: entry[0], reverse=True)  # stable: ties keep the candidates' order
     return [

@@ -188,6 +188,44 @@ def test_properties_scores_in_unit_interval_and_order_free(
     assert ranker.rerank(query, permuted) == ranker.rerank(query, cands)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    query=_texts,
+    docs=st.lists(_texts, min_size=1, max_size=12),
+    k1=st.floats(min_value=0.0, max_value=3.0),
+    b=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_lexical_scores_are_the_documented_bm25_share_exactly(
+    query: str, docs: list[str], k1: float, b: float
+) -> None:
+    """The module docstring's formula, written document by document: the ranker's
+    term-by-term loop gives the same floats."""
+    ranker = HybridRanker(k1=k1, b=b)
+    terms = sorted(set(ranker.terms(query)))
+    if not terms:
+        assert ranker.lexical_scores(query, docs) == [0.0] * len(docs)
+        return
+    counts = [{t: ranker.terms(d).count(t) for t in set(ranker.terms(d))} for d in docs]
+    lengths = [len(ranker.terms(d)) for d in docs]
+    n, avg = len(docs), sum(lengths) / len(docs)
+    idf = {
+        t: math.log(
+            1.0 + (n - sum(1 for c in counts if t in c) + 0.5) / (sum(1 for c in counts if t in c) + 0.5)
+        )
+        for t in terms
+    }
+    expected = []
+    for c, length in zip(counts, lengths, strict=True):
+        norm = k1 * (1.0 - b + b * length / avg) if avg > 0 else k1
+        acc = 0.0
+        for t in terms:
+            tf = c.get(t, 0)
+            if tf:
+                acc += idf[t] * (tf * (k1 + 1.0) / (tf + norm)) / (k1 + 1.0)
+        expected.append(min(1.0, acc / sum(idf[t] for t in terms)))
+    assert ranker.lexical_scores(query, docs) == expected
+
+
 # -- rank(): the pure ranking step of recall ----------------------------------------------------
 
 
