@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -219,20 +218,32 @@ _fold = functools.lru_cache(maxsize=1 << 16)(fold_suffix)
 
 @functools.lru_cache(maxsize=8192)
 def _terms(text: str, stopwords: frozenset[str], fold: bool) -> tuple[str, ...]:
-    """Index terms of a text; cached because the same memories come back query after query."""
-    out: list[str] = []
-    for token in tokenize(text):
-        if token in stopwords or not any(ch.isalnum() for ch in token):
-            continue
-        out.append(_fold(token) if fold else token)
-    return tuple(out)
+    """Index terms of a text; cached because the same memories come back query after query.
+
+    A recall over a large store still tokenises a few dozen candidates it has not seen
+    lately, so the common case is kept short: an ASCII text's tokens are ``[a-z0-9_]+``,
+    which hold a letter or digit unless they are all underscores.
+    """
+    tokens = tokenize(text)
+    if text.isascii():
+        kept = [t for t in tokens if t not in stopwords and t.strip("_")]
+    else:
+        kept = [t for t in tokens if t not in stopwords and any(ch.isalnum() for ch in t)]
+    return tuple(map(_fold, kept)) if fold else tuple(kept)
 
 
 @functools.lru_cache(maxsize=8192)
-def _term_counts(text: str, stopwords: frozenset[str], fold: bool) -> tuple[Counter[str], int]:
-    """Each term's count in a text, and the number of terms (cached like ``_terms``; do not mutate)."""
-    terms = _terms(text, stopwords, fold)
-    return Counter(terms), len(terms)
+def _term_counts(text: str, stopwords: frozenset[str], fold: bool) -> tuple[dict[str, int], int]:
+    """Each term's count in a text, and the number of terms (cached like ``_terms``; do not mutate).
+
+    Candidates' texts go through this cache only (``_terms`` keeps the queries'): one
+    entry per text, not two.
+    """
+    terms = _terms.__wrapped__(text, stopwords, fold)
+    counts: dict[str, int] = {}
+    for t in terms:
+        counts[t] = counts.get(t, 0) + 1
+    return counts, len(terms)
 
 
 def _check_number(name: str, value: object, *, low: float, high: float = math.inf) -> float:
