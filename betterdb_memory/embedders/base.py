@@ -119,7 +119,9 @@ def check_texts(texts: object) -> list[str]:
 def l2_normalize(matrix: npt.ArrayLike) -> FloatMatrix:
     """Scale each row to unit length; all-zero rows stay zero (they have no direction)."""
     arr = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(arr, axis=-1, keepdims=True)
+    # np.linalg.norm's own arithmetic for a real array along one axis (the same floats),
+    # without its dispatch: this runs for every write and every query.
+    norms = np.sqrt(np.add.reduce(arr * arr, axis=-1, keepdims=True))
     # Dividing by max(norm, tiny) leaves zero rows at zero instead of producing NaN.
     return np.ascontiguousarray(arr / np.maximum(norms, np.float32(1e-12)), dtype=np.float32)
 
@@ -158,7 +160,7 @@ def validate_embeddings(matrix: object, *, count: int, dimensions: int, model_id
             code="embedder.bad_shape",
             details={"model_id": model_id, "expected": [count, dimensions], "got": list(arr.shape)},
         )
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         bad_rows = np.flatnonzero(~np.all(np.isfinite(arr), axis=1)).tolist()
         raise EmbeddingError(
             f"embedder {model_id!r} returned NaN or infinity",
