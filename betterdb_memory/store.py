@@ -1,8 +1,9 @@
 """``MemoryStore``: the facade over a store's parts, and its lifecycle.
 
 The store builds its parts with their dependencies and delegates to them; it holds
-no logic of its own beyond argument checks of the constructor, ``connect`` /
-``close`` and the state between them::
+no logic of its own beyond ``connect`` / ``close`` and the state between them (its
+constructor's arguments are checked by ``store_options`` and
+``tiers.session_config``)::
 
     MemoryStore ── connect / close / state (lifecycle.StoreState, Supervisor)
       ├─ LongTermMemory   remember, remember_many            (tiers.long_term)
@@ -26,8 +27,6 @@ one share a store.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
@@ -49,25 +48,22 @@ from .core.options import (
     MemoryTelemetryOptions,
 )
 from .core.query import IndexLayout, IndexSpec
-from .core.ranking import HybridRanker, Reranker
-from .core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
+from .core.ranking import Reranker
+from .core.scoring import Weights
 from .core.tokens import TokenCounter
-from .core.validation import check_distance_threshold, check_importance, check_tags
 from .embedders.base import (
     Embedder,
     EmbeddingFunction,
-    as_embedder,
-    default_margin_of,
-    default_threshold_of,
 )
 from .embedders.lazy import LazyFunctionEmbedder
-from .errors import ConfigurationError, StoreClosedError, ValidationError
+from .errors import StoreClosedError
 from .extraction import FactExtractor
 from .lifecycle import StoreState, Supervisor
 from .observability.hub import StoreObservability
 from .observability.live_config import ConfigSnapshot
 from .observability.metrics import MemoryMetrics
 from .observability.telemetry import Telemetry
+from .store_options import DEFAULT_THRESHOLD, check_options
 from .summarizers import Summarizer
 from .tiers.capacity import Capacity
 from .tiers.consolidation import Consolidation
@@ -76,7 +72,7 @@ from .tiers.erasure import Erasure
 from .tiers.fact_ledger import FactLedger
 from .tiers.long_term import LongTermMemory
 from .tiers.recall import Recall
-from .tiers.runtime import Runtime, Settings
+from .tiers.runtime import Runtime
 from .tiers.scopes import ScopeReader
 from .tiers.session_config import SessionConfig
 from .tiers.sessions import Sessions, session_ids
@@ -89,43 +85,6 @@ R = TypeVar("R")
 
 #: The reference's default store name (``AgentMemoryOptions.name``).
 DEFAULT_NAME = "betterdb_ac"
-#: The reference's default cosine-distance ceiling for a caller's ``embed_fn``.
-DEFAULT_THRESHOLD = 0.33
-_DEFAULT_FACT_SOURCE = "fact"
-_DEFAULT_FACT_IMPORTANCE = 0.7
-_DEFAULT_REFRESH_SECONDS = 5.0
-_MIN_REFRESH_SECONDS = 1.0
-
-
-def _refresh_seconds(config: bool | MemoryConfigRefreshConfig | None) -> float | None:
-    """Seconds between live-config reads; None for off. On by default (5 s)."""
-    if config is False:
-        return None
-    if config is None or config is True:
-        return _DEFAULT_REFRESH_SECONDS
-    if isinstance(config, MemoryConfigRefreshConfig):
-        if config.enabled is False:
-            return None
-        if config.interval_ms is None:
-            return _DEFAULT_REFRESH_SECONDS
-        return max(_MIN_REFRESH_SECONDS, config.interval_ms / 1000.0)
-    raise ConfigurationError(
-        "config_refresh must be a bool, None or MemoryConfigRefreshConfig",
-        code="configuration.config_refresh",
-        details={"type": type(config).__name__},
-    )
-
-
-def _range_error(argument: str, message: str) -> ValidationError:
-    return ValidationError(message, code="validation.range", details={"argument": argument})
-
-
-def _positive_int_or_none(argument: str, value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _range_error(argument, f"{argument} must be a positive integer")
-    return value
 
 
 class _Delegate(Generic[P, R]):
@@ -265,64 +224,14 @@ class MemoryStore:
     ) -> None:
         self.keys = KeySpace(name)
         self.name = name
-        if embedder is not None and embed_fn is not None:
-            raise ConfigurationError("pass embed_fn= or embedder=, not both", code="configuration.embedder")
-        lazy: LazyFunctionEmbedder | None = None
-        if embedder is None and embed_fn is None:
-            from .embedders import default_embedder
-
-            embedder = default_embedder()
-        if embed_fn is not None and dimensions is None:
-            if not callable(embed_fn):
-                raise ConfigurationError("embed_fn must be an async callable", code="configuration.embedder")
-            lazy = LazyFunctionEmbedder(embed_fn)
-            self.embedder: Embedder | LazyFunctionEmbedder = lazy
-        else:
-            self.embedder = as_embedder(embedder if embedder is not None else embed_fn, dimensions=dimensions)
-        if default_threshold is None:
-            calibrated = None if embed_fn is not None else default_threshold_of(self.embedder)
-            default_threshold = DEFAULT_THRESHOLD if calibrated is None else 2.0 * (1.0 - calibrated)
-        threshold = check_distance_threshold(default_threshold, name="default_threshold")
-        assert threshold is not None
-        self.default_threshold: float = threshold
-        self.weights = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
-        if half_life_seconds is None:
-            half_life_seconds = DEFAULT_HALF_LIFE_SECONDS
-        if (
-            isinstance(half_life_seconds, bool)
-            or not isinstance(half_life_seconds, int | float)
-            or not half_life_seconds > 0
-            or not math.isfinite(half_life_seconds)
-        ):
-            raise _range_error("half_life_seconds", "half_life_seconds must be a positive number")
-        self.half_life_seconds = float(half_life_seconds)
-        self.max_items_per_scope = _positive_int_or_none("max_items_per_scope", max_items_per_scope)
-        self.retry = retry or RetryPolicy()
-        self._defaults = ConfigSnapshot(
-            threshold=self.default_threshold,
-            weight_similarity=self.weights.similarity,
-            weight_recency=self.weights.recency,
-            weight_importance=self.weights.importance,
-            half_life_seconds=self.half_life_seconds,
-            max_items_per_scope=self.max_items_per_scope,
-        )
-        if relevance_margin is None or relevance_margin is True:
-            margin = None if embed_fn is not None else default_margin_of(self.embedder)
-        elif relevance_margin is False:
-            margin = None
-        else:
-            margin = check_distance_threshold(relevance_margin, name="relevance_margin")
-        settings = self._settings(
-            threshold, embed_fn is not None, consolidation, dedup, reinforce_mode, reinforce_write_interval,
-            candidate_factor, reranker, rerank_candidates, margin,
+        opts = check_options(
+            embed_fn=embed_fn, embedder=embedder, dimensions=dimensions, default_threshold=default_threshold,
+            weights=weights, half_life_seconds=half_life_seconds, max_items_per_scope=max_items_per_scope,
+            discovery=discovery, config_refresh=config_refresh, consolidation=consolidation, telemetry=telemetry,
+            dedup=dedup, candidate_factor=candidate_factor, reranker=reranker, rerank_candidates=rerank_candidates,
+            relevance_margin=relevance_margin, text_candidates=text_candidates, reinforce_mode=reinforce_mode,
+            reinforce_write_interval=reinforce_write_interval, retry=retry, heartbeat_interval=heartbeat_interval,
         )  # fmt: skip
-        if (
-            isinstance(text_candidates, bool)
-            or not isinstance(text_candidates, int)
-            or not 0 <= text_candidates <= 1000
-        ):
-            raise _range_error("text_candidates", "text_candidates must be an integer in 0..1000")
-        settings = dataclasses.replace(settings, text_candidates=text_candidates)
         session_config = SessionConfig.of(
             session_ttl=session_ttl,
             max_session_turns=max_session_turns,
@@ -336,23 +245,14 @@ class MemoryStore:
             shutdown_grace=shutdown_grace,
             summary_lock_ttl=summary_lock_ttl,
         )
-        if telemetry is not None and not isinstance(telemetry, MemoryTelemetryOptions):
-            raise ConfigurationError(
-                "telemetry must be a MemoryTelemetryOptions (product analytics: analytics=True)",
-                code="configuration.telemetry",
-                details={"type": type(telemetry).__name__},
-            )
-        if (
-            discovery is not True
-            and discovery is not False
-            and not isinstance(discovery, MemoryDiscoveryConfig)
-        ):
-            raise ConfigurationError(
-                "discovery must be a bool or MemoryDiscoveryConfig", code="configuration.discovery"
-            )
-        if isinstance(discovery, MemoryDiscoveryConfig) and discovery.heartbeat_interval_ms is not None:
-            heartbeat_interval = discovery.heartbeat_interval_ms / 1000.0
-        refresh = _refresh_seconds(config_refresh)
+        self.embedder: Embedder | LazyFunctionEmbedder = opts.embedder
+        self.default_threshold: float = opts.threshold
+        self.weights = opts.weights
+        self.half_life_seconds = opts.defaults.half_life_seconds
+        self.max_items_per_scope = opts.defaults.max_items_per_scope
+        self.retry = opts.retry
+        self._defaults = opts.defaults
+        lazy, settings = opts.lazy, opts.settings
 
         # -- composition: the backend, then the parts, each given what it uses ----------------
         self._owned_client = False
@@ -367,10 +267,10 @@ class MemoryStore:
             spawn=self.supervisor.spawn,
             registry=registry,
             tracer_provider=tracer_provider,
-            discovery=discovery is not False,
+            discovery=opts.discovery,
             # Off: no periodic re-read (the hash is still read once when the store starts).
-            config_refresh_seconds=refresh if refresh is not None else 1e9,
-            heartbeat_interval=heartbeat_interval,
+            config_refresh_seconds=opts.refresh_seconds if opts.refresh_seconds is not None else 1e9,
+            heartbeat_interval=opts.heartbeat_interval,
             telemetry=telemetry,
             analytics=analytics,
         )
@@ -411,73 +311,6 @@ class MemoryStore:
             ledger=self._ledger,
             sessions=self._sessions,
             summaries=self._summaries,
-        )
-
-    @staticmethod
-    def _settings(
-        threshold: float,
-        with_embed_fn: bool,
-        consolidation: object,
-        dedup: object,
-        reinforce_mode: object,
-        reinforce_write_interval: object,
-        candidate_factor: object,
-        reranker: object,
-        rerank_candidates: object,
-        margin: float | None,
-    ) -> Settings:
-        """Validate the long-term settings that are not live-config tunables."""
-        if consolidation is not None and not isinstance(consolidation, bool | ConsolidationConfig):
-            raise ConfigurationError(
-                "consolidation must be a ConsolidationConfig", code="configuration.consolidation"
-            )
-        cc = consolidation if isinstance(consolidation, ConsolidationConfig) else ConsolidationConfig()
-        if cc.fact_source is not None:
-            check_tags([cc.fact_source], name="fact_source")
-        if not isinstance(dedup, bool):
-            raise ValidationError(
-                "dedup must be a bool", code="validation.type", details={"argument": "dedup"}
-            )
-        if reinforce_mode not in ("sync", "background"):
-            raise ValidationError("reinforce_mode must be 'sync' or 'background'", code="validation.choice")
-        if reinforce_write_interval is not None and not (
-            isinstance(reinforce_write_interval, int | float)
-            and not isinstance(reinforce_write_interval, bool)
-            and reinforce_write_interval >= 0
-        ):
-            raise _range_error("reinforce_write_interval", "reinforce_write_interval must be >= 0 seconds")
-        factor = _positive_int_or_none("candidate_factor", candidate_factor)
-        if reranker is None:
-            reranker = not with_embed_fn
-        if reranker is True:
-            reranker = HybridRanker()
-        if reranker is not False and not isinstance(reranker, Reranker):
-            raise ConfigurationError(
-                "reranker must be True, False or an object with rerank(query, candidates)",
-                code="configuration.reranker",
-                details={"type": type(reranker).__name__},
-            )
-        if (
-            isinstance(rerank_candidates, bool)
-            or not isinstance(rerank_candidates, int)
-            or not (1 <= rerank_candidates <= 10_000)
-        ):
-            raise _range_error("rerank_candidates", "rerank_candidates must be an integer in 1..10000")
-        return Settings(
-            default_threshold=threshold,
-            fact_source=cc.fact_source or _DEFAULT_FACT_SOURCE,
-            fact_importance=check_importance(
-                _DEFAULT_FACT_IMPORTANCE if cc.fact_importance is None else cc.fact_importance
-            ),
-            dedup=dedup,
-            reinforce_mode=str(reinforce_mode),
-            reinforce_write_interval=None
-            if reinforce_write_interval is None
-            else float(reinforce_write_interval),
-            candidate_factor=factor or 1,
-            reranker=None if reranker is False else reranker,
-            rerank_candidates=rerank_candidates,
-            margin=margin,
         )
 
     # -- construction and lifecycle -------------------------------------------------------

@@ -1,0 +1,278 @@
+"""The long-term options of ``MemoryStore(...)``, checked: what its parts are built from.
+
+Every argument is checked here before the store creates anything (no backend, no
+task, no key), so a bad one raises ``ConfigurationError`` or ``ValidationError`` with
+the argument's name and nothing is left half-built. The session options are checked
+by ``tiers.session_config.SessionConfig.of``; the HNSW parameters by the index.
+
+Defaults follow the reference (betterdb-agent-memory): a caller's ``embed_fn`` gets
+its threshold 0.33 and KNN-only ranking; an embedder of this package brings its
+calibrated threshold and margin, and re-ranks text recall with ``HybridRanker``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .backend.retry import RetryPolicy
+from .core.options import (
+    ConsolidationConfig,
+    MemoryConfigRefreshConfig,
+    MemoryDiscoveryConfig,
+    MemoryTelemetryOptions,
+)
+from .core.ranking import HybridRanker, Reranker
+from .core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
+from .core.validation import check_distance_threshold, check_importance, check_tags
+from .embedders.base import (
+    Embedder,
+    EmbeddingFunction,
+    as_embedder,
+    default_margin_of,
+    default_threshold_of,
+)
+from .embedders.lazy import LazyFunctionEmbedder
+from .errors import ConfigurationError, ValidationError
+from .observability.live_config import ConfigSnapshot
+from .tiers.runtime import Settings
+
+__all__ = ["DEFAULT_THRESHOLD", "StoreOptions", "check_options"]
+
+#: The reference's default cosine-distance ceiling for a caller's ``embed_fn``.
+DEFAULT_THRESHOLD = 0.33
+_DEFAULT_FACT_SOURCE = "fact"
+_DEFAULT_FACT_IMPORTANCE = 0.7
+_DEFAULT_REFRESH_SECONDS = 5.0
+_MIN_REFRESH_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOptions:
+    """The checked options: the embedder, the live-config defaults and the fixed settings.
+
+    ``lazy`` is the embedder when it is an ``embed_fn`` whose dimension is learned
+    from its first answer. ``refresh_seconds``: None when the live config is not
+    re-read. ``heartbeat_interval``: seconds, from ``MemoryDiscoveryConfig`` when it
+    sets one.
+    """
+
+    embedder: Embedder | LazyFunctionEmbedder
+    lazy: LazyFunctionEmbedder | None
+    threshold: float
+    defaults: ConfigSnapshot
+    weights: Weights
+    settings: Settings
+    retry: RetryPolicy
+    discovery: bool
+    refresh_seconds: float | None
+    heartbeat_interval: float
+
+
+def check_options(
+    *,
+    embed_fn: EmbeddingFunction | None,
+    embedder: Embedder | None,
+    dimensions: int | None,
+    default_threshold: float | None,
+    weights: Weights | Mapping[str, float] | None,
+    half_life_seconds: float | None,
+    max_items_per_scope: int | None,
+    discovery: object,
+    config_refresh: object,
+    consolidation: object,
+    telemetry: object,
+    dedup: object,
+    candidate_factor: object,
+    reranker: object,
+    rerank_candidates: object,
+    relevance_margin: object,
+    text_candidates: object,
+    reinforce_mode: object,
+    reinforce_write_interval: object,
+    retry: RetryPolicy | None,
+    heartbeat_interval: float,
+) -> StoreOptions:
+    """Check ``MemoryStore``'s long-term arguments (see its docstring for their meanings).
+
+    Raises:
+        ConfigurationError: an object of the wrong kind (embedder, reranker, options).
+        ValidationError: a value out of its range.
+    """
+    if embedder is not None and embed_fn is not None:
+        raise ConfigurationError("pass embed_fn= or embedder=, not both", code="configuration.embedder")
+    lazy: LazyFunctionEmbedder | None = None
+    if embedder is None and embed_fn is None:
+        from .embedders import default_embedder
+
+        embedder = default_embedder()
+    chosen: Embedder | LazyFunctionEmbedder
+    if embed_fn is not None and dimensions is None:
+        if not callable(embed_fn):
+            raise ConfigurationError("embed_fn must be an async callable", code="configuration.embedder")
+        chosen = lazy = LazyFunctionEmbedder(embed_fn)
+    else:
+        chosen = as_embedder(embedder if embedder is not None else embed_fn, dimensions=dimensions)
+    with_embed_fn = embed_fn is not None
+    if default_threshold is None:
+        calibrated = None if with_embed_fn else default_threshold_of(chosen)
+        default_threshold = DEFAULT_THRESHOLD if calibrated is None else 2.0 * (1.0 - calibrated)
+    threshold = check_distance_threshold(default_threshold, name="default_threshold")
+    assert threshold is not None
+    w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
+    if half_life_seconds is None:
+        half_life_seconds = DEFAULT_HALF_LIFE_SECONDS
+    if (
+        isinstance(half_life_seconds, bool)
+        or not isinstance(half_life_seconds, int | float)
+        or not half_life_seconds > 0
+        or not math.isfinite(half_life_seconds)
+    ):
+        raise _range_error("half_life_seconds", "half_life_seconds must be a positive number")
+    defaults = ConfigSnapshot(
+        threshold=threshold,
+        weight_similarity=w.similarity,
+        weight_recency=w.recency,
+        weight_importance=w.importance,
+        half_life_seconds=float(half_life_seconds),
+        max_items_per_scope=_positive_int_or_none("max_items_per_scope", max_items_per_scope),
+    )
+    if relevance_margin is None or relevance_margin is True:
+        margin = None if with_embed_fn else default_margin_of(chosen)
+    elif relevance_margin is False:
+        margin = None
+    else:
+        margin = check_distance_threshold(relevance_margin, name="relevance_margin")
+    settings = _settings(
+        threshold, with_embed_fn, consolidation, dedup, reinforce_mode, reinforce_write_interval,
+        candidate_factor, reranker, rerank_candidates, margin, text_candidates,
+    )  # fmt: skip
+    if telemetry is not None and not isinstance(telemetry, MemoryTelemetryOptions):
+        raise ConfigurationError(
+            "telemetry must be a MemoryTelemetryOptions (product analytics: analytics=True)",
+            code="configuration.telemetry",
+            details={"type": type(telemetry).__name__},
+        )
+    if discovery is not True and discovery is not False and not isinstance(discovery, MemoryDiscoveryConfig):
+        raise ConfigurationError(
+            "discovery must be a bool or MemoryDiscoveryConfig", code="configuration.discovery"
+        )
+    if isinstance(discovery, MemoryDiscoveryConfig) and discovery.heartbeat_interval_ms is not None:
+        heartbeat_interval = discovery.heartbeat_interval_ms / 1000.0
+    return StoreOptions(
+        embedder=chosen,
+        lazy=lazy,
+        threshold=threshold,
+        defaults=defaults,
+        weights=w,
+        settings=settings,
+        retry=retry or RetryPolicy(),
+        discovery=discovery is not False,
+        refresh_seconds=_refresh_seconds(config_refresh),
+        heartbeat_interval=heartbeat_interval,
+    )
+
+
+def _settings(
+    threshold: float,
+    with_embed_fn: bool,
+    consolidation: object,
+    dedup: object,
+    reinforce_mode: object,
+    reinforce_write_interval: object,
+    candidate_factor: object,
+    reranker: object,
+    rerank_candidates: object,
+    margin: float | None,
+    text_candidates: object,
+) -> Settings:
+    """The long-term settings that are not live-config tunables."""
+    if consolidation is not None and not isinstance(consolidation, bool | ConsolidationConfig):
+        raise ConfigurationError(
+            "consolidation must be a ConsolidationConfig", code="configuration.consolidation"
+        )
+    cc = consolidation if isinstance(consolidation, ConsolidationConfig) else ConsolidationConfig()
+    if cc.fact_source is not None:
+        check_tags([cc.fact_source], name="fact_source")
+    if not isinstance(dedup, bool):
+        raise ValidationError("dedup must be a bool", code="validation.type", details={"argument": "dedup"})
+    if reinforce_mode not in ("sync", "background"):
+        raise ValidationError("reinforce_mode must be 'sync' or 'background'", code="validation.choice")
+    if reinforce_write_interval is not None and not (
+        isinstance(reinforce_write_interval, int | float)
+        and not isinstance(reinforce_write_interval, bool)
+        and reinforce_write_interval >= 0
+    ):
+        raise _range_error("reinforce_write_interval", "reinforce_write_interval must be >= 0 seconds")
+    factor = _positive_int_or_none("candidate_factor", candidate_factor)
+    if reranker is None:
+        reranker = not with_embed_fn
+    if reranker is True:
+        reranker = HybridRanker()
+    if reranker is not False and not isinstance(reranker, Reranker):
+        raise ConfigurationError(
+            "reranker must be True, False or an object with rerank(query, candidates)",
+            code="configuration.reranker",
+            details={"type": type(reranker).__name__},
+        )
+    if (
+        isinstance(rerank_candidates, bool)
+        or not isinstance(rerank_candidates, int)
+        or not (1 <= rerank_candidates <= 10_000)
+    ):
+        raise _range_error("rerank_candidates", "rerank_candidates must be an integer in 1..10000")
+    if (
+        isinstance(text_candidates, bool)
+        or not isinstance(text_candidates, int)
+        or not 0 <= text_candidates <= 1000
+    ):
+        raise _range_error("text_candidates", "text_candidates must be an integer in 0..1000")
+    return Settings(
+        default_threshold=threshold,
+        fact_source=cc.fact_source or _DEFAULT_FACT_SOURCE,
+        fact_importance=check_importance(
+            _DEFAULT_FACT_IMPORTANCE if cc.fact_importance is None else cc.fact_importance
+        ),
+        dedup=dedup,
+        reinforce_mode=str(reinforce_mode),
+        reinforce_write_interval=None
+        if reinforce_write_interval is None
+        else float(reinforce_write_interval),
+        candidate_factor=factor or 1,
+        reranker=None if reranker is False else reranker,
+        rerank_candidates=rerank_candidates,
+        margin=margin,
+        text_candidates=text_candidates,
+    )
+
+
+def _refresh_seconds(config: object) -> float | None:
+    """Seconds between live-config reads; None for off. On by default (5 s)."""
+    if config is False:
+        return None
+    if config is None or config is True:
+        return _DEFAULT_REFRESH_SECONDS
+    if isinstance(config, MemoryConfigRefreshConfig):
+        if config.enabled is False:
+            return None
+        if config.interval_ms is None:
+            return _DEFAULT_REFRESH_SECONDS
+        return max(_MIN_REFRESH_SECONDS, config.interval_ms / 1000.0)
+    raise ConfigurationError(
+        "config_refresh must be a bool, None or MemoryConfigRefreshConfig",
+        code="configuration.config_refresh",
+        details={"type": type(config).__name__},
+    )
+
+
+def _range_error(argument: str, message: str) -> ValidationError:
+    return ValidationError(message, code="validation.range", details={"argument": argument})
+
+
+def _positive_int_or_none(argument: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _range_error(argument, f"{argument} must be a positive integer")
+    return value
