@@ -51,10 +51,7 @@ from .core.query import IndexLayout, IndexSpec
 from .core.ranking import Reranker
 from .core.scoring import Weights
 from .core.tokens import TokenCounter
-from .embedders.base import (
-    Embedder,
-    EmbeddingFunction,
-)
+from .embedders.base import Embedder, EmbeddingFunction
 from .embedders.lazy import LazyFunctionEmbedder
 from .errors import StoreClosedError
 from .extraction import FactExtractor
