@@ -79,13 +79,12 @@ class Erasure:
         deleted = 0
         with self._rt.obs.span("forget_by_scope"):
             try:
-                if progress is not None:
-                    total, _ = await self._scopes.scan(flt, (), operation="forget_by_scope", limit=0)
-                    progress.begin("forget_by_scope", total)
-                for _ in range(_FORGET_MAX_PAGES):
-                    _, hits = await self._scopes.scan(
+                for page in range(_FORGET_MAX_PAGES):
+                    total, hits = await self._scopes.scan(
                         flt, (), operation="forget_by_scope", limit=_FORGET_PAGE
                     )
+                    if progress is not None and page == 0:
+                        progress.begin("forget_by_scope", total)
                     if not hits:
                         break
                     removed = await self._docs.delete_ids([self._rt.keys.memory_id_of(h.key) for h in hits])
@@ -94,6 +93,10 @@ class Erasure:
                         progress.advance(removed)
                     if removed == 0:
                         break  # the index lists documents already gone: no progress to make
+                    if total is not None and total <= len(hits):
+                        # This page held every match there was: no last search to see none
+                        # left (a memory written meanwhile could land after that one too).
+                        break
                 else:
                     warnings.warn(
                         f"forget_by_scope stopped after {_FORGET_MAX_PAGES} pages on {self._rt.keys.name!r}; "

@@ -234,6 +234,11 @@ async def test_partial_scope_list_and_count(store: MemoryStore) -> None:
     assert await store.count() == 3
 
 
+async def _search_calls(client: Any) -> int:
+    stats = await client.info("commandstats")
+    return int(stats.get("cmdstat_FT.SEARCH", {}).get("calls", 0))
+
+
 async def test_forget_and_forget_by_scope_leave_no_orphans(store: MemoryStore, client: Any) -> None:
     keep = await store.remember("keep me", thread_id="other")
     mid = await store.remember("drop me", thread_id="gone")
@@ -242,7 +247,11 @@ async def test_forget_and_forget_by_scope_leave_no_orphans(store: MemoryStore, c
     await store.remember_many(
         [{"content": f"bulk {i}", "thread_id": "gone", "ttl": 300} for i in range(1200)]
     )
+    searches = await _search_calls(client)
     assert await store.forget_by_scope(thread_id="gone") == 1200
+    # Pages of 500, 500 and 200: the last one held every match left, so no fourth
+    # search comes to find the scope empty.
+    assert await _search_calls(client) - searches == 3
     assert await store.count(thread_id="gone") == 0
     leftovers = [k for k in await keys_of(client, store.name) if ":mem:" in k or ":acc:" in k]
     # only the surviving memory's document remains (no access counter: never recalled)
