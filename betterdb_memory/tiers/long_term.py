@@ -217,7 +217,7 @@ class LongTermMemory:
         await self._rt.index.ensure_ready()
         now = time.time()
         now_ms = int(now * 1000)
-        existing = await self._existing(given, now_ms) if given else {}
+        existing, leftovers = await self._existing(given, now_ms) if given else ({}, set())
         for p in prepared:
             old = existing.get(p["id"]) if p["id"] is not None else None
             if old is not None and p["vector"] is None and old.content == p["content"]:
@@ -284,6 +284,8 @@ class LongTermMemory:
                         [ttl_ms, old.entry, HISTORY_MAX, *fields],
                     )
                     continue
+                if mid in leftovers:  # a new memory under an id whose last one was deleted elsewhere
+                    pipe.delete(self._rt.keys.access(mid), self._rt.keys.updates(mid))
                 pipe.execute_command("HSET", key, *fields)
                 if ttl_ms:
                     pipe.execute_command("PEXPIRE", key, ttl_ms)
@@ -292,7 +294,7 @@ class LongTermMemory:
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
         backend = self._rt.backend
-        if len(records) == 1 and not replaced and not records[0][3] and not cap_filters:
+        if len(records) == 1 and not replaced and not leftovers and not records[0][3] and not cap_filters:
             # The everyday write, one HSET: a plain command costs less than a pipeline of one.
             _, mid, fields, _ = records[0]
             key = self._rt.keys.doc(mid)
@@ -352,20 +354,29 @@ class LongTermMemory:
                     break
         return out
 
-    async def _existing(self, ids: Sequence[str], now_ms: int) -> dict[str, _Existing]:
-        """The memories already stored under caller ids (one pipelined read): what an upsert keeps."""
+    async def _existing(self, ids: Sequence[str], now_ms: int) -> tuple[dict[str, _Existing], set[str]]:
+        """The memories already stored under caller ids (one pipelined read): what an upsert keeps.
+
+        Also the ids with no memory but an access counter or an update history left
+        behind: the memory was deleted by another client (betterdb-agent-memory's
+        ``forget``, an expiry), and a new one under its id must not inherit them.
+        """
         keys = self._rt.keys
 
         def build(pipe: Any) -> None:
             for mid in ids:
                 pipe.hmget(keys.doc(mid), list(_UPSERT_FIELDS))
                 pipe.get(keys.access(mid))
+                pipe.exists(keys.updates(mid))
 
         rows = await self._rt.backend.pipeline("remember", build)
         out: dict[str, _Existing] = {}
+        leftovers: set[str] = set()
         for n, mid in enumerate(ids):
-            f = dict(zip(_UPSERT_FIELDS, rows[2 * n], strict=True))
+            f = dict(zip(_UPSERT_FIELDS, rows[3 * n], strict=True))
             if f["content"] is None:
+                if rows[3 * n + 1] is not None or rows[3 * n + 2]:
+                    leftovers.add(mid)
                 continue
             content = as_text(f["content"])
             raw_meta = as_text(f["metadata"])
@@ -379,7 +390,7 @@ class LongTermMemory:
                 previous=Previous(
                     created_at=to_int(f["created_at"]) or now_ms,
                     last_accessed_at=to_int(f["last_accessed_at"]) or now_ms,
-                    access_count=max(to_int(f["access_count"]), to_int(rows[2 * n + 1])),
+                    access_count=max(to_int(f["access_count"]), to_int(rows[3 * n + 1])),
                 ),
                 entry=history_entry(
                     content,
@@ -389,7 +400,7 @@ class LongTermMemory:
                     replaced_at_ms=now_ms,
                 ),
             )
-        return out
+        return out, leftovers
 
     async def update(
         self,

@@ -113,3 +113,25 @@ async def test_forget_removes_the_history_too(store: Any) -> None:
     assert await store.forget("gone") is True
     assert await store.history("gone") == []
     assert await store.client.exists(store.keys.updates("gone")) == 0
+
+
+async def test_a_memory_deleted_elsewhere_leaves_nothing_to_its_successor(store: Any, client: Any) -> None:
+    """Another client (betterdb-agent-memory's ``forget``) deletes the document only; a new
+    memory written under the same id starts with no history and no accesses."""
+    await store.remember("old text", id="reused", namespace="ids")
+    await store.update("reused", content="old text, edited")
+    for _ in range(3):
+        await store.recall_by_vector(
+            (await store.embedder.embed(["old text, edited"]))[0], namespace="ids", threshold=2.0
+        )
+    assert len(await store.history("reused")) == 1
+    assert int(await client.get(store.keys.access("reused"))) == 3
+    await client.delete(store.keys.doc("reused"))  # the foreign delete: the document alone
+
+    await store.remember("a new memory", id="reused", namespace="ids")
+    item = await store.get("reused")
+    assert item is not None and item.content == "a new memory" and item.access_count == 0
+    assert await store.history("reused") == []
+    await store.recall("a new memory", namespace="ids", threshold=2.0)
+    again = await store.get("reused")
+    assert again is not None and again.access_count == 1
