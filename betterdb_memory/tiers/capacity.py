@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
-from ..backend.client import ScopedLock
+from ..backend.locks import ScopedLock
 from ..core.codec import to_float
 from ..core.keys import digest
 from ..core.query import MemoryFilter, filter_search_args
