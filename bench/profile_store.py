@@ -219,8 +219,7 @@ def install_phases(phases: Phases, stores: Sequence[MemoryStore], client: Any) -
     phases.wrap(recall_mod, "parse_search_reply", "parse FT.SEARCH reply (replies)")
     phases.wrap(models_mod, "item_from_fields", "build MemoryItems (item_from_fields)")
     phases.wrap(documents_mod, "item_from_fields", "build MemoryItems (item_from_fields)")
-    # ranking.rank calls the re-ranker (timed above) and the composite arithmetic it imports
-    phases.wrap(ranking_mod, "weighted", "composite scores (scoring.weighted)")
+    # ranking.rank's own composite arithmetic is inline (in "rest"); its re-ranker is timed above.
     # context assembly
     phases.wrap(sessions_mod, "decode_turn", "decode turns")
     phases.wrap(sessions_mod, "count_tokens", "count tokens")
