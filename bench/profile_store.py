@@ -626,52 +626,6 @@ async def client_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
         )
     )
 
-    # 0. remember_many's client side alone (the round trip replaced by a no-op): each
-    #    vector is validated twice, in `_prepare` and again in `_remember_many`.
-    batches = [[d.item() for d in bench.docs(BATCH, agent=WRITER, thread="x-client")] for _ in range(2)]
-
-    async def no_io(operation: str, build: Callable[[Any], None], **kwargs: Any) -> list[Any]:
-        pipe = ctx.client.pipeline(transaction=False)
-        build(pipe)
-        n = len(pipe.command_stack)
-        pipe.command_stack.clear()
-        return [0] * (n + len(kwargs.get("searches", ())))
-
-    validated: set[int] = set()
-    validate = long_term_mod.validate_vector
-
-    def validate_once(vector: Any, *, dimensions: int, name: str = "vector") -> Any:
-        if id(vector) in validated and getattr(vector, "shape", None) == (dimensions,):
-            return vector
-        out = validate(vector, dimensions=dimensions, name=name)
-        validated.add(id(out))
-        return out
-
-    async def many_no_io(i: int) -> None:
-        with patched(store.backend, "pipeline", no_io):
-            await store.remember_many(batches[i % 2])
-
-    async def many_no_io_once(i: int) -> None:
-        validated.clear()
-        with (
-            patched(store.backend, "pipeline", no_io),
-            patched(long_term_mod, "validate_vector", validate_once),
-        ):
-            await store.remember_many(batches[i % 2])
-
-    a, b = await pair(many_no_io, many_no_io_once, max(20, calls // 10))
-    out.append(
-        (
-            "validate each vector once",
-            f"remember_many ({BATCH}), client side only (round trip replaced by a no-op)",
-            a,
-            b,
-            f"store.py `_remember_many`: the vectors `_prepare` validated are validated again (only the "
-            f"length needs checking once the embedder's dimension is known). As shipped the client side "
-            f"costs {a / BATCH * 1000:.0f} µs per memory",
-        )
-    )
-
     # 2. (Winners fetched in the reinforcement's round trip: shipped, as the FETCH script.)
     return out
 
