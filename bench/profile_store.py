@@ -208,7 +208,7 @@ def install_phases(phases: Phases, stores: Sequence[MemoryStore], client: Any) -
         # write path (the parts are private attributes of the facade; see store.py)
         phases.wrap(store._long_term, "_record", "build records (LongTermMemory._record)")
         phases.wrap(store._capacity, "plan", "cap scopes and their round-trip plans (Capacity.plan)")
-        phases.wrap(store._capacity, "_learn", "capacity: the next keep ceiling (Capacity._learn)")
+        phases.wrap(store._capacity._victims, "_learn", "capacity: the next keep ceiling (Victims._learn)")
         # both paths
         phases.wrap(store._rt, "embed", "embed (dict lookup + checks)")
         if store.reranker is not None and store.reranker not in rerankers:

@@ -6,18 +6,8 @@ any value; all of the write's tags must be present); an unscoped write is never
 capped. The count rides in the write's own round trip (``FT.SEARCH ... LIMIT 0 0``
 after the ``HSET`` s; both engines index synchronously, so it sees the write).
 
-Only a scope found over its cap pays more. Victims are the memories with the lowest
-keep-score (``scoring.keep_score``: time-invariant, so the order never has to be
-recomputed), read with ``SORTBY keep ASC`` and a LIMIT of the excess. RediSearch
-answers that from a top-N heap; valkey-search sorts every match (25 ms for a scope
-of 10,000, against 1 ms for its count). So once a scope has had an eviction, the
-next ones ask only below a keep-score ceiling (``@keep:[-inf X]``, a range read of
-the numeric index, 0.2 ms): X is the highest keep-score evicted last time plus a
-span learned per scope. The answer is exact whenever the range holds at least the
-excess (every memory outside it scores higher); when it does not, the span widens
-and the read is repeated, and after a few tries the scope is sorted as before. An
-index that lacks ``keep`` (made by another library) or an engine without SORTBY
-falls back to reading the scope and ranking it in the client.
+Only a scope found over its cap pays more: its victims are the lowest keep-scores
+(``victims``, which finds them without sorting the scope).
 
 Exactness under concurrent writers (the reference over-evicts there): eviction of
 one cap scope runs under a token lock, and the holder re-counts before deleting, so
@@ -31,17 +21,16 @@ import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import Any
 
 from ..backend.locks import ScopedLock
-from ..core.codec import to_float
 from ..core.keys import digest
 from ..core.query import MemoryFilter, filter_search_args
-from ..core.replies import SearchHit, parse_search_reply
-from ..core.scoring import keep_score
+from ..core.replies import parse_search_reply
 from .documents import Documents
 from .runtime import Runtime
 from .scopes import ScopeReader
+from .victims import HINTS, LOOKAHEAD, Read, Victims
 
 __all__ = ["Capacity"]
 
@@ -49,30 +38,6 @@ log = logging.getLogger(__name__)
 
 _LOCK_S = 10.0
 _LOCK_WAIT_S = 15.0
-
-# The keep-score ceiling of a scope's next victim search: tries before sorting the whole
-# scope, growth of the span per try, the smallest span, how many scopes are remembered.
-_WIDEN_TRIES = 6
-# Victim reads ask for this many more than they need: the keep-scores just above the
-# victims say how far the next ceiling must reach.
-_LOOKAHEAD = 2
-_WIDEN = 8.0
-_MIN_SPAN = 1e-9
-_HINTS = 1024
-
-
-# A victim read done under the lock: (its keep bound, the scope's count, the matches
-# under the bound, the lowest of them).
-_Read: TypeAlias = tuple[float, int, int, list[SearchHit]]
-
-
-@dataclasses.dataclass(slots=True)
-class _Ceiling:
-    """Where a scope's lowest keep-scores were last found: ``floor`` (the highest evicted)
-    and the ``span`` above it that held enough of them."""
-
-    floor: float
-    span: float
 
 
 @dataclasses.dataclass(slots=True)
@@ -98,7 +63,7 @@ class Capacity:
         self._rt = rt
         self._scopes = scopes
         self._docs = docs
-        self._ceilings: OrderedDict[MemoryFilter, _Ceiling] = OrderedDict()
+        self._victims = Victims(rt, scopes)
         # Scopes last counted at or over their cap (bounded like the ceilings).
         self._full: OrderedDict[MemoryFilter, None] = OrderedDict()
 
@@ -122,13 +87,12 @@ class Capacity:
     def plan(self, flt: MemoryFilter, written: int) -> CapRound:
         """What a write of ``written`` memories into cap scope ``flt`` sends in its round trip."""
         plan = CapRound(flt, searches=[self.count_args(flt)])
-        if flt not in self._full or not self._fast(flt):
+        if flt not in self._full or not self._victims.fast(flt):
             return plan
         plan.lock = self._lock(flt)
-        ceiling = self._ceilings.get(flt)
-        if ceiling is not None:
-            plan.bound = ceiling.floor + ceiling.span
-            plan.searches.append(self._below_args(flt, plan.bound, written + 1 + _LOOKAHEAD))
+        plan.bound = self._victims.bound(flt)
+        if plan.bound is not None:
+            plan.searches.append(self._victims.below_args(flt, plan.bound, written + 1 + LOOKAHEAD))
         return plan
 
     @staticmethod
@@ -226,22 +190,11 @@ class Capacity:
                 await lock.release()
             return 0
 
-    def _fast(self, flt: MemoryFilter) -> bool:
-        """Whether victims come from the engine's keep-score order (this library's index)."""
-        caps = self._rt.index.capabilities
-        assert caps is not None
-        return bool(
-            self._rt.index.layout.keep
-            and caps.sortby
-            and caps.filter_queries
-            and not self._rt.index.needs_check(flt)
-        )
-
     def _note_count(self, flt: MemoryFilter, total: int, cap: int) -> None:
         if total >= cap:
             self._full[flt] = None
             self._full.move_to_end(flt)
-            while len(self._full) > _HINTS:
+            while len(self._full) > HINTS:
                 self._full.popitem(last=False)
         else:
             self._full.pop(flt, None)
@@ -274,14 +227,16 @@ class Capacity:
         protect: set[str],
         now: float,
         expected: int,
-        first: _Read | None = None,
+        first: Read | None = None,
     ) -> int:
         """Pick and delete the victims with ``lock`` held; releases it (with the deletes on
         a single server). ``first``: a read under the lock already done (bound, count,
         matches under the bound, the lowest of them)."""
         stats = self._rt.keys.stats
         try:
-            victims = await self._victims(flt, cap, protect=protect, now=now, expected=expected, first=first)
+            victims = await self._victims.choose(
+                flt, cap, protect=protect, now=now, expected=expected, first=first
+            )
 
             # On a cluster the pipeline's commands run per node in no set order: the unlock
             # could land before a delete on another shard, and the next holder would count a
@@ -310,150 +265,6 @@ class Capacity:
         if removed:
             self._rt.metrics.observe_evictions(removed)
         return removed
-
-    async def _victims(
-        self,
-        flt: MemoryFilter,
-        cap: int,
-        *,
-        protect: set[str],
-        now: float,
-        expected: int,
-        first: _Read | None = None,
-    ) -> list[str]:
-        if self._fast(flt):
-            want = max(1, expected - cap) + len(protect)
-            return await self._lowest(flt, cap, protect=protect, want=want, first=first)
-        if expected <= cap:
-            return []
-        # No keep-score index or no SORTBY: rank the scope in the client.
-        half_life = self._rt.config().half_life_seconds
-        total, hits = await self._scopes.scan_all(
-            flt, ("importance", "last_accessed_at", "created_at", "keep"), operation="capacity"
-        )
-        excess = total - cap
-        if excess <= 0:
-            return []
-        ranked: list[tuple[float, str]] = []
-        for h in hits:
-            f = h.fields
-            seen = max(to_float(f.get("last_accessed_at")), to_float(f.get("created_at"))) / 1000.0
-            score = keep_score(seen or now, to_float(f.get("importance"), 0.5), half_life)
-            ranked.append((score, self._rt.keys.memory_id_of(h.key)))
-        ranked.sort()
-        return _pick([mid for _, mid in ranked], protect, excess)
-
-    async def _lowest(
-        self,
-        flt: MemoryFilter,
-        cap: int,
-        *,
-        protect: set[str],
-        want: int,
-        first: _Read | None = None,
-    ) -> list[str]:
-        """The victims of a scope over its cap, read under its lock (so the count is exact:
-        two writers over by one evict one memory between them).
-
-        ``want``: the lowest keep-scores to read, the excess the write's own count saw
-        plus the write's own memories (which go only when the write alone is over).
-        ``first``: a read already done under the lock (the write's round trip), used
-        when its bound is still the scope's.
-        """
-        ceiling = self._ceilings.get(flt)
-        tries = 0
-        while True:
-            bound = None if ceiling is None or tries >= _WIDEN_TRIES else ceiling.floor + ceiling.span
-            if first is not None and (first[0] == bound):
-                _, total, in_range, hits = first
-            else:
-                total, in_range, hits = await self._read_lowest(flt, want + _LOOKAHEAD, bound)
-            first = None
-            excess = total - cap
-            if excess <= 0:
-                return []
-            # The hits are the lowest of the scope (every memory above the bound scores
-            # higher), so they settle it once they hold the excess of older memories, or
-            # are the whole scope (a write alone over the cap: its own go too).
-            others = sum(1 for h in hits if self._rt.keys.memory_id_of(h.key) not in protect)
-            if others >= excess or len(hits) >= total:
-                break
-            if len(hits) < in_range:
-                want = excess + len(protect)  # others wrote meanwhile: read the lowest again
-                continue
-            assert ceiling is not None  # the range holds too few: widen it and read again
-            ceiling.span *= _WIDEN
-            tries += 1
-        ids = [self._rt.keys.memory_id_of(h.key) for h in hits]
-        victims = _pick(ids, protect, excess)
-        self._learn(flt, hits, victims, ceiling, in_range, protect)
-        return victims
-
-    async def _read_lowest(
-        self, flt: MemoryFilter, want: int, bound: float | None
-    ) -> tuple[int, int, list[SearchHit]]:
-        """(the scope's exact count, matches under ``bound``, the lowest ``want`` of them).
-
-        Without a bound, one sorted read of the scope; with one, its count and the sorted
-        read below the bound in one round trip.
-        """
-        if bound is None:
-            total, hits = await self._scopes.scan(
-                flt, ("keep",), operation="capacity", sortby=("keep", True), limit=want
-            )
-            assert total is not None  # exact: a server-side filter on this library's index
-            return total, total, hits
-        count = filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0)
-        below = self._below_args(flt, bound, want)
-        replies = await self._rt.backend.pipeline("capacity", lambda pipe: None, searches=[count, below])
-        ranged = parse_search_reply(replies[1])
-        return parse_search_reply(replies[0], nocontent=True).total, ranged.total, ranged.hits
-
-    def _below_args(self, flt: MemoryFilter, bound: float, want: int) -> list[Any]:
-        """The lowest ``want`` keep-scores of the scope at or under ``bound``, sorted."""
-        return filter_search_args(
-            self._rt.keys.index, dataclasses.replace(flt, max_keep=bound), layout=self._rt.index.layout,
-            return_fields=("keep",), sortby=("keep", True), limit=want,
-        )  # fmt: skip
-
-    def _learn(
-        self, flt: MemoryFilter, hits: Sequence[SearchHit], victims: Sequence[str], ceiling: _Ceiling | None,
-        in_range: int, protect: set[str],
-    ) -> None:  # fmt: skip
-        """Remember where this scope's next victims are: above the highest keep-score evicted,
-        within twice the distance to the next one this read saw (kept when it saw none)."""
-        chosen = set(victims)
-        gone: list[float] = []
-        rest: list[float] = []
-        for h in hits:
-            mid = self._rt.keys.memory_id_of(h.key)
-            if mid in chosen:
-                gone.append(to_float(h.fields.get("keep")))
-            elif mid not in protect:
-                rest.append(to_float(h.fields.get("keep")))
-        if not gone:
-            return
-        floor = max(gone)
-        span = ceiling.span if ceiling is not None else _MIN_SPAN
-        if rest:
-            span = max(_MIN_SPAN, 2 * (min(rest) - floor))
-        elif ceiling is not None and in_range > 16 * max(1, len(hits)):  # far wider than needed
-            span = max(_MIN_SPAN, span / _WIDEN)
-        self._ceilings[flt] = _Ceiling(floor, span)
-        self._ceilings.move_to_end(flt)
-        while len(self._ceilings) > _HINTS:
-            self._ceilings.popitem(last=False)
-
-
-def _pick(ranked: list[str], protect: set[str], excess: int) -> list[str]:
-    """The ``excess`` lowest of ``ranked``, older memories before the write's own.
-
-    A write's memories go only when the write alone exceeds the cap (a batch larger
-    than it): then the lowest of the batch go too, so the scope ends at the cap.
-    """
-    older = [m for m in ranked if m not in protect]
-    own = [m for m in ranked if m in protect]
-    return (older + own)[:excess]
 
 
 def _filter_parts(flt: MemoryFilter) -> tuple[str | None, ...]:

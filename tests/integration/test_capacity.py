@@ -136,7 +136,7 @@ async def test_a_stale_keep_ceiling_still_picks_the_lowest(make_store: Any, clie
     """A ceiling far below the scope (another process evicted) widens, then sorts; one far above
     reads the whole scope in range: either way the lowest keep-score goes."""
     from betterdb_memory.core.keys import Scope
-    from betterdb_memory.tiers.capacity import _Ceiling
+    from betterdb_memory.tiers.victims import _Ceiling
 
     s: MemoryStore = make_store(max_items_per_scope=5, half_life_seconds=3600)
     ids = [
@@ -144,7 +144,7 @@ async def test_a_stale_keep_ceiling_still_picks_the_lowest(make_store: Any, clie
     ]
     flt = s._capacity.cap_filters([{"scope": Scope.of(thread_id="z"), "tags": []}])[0]
     for ceiling in (_Ceiling(-1e9, 1e-9), _Ceiling(1e12, 1.0)):
-        s._capacity._ceilings[flt] = ceiling
+        s._capacity._victims._ceilings[flt] = ceiling
         keeps = {m: _keep_of(await client.hget(s.keys.doc(m), "keep")) for m in ids}
         lowest = min(keeps, key=keeps.__getitem__)
         ids.append(await s.remember("new", importance=1.0, thread_id="z", vector=unit(9)))
@@ -222,14 +222,14 @@ async def test_an_eviction_cancelled_midway_frees_every_lock_its_write_took(
     s: MemoryStore = make_store(max_items_per_scope=3)
     for t in ("a", "b"):
         await s.remember_many([{"content": f"{t}{i}", "thread_id": t, "vector": unit(i)} for i in range(3)])
-    capacity = s._capacity
+    victims = s._capacity._victims
     entered = asyncio.Event()
 
     async def stuck(*args: Any, **kwargs: Any) -> Any:
         entered.set()
         await asyncio.Event().wait()
 
-    capacity._victims = stuck  # type: ignore[method-assign]
+    victims.choose = stuck  # type: ignore[method-assign]
     write = asyncio.ensure_future(
         s.remember_many(
             [
@@ -245,7 +245,7 @@ async def test_an_eviction_cancelled_midway_frees_every_lock_its_write_took(
         with pytest.raises(asyncio.CancelledError):
             await write
     finally:
-        del capacity._victims
+        del victims.choose
     assert await _cap_locks(client, s) == []
     await s.remember_many(
         [
