@@ -105,7 +105,7 @@ class ScopedLock:
             )
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.release()
+        await self.release_shielded()  # leaving on a cancellation frees the lock too
 
     def queue_release(self, pipe: Any) -> None:
         """Queue the unlock in the caller's last pipeline (one round trip fewer).
