@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import unicodedata
 
 from ..errors import ValidationError
@@ -30,6 +31,12 @@ __all__ = ["MAX_TAG_BYTES", "escape_tag", "format_number", "tag_token", "validat
 
 # Scope ids are identifiers; a bound keeps keys, hashes and logs small.
 MAX_TAG_BYTES = 1024
+
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+# Values already found valid (the check is a pure function of the value): a batch of
+# writes repeats its thread and agent ids. Bounded; cleared when full.
+_VALID: dict[str, None] = {}
+_VALID_MAX = 4096
 
 
 def validate_tag_value(value: object, *, name: str) -> str:
@@ -40,6 +47,8 @@ def validate_tag_value(value: object, *, name: str) -> str:
             control character, outer whitespace or format characters, a trailing ``*``,
             not encodable as UTF-8, or longer than ``MAX_TAG_BYTES``.
     """
+    if value.__class__ is str and value in _VALID:
+        return value
     if not isinstance(value, str):
         raise ValidationError(
             f"{name} must be a string, not {type(value).__name__}",
@@ -76,7 +85,7 @@ def validate_tag_value(value: object, *, name: str) -> str:
             code="validation.wildcard",
             details={"argument": name},
         )
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+    if _CONTROL.search(value):
         raise ValidationError(
             f"{name} must not contain control characters: {value!r}",
             code="validation.control",
@@ -96,6 +105,10 @@ def validate_tag_value(value: object, *, name: str) -> str:
             code="validation.too_long",
             details={"argument": name, "bytes": size, "max": MAX_TAG_BYTES},
         )
+    if value.__class__ is str:  # a str subclass could compare equal and still differ
+        if len(_VALID) >= _VALID_MAX:
+            _VALID.clear()
+        _VALID[value] = None
     return value
 
 

@@ -19,8 +19,8 @@ Cluster layout (which keys must share a hash slot, and why):
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-import uuid
 from dataclasses import dataclass
 
 from ..errors import ValidationError
@@ -179,8 +179,17 @@ class KeySpace:
 
     @staticmethod
     def new_memory_id() -> str:
-        """A UUID4 string, as the reference library makes them."""
-        return str(uuid.uuid4())
+        """A UUID4 string, as the reference library makes them.
+
+        ``uuid.uuid4()``'s 16 bytes from ``os.urandom`` with its version and variant
+        bits, formatted without building a ``UUID`` (a third of the time; a batch of
+        writes makes one per memory).
+        """
+        n = int.from_bytes(os.urandom(16), "big")
+        n = (n & ~(0xF000 << 64)) | (0x4000 << 64)  # version 4
+        n = (n & ~(0xC000 << 48)) | (0x8000 << 48)  # RFC 4122 variant
+        h = f"{n:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def doc(self, memory_id: str) -> str:
         """The HASH of a memory: ``<name>:mem:<id>``."""

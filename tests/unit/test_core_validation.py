@@ -334,3 +334,22 @@ def test_join_and_split_tags_round_trip() -> None:
     assert split_tags(join_tags(values)) == values
     assert split_tags(join_tags(values).encode()) == values
     assert split_tags(None) == [] and split_tags("") == [] and split_tags("a,,b") == ["a", "b"]
+
+
+def test_a_value_found_valid_once_stays_valid_and_a_bad_one_stays_refused() -> None:
+    """Valid scope values are remembered (a batch repeats them); that never lets a bad one in."""
+    from betterdb_memory.core.escaping import validate_tag_value
+    from betterdb_memory.errors import ValidationError
+
+    class Sneaky(str):
+        pass
+
+    assert validate_tag_value("thread-7", name="thread_id") == "thread-7"
+    assert validate_tag_value("thread-7", name="agent_id") == "thread-7"
+    for bad in ("a,b", "tab\there", " padded", "wild*", "", Sneaky("a,b")):
+        for _ in range(2):
+            try:
+                validate_tag_value(bad, name="thread_id")
+            except ValidationError:
+                continue
+            raise AssertionError(f"{bad!r} was accepted")
