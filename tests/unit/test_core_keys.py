@@ -214,4 +214,3 @@ def test_invalid_memory_ids_are_rejected(memory_id: object) -> None:
     if isinstance(memory_id, str):
         with pytest.raises(ValidationError):
             KeySpace("mem").doc(memory_id)
-
