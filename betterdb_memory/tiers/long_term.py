@@ -5,21 +5,20 @@ embedding batch, then one pipelined round trip of plain ``HSET`` s (``PEXPIRE`` 
 each memory with a TTL). The stored record is built by the pure ``core.record``. With
 a capacity, the same round trip counts each written cap scope, and only a scope found
 over its cap pays for eviction (``capacity``). Ids are fixed client-side before the
-first attempt, so a retry after a dropped connection rewrites the same documents.
+first attempt, so a retry after a dropped connection rewrites the same documents. A
+write under a caller's id replaces the memory stored there (``upserts``).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..backend import scripts
-from ..core.codec import as_text, decode_vector, encode_vector, split_tags, to_float, to_int, validate_vector
+from ..core.codec import as_text, encode_vector, validate_vector
 from ..core.keys import Scope, validate_memory_id
 from ..core.models import MemoryItem
 from ..core.query import MemoryFilter, knn_search_args
@@ -28,7 +27,6 @@ from ..core.record import (
     Previous,
     dedup_hash,
     encode_record,
-    history_entry,
     prepare_items,
     prepare_memory,
 )
@@ -39,31 +37,13 @@ from .capacity import Capacity
 from .documents import Documents
 from .recall import Recall
 from .runtime import Runtime
+from .upserts import HISTORY_MAX, Existing, read_existing
 
 __all__ = ["HISTORY_MAX", "LongTermMemory"]
 
 
 def _nothing(pipe: Any) -> None:
     """A pipeline with no keyed commands (only searches)."""
-
-
-#: Versions kept in a memory's update history (``history``).
-HISTORY_MAX = 20
-
-# What an upsert reads of the memory it replaces.
-_UPSERT_FIELDS = (
-    "content", "vector", "created_at", "last_accessed_at", "access_count", "importance", "tags", "metadata",
-)  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class _Existing:
-    """A stored memory an upsert replaces: its text and vector, its life so far, its history line."""
-
-    content: str
-    vector: np.ndarray[Any, np.dtype[np.float32]] | None
-    previous: Previous
-    entry: str
 
 
 class LongTermMemory:
@@ -217,7 +197,7 @@ class LongTermMemory:
         await self._rt.index.ensure_ready()
         now = time.time()
         now_ms = int(now * 1000)
-        existing, leftovers = await self._existing(given, now_ms) if given else ({}, set())
+        existing, leftovers = await read_existing(self._rt, given, now_ms) if given else ({}, set())
         for p in prepared:
             old = existing.get(p["id"]) if p["id"] is not None else None
             if old is not None and p["vector"] is None and old.content == p["content"]:
@@ -255,7 +235,7 @@ class LongTermMemory:
             if found:
                 await self._recall.reinforce(list(found.values()), now, cfg.half_life_seconds)
         records: list[tuple[int, str, list[Any], int]] = []
-        replaced: dict[str, _Existing] = {}
+        replaced: dict[str, Existing] = {}
         for i, p in enumerate(prepared):
             if ids[i] is None and i not in twin_of:
                 old = existing.get(p["id"]) if p["id"] is not None else None
@@ -353,54 +333,6 @@ class LongTermMemory:
                     out[i] = self._rt.keys.memory_id_of(hit.key)
                     break
         return out
-
-    async def _existing(self, ids: Sequence[str], now_ms: int) -> tuple[dict[str, _Existing], set[str]]:
-        """The memories already stored under caller ids (one pipelined read): what an upsert keeps.
-
-        Also the ids with no memory but an access counter or an update history left
-        behind: the memory was deleted by another client (betterdb-agent-memory's
-        ``forget``, an expiry), and a new one under its id must not inherit them.
-        """
-        keys = self._rt.keys
-
-        def build(pipe: Any) -> None:
-            for mid in ids:
-                pipe.hmget(keys.doc(mid), list(_UPSERT_FIELDS))
-                pipe.get(keys.access(mid))
-                pipe.exists(keys.updates(mid))
-
-        rows = await self._rt.backend.pipeline("remember", build)
-        out: dict[str, _Existing] = {}
-        leftovers: set[str] = set()
-        for n, mid in enumerate(ids):
-            f = dict(zip(_UPSERT_FIELDS, rows[3 * n], strict=True))
-            if f["content"] is None:
-                if rows[3 * n + 1] is not None or rows[3 * n + 2]:
-                    leftovers.add(mid)
-                continue
-            content = as_text(f["content"])
-            raw_meta = as_text(f["metadata"])
-            try:
-                meta = json.loads(raw_meta) if raw_meta else {}
-            except ValueError:
-                meta = {}
-            out[mid] = _Existing(
-                content=content,
-                vector=decode_vector(f["vector"]) if f["vector"] else None,
-                previous=Previous(
-                    created_at=to_int(f["created_at"]) or now_ms,
-                    last_accessed_at=to_int(f["last_accessed_at"]) or now_ms,
-                    access_count=max(to_int(f["access_count"]), to_int(rows[3 * n + 1])),
-                ),
-                entry=history_entry(
-                    content,
-                    to_float(f["importance"], 0.5),
-                    split_tags(f["tags"]),
-                    meta if isinstance(meta, dict) else {},
-                    replaced_at_ms=now_ms,
-                ),
-            )
-        return out, leftovers
 
     async def update(
         self,
