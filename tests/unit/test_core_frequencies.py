@@ -68,3 +68,20 @@ def test_word_count_args_escape_the_word() -> None:
     args = word_count_args("idx", "o'neil-x")
     assert args[:2] == ["FT.SEARCH", "idx"] and args[3:] == ["LIMIT", "0", "0", "DIALECT", "2"]
     assert args[2].startswith("@content:") and "\\-" in args[2]
+
+
+def test_the_words_searched_hold_at_most_the_budget_between_them_rarest_first() -> None:
+    """On a large index a word can be rare as a share and still hold thousands of memories:
+    the rarest words are kept while their counts fit the budget, so the cost stays bounded."""
+    df = DocumentFrequencies(postings_budget=1000)
+    df.learn({"porto": 3, "kayak": 600, "trip": 450, "boat": 2000, "none": 0}, 100_000, 0.0)
+    plan = df.plan(("boat", "kayak", "none", "porto", "trip", "unseen"), 0.0, pool=50)
+    # 0 + 3 + 450 fit; 600 more would pass 1,000; a word never counted is searched (and probed).
+    assert plan.words == ("none", "porto", "trip", "unseen")
+    assert plan.probe_words == ("unseen",)
+
+
+def test_a_word_over_the_budget_alone_is_not_searched() -> None:
+    df = DocumentFrequencies(postings_budget=5000)
+    df.learn({"window": 12_000}, 100_000, 0.0)  # 12% of the index: under the share, over the budget
+    assert df.plan(("window",), 0.0, pool=50) == TextPlan()
