@@ -111,8 +111,8 @@ class ScopedLock:
         """Queue the unlock in the caller's last pipeline (one round trip fewer).
 
         The lock is then treated as released: leaving the ``async with`` block only
-        stops the heartbeat. If that pipeline never reaches the server, the TTL frees
-        the lock.
+        stops the heartbeat. If that pipeline fails or is cancelled, call ``unsent``
+        and the next ``release`` sends the unlock itself.
         """
         self.backend.queue_script(pipe, self.backend.unlock_script, [self.key], [self.token])
         self._released = True

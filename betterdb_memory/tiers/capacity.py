@@ -134,7 +134,9 @@ class Capacity:
         for r in rounds:
             replies = [next(lock_replies)] if r.lock is not None else []
             answered.append((r, replies + [next(search_replies) for _ in r.searches]))
-        answered.sort(key=lambda a: not (a[0].lock is not None and a[0].lock.took(a[1][0])))
+        taken = [r for r, replies in answered if r.lock is not None and r.lock.took(replies[0])]
+        held = {id(r) for r in taken}
+        answered.sort(key=lambda a: id(a[0]) not in held)
         evicted = 0
         try:
             for r, replies in answered:
@@ -142,9 +144,7 @@ class Capacity:
         except BaseException:
             # Cancelled mid-way (or a bug): the locks this round trip took and no eviction
             # has freed yet are freed now, not left to their TTL (``release`` is once only).
-            await self.release(
-                [r for r, replies in answered if r.lock is not None and r.lock.took(replies[0])]
-            )
+            await self.release(taken)
             raise
         return evicted
 

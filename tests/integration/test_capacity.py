@@ -183,7 +183,7 @@ async def _cap_locks(client: Any, s: MemoryStore) -> list[Any]:
 
 
 async def test_a_write_cancelled_after_its_round_trip_frees_the_scope_lock(
-    make_store: Any, client: Any
+    make_store: Any, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A write into a full scope takes the scope's lock in its own round trip; cancelled as
     the replies come back (``asyncio.timeout`` around ``remember``), it frees the lock at
@@ -202,12 +202,10 @@ async def test_a_write_cancelled_after_its_round_trip_frees_the_scope_lock(
             raise asyncio.CancelledError
         return replies
 
-    backend.pipeline = cancelled_on_return  # type: ignore[method-assign]
-    try:
-        with pytest.raises(asyncio.CancelledError):
-            await s.remember("cancelled", thread_id="t", vector=unit(9))
-    finally:
-        del backend.pipeline
+    monkeypatch.setattr(backend, "pipeline", cancelled_on_return)
+    with pytest.raises(asyncio.CancelledError):
+        await s.remember("cancelled", thread_id="t", vector=unit(9))
+    monkeypatch.undo()
     assert took == [True]
     assert await _cap_locks(client, s) == []
     await s.remember("after", thread_id="t", vector=unit(10))
@@ -215,7 +213,7 @@ async def test_a_write_cancelled_after_its_round_trip_frees_the_scope_lock(
 
 
 async def test_an_eviction_cancelled_midway_frees_every_lock_its_write_took(
-    make_store: Any, client: Any
+    make_store: Any, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A batch into two full scopes takes both locks in its round trip; cancelled while the
     first scope's victims are read, it frees both (the second had not been reached)."""
@@ -229,7 +227,7 @@ async def test_an_eviction_cancelled_midway_frees_every_lock_its_write_took(
         entered.set()
         await asyncio.Event().wait()
 
-    victims.choose = stuck  # type: ignore[method-assign]
+    monkeypatch.setattr(victims, "choose", stuck)
     write = asyncio.ensure_future(
         s.remember_many(
             [
@@ -238,14 +236,12 @@ async def test_an_eviction_cancelled_midway_frees_every_lock_its_write_took(
             ]
         )
     )
-    try:
-        await asyncio.wait_for(entered.wait(), 30)
-        assert len(await _cap_locks(client, s)) == 2
-        write.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await write
-    finally:
-        del victims.choose
+    await asyncio.wait_for(entered.wait(), 30)
+    assert len(await _cap_locks(client, s)) == 2
+    write.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await write
+    monkeypatch.undo()
     assert await _cap_locks(client, s) == []
     await s.remember_many(
         [
@@ -257,7 +253,7 @@ async def test_an_eviction_cancelled_midway_frees_every_lock_its_write_took(
 
 
 async def test_an_eviction_cancelled_before_its_deletes_went_out_frees_the_lock(
-    make_store: Any, client: Any
+    make_store: Any, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The unlock rides in the deletes' round trip; when that round trip is cancelled before
     it is sent, the lock is freed by a separate unlock."""
@@ -271,10 +267,8 @@ async def test_an_eviction_cancelled_before_its_deletes_went_out_frees_the_lock(
         kwargs["also"](client.pipeline(transaction=False))  # the unlock is queued, never sent
         raise asyncio.CancelledError
 
-    docs.delete_ids = cancelled  # type: ignore[method-assign]
-    try:
-        with pytest.raises(asyncio.CancelledError):
-            await s.remember("over the cap", thread_id="t", vector=unit(5))
-    finally:
-        del docs.delete_ids
+    monkeypatch.setattr(docs, "delete_ids", cancelled)
+    with pytest.raises(asyncio.CancelledError):
+        await s.remember("over the cap", thread_id="t", vector=unit(5))
+    monkeypatch.undo()
     assert await _cap_locks(client, s) == []

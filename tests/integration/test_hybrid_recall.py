@@ -160,6 +160,42 @@ async def test_words_most_memories_hold_leave_the_text_query(client: Any, unique
         await store.close()
 
 
+async def test_the_text_query_keeps_its_words_under_the_postings_budget(
+    client: Any, unique_name: str
+) -> None:
+    """A word under the common share but over the budget is not searched for once counted;
+    the rarer word still brings the memory the KNN misses."""
+    store = MemoryStore(
+        client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False, rerank_candidates=2
+    )
+    try:
+        store._recall._text._frequencies.postings_budget = 5  # the store-wide 5,000, scaled down
+        for i in range(16):
+            body = f"Kayak trip number {i}." if i < 6 else f"Item {i} was noted."
+            await store.remember(body, vector=unit(200 + i), thread_id="b")
+        answer = await store.remember("We will kayak to Zanzibarite island.", vector=unit(99), thread_id="b")
+        await store.index.ensure_ready()
+        query = "Who goes to Zanzibarite by kayak?"
+        flt = store._recall._filter(thread_id="b", agent_id=None, namespace=None, tags=None)
+        if store._recall._text.request(query, flt, ["content"], pool=2) is None:
+            return  # valkey-search 1.0: no TEXT, KNN only
+        hits = await store.recall(
+            query, k=1, threshold=2.0, thread_id="b", reinforce=False
+        )  # counts the words
+        assert [h.item.id for h in hits] == [answer]
+        again = store._recall._text.request(query, flt, ["content"], pool=2)
+        # "kayak" (7 of 17 memories, under half) passes the share cut but not the budget of 5;
+        # "zanzibarite" (1) fits, and so do words no memory holds.
+        assert again is not None and "zanzibarite" in again.plan.words
+        assert "kayak" not in again.plan.words
+        assert all("kayak" not in " ".join(args) for args in again.searches[: again.queries])
+        hits = await store.recall(query, k=1, threshold=2.0, thread_id="b", reinforce=False)
+        assert [h.item.id for h in hits] == [answer]
+    finally:
+        await store.forget_by_scope(thread_id="b")
+        await store.close()
+
+
 async def test_a_text_recall_reads_and_reinforces_its_hits_together(client: Any, unique_name: str) -> None:
     """Hits carry their state before this recall, exact counts included; the access is counted once."""
     store = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False)
