@@ -30,10 +30,8 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
-import valkey.asyncio as avalkey
-
 from ._env import resolve_url
-from .backend.client import Backend, ValkeyClient
+from .backend.client import ValkeyBackend, ValkeyClient, connect
 from .backend.dialect import Capabilities, IndexInfo
 from .backend.index import IndexManager
 from .backend.retry import RetryPolicy
@@ -255,7 +253,7 @@ class MemoryStore:
         self._owned_client = False
         self._owned_server: Any = None
         self._closed = False
-        self.backend = Backend(client, retry=self.retry)
+        self.backend = ValkeyBackend(client, retry=self.retry)
         self.supervisor = Supervisor()
         self._obs = StoreObservability(
             self.backend,
@@ -345,10 +343,7 @@ class MemoryStore:
             url = server.url
         client: Any = None
         try:
-            pool = avalkey.BlockingConnectionPool.from_url(
-                url, max_connections=max_connections, timeout=socket_timeout, socket_timeout=socket_timeout
-            )
-            client = avalkey.Valkey.from_pool(pool)  # the client owns (and closes) the pool
+            client = connect(url, max_connections=max_connections, timeout=socket_timeout)
             store = cls(client=client, name=name, embedder=embedder, **options)
         except BaseException:
             if client is not None:
@@ -382,7 +377,7 @@ class MemoryStore:
         await self._obs.close()  # the stats are flushed, the Monitor heartbeat key deleted
         self.backend.closed = True
         if self._owned_client:
-            await self.backend.client.aclose()
+            await self.backend.aclose()
         if self._owned_server is not None:
             await asyncio.to_thread(self._owned_server.stop)
 

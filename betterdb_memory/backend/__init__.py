@@ -1,6 +1,24 @@
-"""The one layer that talks to Valkey: the client, retries, scripts, locks, the engine's dialect."""
+"""The one layer that talks to Valkey: the client, retries, scripts, locks, the engine's dialect.
 
-from .client import Backend, Script, ValkeyClient
+``Backend`` (``protocol``) is what the store's parts depend on; ``ValkeyBackend``
+(``client``) implements it over valkey-py; the parts hand it commands as values
+(``commands``) and every Lua script of the package lives in ``scripts``.
+"""
+
+from .client import ValkeyBackend, ValkeyClient, as_backend, connect
+from .commands import Command, Script, ScriptCall, Step
 from .locks import ScopedLock
+from .protocol import Backend
 
-__all__ = ["Backend", "ScopedLock", "Script", "ValkeyClient"]
+__all__ = [
+    "Backend",
+    "Command",
+    "ScopedLock",
+    "Script",
+    "ScriptCall",
+    "Step",
+    "ValkeyBackend",
+    "ValkeyClient",
+    "as_backend",
+    "connect",
+]

@@ -34,17 +34,16 @@ client. What it owns:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import valkey.asyncio
 import valkey.asyncio.cluster
 import valkey.exceptions as vexc
 
+from ..core.codec import as_text
 from ..errors import (
     IndexNotFoundError,
     StoreClosedError,
@@ -52,12 +51,18 @@ from ..errors import (
     is_connection_error,
 )
 from . import scripts as _scripts
-from .dialect import keyless_route, parse_ft_info
+from .commands import ScriptCall, Step, wire
+from .dialect import Capabilities, keyless_route, parse_ft_info, probe
 from .locks import ScopedLock
 from .reconnects import watch_connections
 from .retry import RetryPolicy, call
 
-__all__ = ["Backend", "ScopedLock", "Script", "ValkeyClient"]
+__all__ = ["ScopedLock", "ValkeyBackend", "ValkeyClient", "as_backend", "connect"]
+
+if TYPE_CHECKING:
+    from .protocol import Backend
+
+T = TypeVar("T")
 
 #: What a store accepts as its client: a standalone or a cluster asyncio client.
 ValkeyClient: TypeAlias = "valkey.asyncio.Valkey | valkey.asyncio.cluster.ValkeyCluster"
@@ -68,17 +73,8 @@ log = logging.getLogger(__name__)
 _QUERIES = frozenset({"FT.SEARCH", "FT.AGGREGATE"})
 
 
-@dataclass(frozen=True, slots=True)
-class Script:
-    """A registered Lua script: its source and SHA1 (computed here, loaded on demand)."""
-
-    name: str
-    source: str
-    sha: str
-
-
-class Backend:
-    """The client, and every way the library talks through it.
+class ValkeyBackend:
+    """The ``Backend`` over a valkey-py asyncio client: every way the library talks to Valkey.
 
     Args:
         client: a ``valkey.asyncio.Valkey`` or ``ValkeyCluster`` (owned by the caller
@@ -91,7 +87,6 @@ class Backend:
         self.retry = retry or RetryPolicy()
         self._route = keyless_route(client)
         self.cluster = bool(self._route)
-        self._scripts: dict[str, Script] = {}
         self.closed = False
         self._decodes: bool | None = None
         # Whether the engine may answer from a half-rebuilt index after a restart (until
@@ -103,8 +98,6 @@ class Backend:
         self._opened = 0
         self._settling = asyncio.Lock()
         watch_connections(client, self._note_open)
-        self.lock_script = self.register("lock", _scripts.LOCK)
-        self.unlock_script = self.register("unlock", _scripts.UNLOCK)
 
     @property
     def decodes(self) -> bool:
@@ -120,33 +113,23 @@ class Backend:
 
     # -- scripts -----------------------------------------------------------------------------
 
-    def register(self, name: str, source: str) -> Script:
-        """Add a script to the registry (idempotent); it is loaded on first use."""
-        sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
-        script = self._scripts.setdefault(sha, Script(name, source, sha))
-        return script
-
-    @staticmethod
-    def queue_script(pipe: Any, script: Script, keys: Sequence[str], args: Sequence[Any]) -> None:
-        """Queue ``script`` in a pipeline as a plain ``EVALSHA``."""
-        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-
     async def load_scripts(self) -> None:
-        """Load every registered script (on every primary of a cluster)."""
-        for script in self._scripts.values():
+        """Load every script of the registry (``scripts.ALL``; on every primary of a cluster)."""
+        for script in _scripts.ALL:
             await self.client.script_load(script.source)
 
     # -- commands ------------------------------------------------------------------------------
 
-    async def call(
+    async def _call(
         self,
         operation: str,
-        fn: Callable[[], Awaitable[Any]],
+        fn: Callable[[], Awaitable[T]],
         *,
         idempotent: bool = True,
         details: Mapping[str, Any] | None = None,
-    ) -> Any:
-        """Run ``fn`` with retry (when idempotent) and error translation.
+    ) -> T:
+        """Run ``fn`` with retry (when idempotent) and error translation (private: only
+        this class sends anything; the parts hand it commands).
 
         Raises:
             StoreClosedError: after ``close()`` of the store that owns this backend.
@@ -246,7 +229,7 @@ class Backend:
 
     async def command(self, operation: str, *args: Any, idempotent: bool = True) -> Any:
         """One keyed command."""
-        return await self.call(operation, lambda: self.client.execute_command(*args), idempotent=idempotent)
+        return await self._call(operation, lambda: self.client.execute_command(*args), idempotent=idempotent)
 
     async def search(self, operation: str, args: Sequence[Any]) -> Any:
         """One FT.* command (routed to a node that answers for the whole cluster).
@@ -264,7 +247,7 @@ class Backend:
         async def run() -> Any:
             return (await self._queries([args], send))[0]
 
-        return await self.call(operation, run)
+        return await self._call(operation, run)
 
     def _search_args(self, args: Sequence[Any]) -> list[Any]:
         if self.cluster and args and args[0] == "FT.SEARCH":
@@ -286,31 +269,20 @@ class Backend:
         except IndexNotFoundError:
             return None
 
-    async def script(
-        self,
-        operation: str,
-        script: Script,
-        keys: Sequence[str],
-        args: Sequence[Any],
-        *,
-        idempotent: bool = True,
-    ) -> Any:
+    async def script(self, operation: str, call: ScriptCall, *, idempotent: bool = True) -> Any:
         """Run one script (loading the registry on ``NOSCRIPT``)."""
-        out = await self.pipeline(
-            operation, lambda pipe: self.queue_script(pipe, script, keys, args), idempotent=idempotent
-        )
-        return out[0]
+        return (await self.pipeline(operation, [call], idempotent=idempotent))[0]
 
     async def pipeline(
         self,
         operation: str,
-        build: Callable[[Any], None],
+        commands: Sequence[Step],
         *,
         idempotent: bool = True,
         details: Mapping[str, Any] | None = None,
         searches: Sequence[Sequence[Any]] = (),
     ) -> list[Any]:
-        """One non-transactional pipeline of keyed commands and scripts, then ``searches``.
+        """One non-transactional pipeline of ``commands`` (keyed commands, script calls), then ``searches``.
 
         Returns the pipeline's replies followed by the searches' replies. On a single
         server the searches ride in the same round trip (after the writes, which both
@@ -322,7 +294,8 @@ class Backend:
         async def send() -> list[Any]:
             for attempt in (1, 2):
                 pipe = self.client.pipeline(transaction=False)
-                build(pipe)
+                for step in commands:
+                    pipe.execute_command(*wire(step))
                 if not self.cluster:
                     for args in searches:
                         pipe.execute_command(*args)
@@ -343,9 +316,68 @@ class Backend:
         async def run() -> list[Any]:
             return await self._queries(searches, send) if searches else await send()
 
-        replies: list[Any] = await self.call(operation, run, idempotent=idempotent, details=details)
+        replies: list[Any] = await self._call(operation, run, idempotent=idempotent, details=details)
         return replies
+
+    async def scan(self, operation: str, pattern: str, *, count: int = 1000) -> AsyncIterator[list[str]]:
+        """Batches of key names matching ``pattern`` (glob), each name once per SCAN pass.
+
+        ``SCAN`` on the server, or on every primary of a cluster in turn; each call is
+        retried on its own (SCAN is stateless on the server, so a retried call is safe).
+        SCAN may return a name twice: callers are idempotent per key.
+        """
+        client: Any = self.client
+        nodes: list[Any] = list(client.get_primaries()) if self.cluster else [None]
+        for node in nodes:
+            cursor = 0
+            route = {"target_nodes": node} if node is not None else {}
+            while True:
+
+                async def step(cursor: int = cursor, route: dict[str, Any] = route) -> Any:
+                    return await client.scan(cursor=cursor, match=pattern, count=count, **route)
+
+                reply, names = await self._call(operation, step)
+                # A cluster client answers {node name: cursor}; a single server, the cursor.
+                cursor = int(next(iter(reply.values())) if isinstance(reply, dict) else reply)
+                if names:
+                    yield [as_text(n) for n in names]
+                if cursor == 0:
+                    break
+
+    async def probe(self) -> Capabilities:
+        """Which search engine the server runs (``dialect.probe``), retried and translated."""
+        return await self._call("probe", lambda: probe(self.client))
 
     def lock(self, key: str, *, ttl: float, wait: float, heartbeat: bool = True) -> ScopedLock:
         """A ``ScopedLock`` on ``key`` (use ``async with``)."""
         return ScopedLock(self, key, ttl=ttl, wait=wait, heartbeat=heartbeat)
+
+    async def aclose(self) -> None:
+        """Close the client (only for a client this library opened: ``connect``)."""
+        await self.client.aclose()
+
+
+def connect(
+    url: str, *, max_connections: int | None = None, timeout: float | None = None
+) -> valkey.asyncio.Valkey:
+    """A client for ``url``: the one place outside the transport that needs one asks here.
+
+    With ``max_connections`` the pool blocks (up to ``timeout`` seconds) when every
+    connection is busy instead of failing; ``timeout`` is also the socket timeout.
+    The caller owns the client (``await client.aclose()``).
+    """
+    if max_connections is None:
+        client: valkey.asyncio.Valkey = valkey.asyncio.Valkey.from_url(url)
+        return client
+    pool = valkey.asyncio.BlockingConnectionPool.from_url(
+        url, max_connections=max_connections, timeout=timeout, socket_timeout=timeout
+    )
+    return valkey.asyncio.Valkey.from_pool(pool)  # the client owns (and closes) the pool
+
+
+def as_backend(client: ValkeyClient | Backend | None) -> Backend:
+    """``client`` itself when it is already a backend (a store's, a ``RecordingBackend``),
+    else a ``ValkeyBackend`` of its own over the valkey client."""
+    if client is None or isinstance(client, valkey.asyncio.Valkey | valkey.asyncio.cluster.ValkeyCluster):
+        return ValkeyBackend(client)  # type: ignore[arg-type]  # None: a backend never used (tests)
+    return client

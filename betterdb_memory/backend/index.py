@@ -16,14 +16,14 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from ..core.codec import as_text
 from ..core.keys import KeySpace
 from ..core.query import IndexLayout, IndexSpec, MemoryFilter, create_index_args
 from ..errors import ConfigurationError, IndexExistsError, IndexNotFoundError, StoreClosedError
-from .client import Backend
-from .dialect import Capabilities, IndexInfo, IndexSchema, parse_ft_info, parse_index_schema, probe
+from .dialect import Capabilities, IndexInfo, IndexSchema, parse_ft_info, parse_index_schema
+from .protocol import Backend
 
 __all__ = ["SCHEMA_VERSION", "IndexManager"]
 
@@ -161,9 +161,8 @@ class IndexManager:
 
     async def _ensure_locked(self) -> None:
         backend = self.backend
-        client = backend.client
         if self.capabilities is None:
-            self.capabilities = await backend.call("probe", lambda: probe(client))
+            self.capabilities = await backend.probe()
             backend.rebuilds_after_restart = self.capabilities.rebuilds_after_restart
         caps = self.capabilities
         if self._resolve is not None:
@@ -189,11 +188,7 @@ class IndexManager:
             "index": self.keys.index,
         }
 
-        def record(pipe: Any) -> None:
-            for k, v in fields.items():
-                pipe.hsetnx(self.keys.meta, k, v)
-            pipe.hgetall(self.keys.meta)
-
+        record = [*(("HSETNX", self.keys.meta, k, v) for k, v in fields.items()), ("HGETALL", self.keys.meta)]
         out = await backend.pipeline("ensure_index", record)
         self._check_meta({as_text(k): as_text(v) for k, v in out[-1].items()})
         self.ready = True

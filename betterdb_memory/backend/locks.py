@@ -19,9 +19,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BetterDBMemoryError, ConsolidationBusyError
+from . import scripts
+from .commands import ScriptCall
 
 if TYPE_CHECKING:
-    from .client import Backend
+    from .protocol import Backend
 
 __all__ = ["ScopedLock"]
 
@@ -49,14 +51,12 @@ class ScopedLock:
 
     async def try_acquire(self) -> bool:
         """One attempt (also extends the TTL when already ours)."""
-        got = await self.backend.script(
-            "lock", self.backend.lock_script, [self.key], [self.token, self.ttl_ms]
-        )
+        got = await self.backend.script("lock", self.try_call())
         return int(got) == 1
 
-    def queue_try(self, pipe: Any) -> None:
-        """Queue one attempt in the caller's pipeline; pass its reply to ``took``."""
-        self.backend.queue_script(pipe, self.backend.lock_script, [self.key], [self.token, self.ttl_ms])
+    def try_call(self) -> ScriptCall:
+        """One attempt, for the caller's pipeline; pass its reply to ``took``."""
+        return scripts.LOCK.call([self.key], [self.token, self.ttl_ms])
 
     def took(self, reply: Any) -> bool:
         """Whether the queued attempt got the lock (then it is held: ``release`` frees it)."""
@@ -107,18 +107,21 @@ class ScopedLock:
     async def __aexit__(self, *exc: object) -> None:
         await self.release_shielded()  # leaving on a cancellation frees the lock too
 
-    def queue_release(self, pipe: Any) -> None:
-        """Queue the unlock in the caller's last pipeline (one round trip fewer).
+    def release_call(self) -> ScriptCall:
+        """The unlock, for the caller's last pipeline (one round trip fewer).
 
         The lock is then treated as released: leaving the ``async with`` block only
         stops the heartbeat. If that pipeline fails or is cancelled, call ``unsent``
         and the next ``release`` sends the unlock itself.
         """
-        self.backend.queue_script(pipe, self.backend.unlock_script, [self.key], [self.token])
         self._released = True
+        return self._unlock()
+
+    def _unlock(self) -> ScriptCall:
+        return scripts.UNLOCK.call([self.key], [self.token])
 
     def unsent(self) -> None:
-        """The pipeline carrying ``queue_release`` failed or was cancelled.
+        """The pipeline carrying ``release_call`` failed or was cancelled.
 
         The unlock may not have reached the server, so the next ``release`` sends it
         again (harmless if it had: the unlock only deletes the key while it holds our
@@ -140,7 +143,7 @@ class ScopedLock:
             return
         self._released = True
         try:
-            await self.backend.script("unlock", self.backend.unlock_script, [self.key], [self.token])
+            await self.backend.script("unlock", self._unlock())
         except BetterDBMemoryError as exc:  # the TTL frees it
             log.warning("could not release lock %s: %s", self.key, exc)
 

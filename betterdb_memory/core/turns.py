@@ -1,4 +1,4 @@
-"""L1 values (``Turn``, ``ToolResult``, ``SessionMetadata``), their codec, and the L1 Lua scripts.
+"""L1 values (``Turn``, ``ToolResult``, ``SessionMetadata``) and their codec (the L1 Lua scripts: ``backend.scripts``).
 
 Pure: nothing here does I/O. A session is four keys sharing one hash slot
 (``KeySpace.session``): a LIST of turn JSON (oldest first), a HASH of counters, the
@@ -28,12 +28,6 @@ from ..errors import ValidationError
 from .codec import as_text, to_float, to_int
 
 __all__ = [
-    "APPEND_TURN",
-    "ERASE_SESSION",
-    "PENDING_TURNS",
-    "SESSION_SNAPSHOT",
-    "SUMMARY_ADVANCE",
-    "SUMMARY_FAILED",
     "SessionMetadata",
     "ToolResult",
     "Turn",
@@ -267,83 +261,3 @@ def session_metadata_from(
 
 # -- scripts ------------------------------------------------------------------------------
 # Every script touches only the keys of one session (one hash slot): legal in a cluster.
-
-# KEYS: turns, meta, cursor
-# ARGV: turn_json, now, ttl_ms, window, batch (0 = no summaries), cap (max turns held)
-# Returns {seq, pending}: pending = turns older than the window not yet summarised.
-APPEND_TURN = r"""
-local turns, meta, ckey = KEYS[1], KEYS[2], KEYS[3]
-local ttl = tonumber(ARGV[3])
-local window, batch, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local n = redis.call('HINCRBY', meta, 'turn_count', 1)
-redis.call('RPUSH', turns, '{"seq":' .. n .. ',' .. string.sub(ARGV[1], 2))
-redis.call('HSETNX', meta, 'created_at', ARGV[2])
-redis.call('HSET', meta, 'last_active', ARGV[2])
-local first = n - redis.call('LLEN', turns) + 1
-local cursor = tonumber(redis.call('GET', ckey) or '0')
-local keep_from
-if batch <= 0 then
-  keep_from = n - window + 1
-else
-  keep_from = math.min(cursor, n - window) + 1
-  if n - keep_from + 1 > cap then
-    local new_from = n - cap + 1
-    local lost = new_from - 1 - cursor
-    if lost > 0 then
-      redis.call('HINCRBY', meta, 'dropped', lost)
-      cursor = new_from - 1
-      redis.call('SET', ckey, cursor)
-    end
-    keep_from = new_from
-  end
-end
-if keep_from > first then redis.call('LTRIM', turns, keep_from - first, -1) end
-redis.call('PEXPIRE', turns, ttl)
-redis.call('PEXPIRE', meta, ttl)
-redis.call('PEXPIRE', ckey, ttl)
-return {n, n - window - cursor}
-"""
-
-# KEYS: turns, meta, cursor ; ARGV: through (last seq summarised), window
-# Advances the cursor (never backwards) and trims what it frees. -1 when the session is gone
-# (cleared or erased while the summary was being written): nothing is recreated.
-SUMMARY_ADVANCE = r"""
-if redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
-local cursor = tonumber(redis.call('GET', KEYS[3]) or '0')
-local through, window = tonumber(ARGV[1]), tonumber(ARGV[2])
-if through > cursor then
-  cursor = through
-  local pttl = redis.call('PTTL', KEYS[2])
-  if pttl > 0 then redis.call('SET', KEYS[3], cursor, 'PX', pttl) else redis.call('SET', KEYS[3], cursor) end
-end
-local n = tonumber(redis.call('HGET', KEYS[2], 'turn_count') or '0')
-local first = n - redis.call('LLEN', KEYS[1]) + 1
-local keep_from = math.min(cursor, n - window) + 1
-if keep_from > first then redis.call('LTRIM', KEYS[1], keep_from - first, -1) end
-return cursor
-"""
-
-# KEYS: meta -> new failure count, or -1 when the session is gone
-SUMMARY_FAILED = r"""
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-return redis.call('HINCRBY', KEYS[1], 'summary_failures', 1)
-"""
-
-# KEYS: meta, turns, cursor -> {HGETALL meta (flat), LLEN turns, cursor or nil}
-# A consistent snapshot of the session's counters in one call: a script rather than
-# MULTI/EXEC, which valkey-py's cluster client does not offer.
-SESSION_SNAPSHOT = r"""
-return {redis.call('HGETALL', KEYS[1]), redis.call('LLEN', KEYS[2]), redis.call('GET', KEYS[3])}
-"""
-
-# KEYS: turns, cursor ; ARGV: window -> {cursor or nil, the turns older than the window, oldest first}
-PENDING_TURNS = r"""
-return {redis.call('GET', KEYS[2]), redis.call('LRANGE', KEYS[1], 0, -(tonumber(ARGV[1]) + 1))}
-"""
-
-# KEYS: turns, then every other key of the session -> number of turns the session held
-ERASE_SESSION = r"""
-local n = redis.call('LLEN', KEYS[1])
-redis.call('DEL', unpack(KEYS))
-return n
-"""

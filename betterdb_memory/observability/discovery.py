@@ -40,16 +40,15 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-from valkey.asyncio.client import Pipeline
-
 from .._version import __version__
-from ..backend.client import Backend, ValkeyClient
+from ..backend import Backend, ValkeyClient, as_backend
 from ..errors import ConfigurationError, ValidationError
 from ..lifecycle import Spawn
+from .stats_hash import STATS_FIELDS, StatsHash, _text, stats_key
 
 __all__ = [
     "HEARTBEAT_KEY_PREFIX",
@@ -80,26 +79,6 @@ PROTOCOL_VERSION: Final = 1
 HEARTBEAT_TTL_SECONDS: Final = 60
 MARKER_TYPE: Final = "agent_memory"
 
-# Counters in the stats hash. A fixed set so a typo fails loudly instead of
-# creating a field Monitor never reads.
-STATS_FIELDS: Final[frozenset[str]] = frozenset(
-    {
-        "background_failures",
-        "config_rejected",
-        "consolidations",
-        "dedup_hits",
-        "evictions",
-        "forgets",
-        "recall_empty",
-        "recall_hits",
-        "recall_near_miss",
-        "recalls",
-        "remembers",
-        "tombstones_unmatched",
-        "turns_stored",
-    }
-)
-
 ErrorCallback = Callable[[BaseException], None]
 RegistryOwner = Literal["free", "ours", "foreign"]
 
@@ -119,11 +98,6 @@ def heartbeat_key(field: str) -> str:
     return f"{HEARTBEAT_KEY_PREFIX}{field}"
 
 
-def stats_key(name: str) -> str:
-    """The stats hash Monitor polls (``<name>:__mem_stats``)."""
-    return f"{name}:__mem_stats"
-
-
 def iso_now() -> str:
     """UTC now as ISO 8601 with milliseconds and ``Z``, as JavaScript's ``toISOString``.
 
@@ -131,10 +105,6 @@ def iso_now() -> str:
     matching the format its own libraries write avoids a second date dialect.
     """
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def build_marker(
@@ -244,7 +214,7 @@ class DiscoveryMarker:
             )
         # A store passes its Backend (retries, error translation, closed state); a raw
         # client gets a Backend of its own.
-        self._backend = client if isinstance(client, Backend) else Backend(client)
+        self._backend = as_backend(client)
         self.name = name
         self.index_name = index_name
         self.stats_key = stats_key
@@ -306,12 +276,12 @@ class DiscoveryMarker:
                 )
                 continue
 
-            def build(pipe: Any, field: str = field) -> None:
-                pipe.hset(REGISTRY_KEY, field, payload)
-                pipe.set(PROTOCOL_KEY, str(PROTOCOL_VERSION), nx=True)
-                pipe.set(heartbeat_key(field), iso_now(), ex=HEARTBEAT_TTL_SECONDS)
-
-            await self._backend.pipeline("discovery.register", build, details={"store": self.name})
+            writes = [
+                ("HSET", REGISTRY_KEY, field, payload),
+                ("SET", PROTOCOL_KEY, str(PROTOCOL_VERSION), "NX"),
+                ("SET", heartbeat_key(field), iso_now(), "EX", HEARTBEAT_TTL_SECONDS),
+            ]
+            await self._backend.pipeline("discovery.register", writes, details={"store": self.name})
             if field != registry_field(self.name) and self.field != field:
                 log.warning("discovery: store %r registered under fallback field %r", self.name, field)
             self.field = field
@@ -342,11 +312,11 @@ class DiscoveryMarker:
             return await self._register() is not None
         field = self.field
 
-        def build(pipe: Any) -> None:
-            pipe.set(heartbeat_key(field), iso_now(), ex=HEARTBEAT_TTL_SECONDS)
-            pipe.hexists(REGISTRY_KEY, field)
-
-        _, present = await self._backend.pipeline("discovery.heartbeat", build, details={"store": self.name})
+        beat = [
+            ("SET", heartbeat_key(field), iso_now(), "EX", HEARTBEAT_TTL_SECONDS),
+            ("HEXISTS", REGISTRY_KEY, field),
+        ]
+        _, present = await self._backend.pipeline("discovery.heartbeat", beat, details={"store": self.name})
         if not present:
             log.info("discovery: registry entry %r vanished; registering again", field)
             return await self._register() is not None
@@ -412,93 +382,3 @@ class DiscoveryMarker:
         except Exception as exc:
             log.warning("discovery: could not delete heartbeat of store %r: %s", self.name, exc)
             _report(self._on_error, exc)
-
-
-def _check_field(field: str) -> str:
-    if field not in STATS_FIELDS:
-        raise ValidationError(
-            f"unknown stats field {field!r}; known: {sorted(STATS_FIELDS)}", details={"argument": "field"}
-        )
-    return field
-
-
-def _check_increment(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValidationError(f"increment must be a non-negative int, got {n!r}", details={"argument": "n"})
-    return n
-
-
-class StatsHash:
-    """The store's counters in a Valkey hash (``<name>:__mem_stats``), read by Monitor.
-
-    Server-side counters, unlike Prometheus ones, add up across every process
-    using the store and survive restarts, which is what Monitor's per-store view
-    needs.
-
-    Args:
-        client: an asyncio ``Valkey`` or cluster client (``decode_responses`` either way),
-            or the owning store's ``Backend``.
-        key: the hash key, ``stats_key(name)`` by convention.
-    """
-
-    def __init__(self, client: ValkeyClient | Backend, key: str) -> None:
-        self._backend = client if isinstance(client, Backend) else Backend(client)
-        self.key = key
-
-    def __repr__(self) -> str:
-        return f"StatsHash(key={self.key!r})"
-
-    async def incr(self, field: str, n: int = 1) -> int:
-        """``HINCRBY key field n``; returns the new value.
-
-        Raises:
-            ValidationError: unknown field or negative ``n``.
-            BetterDBMemoryError: the server call failed (translated).
-        """
-        field, n = _check_field(field), _check_increment(n)
-        value = await self._backend.command("stats.incr", "HINCRBY", self.key, field, n, idempotent=False)
-        return int(value)
-
-    def add_to_pipeline(self, pipe: Pipeline, field: str, n: int = 1) -> None:
-        """Queue ``HINCRBY key field n`` on ``pipe``, so a write and its counters
-        travel in one round trip (always exactly one command, even for ``n == 0``,
-        so the caller's reply indexes stay fixed).
-
-        Raises:
-            ValidationError: unknown field or negative ``n``.
-        """
-        pipe.hincrby(self.key, _check_field(field), _check_increment(n))
-
-    async def incr_many(self, counts: Mapping[str, int]) -> None:
-        """Add several counters in one round trip; zero counts are skipped.
-
-        Raises:
-            ValidationError: unknown field or negative count (nothing is sent).
-            BetterDBMemoryError: the server call failed (translated).
-        """
-        items = [(_check_field(f), _check_increment(n)) for f, n in counts.items()]
-        items = [(f, n) for f, n in items if n]
-        if not items:
-            return
-
-        def build(pipe: Any) -> None:
-            for field, n in items:
-                pipe.hincrby(self.key, field, n)
-
-        await self._backend.pipeline("stats.incr", build, idempotent=False, details={"key": self.key})
-
-    async def read(self) -> dict[str, int | str]:
-        """``HGETALL`` decoded: integer-looking values as ``int``, others as ``str``.
-
-        Raises:
-            BetterDBMemoryError: the server call failed (translated).
-        """
-        raw = await self._backend.command("stats.read", "HGETALL", self.key)
-        out: dict[str, int | str] = {}
-        for k, v in raw.items():
-            text = _text(v)
-            try:
-                out[_text(k)] = int(text)
-            except ValueError:
-                out[_text(k)] = text
-        return out

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from opentelemetry.trace import Span
 
-from ..backend.client import Backend
+from ..backend import Backend, Command, as_backend
 from ..core.keys import KeySpace
 from ..errors import BetterDBMemoryError, ConfigurationError, StoreClosedError
 from ..lifecycle import Spawn
@@ -192,7 +192,7 @@ class StoreObservability:
             keys.name, keys.index, tracer_provider=tracer_provider, tracer_name=tracer_name
         )
         self.live = LiveConfig(
-            backend if backend is not None else Backend(None),  # type: ignore[arg-type]  # unit tests: no server
+            as_backend(backend),  # None: unit tests, no server
             keys.config,
             defaults,
             refresh_interval=config_refresh_seconds,
@@ -268,7 +268,7 @@ class StoreObservability:
         self.live.start()
         if self._discovery_enabled:
             self.discovery = DiscoveryMarker(
-                self._backend if self._backend is not None else Backend(None),  # type: ignore[arg-type]
+                as_backend(self._backend),
                 self.keys.name,
                 index_name=self.keys.index,
                 stats_key=self.keys.stats,
@@ -319,13 +319,10 @@ class StoreObservability:
             self._pending.update(pending)
             return
 
-        def build(pipe: Any) -> None:
-            for k, v in pending.items():
-                pipe.hincrby(self.keys.stats, k, v)
-
+        increments: list[Command] = [("HINCRBY", self.keys.stats, k, v) for k, v in pending.items()]
         try:
             # Not retried: a replayed increment would count twice.
-            await self._backend.pipeline("stats", build, idempotent=False)
+            await self._backend.pipeline("stats", increments, idempotent=False)
         except BetterDBMemoryError as exc:
             self._pending.update(pending)
             self.metrics.observe_background_failure("stats_flush")

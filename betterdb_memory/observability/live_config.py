@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..backend.client import Backend, ValkeyClient
+from ..backend import Backend, ValkeyClient, as_backend
 from ..core.scoring import Weights
 from ..errors import ConfigurationError, ValidationError
 from ..lifecycle import Spawn
@@ -463,7 +463,7 @@ class LiveConfig:
             )
         # A store passes its Backend (retries, error translation, closed state); a raw
         # client gets a Backend of its own.
-        self._backend = client if isinstance(client, Backend) else Backend(client)
+        self._backend = as_backend(client)
         self.key = key
         self.defaults = defaults
         self.refresh_interval = float(refresh_interval)

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from ..backend.commands import ScriptCall, Step
 from ..backend.locks import ScopedLock
 from ..core.keys import digest
 from ..core.query import MemoryFilter, filter_search_args
@@ -96,11 +97,9 @@ class Capacity:
         return plan
 
     @staticmethod
-    def queue_locks(pipe: Any, rounds: Sequence[CapRound]) -> None:
-        """Queue the rounds' lock attempts in the write's pipeline (after its writes)."""
-        for r in rounds:
-            if r.lock is not None:
-                r.lock.queue_try(pipe)
+    def lock_calls(rounds: Sequence[CapRound]) -> list[ScriptCall]:
+        """The rounds' lock attempts, for the write's pipeline (after its writes)."""
+        return [r.lock.try_call() for r in rounds if r.lock is not None]
 
     @staticmethod
     def searches(rounds: Sequence[CapRound]) -> list[list[Any]]:
@@ -243,11 +242,11 @@ class Capacity:
             # memory already chosen. There the lock is released after the deletes returned.
             release_here = not self._rt.backend.cluster
 
-            def also(pipe: Any) -> None:
-                if victims:  # Monitor reads the counter at once, as the reference writes it
-                    pipe.hincrby(stats, "evictions", len(victims))
-                if release_here:
-                    lock.queue_release(pipe)
+            also: list[Step] = []
+            if victims:  # Monitor reads the counter at once, as the reference writes it
+                also.append(("HINCRBY", stats, "evictions", len(victims)))
+            if release_here:
+                also.append(lock.release_call())
 
             # The deletes, the eviction counter and (one server) the unlock in one round trip.
             try:

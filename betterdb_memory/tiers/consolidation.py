@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from ..backend import ScopedLock
+from ..backend.commands import Command
 from ..core.consolidation import Selection, Tally, output_item
 from ..core.facts import (
     ConsolidateFactsResult,
@@ -259,9 +260,9 @@ class Consolidation:
         )
         return result
 
-    async def _one(self, operation: str, queue: Callable[[Any], Any]) -> Any:
-        """The reply of one command queued by ``queue`` (retried: every use here is idempotent)."""
-        return (await self._rt.backend.pipeline(operation, queue))[0]
+    async def _one(self, operation: str, command: Command) -> Any:
+        """The reply of one ``command`` (retried: every use here is idempotent)."""
+        return (await self._rt.backend.pipeline(operation, [command]))[0]
 
     def _keys_of(self, scope: Scope) -> ConsolidationKeys:
         return ConsolidationKeys(self._rt.keys, scope)
@@ -272,7 +273,7 @@ class Consolidation:
     async def _register_target(self, ck: ConsolidationKeys) -> None:
         s = ck.scope
         value = json.dumps([s.namespace, s.agent_id, s.thread_id], ensure_ascii=False)
-        await self._one("consolidate", lambda pipe: pipe.hset(ck.targets, ck.tag, value))
+        await self._one("consolidate", ("HSET", ck.targets, ck.tag, value))
 
     async def _candidates(self, sel: Selection, ck: ConsolidationKeys, mode: str) -> list[MemoryItem]:
         """The selection's unconsumed candidates, oldest first."""
@@ -292,13 +293,15 @@ class Consolidation:
         if not items:
             return []
         ids = [i.id for i in items]
-        scores = await self._one("consolidate", lambda pipe: pipe.zmscore(ck.consumed[mode], ids))
+        scores = await self._one("consolidate", ("ZMSCORE", ck.consumed[mode], *ids))
         return [i for i, score in zip(items, scores, strict=True) if score is None]
 
     async def _mark_consumed(self, key: str, ids: Sequence[str]) -> None:
         if ids:
             now = time.time()
-            await self._one("consolidate", lambda pipe: pipe.zadd(key, dict.fromkeys(ids, now)))
+            await self._one(
+                "consolidate", ("ZADD", key, *(x for mid in dict.fromkeys(ids) for x in (now, mid)))
+            )
 
     # -- summary -----------------------------------------------------------------------------
 

@@ -13,10 +13,11 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..backend import scripts
+from ..backend.commands import Step
 from ..core.codec import as_text, to_float, to_int
 from ..core.keys import validate_memory_id
 from ..core.models import MemoryItem, MemoryVersion, item_from_fields
@@ -41,7 +42,6 @@ class Documents:
 
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
-        self._fetch = rt.backend.register("fetch", scripts.FETCH)
 
     async def get(self, id: str) -> MemoryItem | None:
         """The memory with this id, or None (never the raw vector)."""
@@ -128,14 +128,11 @@ class Documents:
         details = {"ids": len(ids)}
         if not backend.cluster:
             keys = [k for mid in ids for k in (rt.keys.doc(mid), rt.keys.access(mid))]
-            rows = await backend.script(operation, self._fetch, keys, args, idempotent=idempotent)
+            rows = await backend.script(operation, scripts.FETCH.call(keys, args), idempotent=idempotent)
             return list(rows)
 
-        def build(pipe: Any) -> None:
-            for mid in ids:
-                backend.queue_script(pipe, self._fetch, [rt.keys.doc(mid), rt.keys.access(mid)], args)
-
-        replies = await backend.pipeline(operation, build, idempotent=idempotent, details=details)
+        calls = [scripts.FETCH.call([rt.keys.doc(mid), rt.keys.access(mid)], args) for mid in ids]
+        replies = await backend.pipeline(operation, calls, idempotent=idempotent, details=details)
         return [reply[0] if reply else None for reply in replies]
 
     def drop_expired(self, ids: Sequence[str]) -> None:
@@ -176,36 +173,30 @@ class Documents:
         rt = self._rt
         key, counter, updates = rt.keys.doc(id), rt.keys.access(id), rt.keys.updates(id)
 
-        def build(pipe: Any) -> None:
-            pipe.delete(key)
-            pipe.delete(counter, updates)
-
         with rt.obs.span("forget"):
-            existed = bool(int((await rt.backend.pipeline("forget", build))[0]))
+            existed = bool(
+                int((await rt.backend.pipeline("forget", [("DEL", key), ("DEL", counter, updates)]))[0])
+            )
         if existed:
             rt.metrics.add_items(-1)
         return existed
 
     async def delete_ids(
-        self, ids: Sequence[str], *, also: Callable[[Any], None] | None = None, operation: str = "forget"
+        self, ids: Sequence[str], *, also: Sequence[Step] | None = None, operation: str = "forget"
     ) -> int:
         """Delete memories by id in one pipelined round trip; the number that existed.
 
-        ``also`` queues more commands after the deletes in the same round trip (the
-        capacity lock's release).
+        ``also``: more commands sent after the deletes in the same round trip (the
+        eviction counter, the capacity lock's release).
         """
         if not ids and also is None:
             return 0
         rt = self._rt
 
-        def build(pipe: Any) -> None:
-            for mid in ids:
-                pipe.delete(rt.keys.doc(mid))
-                pipe.delete(rt.keys.access(mid), rt.keys.updates(mid))
-            if also is not None:
-                also(pipe)
-
-        replies = await rt.backend.pipeline(operation, build)
+        commands: list[Step] = []
+        for mid in ids:
+            commands += [("DEL", rt.keys.doc(mid)), ("DEL", rt.keys.access(mid), rt.keys.updates(mid))]
+        replies = await rt.backend.pipeline(operation, [*commands, *(also or ())])
         removed = sum(int(r) for r in replies[0 : 2 * len(ids) : 2])
         if removed:
             rt.metrics.add_items(-removed)

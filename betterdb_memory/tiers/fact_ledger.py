@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..backend import scripts
+from ..backend.commands import Command, score_pairs
 from ..core.codec import as_text
 from ..core.consolidation import Selection, Tally, output_item
 from ..core.facts import (
@@ -52,14 +53,13 @@ class FactLedger:
         self._rt = rt
         self._scopes = scopes
         self._long_term = long_term
-        self._retire_script = rt.backend.register("retire", scripts.RETIRE)
 
     def keys_of(self, scope: Scope) -> ConsolidationKeys:
         return ConsolidationKeys(self._rt.keys, scope)
 
-    async def _one(self, operation: str, queue: Any) -> Any:
-        """The reply of one command queued by ``queue`` (retried: every use here is idempotent)."""
-        return (await self._rt.backend.pipeline(operation, queue))[0]
+    async def _one(self, operation: str, command: Command) -> Any:
+        """The reply of one ``command`` (retried: every use here is idempotent)."""
+        return (await self._rt.backend.pipeline(operation, [command]))[0]
 
     async def current_facts(self, sel: Selection) -> tuple[dict[str, CurrentFact], dict[str, str], list[str]]:
         """(subject key -> current fact, fact id -> subject, ids of duplicate facts) of the target.
@@ -142,11 +142,11 @@ class FactLedger:
     async def _link_history(self, ck: ConsolidationKeys, subject_key: str, fact_id: str) -> None:
         digest = subject_digest(subject_key)
 
-        def build(pipe: Any) -> None:
-            pipe.zadd(ck.history(digest), {fact_id: time.time()})
-            pipe.hset(ck.subjects, digest, subject_key)
-
-        await self._rt.backend.pipeline("consolidate", build)
+        link: list[Command] = [
+            ("ZADD", ck.history(digest), time.time(), fact_id),
+            ("HSET", ck.subjects, digest, subject_key),
+        ]
+        await self._rt.backend.pipeline("consolidate", link)
 
     async def retire(
         self,
@@ -165,7 +165,7 @@ class FactLedger:
             keys = [self._rt.keys.doc(mid), ck.hist_doc(mid), self._rt.keys.access(mid)]
 
             args = [stamp, by or "", "1" if retracted else "0"]
-            if await self._rt.backend.script("consolidate", self._retire_script, keys, args):
+            if await self._rt.backend.script("consolidate", scripts.RETIRE.call(keys, args)):
                 moved += 1
                 subject = subjects.get(mid)
                 if subject:
@@ -207,15 +207,15 @@ class FactLedger:
         key = subject_key(subject)
         ck = self.keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
         members = await self._one(
-            "fact_history", lambda pipe: pipe.zrange(ck.history(subject_digest(key)), 0, -1, withscores=True)
+            "fact_history", ("ZRANGE", ck.history(subject_digest(key)), 0, -1, "WITHSCORES")
         )
-        ids = [(as_text(m), float(s)) for m, s in members]
-
-        def docs(pipe: Any) -> None:
-            for mid, _ in ids:
-                pipe.hmget(ck.hist_doc(mid), list(_HIST_FIELDS))
-                pipe.hmget(self._rt.keys.doc(mid), list(_HIST_FIELDS))
-
+        ids = [(as_text(m), s) for m, s in score_pairs(members)]
+        docs: list[Command] = []
+        for mid, _ in ids:
+            docs += [
+                ("HMGET", ck.hist_doc(mid), *_HIST_FIELDS),
+                ("HMGET", self._rt.keys.doc(mid), *_HIST_FIELDS),
+            ]
         found = await self._rt.backend.pipeline("fact_history", docs) if ids else []
         records: list[tuple[float, FactRecord]] = []
         for n, (mid, order) in enumerate(ids):
@@ -250,7 +250,7 @@ class FactLedger:
         if only is not None:
             digests = [only]
         else:
-            raw = await self._one("purge_fact_history", lambda pipe: pipe.hkeys(ck.subjects))
+            raw = await self._one("purge_fact_history", ("HKEYS", ck.subjects))
             digests = sorted(as_text(d) for d in raw)
         deleted = 0
         for digest in digests:
@@ -259,12 +259,10 @@ class FactLedger:
                 as_text(m) for m in await self._rt.backend.command("purge_fact_history", "ZRANGE", hk, 0, -1)
             ]
 
-            def build(pipe: Any, ids: list[str] = ids) -> None:
-                for mid in ids:
-                    pipe.delete(ck.hist_doc(mid))
-                    pipe.exists(self._rt.keys.doc(mid))
-
-            rows = await self._rt.backend.pipeline("purge_fact_history", build) if ids else []
+            purge: list[Command] = []
+            for mid in ids:
+                purge += [("DEL", ck.hist_doc(mid)), ("EXISTS", self._rt.keys.doc(mid))]
+            rows = await self._rt.backend.pipeline("purge_fact_history", purge) if ids else []
             gone = [mid for n, mid in enumerate(ids) if not int(rows[2 * n + 1])]
             deleted += sum(int(r) for r in rows[0::2])
             if gone:
@@ -278,7 +276,7 @@ class FactLedger:
         survives the right to erasure.
         """
         targets_key = self._rt.keys.consolidation_targets
-        raw = await self._one("forget_by_scope", lambda pipe: pipe.hgetall(targets_key))
+        raw = await self._one("forget_by_scope", ("HGETALL", targets_key))
         for tag, value in raw.items():
             ns, agent, thread = json.loads(as_text(value))
             exact = Scope(namespace=ns, agent_id=agent, thread_id=thread)
@@ -289,9 +287,5 @@ class FactLedger:
             raw_digests = await self._rt.backend.command("forget_by_scope", "HKEYS", ck.subjects)
             doomed = [*ck.all_state(), *(ck.history(as_text(d)) for d in raw_digests)]
 
-            def build(pipe: Any, doomed: list[str] = doomed, tag: Any = tag) -> None:
-                for key in doomed:
-                    pipe.unlink(key)
-                pipe.hdel(targets_key, tag)
-
-            await self._rt.backend.pipeline("forget_by_scope", build)
+            unlinks: list[Command] = [("UNLINK", key) for key in doomed]
+            await self._rt.backend.pipeline("forget_by_scope", [*unlinks, ("HDEL", targets_key, tag)])

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..backend import scripts
+from ..backend.commands import Step
 from ..core.codec import as_text, encode_vector, validate_vector
 from ..core.keys import Scope, validate_memory_id
 from ..core.models import MemoryItem
@@ -42,10 +43,6 @@ from .upserts import HISTORY_MAX, Existing, read_existing
 __all__ = ["HISTORY_MAX", "LongTermMemory"]
 
 
-def _nothing(pipe: Any) -> None:
-    """A pipeline with no keyed commands (only searches)."""
-
-
 class LongTermMemory:
     """``remember`` / ``remember_many`` and the validated write other parts use (``write``)."""
 
@@ -54,7 +51,6 @@ class LongTermMemory:
         self._capacity = capacity
         self._recall = recall
         self._docs = docs
-        self._replace = rt.backend.register("replace", scripts.REPLACE)
 
     def prepare(self, content: object, **options: Any) -> dict[str, Any]:
         """Validate one memory's arguments (``core.record.prepare_memory``); no I/O."""
@@ -252,24 +248,22 @@ class LongTermMemory:
         cap_filters = self._capacity.cap_filters([prepared[i] for i, *_ in records]) if cap else []
         rounds = [self._capacity.plan(flt, len(records)) for flt in cap_filters]
 
-        def build(pipe: Any) -> None:
-            for _, mid, fields, ttl_ms in records:
-                key = self._rt.keys.doc(mid)
-                old = replaced.get(mid)
-                if old is not None:
-                    self._rt.backend.queue_script(
-                        pipe,
-                        self._replace,
-                        [key, self._rt.keys.updates(mid)],
-                        [ttl_ms, old.entry, HISTORY_MAX, *fields],
+        writes: list[Step] = []
+        for _, mid, fields, ttl_ms in records:
+            key = self._rt.keys.doc(mid)
+            old = replaced.get(mid)
+            if old is not None:
+                writes.append(
+                    scripts.REPLACE.call(
+                        [key, self._rt.keys.updates(mid)], [ttl_ms, old.entry, HISTORY_MAX, *fields]
                     )
-                    continue
-                if mid in leftovers:  # a new memory under an id whose last one was deleted elsewhere
-                    pipe.delete(self._rt.keys.access(mid), self._rt.keys.updates(mid))
-                pipe.execute_command("HSET", key, *fields)
-                if ttl_ms:
-                    pipe.execute_command("PEXPIRE", key, ttl_ms)
-            self._capacity.queue_locks(pipe, rounds)  # after the writes, before the counts
+                )
+                continue
+            if mid in leftovers:  # a new memory under an id whose last one was deleted elsewhere
+                writes.append(("DEL", self._rt.keys.access(mid), self._rt.keys.updates(mid)))
+            writes.append(("HSET", key, *fields))
+            if ttl_ms:
+                writes.append(("PEXPIRE", key, ttl_ms))
 
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
@@ -289,7 +283,10 @@ class LongTermMemory:
                     "remember",
                     lambda: backend.pipeline(
                         "remember",
-                        build,
+                        [
+                            *writes,
+                            *self._capacity.lock_calls(rounds),
+                        ],  # the locks: after the writes, before the counts
                         details={"count": len(records)},
                         searches=self._capacity.searches(rounds),
                     ),
@@ -318,7 +315,7 @@ class LongTermMemory:
             )
             for i, p in enumerate(prepared)
         ]  # fmt: skip
-        replies = await self._rt.backend.pipeline("remember", _nothing, searches=searches)
+        replies = await self._rt.backend.pipeline("remember", [], searches=searches)
         out: dict[int, str] = {}
         for i, (p, reply) in enumerate(zip(prepared, replies, strict=True)):
             scope: Scope = p["scope"]

@@ -54,10 +54,6 @@ _RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last
 log = logging.getLogger(__name__)
 
 
-def _nothing(pipe: Any) -> None:
-    """A pipeline of searches only."""
-
-
 class Recall:
     """``recall``, ``recall_by_vector``, ``search_candidates`` and reinforcement of hits."""
 
@@ -227,7 +223,7 @@ class Recall:
         replies: list[Any]
         if extra:
             replies = await self._rt.index.with_index(
-                "recall", lambda: backend.pipeline("recall", _nothing, searches=[args, *extra])
+                "recall", lambda: backend.pipeline("recall", [], searches=[args, *extra])
             )
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]

@@ -25,6 +25,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from ..backend import scripts
+from ..backend.commands import Step
 from ..core.codec import as_text
 from ..core.context import ContextUsage, RetrievedContext, allocate
 from ..core.escaping import validate_tag_value
@@ -32,9 +34,6 @@ from ..core.keys import SessionKeys
 from ..core.models import MemoryHit
 from ..core.tokens import count_tokens
 from ..core.turns import (
-    APPEND_TURN,
-    ERASE_SESSION,
-    SESSION_SNAPSHOT,
     SessionMetadata,
     Turn,
     decode_turn,
@@ -98,10 +97,6 @@ class Sessions:
         self._summaries = summaries
         self._recall = recall
         self._long_term = long_term
-        register = rt.backend.register
-        self._append = register("append_turn", APPEND_TURN)
-        self._erase = register("erase_session", ERASE_SESSION)
-        self._snapshot = register("session_snapshot", SESSION_SNAPSHOT)
 
     # -- turns ------------------------------------------------------------------------
 
@@ -138,17 +133,14 @@ class Sessions:
         sk = rt.keys.session(agent, thread)
         sessions = rt.keys.agent_sessions(agent)
 
-        def build(pipe: Any) -> None:
-            rt.backend.queue_script(
-                pipe,
-                self._append,
-                [sk.turns, sk.meta, sk.summary_cursor],
-                [payload, repr(now), cfg.ttl_ms, cfg.window, cfg.batch, cfg.cap],
-            )
-            pipe.sadd(sessions, thread)
-            pipe.pexpire(sessions, cfg.ttl_ms)
-
-        reply = await rt.backend.pipeline("store_turn", build, idempotent=False, details={"turn_id": turn_id})
+        append = scripts.APPEND_TURN.call(
+            [sk.turns, sk.meta, sk.summary_cursor],
+            [payload, repr(now), cfg.ttl_ms, cfg.window, cfg.batch, cfg.cap],
+        )
+        commands: list[Step] = [append, ("SADD", sessions, thread), ("PEXPIRE", sessions, cfg.ttl_ms)]
+        reply = await rt.backend.pipeline(
+            "store_turn", commands, idempotent=False, details={"turn_id": turn_id}
+        )
         seq, pending = int(reply[0][0]), int(reply[0][1])
         rt.metrics.observe_turns(1)
         if cfg.batch and pending >= cfg.batch:
@@ -183,7 +175,7 @@ class Sessions:
         keys = [sk.meta, sk.turns, sk.summary_cursor]
         # One script on one slot: a consistent snapshot.
         flat, retained, cursor = await self._rt.backend.script(
-            "get_session_metadata", self._snapshot, keys, []
+            "get_session_metadata", scripts.SESSION_SNAPSHOT.call(keys)
         )
         meta = {flat[i]: flat[i + 1] for i in range(0, len(flat) - 1, 2)}
         return session_metadata_from(agent, thread, meta, retained, cursor)
@@ -205,15 +197,12 @@ class Sessions:
         sessions_key = rt.keys.agent_sessions(agent)
         session_keys = [rt.keys.session(agent, t) for t in threads]
 
-        def build(pipe: Any) -> None:
-            for sk in session_keys:
-                rt.backend.queue_script(pipe, self._erase, sk.all(), [])
-            if all_of_agent:
-                pipe.delete(sessions_key)
-            elif threads:
-                pipe.srem(sessions_key, *threads)
-
-        replies = await rt.backend.pipeline(operation, build)
+        commands: list[Step] = [scripts.ERASE_SESSION.call(sk.all()) for sk in session_keys]
+        if all_of_agent:
+            commands.append(("DEL", sessions_key))
+        elif threads:
+            commands.append(("SREM", sessions_key, *threads))
+        replies = await rt.backend.pipeline(operation, commands)
         return sum(int(r or 0) for r in replies[: len(session_keys)])
 
     async def threads_of(self, agent: str | None) -> list[str]:

@@ -31,10 +31,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..backend import ScopedLock
+from ..backend import ScopedLock, scripts
 from ..core.codec import to_int
 from ..core.keys import SessionKeys
-from ..core.turns import PENDING_TURNS, SUMMARY_ADVANCE, SUMMARY_FAILED, Turn, decode_turn
+from ..core.turns import Turn, decode_turn
 from ..errors import BetterDBMemoryError
 from .long_term import LongTermMemory
 from .runtime import Runtime
@@ -54,10 +54,6 @@ class RollingSummaries:
         self._rt = rt
         self.config = config
         self._long_term = long_term
-        register = rt.backend.register
-        self._advance_script = register("summary_advance", SUMMARY_ADVANCE)
-        self._failed_script = register("summary_failed", SUMMARY_FAILED)
-        self._pending_script = register("pending_turns", PENDING_TURNS)
         # Keyed by the session's turns key: jobs started here, running tasks, re-run
         # requests that arrived while a job ran, and consecutive-failure backoff.
         self.active: set[str] = set()
@@ -249,7 +245,7 @@ class RollingSummaries:
     async def _pending(self, sk: SessionKeys, thread: str) -> list[Turn]:
         """Turns older than the window that no summary covers yet, oldest first."""
         cursor_raw, raw = await self._rt.backend.script(
-            "summarize", self._pending_script, [sk.turns, sk.summary_cursor], [self.config.window]
+            "summarize", scripts.PENDING_TURNS.call([sk.turns, sk.summary_cursor], [self.config.window])
         )
         cursor = to_int(cursor_raw)
         return [t for t in (decode_turn(r, thread) for r in raw) if t is not None and t.seq > cursor]
@@ -259,7 +255,7 @@ class RollingSummaries:
         keys = [sk.turns, sk.meta, sk.summary_cursor]
         return int(
             await self._rt.backend.script(
-                "summarize", self._advance_script, keys, [through, self.config.window]
+                "summarize", scripts.SUMMARY_ADVANCE.call(keys, [through, self.config.window])
             )
         )
 
@@ -305,6 +301,6 @@ class RollingSummaries:
             thread, type(exc).__name__, exc, delay,
         )  # fmt: skip
         try:
-            await self._rt.backend.script("summarize", self._failed_script, [sk.meta], [])
+            await self._rt.backend.script("summarize", scripts.SUMMARY_FAILED.call([sk.meta]))
         except BetterDBMemoryError as again:
             log.warning("could not count the summary failure of thread %r: %s", thread, again)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backend.commands import Command
 from ..core.codec import as_text, decode_vector, split_tags, to_float, to_int
 from ..core.record import Previous, history_entry
 from .runtime import Runtime
@@ -52,13 +53,14 @@ async def read_existing(rt: Runtime, ids: Sequence[str], now_ms: int) -> tuple[d
     """
     keys = rt.keys
 
-    def build(pipe: Any) -> None:
-        for mid in ids:
-            pipe.hmget(keys.doc(mid), list(_UPSERT_FIELDS))
-            pipe.get(keys.access(mid))
-            pipe.exists(keys.updates(mid))
-
-    rows = await rt.backend.pipeline("remember", build)
+    reads: list[Command] = []
+    for mid in ids:
+        reads += [
+            ("HMGET", keys.doc(mid), *_UPSERT_FIELDS),
+            ("GET", keys.access(mid)),
+            ("EXISTS", keys.updates(mid)),
+        ]
+    rows = await rt.backend.pipeline("remember", reads)
     out: dict[str, Existing] = {}
     leftovers: set[str] = set()
     for n, mid in enumerate(ids):

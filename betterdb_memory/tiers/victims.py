@@ -180,7 +180,7 @@ class Victims:
             return total, total, hits
         count = filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0)
         below = self.below_args(flt, bound, want)
-        replies = await self._rt.backend.pipeline("capacity", lambda pipe: None, searches=[count, below])
+        replies = await self._rt.backend.pipeline("capacity", [], searches=[count, below])
         ranged = parse_search_reply(replies[1])
         return parse_search_reply(replies[0], nocontent=True).total, ranged.total, ranged.hits
 

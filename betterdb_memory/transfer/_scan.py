@@ -1,25 +1,22 @@
-"""Walking a store's keys with SCAN (one server or every primary of a cluster), and batch embedding.
+"""What export and re-embedding share: the ids among scanned key names, and batch embedding.
 
 Export and re-embedding visit every document, history document and state key of a
 store. The index cannot list them all (history documents are outside it, valkey-search
 1.0 caps a query at 10,000 results, and offsets over a large store are quadratic), so
-they are found by name: ``SCAN`` with a ``MATCH`` pattern under the store's prefix, in
-batches of about ``count`` names, each call retried through the backend (SCAN is
-stateless on the server, so a retried call is safe). SCAN may return a name twice;
-every caller here is idempotent per key. Needs the ``scan`` command in an ACL.
+they are found by name: ``Backend.scan`` (``SCAN`` with a ``MATCH`` pattern under the
+store's prefix, on every primary of a cluster, each call retried). SCAN may return a
+name twice; every caller here is idempotent per key. Needs the ``scan`` command in an ACL.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import Iterable
 
-from ..backend.client import Backend
-from ..core.codec import as_text, encode_vector, validate_vector
+from ..core.codec import encode_vector, validate_vector
 from ..embedders.base import Embedder, validate_embeddings
 
-__all__ = ["embed_encoded", "ids_under", "scan_keys"]
+__all__ = ["embed_encoded", "ids_under"]
 
 # A memory id as ``core.keys.validate_memory_id`` accepts it: a name under a prefix that
 # holds no such id (another store's key that happens to match the pattern) is skipped.
@@ -35,29 +32,6 @@ def ids_under(names: Iterable[str], prefix: str, suffix: str = "") -> list[str]:
             if _ID.fullmatch(mid):
                 out.append(mid)
     return out
-
-
-async def scan_keys(
-    backend: Backend, pattern: str, *, operation: str, count: int = 1000
-) -> AsyncIterator[list[str]]:
-    """Batches of key names matching ``pattern`` (glob), each name once per SCAN pass."""
-    client: Any = backend.client
-    nodes: list[Any] = list(client.get_primaries()) if backend.cluster else [None]
-    for node in nodes:
-        cursor = 0
-        while True:
-            route = {"target_nodes": node} if node is not None else {}
-
-            async def step(cursor: int = cursor, route: dict[str, Any] = route) -> Any:
-                return await client.scan(cursor=cursor, match=pattern, count=count, **route)
-
-            reply, names = await backend.call(operation, step)
-            # A cluster client answers {node name: cursor}; a single server, the cursor.
-            cursor = int(next(iter(reply.values())) if isinstance(reply, dict) else reply)
-            if names:
-                yield [as_text(n) for n in names]
-            if cursor == 0:
-                break
 
 
 async def embed_encoded(embedder: Embedder, texts: list[str]) -> list[bytes]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..backend.commands import Command, score_pairs
 from ..core.codec import as_text, decode_vector, to_int
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD
@@ -28,7 +29,7 @@ from ._format import (
     key_row,
     matches_scope,
 )
-from ._scan import ids_under, scan_keys
+from ._scan import ids_under
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -115,16 +116,18 @@ async def export_store(
 
     # -- memories -----------------------------------------------------------------------------
     sink.begin("export memories", info.num_docs if info else None)
-    async for names in scan_keys(backend, keys.doc_prefix + "*", operation=_OPERATION):
+    async for names in backend.scan(_OPERATION, keys.doc_prefix + "*"):
         ids = ids_under(names, keys.doc_prefix)
 
-        def read(pipe: Any, ids: list[str] = ids) -> None:
-            for mid in ids:
-                pipe.hgetall(keys.doc(mid))
-                pipe.pttl(keys.doc(mid))
-                pipe.get(keys.access(mid))
-                pipe.lrange(keys.updates(mid), 0, -1)
-
+        read: list[Command] = []
+        for mid in ids:
+            doc = keys.doc(mid)
+            read += [
+                ("HGETALL", doc),
+                ("PTTL", doc),
+                ("GET", keys.access(mid)),
+                ("LRANGE", keys.updates(mid), 0, -1),
+            ]
         replies = await backend.pipeline(_OPERATION, read) if ids else []
         now_ms = int(time.time() * 1000)
         for n, mid in enumerate(ids):
@@ -152,14 +155,12 @@ async def export_store(
     hist = ConsolidationKeys(keys, Scope())
     hist_prefix = keys.history_prefix() + "{" + keys.doc_prefix  # <name>:hist:{<name>:mem:<id>}
     sink.begin("export fact history")
-    async for names in scan_keys(backend, hist_prefix + "*", operation=_OPERATION):
+    async for names in backend.scan(_OPERATION, hist_prefix + "*"):
         ids = ids_under(names, hist_prefix, "}")
 
-        def read_hist(pipe: Any, ids: list[str] = ids) -> None:
-            for mid in ids:
-                pipe.hgetall(hist.hist_doc(mid))
-                pipe.pttl(hist.hist_doc(mid))
-
+        read_hist: list[Command] = [
+            c for mid in ids for c in (("HGETALL", hist.hist_doc(mid)), ("PTTL", hist.hist_doc(mid)))
+        ]
         replies = await backend.pipeline(_OPERATION, read_hist) if ids else []
         now_ms = int(time.time() * 1000)
         for n, mid in enumerate(ids):
@@ -180,7 +181,7 @@ async def export_store(
         sink.begin("export sessions and state")
         base = keys.name + ":"
         for pattern in STATE_PATTERNS:
-            async for names in scan_keys(backend, base + pattern, operation=_OPERATION):
+            async for names in backend.scan(_OPERATION, base + pattern):
                 found = [(n, n[len(base) :]) for n in names]
                 typed = [(n, rel, kind) for n, rel in found if (kind := key_kind(rel)) is not None]
                 counts["key"] += await _export_state(store, out, typed)
@@ -190,6 +191,16 @@ async def export_store(
     out.write(_json({"type": "end", "counts": counts}))
     out.flush()
     return ExportResult(counts["memory"], counts["history"], counts["key"], expired, vectors)
+
+
+# How each kind of state key is read whole.
+_READ: dict[KeyKind, Callable[[str], Command]] = {
+    "hash": lambda name: ("HGETALL", name),
+    "list": lambda name: ("LRANGE", name, 0, -1),
+    "set": lambda name: ("SMEMBERS", name),
+    "zset": lambda name: ("ZRANGE", name, 0, -1, "WITHSCORES"),
+    "string": lambda name: ("GET", name),
+}
 
 
 def _vector(fields: Any) -> list[float] | None:
@@ -204,25 +215,16 @@ async def _export_state(store: MemoryStore, out: TextIO, typed: list[tuple[str, 
     if not typed:
         return 0
 
-    def read(pipe: Any) -> None:
-        for name, _, kind in typed:
-            if kind == "hash":
-                pipe.hgetall(name)
-            elif kind == "list":
-                pipe.lrange(name, 0, -1)
-            elif kind == "set":
-                pipe.smembers(name)
-            elif kind == "zset":
-                pipe.zrange(name, 0, -1, withscores=True)
-            else:
-                pipe.get(name)
-            pipe.pttl(name)
-
+    read: list[Command] = []
+    for name, _, kind in typed:
+        read += [_READ[kind](name), ("PTTL", name)]
     replies = await store.backend.pipeline(_OPERATION, read)
     now_ms = int(time.time() * 1000)
     written = 0
     for n, (_, rel, kind) in enumerate(typed):
         value, pttl = replies[2 * n], replies[2 * n + 1]
+        if kind == "zset" and value:
+            value = score_pairs(value)
         if value is None or (kind != "string" and not value):
             continue
         out.write(_json(key_row(rel, kind, value, expire_at=_expire_at(pttl, now_ms))))

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..backend.commands import Command
 from ..core.codec import encode_vector, to_int, validate_vector
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD
@@ -102,27 +103,26 @@ class _Writer:
         vectors = await self._vectors(docs)
         keys = self.store.keys
 
-        def write(pipe: Any) -> None:
-            for row, vector in zip(docs, vectors, strict=True):
-                key = keys.doc(row.id) if row.kind == "memory" else self.hist.hist_doc(row.id)
-                ttl = _remaining(row.expire_at, now_ms)
-                pipe.delete(key)
-                pipe.hset(key, mapping={**row.fields, VECTOR_FIELD: vector})
-                if ttl:
-                    pipe.pexpire(key, ttl)
-                if row.kind == "memory":
-                    counter, updates = keys.access(row.id), keys.updates(row.id)
-                    if row.access is None:
-                        pipe.delete(counter)
-                    else:
-                        pipe.set(counter, row.access, px=ttl or None)
-                    pipe.delete(updates)
-                    if row.updates:
-                        pipe.rpush(updates, *row.updates)  # exported newest first, kept so
-                        if ttl:
-                            pipe.pexpire(updates, ttl)
-            for st in state:
-                _write_key(pipe, f"{keys.name}:{st.key}", st, _remaining(st.expire_at, now_ms))
+        write: list[Command] = []
+        for row, vector in zip(docs, vectors, strict=True):
+            key = keys.doc(row.id) if row.kind == "memory" else self.hist.hist_doc(row.id)
+            ttl = _remaining(row.expire_at, now_ms)
+            write += [("DEL", key), ("HSET", key, *_pairs({**row.fields, VECTOR_FIELD: vector}))]
+            if ttl:
+                write.append(("PEXPIRE", key, ttl))
+            if row.kind == "memory":
+                counter, updates = keys.access(row.id), keys.updates(row.id)
+                if row.access is None:
+                    write.append(("DEL", counter))
+                else:
+                    write.append(("SET", counter, row.access, *(("PX", ttl) if ttl else ())))
+                write.append(("DEL", updates))
+                if row.updates:
+                    write.append(("RPUSH", updates, *row.updates))  # exported newest first, kept so
+                    if ttl:
+                        write.append(("PEXPIRE", updates, ttl))
+        for st in state:
+            write += _write_key(f"{keys.name}:{st.key}", st, _remaining(st.expire_at, now_ms))
 
         if docs or state:
             await self.store.backend.pipeline(_OPERATION, write)
@@ -172,23 +172,30 @@ def _remaining(expire_at: int | None, now_ms: int) -> int:
     return max(1, expire_at - now_ms) if expire_at is not None else 0
 
 
-def _write_key(pipe: Any, key: str, row: KeyRow, ttl_ms: int) -> None:
-    pipe.delete(key)
+def _pairs(mapping: Mapping[Any, Any]) -> list[Any]:
+    """``k1, v1, k2, v2, ...`` in the mapping's order (as ``HSET`` takes them)."""
+    return [x for pair in mapping.items() for x in pair]
+
+
+def _write_key(key: str, row: KeyRow, ttl_ms: int) -> list[Command]:
+    """The commands that write one state key as exported (delete, write, expiry)."""
+    out: list[Command] = [("DEL", key)]
     value = row.value
     if row.kind == "hash" and value:
-        pipe.hset(key, mapping=value)
+        out.append(("HSET", key, *_pairs(value)))
     elif row.kind == "list" and value:
-        pipe.rpush(key, *value)
+        out.append(("RPUSH", key, *value))
     elif row.kind == "set" and value:
-        pipe.sadd(key, *value)
+        out.append(("SADD", key, *value))
     elif row.kind == "zset" and value:
-        pipe.zadd(key, value)
+        out.append(("ZADD", key, *(x for member, score in value.items() for x in (score, member))))
     elif row.kind == "string":
-        pipe.set(key, value)
+        out.append(("SET", key, value))
     else:
-        return
+        return out
     if ttl_ms:
-        pipe.pexpire(key, ttl_ms)
+        out.append(("PEXPIRE", key, ttl_ms))
+    return out
 
 
 async def import_store(

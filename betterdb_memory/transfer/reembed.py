@@ -42,15 +42,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..backend.client import Backend
-from ..backend.dialect import probe
+from ..backend import Backend, scripts
+from ..backend.commands import Command
 from ..core.codec import as_text, to_int
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD, IndexSpec, create_index_args
 from ..embedders.base import Embedder
 from ..errors import ConfigurationError, IndexExistsError, IndexNotFoundError
 from ..progress import ProgressSink, check_progress
-from ._scan import embed_encoded, ids_under, scan_keys
+from ._scan import embed_encoded, ids_under
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -58,34 +58,6 @@ if TYPE_CHECKING:
 __all__ = ["ReembedResult", "reembed"]
 
 _OPERATION = "reembed"
-
-# KEYS: pairs of a document (or history document) and its side key -> per pair: 1 moved,
-# 0 nothing to move (no side vector, or the document is gone: the side key is dropped),
-# -1 the content changed since the side vector was made (left for the caller to embed
-# again). On one server a whole SCAN batch is one call (the switch's gap is mostly client
-# time per command: 100k single-pair calls took 10.9 s, see README); on a cluster each
-# call holds one pair, whose keys share a slot.
-_SWAP = r"""
-local out = {}
-for i = 1, #KEYS, 2 do
-  local doc, side = KEYS[i], KEYS[i + 1]
-  local v = redis.call('HGET', side, 'v')
-  local r = 0
-  if v then
-    if redis.call('EXISTS', doc) == 0 then
-      redis.call('DEL', side)
-    elseif redis.sha1hex(redis.call('HGET', doc, 'content') or '') ~= redis.call('HGET', side, 'h') then
-      r = -1
-    else
-      redis.call('HSET', doc, 'vector', v)
-      redis.call('DEL', side)
-      r = 1
-    end
-  end
-  out[#out + 1] = r
-end
-return out
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +102,6 @@ class _Run:
         self.state_key = f"{store.keys.name}:__mem_reembed"
         self.lock_key = f"{self.state_key}:lock"
         self.hist = ConsolidationKeys(store.keys, Scope())
-        self.swap = self.backend.register("reembed_swap", _SWAP)
         self.target = {"model_id": embedder.model_id, "dimensions": str(embedder.dimensions)}
         self.embedded = 0
         self.fixed = 0
@@ -160,7 +131,7 @@ class _Run:
         """Batches of the ids of every document of ``kind``."""
         prefix = self.doc_prefix(kind)
         suffix = "" if kind == "memory" else "}"
-        async for names in scan_keys(self.backend, prefix + "*", operation=_OPERATION):
+        async for names in self.backend.scan(_OPERATION, prefix + "*"):
             yield ids_under(names, prefix, suffix)
 
     # -- phase 1: embed into side keys -------------------------------------------------------------
@@ -169,13 +140,10 @@ class _Run:
         """Give every document of ``kind`` a side vector of its current content (those without one)."""
         self.sink.begin(label, total)
         async for ids in self.docs(kind):
-
-            def read(pipe: Any, ids: list[str] = ids) -> None:
-                for mid in ids:
-                    pipe.hget(self.doc(mid, kind), "content")
-                    pipe.hget(self.side(mid, kind), "h")
-                    pipe.pttl(self.doc(mid, kind))
-
+            read: list[Command] = []
+            for mid in ids:
+                doc = self.doc(mid, kind)
+                read += [("HGET", doc, "content"), ("HGET", self.side(mid, kind), "h"), ("PTTL", doc)]
             replies = await self.backend.pipeline(_OPERATION, read) if ids else []
             todo = []
             for n, mid in enumerate(ids):
@@ -190,13 +158,12 @@ class _Run:
                 chunk = todo[start : start + self.batch]
                 vectors = await self.vectors([c[1] for c in chunk])
 
-                def write(pipe: Any, chunk: list[Any] = chunk, vectors: list[bytes] = vectors) -> None:
-                    for (mid, _, sha, pttl), vec in zip(chunk, vectors, strict=True):
-                        side = self.side(mid, kind)
-                        pipe.hset(side, mapping={"v": vec, "h": sha})
-                        if pttl > 0:  # a side key never outlives its document
-                            pipe.pexpire(side, pttl)
-
+                write: list[Command] = []
+                for (mid, _, sha, pttl), vec in zip(chunk, vectors, strict=True):
+                    side = self.side(mid, kind)
+                    write.append(("HSET", side, "v", vec, "h", sha))
+                    if pttl > 0:  # a side key never outlives its document
+                        write.append(("PEXPIRE", side, pttl))
                 await self.backend.pipeline(_OPERATION, write)
                 self.embedded += len(chunk)
                 self.sink.advance(len(chunk))
@@ -213,17 +180,14 @@ class _Run:
         prefix = self.side_prefix(kind)
         moved = 0
         self.sink.begin(label, total)
-        async for names in scan_keys(self.backend, prefix + "*", operation=_OPERATION):
+        async for names in self.backend.scan(_OPERATION, prefix + "*"):
             ids = ids_under(names, prefix, "}")
 
             pairs = [[self.doc(mid, kind), self.side(mid, kind)] for mid in ids]
             groups = [pairs] if not self.backend.cluster else [[p] for p in pairs]
 
-            def queue(pipe: Any, groups: list[list[list[str]]] = groups) -> None:
-                for group in groups:
-                    self.backend.queue_script(pipe, self.swap, [k for pair in group for k in pair], [])
-
-            outs = await self.backend.pipeline(_OPERATION, queue) if ids else []
+            swaps = [scripts.REEMBED_SWAP.call([k for pair in group for k in pair]) for group in groups]
+            outs = await self.backend.pipeline(_OPERATION, swaps) if ids else []
             replies = [int(r) for out in outs for r in out]
             moved += sum(1 for r in replies if int(r) == 1)
             changed = [mid for mid, r in zip(ids, replies, strict=True) if int(r) == -1]
@@ -237,24 +201,18 @@ class _Run:
         """Embed the current content of ``ids`` into their ``vector`` now (plain HSETs); the number written."""
         keys = [self.doc(mid, kind) for mid in ids]
 
-        def read(pipe: Any) -> None:
-            for key in keys:
-                pipe.hget(key, "content")
-
-        contents = await self.backend.pipeline(_OPERATION, read)
+        contents = await self.backend.pipeline(_OPERATION, [("HGET", key, "content") for key in keys])
         live = [(k, mid, as_text(c)) for k, mid, c in zip(keys, ids, contents, strict=True) if c is not None]
         for start in range(0, len(live), self.batch):
             chunk = live[start : start + self.batch]
             vectors = await self.vectors([c[2] for c in chunk])
 
-            def write(pipe: Any, chunk: list[Any] = chunk, vectors: list[bytes] = vectors) -> None:
-                # Plain HSET (not a script: the index may exist, valkey-search #1260). A document
-                # deleted in the moment since its content was read would come back as a stub;
-                # writers are stopped during the switch (README), so that moment is empty.
-                for (key, mid, _), vec in zip(chunk, vectors, strict=True):
-                    pipe.hset(key, VECTOR_FIELD, vec)
-                    pipe.delete(self.side(mid, kind))
-
+            # Plain HSET (not a script: the index may exist, valkey-search #1260). A document
+            # deleted in the moment since its content was read would come back as a stub;
+            # writers are stopped during the switch (README), so that moment is empty.
+            write: list[Command] = []
+            for (key, mid, _), vec in zip(chunk, vectors, strict=True):
+                write += [("HSET", key, VECTOR_FIELD, vec), ("DEL", self.side(mid, kind))]
             await self.backend.pipeline(_OPERATION, write)
         self.embedded += len(live)
         return len(live)
@@ -265,11 +223,7 @@ class _Run:
         fixed = 0
         self.sink.begin(label, total)
         async for ids in self.docs(kind):
-
-            def read(pipe: Any, ids: list[str] = ids) -> None:
-                for mid in ids:
-                    pipe.hstrlen(self.doc(mid, kind), VECTOR_FIELD)
-
+            read = [("HSTRLEN", self.doc(mid, kind), VECTOR_FIELD) for mid in ids]
             lengths = await self.backend.pipeline(_OPERATION, read) if ids else []
             wrong = [mid for mid, n in zip(ids, lengths, strict=True) if int(n) != size]
             if wrong:
@@ -288,7 +242,7 @@ class _Run:
             _OPERATION, "HSET", keys.meta,
             "model_id", self.target["model_id"], "dimensions", self.target["dimensions"],
         )  # fmt: skip
-        caps = index.capabilities or await backend.call("probe", lambda: probe(backend.client))
+        caps = index.capabilities or await backend.probe()
         current = await index.info()
         dropped_at = None
         if current is not None and current.dimensions != dims:
@@ -435,11 +389,6 @@ async def _discard(run: _Run) -> None:
     """Delete the side keys of an abandoned move to another model, and its state."""
     for kind in ("memory", "history"):
         prefix = run.side_prefix(kind)
-        async for names in scan_keys(run.backend, prefix + "*", operation=_OPERATION):
-
-            def unlink(pipe: Any, names: list[str] = names) -> None:
-                for name in names:
-                    pipe.unlink(name)
-
-            await run.backend.pipeline(_OPERATION, unlink)
+        async for names in run.backend.scan(_OPERATION, prefix + "*"):
+            await run.backend.pipeline(_OPERATION, [("UNLINK", name) for name in names])
     await run.backend.command(_OPERATION, "DEL", run.state_key)

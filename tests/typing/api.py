@@ -25,7 +25,13 @@ from betterdb_memory import (
     SyncAgentMemory,
     SyncMemoryStore,
 )
-from betterdb_memory.testing import ScriptedFactExtractor, ScriptedSummarizer, temporary_store
+from betterdb_memory.backend import Backend
+from betterdb_memory.testing import (
+    RecordingBackend,
+    ScriptedFactExtractor,
+    ScriptedSummarizer,
+    temporary_store,
+)
 
 
 async def embed(text: str) -> list[float]:
@@ -75,7 +81,11 @@ async def extras(client: valkey.Valkey) -> None:
 
 async def in_tests() -> None:
     async with temporary_store(max_items_per_scope=10) as store:
-        await store.remember("x")
+        typed: MemoryStore = store  # not Any: a wrong call on it is an error here
+        await typed.remember("x")
+    backend: Backend = RecordingBackend()  # the recording transport fits the protocol the parts take
+    backend_trips = RecordingBackend().sent
+    assert not backend_trips and not backend.closed
 
 
 def config() -> AgentMemoryConfig:

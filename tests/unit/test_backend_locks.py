@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from betterdb_memory.backend import ScriptCall, scripts
 from betterdb_memory.backend.locks import ScopedLock
 
 
@@ -19,21 +20,16 @@ class _Scripted:
     """Answers the lock script with 1 and records every script sent; ``slow`` delays the unlock."""
 
     def __init__(self, *, slow: float = 0.0) -> None:
-        self.lock_script = object()
-        self.unlock_script = object()
         self.sent: list[str] = []
         self.slow = slow
 
-    async def script(self, operation: str, script: Any, keys: list[str], args: list[Any]) -> int:
-        if script is self.unlock_script:
+    async def script(self, operation: str, call: ScriptCall, **_: Any) -> int:
+        if call.script is scripts.UNLOCK:
             await asyncio.sleep(self.slow)
             self.sent.append("unlock")
             return 1
         self.sent.append("lock")
         return 1
-
-    def queue_script(self, pipe: list[str], script: Any, keys: list[str], args: list[Any]) -> None:
-        pipe.append("unlock" if script is self.unlock_script else "lock")
 
 
 def _lock(backend: _Scripted) -> ScopedLock:
@@ -56,12 +52,11 @@ async def test_a_queued_unlock_counts_unless_its_pipeline_never_went_out() -> No
     backend = _Scripted()
     lock = _lock(backend)
     await lock.acquire()
-    pipe: list[str] = []
-    lock.queue_release(pipe)
+    unlock = lock.release_call()
     await lock.release()
-    assert pipe == ["unlock"] and backend.sent == ["lock"]  # the pipeline carries it
+    assert unlock.script is scripts.UNLOCK and backend.sent == ["lock"]  # the pipeline carries it
     await lock.acquire()
-    lock.queue_release([])
+    lock.release_call()
     lock.unsent()  # that pipeline failed or was cancelled before it was sent
     await lock.release()
     assert backend.sent == ["lock", "lock", "unlock"]

@@ -14,7 +14,7 @@ import pytest
 import valkey.exceptions as vexc
 
 from betterdb_memory import RetryPolicy, StoreConnectionError
-from betterdb_memory.backend.client import Backend
+from betterdb_memory.backend.client import ValkeyBackend
 from tests.unit.test_core_dialect import _replace_pair
 from tests.unit.test_core_fixtures import reply
 
@@ -45,7 +45,7 @@ def _names(sent: Sequence[tuple[Any, ...]]) -> list[str]:
 
 async def test_no_fault_sends_no_ft_info() -> None:
     client = ScriptedClient({"FT.SEARCH": [[3]]})
-    backend = Backend(client, retry=FAST)  # type: ignore[arg-type]
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
     assert await backend.search("count", ["FT.SEARCH", "idx", "*", "LIMIT", "0", "0"]) == [3]
     assert _names(client.sent) == ["FT.SEARCH"]
 
@@ -55,7 +55,7 @@ async def test_a_retried_query_waits_until_its_index_is_ready() -> None:
     client = ScriptedClient(
         {"FT.SEARCH": [vexc.ConnectionError("refused"), [7]], "FT.INFO": [BACKFILLING, BACKFILLING, READY]}
     )
-    backend = Backend(client, retry=FAST)  # type: ignore[arg-type]
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
     assert await backend.search("count", ["FT.SEARCH", "idx", "*", "LIMIT", "0", "0"]) == [7]
     assert _names(client.sent) == ["FT.SEARCH", "FT.INFO", "FT.INFO", "FT.INFO", "FT.SEARCH"]
     assert client.sent[1] == ("FT.INFO", "idx")
@@ -83,9 +83,9 @@ async def test_a_fault_on_another_command_makes_the_next_query_check() -> None:
 
     client = ScriptedClient({"HSET": [vexc.ConnectionError("reset"), 1], "FT.INFO": [BACKFILLING, READY]})
     client.pipeline = lambda transaction=False: Pipe(client)  # type: ignore[attr-defined]
-    backend = Backend(client, retry=FAST)  # type: ignore[arg-type]
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
     assert await backend.command("write", "HSET", "k", "f", "v") == 1
-    out = await backend.pipeline("recall", lambda pipe: pipe.execute_command("HGET", "k", "f"),
+    out = await backend.pipeline("recall", [("HGET", "k", "f")],
                                  searches=[["FT.SEARCH", "idx", "*"]])  # fmt: skip
     assert out == [1, 1]
     assert _names(client.sent) == ["HSET", "HSET", "FT.INFO", "FT.INFO", "HGET", "FT.SEARCH"]
@@ -93,7 +93,7 @@ async def test_a_fault_on_another_command_makes_the_next_query_check() -> None:
 
 async def test_an_index_still_rebuilding_past_the_budget_is_a_typed_error() -> None:
     client = ScriptedClient({"FT.SEARCH": [vexc.ConnectionError("refused"), [1]], "FT.INFO": [BACKFILLING]})
-    backend = Backend(client, retry=FAST)  # type: ignore[arg-type]
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
     with pytest.raises(StoreConnectionError) as caught:
         await backend.search("count", ["FT.SEARCH", "idx", "*"])
     assert caught.value.code == "connection.index_rebuilding"
@@ -105,14 +105,14 @@ async def test_an_absent_index_does_not_block_the_query() -> None:
     """FT.INFO says no such index: the query is sent (and fails as usual, for the index manager)."""
     missing = vexc.ResponseError("Index with name 'idx' not found in database 0")
     client = ScriptedClient({"FT.SEARCH": [vexc.ConnectionError("refused"), [0]], "FT.INFO": [missing]})
-    backend = Backend(client, retry=FAST)  # type: ignore[arg-type]
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
     assert await backend.search("count", ["FT.SEARCH", "idx", "*"]) == [0]
     assert _names(client.sent) == ["FT.SEARCH", "FT.INFO", "FT.SEARCH"]
 
 
 async def test_ft_info_itself_is_not_held_back() -> None:
     client = ScriptedClient({"FT.INFO": [vexc.ConnectionError("refused"), READY]})
-    backend = Backend(client, retry=FAST)  # type: ignore[arg-type]
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
     assert await backend.index_info("idx") == READY
     assert _names(client.sent) == ["FT.INFO", "FT.INFO"]
 
@@ -121,7 +121,7 @@ async def test_a_query_sent_on_a_newly_opened_connection_is_sent_again_once_read
     """valkey-py's pool reopens a closed connection without an error: the query that rode on it
     may have been answered by a server that restarted a moment ago, mid-rebuild."""
     client = ScriptedClient({"FT.SEARCH": [[2], [5]], "FT.INFO": [BACKFILLING, READY]})
-    backend = Backend(client, retry=FAST)  # type: ignore[arg-type]
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
     original = client.execute_command
 
     async def reopening(*args: Any, **kw: Any) -> Any:
@@ -137,7 +137,7 @@ async def test_a_query_sent_on_a_newly_opened_connection_is_sent_again_once_read
 async def test_redisearch_skips_every_check() -> None:
     """RediSearch indexes while loading: no FT.INFO after a fault or a new connection."""
     client = ScriptedClient({"FT.SEARCH": [vexc.ConnectionError("refused"), [4]], "FT.INFO": [BACKFILLING]})
-    backend = Backend(client, retry=FAST)  # type: ignore[arg-type]
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
     backend.rebuilds_after_restart = False
     backend._note_open()
     assert await backend.search("count", ["FT.SEARCH", "idx", "*"]) == [4]

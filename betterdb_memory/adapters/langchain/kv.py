@@ -12,10 +12,10 @@ value gone (then it is dropped).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
 
 from langchain_core.stores import BaseStore
 
+from ...backend.commands import Command
 from ...core.codec import as_text
 from ...errors import ValidationError
 from ...store import MemoryStore
@@ -54,12 +54,7 @@ class MemoryStoreKV(BaseStore[str, bytes]):
 
     async def _mget(self, store: MemoryStore, keys: Sequence[str]) -> list[bytes | None]:
         names = [self._key(k) for k in keys]
-
-        def build(pipe: Any) -> None:
-            for name in names:
-                pipe.execute_command("GET", name)
-
-        replies = await store.backend.pipeline("kv.get", build) if names else []
+        replies = await store.backend.pipeline("kv.get", [("GET", name) for name in names]) if names else []
         return [None if r is None else r if isinstance(r, bytes) else str(r).encode() for r in replies]
 
     async def _mset(self, store: MemoryStore, pairs: Sequence[tuple[str, bytes]]) -> None:
@@ -68,38 +63,22 @@ class MemoryStoreKV(BaseStore[str, bytes]):
             if not isinstance(value, bytes | bytearray):
                 raise ValidationError("values must be bytes", code="validation.type")
 
-        def build(pipe: Any) -> None:
-            for name, value in items:
-                if self.ttl_ms is None:
-                    pipe.execute_command("SET", name, bytes(value))
-                else:
-                    pipe.execute_command("SET", name, bytes(value), "PX", self.ttl_ms)
-            pipe.execute_command("SADD", self._keys, *[k for k, _ in pairs])
-
+        expiry = () if self.ttl_ms is None else ("PX", self.ttl_ms)
+        writes: list[Command] = [("SET", name, bytes(value), *expiry) for name, value in items]
         if items:
-            await store.backend.pipeline("kv.set", build)
+            await store.backend.pipeline("kv.set", [*writes, ("SADD", self._keys, *[k for k, _ in pairs])])
 
     async def _mdelete(self, store: MemoryStore, keys: Sequence[str]) -> None:
         names = [self._key(k) for k in keys]
-
-        def build(pipe: Any) -> None:
-            pipe.execute_command("DEL", *names)
-            pipe.execute_command("SREM", self._keys, *keys)
-
         if names:
-            await store.backend.pipeline("kv.delete", build)
+            await store.backend.pipeline("kv.delete", [("DEL", *names), ("SREM", self._keys, *keys)])
 
     async def _list(self, store: MemoryStore, prefix: str | None) -> list[str]:
         members = sorted(as_text(m) for m in await store.backend.command("kv.keys", "SMEMBERS", self._keys))
         wanted = [m for m in members if prefix is None or m.startswith(prefix)]
         if not wanted:
             return []
-
-        def build(pipe: Any) -> None:
-            for m in wanted:
-                pipe.execute_command("EXISTS", self._prefix + m)
-
-        alive = await store.backend.pipeline("kv.keys", build)
+        alive = await store.backend.pipeline("kv.keys", [("EXISTS", self._prefix + m) for m in wanted])
         gone = [m for m, e in zip(wanted, alive, strict=True) if not int(e)]
         if gone:  # expired values: drop their names
             await store.backend.command("kv.keys", "SREM", self._keys, *gone)
