@@ -25,17 +25,16 @@ it wrong / the connection failed)::
 actrone-memory raises for the same conditions, placed in the family whose meaning
 they share, so code written against either library catches them.
 
-``translate`` maps a ``valkey`` exception to this tree. It is the only function in
-the package that inspects backend exception types or server error wordings; the
-wordings of both engines (valkey-search and RediSearch) live in ``_SERVER_ERRORS``.
+``backend.translate`` maps a ``valkey`` exception to this tree: it is the only code
+in the package that inspects backend exception types (this module imports no client
+library). The server error wordings of both engines (valkey-search and RediSearch)
+live here, in ``_SERVER_ERRORS`` (``classify_server_error``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-import valkey.exceptions as vexc
 
 __all__ = [
     "BetterDBMemoryError",
@@ -55,7 +54,7 @@ __all__ = [
     "TokenBudgetError",
     "ValidationError",
     "VectorSizeError",
-    "translate",
+    "classify_server_error",
 ]
 
 
@@ -257,57 +256,3 @@ def classify_server_error(text: str) -> type[ServerError]:
         if needle in lowered:
             return cls
     return ServerError
-
-
-def translate(
-    exc: BaseException, *, operation: str, details: Mapping[str, Any] | None = None
-) -> BetterDBMemoryError:
-    """Translate a backend exception into the library's tree.
-
-    Args:
-        exc: the exception raised by the ``valkey`` client.
-        operation: the public operation that was running (put in ``details``).
-        details: extra context to carry (for example a count done so far).
-
-    Returns:
-        The matching ``BetterDBMemoryError``; the caller raises it ``from exc``.
-    """
-    info: dict[str, Any] = {"operation": operation, **(details or {})}
-    if isinstance(exc, BetterDBMemoryError):
-        exc.details.update({k: v for k, v in info.items() if k not in exc.details})
-        return exc
-    if isinstance(exc, vexc.TimeoutError | TimeoutError):
-        return StoreTimeoutError(f"{operation}: timed out talking to Valkey ({exc})", details=info)
-    if isinstance(exc, vexc.ConnectionError | ConnectionError | OSError | _CLUSTER_UNAVAILABLE):
-        return StoreConnectionError(f"{operation}: connection to Valkey failed ({exc})", details=info)
-    if isinstance(exc, vexc.ResponseError) and str(exc).startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN")):
-        return StoreConnectionError(f"{operation}: the cluster cannot serve this now ({exc})", details=info)
-    if isinstance(exc, vexc.ResponseError):
-        text = str(exc)
-        cls = classify_server_error(text)
-        info["server_message"] = text
-        return cls(f"{operation}: {text}", details=info)
-    return BetterDBMemoryError(
-        f"{operation}: unexpected {type(exc).__name__}: {exc}", code="internal", details=info
-    )
-
-
-def is_connection_error(exc: BaseException) -> bool:
-    """True for the backend exceptions that mean "could not reach the server" (or the cluster
-    cannot serve the slot for now: CLUSTERDOWN, TRYAGAIN, MASTERDOWN), worth a retry."""
-    return isinstance(
-        exc,
-        vexc.ConnectionError
-        | vexc.TimeoutError
-        | ConnectionError
-        | TimeoutError
-        | OSError
-        | _CLUSTER_UNAVAILABLE,
-    ) or (
-        isinstance(exc, vexc.ResponseError) and str(exc).startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN"))
-    )
-
-
-# A cluster that cannot serve a slot for now (a primary failed and no replica took over
-# yet, a slot in migration): the connection family, retried like a dropped connection.
-_CLUSTER_UNAVAILABLE = vexc.ClusterDownError | vexc.MasterDownError | vexc.TryAgainError

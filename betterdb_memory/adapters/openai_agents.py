@@ -15,8 +15,10 @@ memory, so any number of processes can share a session):
 Keys: beside the session's L1 keys (``store.keys.session(agent_id, session_id)``, one
 hash slot), ``<...>:agents:items`` (the LIST) and ``<...>:agents:folded`` (how many
 items are folded into turns), both with the store's session TTL, refreshed on every
-``add_items``. The scripts use only commands the store's least-privilege ACL already
-grants (``~<name>:l1:*``; RPUSH, LRANGE, LTRIM, LLEN, GET, SET, PEXPIRE, DEL, EVALSHA).
+``add_items``. The mechanics (append, fold into turns, pop, clear) are the store's
+``tiers.transcripts.Transcript``, through the store's backend; its scripts use only
+commands the store's least-privilege ACL already grants (``~<name>:l1:*``; RPUSH,
+LRANGE, LTRIM, LLEN, GET, SET, PEXPIRE, DEL, EVALSHA).
 
 Install with ``pip install 'betterdb-memory[openai-agents]'``.
 """
@@ -26,14 +28,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import valkey.exceptions as vexc
-
 from ..core.codec import as_text
 from ..core.escaping import validate_tag_value
 from ..core.keys import KeySpace
-from ..errors import BetterDBMemoryError, ValidationError, translate
+from ..errors import ValidationError
 from ..store import MemoryStore
-from ._agent_items import plan_turns
+from ..tiers.transcripts import Transcript
+from ._agent_items import TurnDraft, plan_turns
 from ._extras import missing_extra
 
 try:
@@ -45,38 +46,6 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess with
     ) from _exc
 
 __all__ = ["MemoryStoreSession", "session_item_keys"]
-
-# What the client raises; translated once each, by ``translate`` (errors.py).
-_BACKEND_ERRORS = (vexc.ValkeyError, OSError)
-
-# KEYS: items, folded. ARGV: ttl_ms, item... -> {length, folded, items after folded}
-_APPEND = """
-for i = 2, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-local folded = tonumber(redis.call('GET', KEYS[2]) or '0')
-if folded > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
-return {redis.call('LLEN', KEYS[1]), folded, redis.call('LRANGE', KEYS[1], folded, -1)}
-"""
-
-# KEYS: folded. ARGV: expected, new, ttl_ms -> 1 when this caller moved the mark, else 0.
-# Whoever moves the mark stores those turns, so two writers never store a turn twice.
-_ADVANCE = """
-if tonumber(redis.call('GET', KEYS[1]) or '0') ~= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1
-"""
-
-# KEYS: items, folded -> the last item (nil when empty); the mark never points past the end.
-_POP = """
-local last = redis.call('LRANGE', KEYS[1], -1, -1)
-if #last == 0 then return false end
-redis.call('LTRIM', KEYS[1], 0, -2)
-local n = redis.call('LLEN', KEYS[1])
-if tonumber(redis.call('GET', KEYS[2]) or '0') > n then redis.call('SET', KEYS[2], n, 'KEEPTTL') end
-return last[1]
-"""
 
 
 def session_item_keys(keys: KeySpace, agent_id: str | None, session_id: str) -> tuple[str, str]:
@@ -123,13 +92,9 @@ class MemoryStoreSession:
         self.session_settings = session_settings if session_settings is not None else SessionSettings()
         self.store = store
         self.items_key, self.folded_key = session_item_keys(store.keys, self.agent_id, self.session_id)
-        # Typed loosely: valkey-py's stubs type ``register_script`` and the list commands for
-        # the standalone client only, though the cluster client has them too.
-        client: Any = store.client
-        self._client = client
-        self._append = client.register_script(_APPEND)
-        self._advance = client.register_script(_ADVANCE)
-        self._pop = client.register_script(_POP)
+        self._transcript = Transcript(
+            store.backend, self.items_key, self.folded_key, operations="agents_session"
+        )
 
     def _ttl_ms(self) -> int:
         return self.store.session_config.ttl_ms
@@ -142,11 +107,7 @@ class MemoryStoreSession:
         n = resolve_session_limit(limit, self.session_settings)
         if n == 0:
             return []
-        start = 0 if n is None or n < 0 else -n
-        try:
-            raw = await self._client.lrange(self.items_key, start, -1)
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "get_items") from exc
+        raw = await self._transcript.read("get_items", last=None if n is None or n < 0 else n)
         return [item for item in (_decode(r) for r in raw) if item is not None]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -167,22 +128,7 @@ class MemoryStoreSession:
                 code="validation.type",
                 details={"argument": "items"},
             ) from exc
-        ttl = self._ttl_ms()
-        try:
-            _, folded, rest = await self._append(keys=[self.items_key, self.folded_key], args=[ttl, *encoded])
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "add_items") from exc
-        pending = [item for item in (_decode(r) for r in rest) if item is not None]
-        turns, consumed = plan_turns(pending)
-        if not consumed:
-            return
-        folded = int(folded)
-        try:
-            moved = await self._advance(keys=[self.folded_key], args=[folded, folded + consumed, ttl])
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "add_items") from exc
-        if not int(moved):
-            return  # another writer folded these items first
+        turns = await self._transcript.append("add_items", encoded, ttl_ms=self._ttl_ms(), plan=_plan)
         for turn in turns:
             await self.store.store_turn(
                 self.session_id, turn.user, turn.assistant, agent_id=self.agent_id, tool_results=turn.tools
@@ -190,19 +136,18 @@ class MemoryStoreSession:
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item (None when the session is empty)."""
-        try:
-            raw = await self._pop(keys=[self.items_key, self.folded_key])
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "pop_item") from exc
+        raw = await self._transcript.pop("pop_item")
         return None if raw is None else _decode(raw)
 
     async def clear_session(self) -> None:
         """Delete the session's items and its L1 turns (its L2 summaries stay; ``store.erase`` removes those)."""
-        try:
-            await self._client.delete(self.items_key, self.folded_key)
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "clear_session") from exc
+        await self._transcript.clear("clear_session")
         await self.store.clear_session(self.session_id, agent_id=self.agent_id)
+
+
+def _plan(rest: list[Any]) -> tuple[list[TurnDraft], int]:
+    """The turns the items not yet folded complete (items not written by this adapter skipped)."""
+    return plan_turns([item for item in (_decode(r) for r in rest) if item is not None])
 
 
 def _decode(raw: Any) -> Any:
@@ -210,7 +155,3 @@ def _decode(raw: Any) -> Any:
         return json.loads(as_text(raw))
     except ValueError:
         return None  # not written by this adapter; skipped as SQLiteSession skips bad rows
-
-
-def _translated(exc: BaseException, operation: str) -> BetterDBMemoryError:
-    return translate(exc, operation=f"agents_session.{operation}")

@@ -44,18 +44,14 @@ import valkey.asyncio.cluster
 import valkey.exceptions as vexc
 
 from ..core.codec import as_text
-from ..errors import (
-    IndexNotFoundError,
-    StoreClosedError,
-    StoreConnectionError,
-    is_connection_error,
-)
+from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
 from .commands import ScriptCall, Step, wire
 from .dialect import Capabilities, keyless_route, parse_ft_info, probe
 from .locks import ScopedLock
 from .reconnects import watch_connections
 from .retry import RetryPolicy, call
+from .translate import is_connection_error
 
 __all__ = ["ScopedLock", "ValkeyBackend", "ValkeyClient", "as_backend", "connect"]
 

@@ -534,7 +534,8 @@ async def probe(client: Any) -> Capabilities:
     index (``FT._LIST``). When nothing decides but a search module answers, the smallest
     dialect is assumed. Raises only when no search module answers at all.
     """
-    from ..errors import ConfigurationError, is_connection_error
+    from ..errors import ConfigurationError
+    from .translate import is_connection_error
 
     # A connection fault is not "no search module": re-raise it so the caller's retry /
     # translation (``backend.retry.call``) reports StoreConnectionError instead of a bad set-up.

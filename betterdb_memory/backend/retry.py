@@ -1,7 +1,7 @@
 """The thin I/O helpers every tier shares: retries with bounded backoff, error translation.
 
 Backend exceptions are caught here and nowhere else; callers get the library's
-error tree (``errors.translate``). Idempotent operations (reads, searches, writes
+error tree (``translate``). Idempotent operations (reads, searches, writes
 whose id is fixed client-side) are retried on connection faults with exponential
 backoff and full jitter, within an attempt count and a time budget; the others
 raise ``StoreConnectionError`` at the first fault with what is known in ``details``.
@@ -17,7 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import BetterDBMemoryError, is_connection_error, translate
+from ..errors import BetterDBMemoryError
+from .translate import is_connection_error, translate
 
 __all__ = ["RetryPolicy", "call"]
 

@@ -6,6 +6,7 @@ import pytest
 import valkey.exceptions as vexc
 
 from betterdb_memory import errors
+from betterdb_memory.backend.translate import is_connection_error, translate
 from betterdb_memory.errors import (
     BetterDBMemoryError,
     CommandNotSupportedError,
@@ -21,8 +22,6 @@ from betterdb_memory.errors import (
     TokenBudgetError,
     ValidationError,
     VectorSizeError,
-    is_connection_error,
-    translate,
 )
 from tests.unit.test_core_fixtures import CAPTURES, capture, error_text, reply
 

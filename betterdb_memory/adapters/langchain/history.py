@@ -13,9 +13,10 @@ processes, or ``RunnableWithMessageHistory`` calls, share a history):
 Keys, as for the OpenAI Agents session (``adapters.openai_agents``), beside the
 session's L1 keys on one hash slot: ``<...>:langchain:messages`` (the LIST) and
 ``<...>:langchain:folded`` (how many messages are folded into turns), with the store's
-session TTL, refreshed on every add. The scripts use only commands the store's
-least-privilege ACL grants on ``~<name>:l1:*`` (RPUSH, LRANGE, PEXPIRE, GET, SET, DEL,
-EVALSHA).
+session TTL, refreshed on every add. The mechanics are the store's
+``tiers.transcripts.Transcript`` (shared with that session), through the store's
+backend; its scripts use only commands the store's least-privilege ACL grants on
+``~<name>:l1:*`` (RPUSH, LRANGE, LLEN, PEXPIRE, GET, SET, DEL, EVALSHA).
 """
 
 from __future__ import annotations
@@ -24,41 +25,19 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import valkey.exceptions as vexc
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from ...core.codec import as_text
 from ...core.escaping import validate_tag_value
 from ...core.keys import KeySpace
-from ...errors import BetterDBMemoryError, translate
 from ...store import MemoryStore
+from ...tiers.transcripts import Transcript
+from .._agent_items import TurnDraft
 from ._messages import plan_message_turns
 from ._runner import AnyStore, StoreRunner
 
 __all__ = ["MemoryStoreChatMessageHistory", "history_keys"]
-
-_BACKEND_ERRORS = (vexc.ValkeyError, OSError)
-
-# KEYS: messages, folded. ARGV: ttl_ms, message... -> {folded, messages after folded}
-# (the OpenAI Agents session's append, adapters/openai_agents.py).
-_APPEND = """
-for i = 2, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-local folded = tonumber(redis.call('GET', KEYS[2]) or '0')
-if folded > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
-return {folded, redis.call('LRANGE', KEYS[1], folded, -1)}
-"""
-
-# KEYS: folded. ARGV: expected, new, ttl_ms -> 1 when this caller moved the mark, else 0.
-# Whoever moves the mark stores those turns, so two writers never store a turn twice.
-_ADVANCE = """
-if tonumber(redis.call('GET', KEYS[1]) or '0') ~= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1
-"""
 
 
 def history_keys(keys: KeySpace, agent_id: str | None, session_id: str) -> tuple[str, str]:
@@ -88,10 +67,9 @@ class MemoryStoreChatMessageHistory(BaseChatMessageHistory):
         self.messages_key, self.folded_key = history_keys(
             self._runner.store.keys, self.agent_id, self.session_id
         )
-        # Typed loosely: valkey-py's stubs type ``register_script`` for the standalone client only.
-        client: Any = self._runner.store.client
-        self._append = client.register_script(_APPEND)
-        self._advance = client.register_script(_ADVANCE)
+        self._transcript = Transcript(
+            self._runner.store.backend, self.messages_key, self.folded_key, operations="langchain_history"
+        )
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
@@ -121,47 +99,30 @@ class MemoryStoreChatMessageHistory(BaseChatMessageHistory):
     # -- operations (run on the store's loop) --------------------------------------------------
 
     async def _read(self, store: MemoryStore) -> list[BaseMessage]:
-        client: Any = store.client
-        try:
-            raw = await client.lrange(self.messages_key, 0, -1)
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "messages") from exc
-        return _decode(raw)
+        return _decode(await self._transcript.read("messages"))
 
     async def _add(self, store: MemoryStore, encoded: list[str]) -> None:
         if not encoded:
             return
         ttl = store.session_config.ttl_ms
-        try:
-            folded, rest = await self._append(keys=[self.messages_key, self.folded_key], args=[ttl, *encoded])
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "add_messages") from exc
-        turns, consumed = plan_message_turns(_decode(rest))
-        if not consumed:
-            return
-        folded = int(folded)
-        try:
-            moved = await self._advance(keys=[self.folded_key], args=[folded, folded + consumed, ttl])
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "add_messages") from exc
-        if not int(moved):
-            return  # another writer folded these messages first
+        turns = await self._transcript.append("add_messages", encoded, ttl_ms=ttl, plan=_plan)
         for turn in turns:
             await store.store_turn(
                 self.session_id, turn.user, turn.assistant, agent_id=self.agent_id, tool_results=turn.tools
             )
 
     async def _clear(self, store: MemoryStore) -> None:
-        client: Any = store.client
-        try:
-            await client.delete(self.messages_key, self.folded_key)
-        except _BACKEND_ERRORS as exc:
-            raise _translated(exc, "clear") from exc
+        await self._transcript.clear("clear")
         await store.clear_session(self.session_id, agent_id=self.agent_id)
 
 
 def _encode(messages: Sequence[BaseMessage]) -> list[str]:
     return [json.dumps(message_to_dict(m), ensure_ascii=False, default=str) for m in messages]
+
+
+def _plan(rest: list[Any]) -> tuple[list[TurnDraft], int]:
+    """The turns the messages not yet folded complete (entries not written by this adapter skipped)."""
+    return plan_message_turns(_decode(rest))
 
 
 def _decode(raw: Sequence[Any]) -> list[BaseMessage]:
@@ -172,7 +133,3 @@ def _decode(raw: Sequence[Any]) -> list[BaseMessage]:
         except ValueError:
             continue  # not written by this adapter
     return messages_from_dict(dicts)
-
-
-def _translated(exc: BaseException, operation: str) -> BetterDBMemoryError:
-    return translate(exc, operation=f"langchain_history.{operation}")
