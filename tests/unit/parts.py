@@ -35,8 +35,11 @@ from betterdb_memory.tiers.summaries import RollingSummaries
 __all__ = ["Parts", "build", "runtime", "search_reply"]
 
 
-def runtime(backend: RecordingBackend | None = None, **settings: Any) -> Runtime:
-    """A ``Runtime`` over ``backend`` (a new ``RecordingBackend`` when None)."""
+def runtime(
+    backend: RecordingBackend | None = None, *, config: ConfigSnapshot | None = None, **settings: Any
+) -> Runtime:
+    """A ``Runtime`` over ``backend`` (a new ``RecordingBackend`` when None); ``config``:
+    the tunables in force (the cap among them)."""
     backend = backend or RecordingBackend()
     keys = KeySpace("parts")
     embedder = HashingEmbedder(dimensions=8)
@@ -48,7 +51,7 @@ def runtime(backend: RecordingBackend | None = None, **settings: Any) -> Runtime
         backend=backend,
         index=index,
         embedder=embedder,
-        obs=StoreObservability(None, keys, ConfigSnapshot(), discovery=False),
+        obs=StoreObservability(None, keys, config or ConfigSnapshot(), discovery=False),
         supervisor=Supervisor(),
         settings=Settings(default_threshold=0.33, **settings),
     )
@@ -72,10 +75,16 @@ class Parts:
     erasure: Erasure
 
 
-def build(*, cluster: bool = False, session: SessionConfig | None = None, **settings: Any) -> Parts:
+def build(
+    *,
+    cluster: bool = False,
+    session: SessionConfig | None = None,
+    config: ConfigSnapshot | None = None,
+    **settings: Any,
+) -> Parts:
     """The parts over a new ``RecordingBackend`` (``cluster``: addressed as a cluster)."""
     backend = RecordingBackend(cluster=cluster, capabilities=capabilities_for("redisearch", (2, 10, 0)))
-    rt = runtime(backend, **settings)
+    rt = runtime(backend, config=config, **settings)
     cfg = session or SessionConfig.of(summarize_batch=0)
     scopes, docs = ScopeReader(rt), Documents(rt)
     capacity = Capacity(rt, scopes, docs)
