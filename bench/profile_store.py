@@ -708,15 +708,10 @@ async def server_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
 
 def _one_del(store: MemoryStore) -> Callable[..., Awaitable[int]]:
     async def delete_ids(ids: Sequence[str], *, also: Any = None, operation: str = "forget") -> int:
-        def build(pipe: Any) -> None:
-            for mid in ids:
-                pipe.delete(store.keys.doc(mid), store.keys.access(mid), store.keys.updates(mid))
-            if also is not None:
-                also(pipe)
-
+        dels = [("DEL", store.keys.doc(mid), store.keys.access(mid), store.keys.updates(mid)) for mid in ids]
         if not ids and also is None:
             return 0
-        replies = await store.backend.pipeline(operation, build)
+        replies = await store.backend.pipeline(operation, [*dels, *(also or ())])
         return sum(min(1, int(r)) for r in replies[: len(ids)])
 
     return delete_ids

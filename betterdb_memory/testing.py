@@ -24,7 +24,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from .backend.commands import Command, ScriptCall, Step, wire
 from .backend.dialect import Capabilities, capabilities_for
@@ -37,7 +37,21 @@ from .embedders.hashing import HashingEmbedder
 from .errors import StoreClosedError
 
 if TYPE_CHECKING:
+    from .core.context import ContextBudget
+    from .core.options import (
+        ConsolidationConfig,
+        MemoryConfigRefreshConfig,
+        MemoryDiscoveryConfig,
+        MemoryTelemetryOptions,
+    )
+    from .core.ranking import Reranker
+    from .core.scoring import Weights
+    from .core.tokens import TokenCounter
+    from .embedders.base import Embedder, EmbeddingFunction
+    from .extraction import FactExtractor
+    from .observability.telemetry import Telemetry
     from .store import MemoryStore
+    from .summarizers import Summarizer
 
 __all__ = [
     "HashingEmbedder",
@@ -45,6 +59,7 @@ __all__ = [
     "RoundTrip",
     "ScriptedFactExtractor",
     "ScriptedSummarizer",
+    "StoreOptions",
     "temporary_store",
 ]
 
@@ -219,9 +234,55 @@ class ScriptedFactExtractor:
         return self._batches[min(len(self.calls) - 1, len(self._batches) - 1)]
 
 
+class StoreOptions(TypedDict, total=False):
+    """The keyword arguments of ``MemoryStore`` that ``temporary_store`` passes on (all optional;
+    ``name`` and ``dimensions`` are its own, the client is the temporary server's).
+
+    Kept equal to the constructor's by a unit test (tests/unit/test_testing.py).
+    """
+
+    embed_fn: EmbeddingFunction | None
+    embedder: Embedder | None
+    default_threshold: float | None
+    weights: Weights | Mapping[str, float] | None
+    half_life_seconds: float | None
+    max_items_per_scope: int | None
+    discovery: bool | MemoryDiscoveryConfig
+    config_refresh: bool | MemoryConfigRefreshConfig | None
+    consolidation: bool | ConsolidationConfig | None
+    telemetry: MemoryTelemetryOptions | None
+    analytics: bool | Telemetry
+    dedup: bool
+    candidate_factor: int
+    reranker: Reranker | bool | None
+    rerank_candidates: int
+    relevance_margin: float | bool | None
+    text_candidates: int
+    hnsw_m: int
+    hnsw_ef_construction: int
+    hnsw_ef_runtime: int
+    reinforce_mode: str
+    reinforce_write_interval: float | None
+    retry: RetryPolicy | None
+    registry: Any
+    tracer_provider: Any
+    heartbeat_interval: float
+    session_ttl: float
+    max_session_turns: int
+    summarizer: Summarizer | None
+    fact_extractor: FactExtractor | None
+    token_counter: TokenCounter | None
+    summarize_batch: int
+    max_unsummarized: int | None
+    budget: ContextBudget | None
+    redact: Sequence[str]
+    shutdown_grace: float
+    summary_lock_ttl: float
+
+
 @contextlib.asynccontextmanager
 async def temporary_store(
-    *, name: str | None = None, dimensions: int = 384, **options: Any
+    *, name: str | None = None, dimensions: int = 384, **options: Unpack[StoreOptions]
 ) -> AsyncIterator[MemoryStore]:
     """A ``MemoryStore`` on a fresh embedded server (free port, temporary data dir), torn down after.
 

@@ -122,7 +122,7 @@ class Capacity:
         """Hold every written cap scope to ``cap``; the number evicted.
 
         ``results`` are the write pipeline's replies, ending with the lock attempts
-        (``queue_locks``) and then the searches (``searches``). The scopes whose lock the
+        (``lock_calls``) and then the searches (``searches``). The scopes whose lock the
         round trip took go first, each released when done: waiting for one scope's lock
         while holding another's could deadlock two writers.
         """

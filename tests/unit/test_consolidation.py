@@ -144,10 +144,7 @@ def test_plan_accepts_mappings_and_rejects_garbage() -> None:
 
 
 class _NoIO:
-    """A client that fails the test on any command (script registration is local)."""
-
-    def register_script(self, script: str) -> object:
-        return object()
+    """A client that fails the test on any command."""
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"I/O attempted: {name}")

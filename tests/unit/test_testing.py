@@ -1,4 +1,4 @@
-"""``testing.RecordingBackend``: it records real commands, answers from its script, and refuses once closed."""
+"""``testing``: the recording backend records real commands, answers from its script, refuses once closed; ``temporary_store`` is typed."""
 
 from __future__ import annotations
 
@@ -65,3 +65,21 @@ def test_a_script_call_is_its_evalsha_on_the_wire_and_scores_pair_up() -> None:
     assert score_pairs([b"a", b"1.5", b"b", b"2"]) == [(b"a", 1.5), (b"b", 2.0)]
     assert score_pairs([[b"a", 1.5]]) == [(b"a", 1.5)]  # RESP3 answers pairs
     assert len({s.sha for s in scripts.ALL}) == len(scripts.ALL)  # no script registered twice
+
+
+def test_temporary_store_options_are_the_constructors_keywords_with_their_types() -> None:
+    """``StoreOptions`` types ``temporary_store(**options)``; it must follow ``MemoryStore``'s signature."""
+    import inspect
+    import typing
+
+    from betterdb_memory.store import MemoryStore
+    from betterdb_memory.testing import StoreOptions
+
+    params = inspect.signature(MemoryStore.__init__).parameters
+    wanted = {
+        n: str(p.annotation) for n, p in params.items() if n not in {"self", "client", "name", "dimensions"}
+    }
+    declared = {
+        n: typing.cast(typing.ForwardRef, t).__forward_arg__ for n, t in StoreOptions.__annotations__.items()
+    }
+    assert declared == wanted
