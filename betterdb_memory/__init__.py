@@ -53,10 +53,11 @@ from betterdb_agent_cache import (  # type: ignore[import-untyped]
 from betterdb_agent_cache.types import AnalyticsOptions, TelemetryOptions  # type: ignore[import-untyped]
 
 from ._version import __version__
-from .backend.dialect import Capabilities, IndexInfo
 from .backend.retry import RetryPolicy
 from .core.context import ContextBudget, RetrievedContext
+from .core.dialect import Capabilities
 from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
+from .core.ft_info import IndexInfo
 from .core.keys import Scope
 from .core.models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, MemoryVersion, StoreStats
 from .core.options import (

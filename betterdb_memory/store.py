@@ -34,11 +34,12 @@ import valkey.asyncio as avalkey
 
 from ._env import resolve_url
 from .backend.client import Backend, ValkeyClient
-from .backend.dialect import Capabilities, IndexInfo
 from .backend.index import IndexManager
 from .backend.retry import RetryPolicy
 from .core.codec import as_text, to_int
 from .core.context import ContextBudget
+from .core.dialect import Capabilities
+from .core.ft_info import IndexInfo
 from .core.keys import KeySpace
 from .core.models import StoreStats
 from .core.options import (

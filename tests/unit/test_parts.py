@@ -18,8 +18,8 @@ import pytest
 
 from betterdb_memory import HashingEmbedder
 from betterdb_memory.backend import Backend, scripts
-from betterdb_memory.backend.dialect import capabilities_for
 from betterdb_memory.backend.index import IndexManager
+from betterdb_memory.core.dialect import capabilities_for
 from betterdb_memory.core.keys import KeySpace, Scope
 from betterdb_memory.core.query import MemoryFilter
 from betterdb_memory.core.turns import APPEND_TURN, decode_turn
