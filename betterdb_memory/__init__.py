@@ -74,6 +74,7 @@ from .core.options import (
 from .core.ranking import HybridRanker, Reranker
 from .core.scoring import ScoreParts, Weights
 from .core.tokens import HeuristicTokenCounter, TokenCounter
+from .core.tunables import ConfigSnapshot, MemoryConfigSnapshot
 from .core.turns import SessionMetadata, ToolResult, Turn
 from .embedders import (
     Embedder,
@@ -104,7 +105,6 @@ from .errors import (
 )
 from .extraction import ExtractedFact, FactExtractor, OpenAIFactExtractor
 from .facade import AgentMemory, AgentMemoryClosedError, AgentMemoryOptions
-from .observability.live_config import ConfigSnapshot, MemoryConfigSnapshot
 from .store import MemoryStore
 from .summarizers import ExtractiveSummarizer, OpenAISummarizer, Summarizer
 from .sync import SyncAgentMemory, SyncMemoryStore, SyncReentrancyError

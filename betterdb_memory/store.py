@@ -52,13 +52,13 @@ from .core.query import IndexLayout, IndexSpec
 from .core.ranking import Reranker
 from .core.scoring import Weights
 from .core.tokens import TokenCounter
+from .core.tunables import ConfigSnapshot
 from .embedders.base import Embedder, EmbeddingFunction
 from .embedders.lazy import LazyFunctionEmbedder
 from .errors import StoreClosedError
 from .extraction import FactExtractor
 from .lifecycle import StoreState, Supervisor
 from .observability.hub import StoreObservability
-from .observability.live_config import ConfigSnapshot
 from .observability.metrics import MemoryMetrics
 from .observability.telemetry import Telemetry
 from .store_options import DEFAULT_THRESHOLD, check_options
