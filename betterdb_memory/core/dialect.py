@@ -132,6 +132,7 @@ _VALKEY_SEARCH_1X = range(0x10000, 70000)
 
 
 def engine_from_version(ver: int) -> Engine:
+    """The engine a ``search`` module version number alone decides, or ``"unknown"`` (module docstring)."""
     if 0 < ver < 0x10000:
         return "redisearch"  # 2.x-6.x
     if ver in _VALKEY_SEARCH_1X:
@@ -258,6 +259,7 @@ def parse_module_list(reply: Any) -> tuple[Engine, tuple[int, int, int]] | None:
 
 
 def info_module_version(text: Any) -> int | None:
+    """The ``search`` module's version number in ``INFO modules`` (raw text or the client's dict), or None."""
     if isinstance(text, dict):
         mods = text.get("modules") or []
         for mod in mods if isinstance(mods, list) else []:
