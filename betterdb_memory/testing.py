@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from .backend.commands import Command, ScriptCall, Step, wire
-from .backend.dialect import Capabilities, capabilities_for
 from .backend.locks import ScopedLock
 from .backend.retry import RetryPolicy
+from .core.dialect import Capabilities, capabilities_for
 from .core.facts import Fact
 from .core.models import MemoryItem
 from .core.turns import Turn

@@ -1,4 +1,6 @@
-"""The one layer that talks to Valkey: the client, retries, scripts, locks, the engine's dialect.
+"""The one layer that talks to Valkey: the client, retries, scripts, locks, the engine probe.
+
+Of the package it imports only ``core`` and ``errors`` (tests/unit/test_layers.py).
 
 ``Backend`` (``protocol``) is what the store's parts depend on; ``ValkeyBackend``
 (``client``) implements it over valkey-py; the parts hand it commands as values

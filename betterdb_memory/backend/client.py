@@ -44,10 +44,12 @@ import valkey.asyncio.cluster
 import valkey.exceptions as vexc
 
 from ..core.codec import as_text
+from ..core.dialect import Capabilities
+from ..core.ft_info import parse_ft_info
 from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
 from .commands import ScriptCall, Step, wire
-from .dialect import Capabilities, keyless_route, parse_ft_info, probe
+from .dialect import keyless_route, probe
 from .locks import ScopedLock
 from .reconnects import watch_connections
 from .retry import RetryPolicy, call

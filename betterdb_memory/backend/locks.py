@@ -16,18 +16,25 @@ import contextlib
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import BetterDBMemoryError, ConsolidationBusyError
 from . import scripts
 from .commands import ScriptCall
 
-if TYPE_CHECKING:
-    from .protocol import Backend
-
-__all__ = ["ScopedLock"]
+__all__ = ["LockBackend", "ScopedLock"]
 
 log = logging.getLogger(__name__)
+
+
+class LockBackend(Protocol):
+    """What a lock sends its scripts through: every ``Backend`` is one.
+
+    A Protocol of its own, not ``protocol.Backend``, so that this module does not import
+    the module that builds locks (``Backend.lock``): the two would import each other.
+    """
+
+    async def script(self, operation: str, call: ScriptCall, *, idempotent: bool = True) -> Any: ...
 
 
 class ScopedLock:
@@ -39,7 +46,7 @@ class ScopedLock:
     holder never writes after another took over.
     """
 
-    def __init__(self, backend: Backend, key: str, *, ttl: float, wait: float, heartbeat: bool) -> None:
+    def __init__(self, backend: LockBackend, key: str, *, ttl: float, wait: float, heartbeat: bool) -> None:
         self.backend, self.key = backend, key
         self.ttl_ms = str(max(100, int(ttl * 1000)))
         self.ttl, self.wait = ttl, wait

@@ -20,7 +20,7 @@ from .commands import ScriptCall, Step
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from .dialect import Capabilities
+    from ..core.dialect import Capabilities
     from .locks import ScopedLock
 
 __all__ = ["Backend"]

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from betterdb_memory import HashingEmbedder
-from betterdb_memory.backend.dialect import capabilities_for
 from betterdb_memory.backend.index import IndexManager
+from betterdb_memory.core.dialect import capabilities_for
 from betterdb_memory.core.keys import KeySpace
+from betterdb_memory.core.tunables import ConfigSnapshot
 from betterdb_memory.lifecycle import Supervisor
 from betterdb_memory.observability.hub import StoreObservability
-from betterdb_memory.observability.live_config import ConfigSnapshot
 from betterdb_memory.testing import RecordingBackend
 from betterdb_memory.tiers.capacity import Capacity
 from betterdb_memory.tiers.consolidation import Consolidation

@@ -11,7 +11,7 @@ from __future__ import annotations
 from betterdb_memory.backend import scripts
 from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.query import MemoryFilter
-from betterdb_memory.observability.live_config import ConfigSnapshot
+from betterdb_memory.core.tunables import ConfigSnapshot
 from tests.unit.parts import Parts, build, search_reply
 
 FLT = MemoryFilter(scope=Scope(thread_id="t"))
