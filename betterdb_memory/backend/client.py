@@ -1,8 +1,9 @@
 """The one layer that holds the Valkey client: commands, searches, pipelines, scripts, locks.
 
 Like httpx's transport, this is the strict point of cut-off between the library's
-logic and the network. Every part of the store asks this object; none touches the
-client. What it owns:
+logic and the network. Every part of the store asks this object (through the
+``protocol.Backend`` it implements) and hands it commands as values
+(``commands``); none touches the client. What it owns:
 
 * **Execution with retry and error translation** (``retry.call``): idempotent
   operations are retried on connection faults, everything else fails once with
