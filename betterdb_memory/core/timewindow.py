@@ -698,7 +698,7 @@ def _with_bounds(text: str, cores: list[_Core]) -> list[_Core]:
 def _without(text: str, start: int, end: int) -> str:
     rest = (text[:start] + " " + text[end:]).strip()
     rest = re.sub(r"\s+([?.!,;:])", r"\1", rest)
-    return " ".join(rest.split())
+    return " ".join(rest.lstrip(",;: ").split())
 
 
 def find_time_windows(query: str, *, as_of: object = None, tz: object = None) -> list[TimeWindow]:
