@@ -47,9 +47,16 @@ class Dataset:
 
 
 FRIENDS = ["Sara", "Tom", "Ines", "Kofi", "Mei", "Lars", "Ana", "Raj", "Chloe", "Pedro", "Yuki", "Omar"]
-RESTAURANTS = (
-    ["Nopa", "Casa Lola", "the Golden Wok", "Trattoria Nonna", "Sushi Kan", "the Blue Door", "Le Petit Zinc", "Tandoor House"]
-)
+RESTAURANTS = [
+    "Nopa",
+    "Casa Lola",
+    "the Golden Wok",
+    "Trattoria Nonna",
+    "Sushi Kan",
+    "the Blue Door",
+    "Le Petit Zinc",
+    "Tandoor House",
+]
 TOPICS: dict[str, tuple[tuple[str, ...], dict[str, list[str]], tuple[str, ...]]] = {
     "dinner": (
         (
@@ -169,7 +176,20 @@ TOPICS: dict[str, tuple[tuple[str, ...], dict[str, list[str]], tuple[str, ...]]]
         ("What did I watch or read", "Which films or books did I enjoy", "What entertainment did I have"),
     ),
 }
-MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
+MONTH_NAMES = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 
 _FIRST_DAY = date(2023, 1, 1)
