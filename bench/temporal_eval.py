@@ -53,12 +53,12 @@ from betterdb_memory.core.supersession import (  # noqa: E402
     Candidate,
     Prototypes,
     SupersessionRule,
-    name_overlap,
-    names_of,
+    leading_name,
     present_order,
     prototype_texts,
     rank_superseded,
     same_exclusive_kind,
+    same_name,
 )
 from betterdb_memory.core.timewindow import parse_time_window  # noqa: E402
 
@@ -96,14 +96,14 @@ class PairFeatures:
     older: npt.NDArray[np.int64]
     newer: npt.NDArray[np.int64]
     sim: npt.NDArray[np.float64]
-    overlap: npt.NDArray[np.float64]
+    lead: npt.NDArray[np.bool_]  # rule 1: the same leading name
     kind: npt.NDArray[np.bool_]  # rule 3: the same exclusive kind of attribute
 
 
 def features(
     idx: Sequence[int],
     vecs: Matrix,
-    names: Sequence[frozenset[str]],
+    leads: Sequence[str | None],
     vf: Sequence[int],
     same_kind: npt.NDArray[np.bool_],
 ) -> PairFeatures:
@@ -116,7 +116,8 @@ def features(
         olds.append(o)
         news.append(n)
         sims.append(float(vecs[i] @ vecs[j]))
-        ovs.append(name_overlap(names[i], names[j]))
+        li, lj = leads[i], leads[j]
+        ovs.append(li is not None and lj is not None and same_name(li, lj))
         kinds.append(bool(same_kind[i, j]))
     return PairFeatures(
         np.asarray(olds, dtype=np.int64),
@@ -128,7 +129,7 @@ def features(
 
 
 def fires(f: PairFeatures, rule: SupersessionRule) -> npt.NDArray[np.bool_]:
-    return (f.sim >= rule.min_similarity) & (f.overlap >= rule.min_name_overlap) & f.kind
+    return (f.sim >= rule.min_similarity) & f.lead & f.kind
 
 
 @dataclass
@@ -155,7 +156,7 @@ def prepare_a(cache: Path) -> tuple[PartA, Matrix, Prototypes]:
     qvecs = all_vecs[len(stmts) : len(stmts) + len(chains)]
     protos = Prototypes.of(all_vecs[len(stmts) + len(chains) :], protos_kind)
     same_kind = same_exclusive_kind(protos.kind_scores(vecs), protos)
-    names = [names_of(s.text) for s in stmts]
+    leads = [leading_name(s.text) for s in stmts]
     vf = [s.valid_from for s in stmts]
     pos = {s.id: i for i, s in enumerate(stmts)}
     cand, scores, feats = [], [], []
@@ -164,10 +165,10 @@ def prepare_a(cache: Path) -> tuple[PartA, Matrix, Prototypes]:
         top = list(np.argsort(-sims)[:K])
         cand.append(top)
         scores.append([float((1 + sims[i]) / 2) for i in top])
-        feats.append(features(top, vecs, names, vf, same_kind))
-    rows = [features([pos[p.older.id], pos[p.newer.id]], vecs, names, vf, same_kind) for p in pairs]
+        feats.append(features(top, vecs, leads, vf, same_kind))
+    rows = [features([pos[p.older.id], pos[p.newer.id]], vecs, leads, vf, same_kind) for p in pairs]
     pair_feats = PairFeatures(
-        *(np.concatenate([getattr(r, f) for r in rows]) for f in ("older", "newer", "sim", "overlap", "kind"))
+        *(np.concatenate([getattr(r, f) for r in rows]) for f in ("older", "newer", "sim", "lead", "kind"))
     )
     current = [pos[c.current.id] for c in chains]
     return PartA(chains, pairs, cand, scores, feats, pair_feats, current, vf, stmts), vecs, protos
@@ -210,11 +211,7 @@ def false_supersessions(a: PartA, rule: SupersessionRule, which: Sequence[int]) 
     return int(m[list(which)].sum()) if which else 0
 
 
-GRID = [
-    SupersessionRule(float(s), o)
-    for s in np.arange(0.3, 0.751, 0.025).round(3)
-    for o in (0.34, 0.5, 0.67, 1.0)
-]
+GRID = [SupersessionRule(float(s)) for s in np.arange(0.2, 0.801, 0.025).round(3)]
 
 
 def fit(a: PartA, chains: Sequence[int], pairs: Sequence[int], max_fs: float = 0.02) -> SupersessionRule:
@@ -379,14 +376,12 @@ def main() -> int:
     no_kind = PartA(
         **{
             **a.__dict__,
-            "feats": [
-                PairFeatures(f.older, f.newer, f.sim, f.overlap, np.ones_like(f.kind)) for f in a.feats
-            ],
+            "feats": [PairFeatures(f.older, f.newer, f.sim, f.lead, np.ones_like(f.kind)) for f in a.feats],
             "pair_feats": PairFeatures(
                 a.pair_feats.older,
                 a.pair_feats.newer,
                 a.pair_feats.sim,
-                a.pair_feats.overlap,
+                a.pair_feats.lead,
                 np.ones_like(a.pair_feats.kind),
             ),
         }
@@ -425,14 +420,14 @@ def main() -> int:
         "| ranking | current first | false supersession (both-current pairs) |",
         "|---|---|---|",
         f"| similarity only | {pct(plain_cf, len(a.chains))} | 0 (nothing is superseded) |",
-        f"| names + mutual similarity only (rules 1-2, best in-sample fit {nk_rule.min_similarity}/{nk_rule.min_name_overlap}) | {pct(ne_cf, len(a.chains))} | {pct(ne_fs, len(a.pairs))} |",
+        f"| names + mutual similarity only (rules 1-2, best in-sample min_similarity {nk_rule.min_similarity}) | {pct(ne_cf, len(a.chains))} | {pct(ne_fs, len(a.pairs))} |",
         f"| same-slot supersession, defaults {default} (in-sample) | {pct(rule_cf, len(a.chains))} | {pct(rule_fs, len(a.pairs))} |",
         f"| same-slot supersession, 5-fold CV by person (held-out) | **{pct(cv_cf, cv_n)}** | **{pct(cv_fs, cv_np)}** |",
         f"| same-slot supersession, fitted on half the attribute kinds, scored on the others | {pct(ah_cf, ah_n)} | {pct(ah_fs, ah_np)} |",
         f"| ceiling: oracle same-slot pairs, same ranking | {pct(oracle_cf, len(a.chains))} | 0 |",
         "",
-        f"Thresholds (min_similarity, min_name_overlap) chosen per fold: {', '.join(f'({r.min_similarity}, {r.min_name_overlap})' for r in cv_rules)}; "
-        f"attribute hold-out: ({ah_rule.min_similarity}, {ah_rule.min_name_overlap}).",
+        f"min_similarity chosen per fold: {', '.join(str(r.min_similarity) for r in cv_rules)}; "
+        f"attribute hold-out: {ah_rule.min_similarity}.",
         f"Pairs fired among the questions' candidates that join two people or two attributes: {pct(stray, fired)}.",
         f"`present_order` on {K} candidates: {rule_us:.0f} µs.",
         "",

@@ -10,13 +10,15 @@ the present ranks the newer of each such pair above the older.
 An older candidate ``o`` is superseded by a newer candidate ``n`` (``n.valid_from >
 o.valid_from``) when all three hold:
 
-1. **Same entity (shared names).** The names of each text (runs of capitalised words
-   that are not sentence starters, numbers other than years, and ``<self>`` for "I /
-   my / the user") overlap: the share of the smaller set's names found in the other
-   (equal, or one a first or last part of the other) is at least ``min_name_overlap``.
-   "Ada Moreau lives in Lisbon" and "Ada moved to Berlin" share "ada (moreau)", one of
-   two; "Greta Zeller is a nurse" and "Greta Ashby is a chef" share no name; "I live in
-   Lisbon" and "I moved to Berlin" share ``<self>``.
+1. **Same entity (the same leading name).** The first name of each text, its subject
+   in English word order, is the same name (equal, or one the first or last part of
+   the other). Names are runs of capitalised words that are not sentence starters,
+   numbers other than years, and ``<self>`` for "I / my / the user". "Ada Moreau lives
+   in Lisbon" and "Ada moved to Berlin" lead with "ada (moreau)"; "Greta Zeller is a
+   nurse" and "Greta Ashby is a chef" do not; "I live in Lisbon" and "I moved to
+   Berlin" lead with ``<self>``. Any shared name was tried first and measured worse:
+   two people who own the same phone model or share a partner's first name
+   ("... Nothing Phone 2", "... partner is Dario") share a name; their subjects differ.
 2. **Close statements (mutual similarity).** The cosine of their stored vectors is at
    least ``min_similarity``.
 3. **The same exclusive kind of attribute.** Each statement is compared with short
@@ -58,12 +60,14 @@ __all__ = [
     "Candidate",
     "Prototypes",
     "SupersessionRule",
-    "name_overlap",
+    "leading_name",
+    "name_runs",
     "names_of",
     "present_order",
     "prototype_texts",
     "rank_superseded",
     "same_exclusive_kind",
+    "same_name",
     "superseded_pairs",
 ]
 
@@ -78,12 +82,18 @@ EXCLUSIVE_KINDS: dict[str, tuple[str, ...]] = {
         "Their home is in a different town now.",
         "I live in this city.",
     ),
-    "employer": ("He works for that company.", "She joined a new employer.", "Her employer is a big firm."),
+    "employer": (
+        "He works for that company.",
+        "She joined a new employer.",
+        "Her employer is a big firm.",
+        "He is employed by a bank.",
+    ),
     "job": (
         "His job title is manager.",
         "She works as an engineer.",
         "He became a doctor.",
         "Her occupation is teacher.",
+        "Her profession changed: she is a nurse now.",
     ),
     "partner": (
         "She is married to him.",
@@ -103,7 +113,6 @@ EXCLUSIVE_KINDS: dict[str, tuple[str, ...]] = {
         "He enrolled at a new school.",
         "She attends college there.",
     ),
-    "manager": ("Her manager is Alex.", "His boss is someone new."),
     "age": ("He is 34 years old.", "She turned forty."),
     "salary": ("Her salary is 50,000.", "He earns more now."),
     "contact": ("His email address is this.", "Her phone number changed."),
@@ -246,6 +255,20 @@ SELF_NAME = "<self>"
 def names_of(text: str) -> frozenset[str]:
     """The names in a text, case-folded, as runs of adjacent name words ("ada moreau").
 
+    See ``name_runs`` (the same names, in text order).
+    """
+    return frozenset(name_runs(text))
+
+
+def leading_name(text: str) -> str | None:
+    """The first name of a text: its subject, in English word order ("Ada moved to Berlin")."""
+    runs = name_runs(text)
+    return runs[0] if runs else None
+
+
+def name_runs(text: str) -> list[str]:
+    """The names in a text, case-folded, in order, as runs of adjacent name words ("ada moreau").
+
     Name words are capitalised words that are not sentence starters ("The", "What",
     "Since"), numbers other than years, and ``<self>`` for the user ("I", "my", "the
     user"). Words next to each other (only spaces between) form one name, so "Greta
@@ -280,23 +303,15 @@ def names_of(text: str) -> frozenset[str]:
         else:
             runs.append([low])
         last_end = -2 if possessive else m.end()
-    return frozenset(" ".join(r) for r in runs)
+    return [" ".join(r) for r in runs]
 
 
-def _same_name(a: str, b: str) -> bool:
+def same_name(a: str, b: str) -> bool:
     """One name is the other or a part of it at either end ("ada" ~ "ada moreau", "moreau" ~ "ada moreau")."""
     if a == b:
         return True
     short, long = (a, b) if len(a) < len(b) else (b, a)
     return long.startswith(short + " ") or long.endswith(" " + short)
-
-
-def name_overlap(a: frozenset[str], b: frozenset[str]) -> float:
-    """Names of the smaller set that match a name of the other, as a share of the smaller set."""
-    if not a or not b:
-        return 0.0
-    small, large = (a, b) if len(a) <= len(b) else (b, a)
-    return sum(any(_same_name(x, y) for y in large) for x in small) / len(small)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,8 +337,7 @@ class Candidate:
 class SupersessionRule:
     """The thresholds of same-slot supersession (see the module's docstring)."""
 
-    min_similarity: float = 0.5
-    min_name_overlap: float = 0.5
+    min_similarity: float = 0.45
 
 
 def prototype_texts() -> tuple[list[str], list[str]]:
@@ -396,16 +410,19 @@ def superseded_pairs(
     vecs = _normalised(np.stack([c.vector for c in candidates]).astype(np.float32))
     sims = vecs @ vecs.T
     same_kind = same_exclusive_kind(prototypes.kind_scores(vecs), prototypes)
-    names = [names_of(c.text) for c in candidates]
+    leads = [leading_name(c.text) for c in candidates]
     found: list[tuple[int, int]] = []
     for i in range(n):
+        li = leads[i]
+        if li is None:
+            continue
         for j in range(i + 1, n):
             a, b = candidates[i].valid_from, candidates[j].valid_from
-            if a == b or sims[i, j] < rule.min_similarity or not same_kind[i, j]:
+            lj = leads[j]
+            if a == b or lj is None or sims[i, j] < rule.min_similarity or not same_kind[i, j]:
                 continue
-            if name_overlap(names[i], names[j]) < rule.min_name_overlap:
-                continue
-            found.append((i, j) if a < b else (j, i))
+            if same_name(li, lj):
+                found.append((i, j) if a < b else (j, i))
     return found
 
 

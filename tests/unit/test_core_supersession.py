@@ -15,7 +15,8 @@ from betterdb_memory.core.supersession import (
     Candidate,
     Prototypes,
     SupersessionRule,
-    name_overlap,
+    leading_name,
+    name_runs,
     names_of,
     present_order,
     prototype_texts,
@@ -71,11 +72,28 @@ def test_names_of(text: str, names: set[str]) -> None:
     assert names_of(text) == frozenset(names)
 
 
-def test_name_overlap_matches_a_name_and_its_parts() -> None:
-    assert name_overlap(names_of("Ada Moreau lives in Lisbon"), names_of("Ada moved to Berlin")) == 0.5
-    assert name_overlap(names_of("Greta Zeller is a nurse"), names_of("Greta Ashby is a chef")) == 0.0
-    assert name_overlap(names_of("Moreau lives in Lisbon"), names_of("Ada Moreau lives in Lisbon")) == 1.0
-    assert name_overlap(frozenset(), names_of("Ada")) == 0.0
+@pytest.mark.parametrize(
+    ("text", "lead"),
+    [
+        ("Ada Moreau lives in Lisbon.", "ada moreau"),
+        ("In 2019 Ada lived in Lisbon.", "ada"),
+        ("In May, Ada moved to Berlin.", "ada"),
+        ("What Ada loves most is chess.", "ada"),
+        ("Ada and Sam are a couple.", "ada"),
+        ("I moved to Berlin.", "<self>"),
+        ("she moved away", None),
+    ],
+)
+def test_leading_name_is_the_subject(text: str, lead: str | None) -> None:
+    assert leading_name(text) == lead
+    assert name_runs(text)[:1] == ([lead] if lead else [])
+
+
+def test_same_phone_model_is_not_the_same_person() -> None:
+    """Sharing a value's name (a phone model) does not make two people one."""
+    a = _c("a", "Julia Oswell carries a Nothing Phone 2.", _vec(1, 0, 0, 0.1), 100, 0.9)
+    b = _c("b", "Kofi Osley upgraded to a Nothing Phone 2.", _vec(1, 0, 0, -0.1), 200, 0.8)
+    assert superseded_pairs([a, b], _protos()) == []
 
 
 # -- prototypes ---------------------------------------------------------------------------
