@@ -1,0 +1,73 @@
+"""Does ``-@f:[-inf +inf]`` match documents without the field ``f``? (issue 26, ``core/validity.py``)
+
+The time clauses fall back to ``created_at`` for documents that have no ``valid_from``
+(the reference library's), written as "no valid_from" = ``-@valid_from:[-inf +inf]``.
+This probe creates a throw-away index ``probe26idx`` over ``probe26:`` and prints what
+that clause matches, with and without KNN. Both engines answered (2026-12-01):
+``ref_new, ref_old`` for the negation and ``ours_old, ref_old`` for ``valid_at(200)``.
+
+    .venv/bin/python bench/probe_missing_field.py                 # embedded RediSearch
+    PYTHON=.venv/bin/python bash scripts/with-valkey-search.sh standalone \\
+        .venv/bin/python bench/probe_missing_field.py             # valkey-search 1.2
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import valkey
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from betterdb_memory.core.validity import valid_at
+
+PREFIX = "probe26:"
+INDEX = "probe26idx"
+
+
+def main() -> int:
+    url = os.environ.get("VALKEY_URL")
+    server: Any = None
+    if url is None:
+        from betterdb_memory.server import EmbeddedServer
+
+        server = EmbeddedServer().start()
+        url = server.url
+    c = valkey.Valkey.from_url(url)
+    for k in c.scan_iter(PREFIX + "*"):
+        c.delete(k)
+    c.execute_command(
+        "FT.CREATE", INDEX, "ON", "HASH", "PREFIX", "1", PREFIX, "SCHEMA",
+        "vector", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM", "2", "DISTANCE_METRIC", "COSINE",
+        "created_at", "NUMERIC", "valid_from", "NUMERIC", "t", "TAG",
+    )  # fmt: skip
+    v = struct.pack("2f", 1.0, 0.0)
+    c.hset(PREFIX + "ours_old", mapping={"vector": v, "created_at": 100, "valid_from": 50, "t": "x"})
+    c.hset(PREFIX + "ours_future", mapping={"vector": v, "created_at": 100, "valid_from": 900, "t": "x"})
+    c.hset(PREFIX + "ref_old", mapping={"vector": v, "created_at": 100, "t": "x"})
+    c.hset(PREFIX + "ref_new", mapping={"vector": v, "created_at": 700, "t": "x"})
+    time.sleep(0.3)
+    try:
+        for expr in ("-@valid_from:[-inf +inf]", "@t:{x} -@valid_from:[-inf +inf]", valid_at(200)):
+            for knn in (False, True):
+                query = f"({expr})=>[KNN 10 @vector $v]" if knn else expr
+                params = ["PARAMS", "2", "v", v] if knn else []
+                reply = c.execute_command("FT.SEARCH", INDEX, query, *params, "NOCONTENT", "DIALECT", "2")
+                ids = sorted(x.decode().removeprefix(PREFIX) for x in reply[1:] if isinstance(x, bytes))
+                print(f"knn={knn!s:5} {expr} -> {ids}")
+    finally:
+        c.execute_command("FT.DROPINDEX", INDEX)
+        for k in c.scan_iter(PREFIX + "*"):
+            c.delete(k)
+        if server is not None:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
