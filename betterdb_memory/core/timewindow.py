@@ -210,18 +210,23 @@ _YEAR = r"(?P<year>19\d\d|2[01]\d\d)"
 _UNIT = r"(?P<unit>day|week|fortnight|month|year)s?"
 _PREPS = (
     r"ever\s+since|since|after|before|prior\s+to|until|till|up\s+to|through|thru|by|as\s+of|"
-    r"starting|beginning|from|in|on|during|throughout|of|around|within|for|over"
+    r"starting|beginning|from|in|on|during|throughout|of|around|within|over"
 )
 _PREP_BEFORE = re.compile(rf"(?:^|(?<=\W))(?P<prep>{_PREPS})\s+(?:the\s+)?$", re.IGNORECASE)
-# Words before a bare month or year that make it a time (the prepositions, and the
-# joiners of "between March and May", "from 2020 to 2022").
+# Words before a bare month or year that make it a time (the prepositions, "for" as in
+# "plans for 2024", and the joiners of "between March and May", "from 2020 to 2022").
+# "for" guards but is never part of a match: "what did I shop for yesterday" keeps it.
 _GUARD_BEFORE = re.compile(
-    rf"(?:^|(?<=\W))(?:(?:{_PREPS}|between)\s+(?:the\s+)?|(?:between|from)\s.{{1,30}}\s(?:and|to|until|till)\s+)$",
+    rf"(?:^|(?<=\W))(?:(?:{_PREPS}|for|between)\s+(?:the\s+)?|(?:between|from)\s.{{1,30}}\s(?:and|to|until|till)\s+)$",
     re.IGNORECASE,
 )
 _BETWEEN_BEFORE = re.compile(r"(?:^|(?<=\W))(?P<w>between|from)\s+$", re.IGNORECASE)
 _JOINER = re.compile(r"\s*(?:and|to|until|till|through|thru|-|–)\s*", re.IGNORECASE)
 _WORD = re.compile(r"\s*([A-Za-z]+)")
+_ON_DATE = re.compile(
+    rf"(?:the\s+)?(?:\d\d?(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTH_ANY})\b|\d{{4}}-\d\d|(?:{_MONTH_ANY})\b)",
+    re.IGNORECASE,
+)
 
 # Any word that can start a time expression: a query with none of them is answered
 # without running the rules (most queries hold no time at all).
@@ -544,14 +549,14 @@ _RULES: tuple[tuple[re.Pattern[str], _Rule], ...] = (
     ),
     (
         re.compile(
-            rf"\b(?:(?:in|over|during|within|for)\s+)?(?:the\s+)?(?:last|past|previous|prior)\s+{_NUM}\s+{_UNIT}\b",
+            rf"\b(?:(?:in|over|during|within)\s+)?(?:the\s+)?(?:last|past|previous|prior)\s+{_NUM}\s+{_UNIT}\b",
             _I,
         ),
         _last_n,
     ),
     (
         re.compile(
-            r"\b(?:(?:earlier|later)\s+)?(?:(?:in|over|during|within|for)\s+)?(?:the\s+)?"
+            r"\b(?:(?:earlier|later)\s+)?(?:(?:in|over|during|within)\s+)?(?:the\s+)?"
             r"(?P<mod>last|past|previous|prior|this|current|next|coming|following)\s+"
             r"(?P<unit>weekend|week|month|year)\b",
             _I,
@@ -689,6 +694,12 @@ def _with_bounds(text: str, cores: list[_Core]) -> list[_Core]:
                 lo, hi = None, c.lo
             elif prep in ("until", "till", "up to", "by", "through", "thru"):
                 lo = None
+            elif prep == "on" and not _ON_DATE.match(text, c.start):
+                # "on" goes with a date ("on 8 May", "on the 8th of May"); before anything
+                # else it belongs to the verb ("what did I work on this month"): leave it.
+                out.append(c)
+                i += 1
+                continue
             c = _Core(m.start(), c.end, lo, hi, c.fuzzy)
         out.append(c)
         i += 1

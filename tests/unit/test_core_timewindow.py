@@ -367,3 +367,22 @@ def test_any_text_parses_or_returns_none(text: str) -> None:
     for w in find_time_windows(text, as_of=WED):
         assert text[w.span[0] : w.span[1]] == w.text
         assert w.start_ms is None or w.end_ms is None or w.start_ms <= w.end_ms
+
+
+@pytest.mark.parametrize(
+    ("query", "text", "rest"),
+    [
+        ("What did I work on this month?", "this month", "What did I work on?"),
+        ("what did I shop for yesterday?", "yesterday", "what did I shop for?"),
+        ("What did I work on 2 days ago?", "2 days ago", "What did I work on?"),
+        ("plans for 2024", "2024", "plans for"),
+        ("What happened on Monday?", "on Monday", "What happened?"),
+        ("Who did I see on 8 May?", "on 8 May", "Who did I see?"),
+        ("Where did I go on the 8th of May?", "on the 8th of May", "Where did I go?"),
+    ],
+)
+def test_a_preposition_of_the_verb_stays_in_the_query(query: str, text: str, rest: str) -> None:
+    """ "on" joins a date, never a verb's particle; "for" is never taken (it guards a year only)."""
+    w = parse_time_window(query, as_of=WED)
+    assert w is not None
+    assert (w.text, w.query) == (text, rest)
