@@ -643,10 +643,34 @@ def _local_ms(d: date, zone: tzinfo) -> int:
     return (datetime(d.year, d.month, d.day, tzinfo=zone) - _EPOCH) // _ONE_MS
 
 
+_MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# Per rule (same order as ``_RULES``), words one of which its match must contain; "#" a digit.
+# A rule whose words are all absent is not run: most queries wake one or two rules.
+_GATES: tuple[tuple[str, ...], ...] = (
+    ("yesterday", "today", "tonight", "tomorrow", "night", "morning", "afternoon", "evening", "other day"),
+    ("ago", "back"),
+    ("last", "past", "previous", "prior"),
+    ("week", "month", "year"),
+    ("day",),  # every weekday name ends in "day"
+    _MONTH_STEMS,
+    _MONTH_STEMS,
+    ("#",),
+    _MONTH_STEMS,
+    _MONTH_STEMS,
+    ("#",),
+    ("spring", "summer", "autumn", "fall", "winter"),
+    ("recently", "lately"),
+)
+
+
 def _cores(text: str, today: date) -> list[_Core]:
     """Every rule's matches, then the leftmost-longest ones that do not overlap."""
     found: list[_Core] = []
-    for pattern, rule in _RULES:
+    lower = text.lower()
+    digit = any(ch.isdigit() for ch in text)
+    for (pattern, rule), gate in zip(_RULES, _GATES, strict=True):
+        if not any(digit if g == "#" else g in lower for g in gate):
+            continue
         for m in pattern.finditer(text):
             out = rule(m, text, today)
             if out is not None:
