@@ -48,7 +48,7 @@ version answers for it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -262,8 +262,7 @@ def names_of(text: str) -> frozenset[str]:
 
 def leading_name(text: str) -> str | None:
     """The first name of a text: its subject, in English word order ("Ada moved to Berlin")."""
-    runs = name_runs(text)
-    return runs[0] if runs else None
+    return next(_runs(text), None)
 
 
 def name_runs(text: str) -> list[str]:
@@ -275,13 +274,21 @@ def name_runs(text: str) -> list[str]:
     Zeller" and "Greta Ashby" are two names, not one shared "greta". Possessives are cut
     ("Ada's" -> "ada") and end the run.
     """
-    runs: list[list[str]] = []
+    return list(_runs(text))
+
+
+def _runs(text: str) -> Iterator[str]:
+    """``name_runs`` lazily: each name as soon as it is complete (``leading_name`` stops at one)."""
+    run: list[str] = []
     last_end = -2
     for m in _TOKEN.finditer(text):
         tok = m.group(0)
         low = tok.lower().replace("’", "'")
         if low in _SELF or (low == "user" and text[max(0, m.start() - 4) : m.start()].lower() == "the "):
-            runs.append([SELF_NAME])
+            if run:
+                yield " ".join(run)
+                run = []
+            yield SELF_NAME
             last_end = -2
             continue
         possessive = low.endswith("'s")
@@ -290,20 +297,17 @@ def name_runs(text: str) -> list[str]:
         is_name = not _YEAR.fullmatch(low) and (
             tok[0].isdigit() or (tok[0].isupper() and low not in _NOT_NAMES)
         )
+        adjacent = last_end >= 0 and text[last_end : m.start()].strip(" ") == ""
+        if run and not (is_name and adjacent):
+            yield " ".join(run)
+            run = []
         if not is_name:
             last_end = -2
             continue
-        if (
-            runs
-            and last_end >= 0
-            and text[last_end : m.start()].strip(" ") == ""
-            and runs[-1][0] != SELF_NAME
-        ):
-            runs[-1].append(low)
-        else:
-            runs.append([low])
+        run.append(low)
         last_end = -2 if possessive else m.end()
-    return [" ".join(r) for r in runs]
+    if run:
+        yield " ".join(run)
 
 
 def same_name(a: str, b: str) -> bool:
