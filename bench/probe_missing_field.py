@@ -3,12 +3,15 @@
 The time clauses fall back to ``created_at`` for documents that have no ``valid_from``
 (the reference library's), written as "no valid_from" = ``-@valid_from:[-inf +inf]``.
 This probe creates a throw-away index ``probe26idx`` over ``probe26:`` and prints what
-that clause matches, with and without KNN. Both engines answered (2026-12-01):
+that clause matches, with and without KNN. RediSearch 2.10, valkey-search 1.2.1 standalone
+and its 3-primary cluster all answered (2026-12-01):
 ``ref_new, ref_old`` for the negation and ``ours_old, ref_old`` for ``valid_at(200)``.
 
     .venv/bin/python bench/probe_missing_field.py                 # embedded RediSearch
     PYTHON=.venv/bin/python bash scripts/with-valkey-search.sh standalone \\
         .venv/bin/python bench/probe_missing_field.py             # valkey-search 1.2
+    # a 3-primary cluster (../shared/engines/valkey-search/cluster.sh start 41000):
+    PROBE_CLUSTER=1 VALKEY_URL=valkey://127.0.0.1:41000 .venv/bin/python bench/probe_missing_field.py
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ def main() -> int:
 
         server = EmbeddedServer().start()
         url = server.url
-    c = valkey.Valkey.from_url(url)
+    # PROBE_CLUSTER=1: VALKEY_URL names one node of a cluster (documents spread over its slots;
+    # valkey-search's coordinator fans the search out).
+    c: Any = (valkey.ValkeyCluster if os.environ.get("PROBE_CLUSTER") else valkey.Valkey).from_url(url)
     for k in c.scan_iter(PREFIX + "*"):
         c.delete(k)
     c.execute_command(

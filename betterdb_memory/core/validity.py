@@ -10,9 +10,9 @@ has no ``valid_from``: it is valid from its ``created_at``. No query may need a 
 the reference does not write, so every clause on ``valid_from`` in the main index
 carries its fallback: *valid_from in range, or no valid_from and created_at in range*.
 "No valid_from" is ``-@valid_from:[-inf +inf]``, which matches documents without the
-field on both engines, with and without KNN (probed on RediSearch 2.10 and
-valkey-search 1.2.1 standalone: /work/notes/temporal.md), so the answers are the same
-everywhere and nothing is filtered in the client.
+field on both engines, with and without KNN (probed on RediSearch 2.10, valkey-search
+1.2.1 standalone and its 3-primary cluster: ``bench/probe_missing_field.py``), so the
+answers are the same everywhere and nothing is filtered in the client.
 
 Pure: strings and numbers in, strings and numbers out; unit tests assert the exact text.
 """
