@@ -49,16 +49,15 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 from temporal_data import dated_events, knowledge_updates  # noqa: E402
 
+from betterdb_memory.core.names import leading_name, same_name  # noqa: E402
 from betterdb_memory.core.supersession import (  # noqa: E402
     Candidate,
     Prototypes,
     SupersessionRule,
-    leading_name,
     present_order,
     prototype_texts,
     rank_superseded,
     same_exclusive_kind,
-    same_name,
 )
 from betterdb_memory.core.timewindow import parse_time_window  # noqa: E402
 

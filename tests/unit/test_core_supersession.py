@@ -9,15 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from betterdb_memory.core.names import leading_name, name_runs, names_of
 from betterdb_memory.core.supersession import (
     EXCLUSIVE_KINDS,
     MANY_KINDS,
     Candidate,
     Prototypes,
     SupersessionRule,
-    leading_name,
-    name_runs,
-    names_of,
     present_order,
     prototype_texts,
     rank_superseded,
