@@ -11,12 +11,13 @@ newest version.
 
 Each person also gets one or two *both-current pairs*: two statements of a
 many-valued attribute made at different times, both still true ("Ada Moreau likes
-tea." / "Ada Moreau likes coffee."; languages, pets, instruments, sports, friends,
-places visited). A rule that ranks the newer above the older for these is a false
+tea." / "Ada Moreau likes coffee."; languages, pets, instruments, friends, places
+visited). A rule that ranks the newer above the older for these is a false
 supersession.
 
-Templates come in two disjoint families per attribute (``family`` 0 or 1), so an
-evaluation can fit on one family's wording and score on the other's.
+Every person has a surname of their own; first names repeat (about three people each),
+so "the same entity" cannot be read off a first name. Templates come in two disjoint
+families per attribute (``Statement.family`` 0 or 1), recorded for analyses by wording.
 """
 
 from __future__ import annotations
