@@ -30,8 +30,9 @@ iterator's ``SkipTo`` answers "not found" without moving, and the union reads th
 child's position from it). The differential test met it in about one random filter in
 400; valkey-search is not affected. So an ``Or`` with a negation anywhere below it is
 written by De Morgan, ``NOT(AND(NOT a, NOT b))``, double negations cancelling
-(``_union_safe``): zero mismatches over 11,000 random (store, filter) pairs on
-RediSearch 2.10.5 and the long profile on valkey-search 1.2.1. The same text is sent to
+(``_union_safe``): zero mismatches over 22,000 random (store, filter) pairs on
+RediSearch 2.10.5 and 11,000 on valkey-search 1.2.1, each sent as a filter-only and as a
+KNN query (bench/probe_negation_in_union.py shows the bug). The same text is sent to
 both engines. A field with a fallback (``valid_from``, read as ``created_at`` when
 absent: issue 26) is therefore ``-(-@valid_from:R -(@created_at:R -@valid_from:[-inf +inf]))``,
 not the union ``(@valid_from:R|(@created_at:R -@valid_from:[-inf +inf]))``.
