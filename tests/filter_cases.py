@@ -16,9 +16,23 @@ import math
 import random
 from typing import Any
 
+import pytest
+
 from betterdb_memory.core.codec import join_tags
+from betterdb_memory.core.dialect import capabilities_for
 from betterdb_memory.core.escaping import validate_tag_value
-from betterdb_memory.core.filter_fields import MetadataFields, index_fields
+from betterdb_memory.core.filter_fields import FilterSchema, MetadataFields, index_fields
+from betterdb_memory.core.filter_query import compile_where
+from betterdb_memory.core.filters import parse_where
+from betterdb_memory.errors import ValidationError
+
+REDISEARCH = capabilities_for("redisearch", (2, 10, 5))
+VALKEY_1_2 = capabilities_for("valkey-search", (1, 2, 1))
+VALKEY_1_0 = capabilities_for("valkey-search", (1, 0, 3))
+
+#: The unit tests' small declaration, and the differential test's larger one.
+MD = MetadataFields.of({"priority": "numeric", "project": "tag"})
+SCHEMA = FilterSchema(MD, valid_from=True)
 
 DECLARED = MetadataFields.of({"priority": "numeric", "rank": "numeric", "project": "tag", "labels": "tag"})
 
@@ -93,6 +107,19 @@ def document_fields(m: dict[str, Any]) -> dict[str, str]:
         out["valid_from"] = str(m["valid_from"])
     out.update(index_fields(m["metadata"], DECLARED, strict=False))
     return out
+
+
+def where_error(where: Any, schema: FilterSchema = SCHEMA) -> ValidationError:
+    """The error ``parse_where`` raises for ``where`` (exactly a ``ValidationError``)."""
+    with pytest.raises(ValidationError) as info:
+        parse_where(where, schema)
+    assert type(info.value) is ValidationError
+    return info.value
+
+
+def q(where: Any, caps: Any = VALKEY_1_2, **kw: Any) -> str:
+    """The query text of ``where`` on ``SCHEMA``."""
+    return compile_where(parse_where(where, SCHEMA), caps, **kw)
 
 
 # -- MongoDB's rules, read plainly (independent of betterdb_memory.core.filters) -----------
