@@ -286,11 +286,10 @@ class _Parser:
                     field=spec.name,
                     operator=op,
                 )
-            (v,) = self.values(spec, op, [value], path)
-            assert isinstance(v, float)
+            bound = float(self.values(spec, op, [value], path)[0])  # a numeric field's values are floats
             if op in ("$gt", "$gte"):
-                return Range(spec, low=v, low_inclusive=op == "$gte")
-            return Range(spec, high=v, high_inclusive=op == "$lte")
+                return Range(spec, low=bound, low_inclusive=op == "$gte")
+            return Range(spec, high=bound, high_inclusive=op == "$lte")
         if isinstance(value, list | tuple):
             raise _error(
                 f"{op} on {spec.name!r} takes one value; use $in / $nin for a list",
