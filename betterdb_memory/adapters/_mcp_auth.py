@@ -121,7 +121,8 @@ class BearerAuth:
 
     Missing credentials answer ``WWW-Authenticate: Bearer realm=...``; wrong ones add
     ``error="invalid_token"`` (RFC 6750 section 3). A WebSocket handshake is closed
-    (403) the same way; lifespan events pass.
+    (403) the same way; lifespan events pass. An accepted request reaches the app
+    without its ``Authorization`` header.
     """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
@@ -144,9 +145,12 @@ class BearerAuth:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        verdict = self.verdict(list(scope.get("headers", [])))
+        headers = list(scope.get("headers", []))
+        verdict = self.verdict(headers)
         if verdict is None:
-            await self.app(scope, receive, send)
+            # The SDK never needs the secret: drop it, so no log or debug page downstream can echo it.
+            kept = [(k, v) for k, v in headers if k.lower() != b"authorization"]
+            await self.app({**scope, "headers": kept}, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:

@@ -236,7 +236,13 @@ def create_server(
     from .._version import __version__
 
     guard = scope or FixedScope()
-    server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS, log_level=log_level)
+    instructions = INSTRUCTIONS
+    if guard.active:  # tell the model up front, so it does not learn the scope from refusals
+        fixed = ", ".join(f"{k}={v!r}" for k, v in guard.as_dict().items())
+        instructions += (
+            f" This server is confined to {fixed}: leave those arguments out; other values are refused."
+        )
+    server: MCPServer = MCPServer(name, version=__version__, instructions=instructions, log_level=log_level)
 
     async def in_scope(tool: str, id: str) -> None:
         """Refuse a memory id outside the fixed scope (one read; nothing when none is fixed)."""

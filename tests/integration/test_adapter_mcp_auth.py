@@ -242,6 +242,7 @@ async def test_calls_without_a_scope_get_the_fixed_one(make_store: Callable[...,
     store = make_store()
     others = await _others(store)
     async with Client(create_server(store, scope=FixedScope(namespace="acme", agent_id="bot"))) as client:
+        assert "confined to namespace='acme', agent_id='bot'" in (client.instructions or "")
         mine = (await call(client, "remember", content="The vault code is 4711.", thread_id="t"))["id"]
         item = await store.get(mine)
         assert item is not None and (item.namespace, item.agent_id, item.thread_id) == ("acme", "bot", "t")

@@ -197,6 +197,7 @@ def _inner() -> tuple[BearerAuth, list[str]]:
 
     async def inner(scope: Any, receive: Any, send: Any) -> None:
         reached.append(scope["type"])
+        assert all(k.lower() != b"authorization" for k, _ in scope.get("headers", []))  # the secret stays out
 
     return BearerAuth(inner, TOKEN), reached
 
@@ -238,7 +239,7 @@ def test_requests_without_the_token_get_401_and_never_reach_the_app(
 )
 def test_the_right_token_reaches_the_app(value: bytes) -> None:
     app, reached = _inner()
-    assert _request(app, [(b"Authorization", value)]) == [] and reached == ["http"]
+    assert _request(app, [(b"host", b"x"), (b"Authorization", value)]) == [] and reached == ["http"]
 
 
 def test_lifespan_passes_and_websockets_are_closed() -> None:
