@@ -49,7 +49,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--host",
         default="127.0.0.1",
-        help="address to bind with --http (default 127.0.0.1; any other needs a token)",
+        help="address to bind with --http (default 127.0.0.1; a non-loopback one needs a token)",
     )
     s.add_argument("--port", type=int, default=8000, help="port with --http (default 8000)")
     s.add_argument(
