@@ -10,7 +10,7 @@ so a refusal costs no connection and leaves nothing listening:
   without one: ``configuration.mcp_token_required``, exit 2;
 - the fixed scope (``--namespace``, ``--agent-id``) every tool call is confined to.
 
-The CLI imports this module only to build its parser and to run ``mcp``.
+The adapter (and with it the ``mcp`` SDK) is imported only when ``mcp`` runs.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._cli_common import EXIT_OK
 from .errors import ConfigurationError, ValidationError
 from .store import MemoryStore
 
@@ -126,4 +127,4 @@ async def cmd_mcp(store: MemoryStore, args: argparse.Namespace) -> int:
 
     launch: McpLaunch = args.mcp_launch
     await serve(store, http=args.http, host=args.host, port=args.port, token=launch.token, scope=launch.scope)
-    return 0
+    return EXIT_OK

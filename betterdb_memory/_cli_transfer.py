@@ -2,7 +2,7 @@
 
 The three commands that stream a whole store, with progress on standard error (a bar on
 a terminal, lines otherwise) and their counts as the result (``--json``: the result
-dataclass as JSON). The CLI imports this module only when one of them runs.
+dataclass as JSON). The ``transfer`` package itself is imported when one of them runs.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from .cli import EXIT_OK, scope_args
+from ._cli_common import EXIT_OK, scope_args
 from .embedders.base import Embedder
 from .progress import Progress
 from .store import MemoryStore

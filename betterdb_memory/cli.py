@@ -14,7 +14,8 @@ subcommand; when both places give one, the one after the subcommand wins, so a s
 command can override what an alias or wrapper script put in front of it.
 
 Subcommands with a module of their own: ``export`` / ``import`` / ``reembed``
-(``_cli_transfer``, imported when one runs) and ``mcp`` (``_cli_mcp``: its token and scope).
+(``_cli_transfer``) and ``mcp`` (``_cli_mcp``: its token and scope); exit codes and
+scope options in ``_cli_common``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from . import _cli_mcp
+from . import _cli_mcp, _cli_transfer
+from ._cli_common import EXIT_NOT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE, scope_args
 from ._env import resolve_url
 from ._version import __version__
 from .core.models import MemoryItem
@@ -37,8 +39,6 @@ from .progress import Progress
 from .store import DEFAULT_NAME, MemoryStore
 
 __all__ = ["main"]
-
-EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_SERVER = 0, 1, 2, 3
 
 
 def _url(args: argparse.Namespace) -> str | None:
@@ -68,10 +68,6 @@ def _print_items(items: Sequence[MemoryItem], as_json: bool) -> None:
     for i in items:
         scope = "/".join(x or "-" for x in (i.namespace, i.agent_id, i.thread_id))
         print(f"{i.id}  imp={i.importance:.2f}  [{scope}]  {i.content}")
-
-
-def scope_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {"thread_id": args.thread, "agent_id": args.agent, "namespace": args.namespace}
 
 
 async def _open(args: argparse.Namespace) -> MemoryStore:
@@ -360,13 +356,13 @@ _COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]
     "stats": cmd_stats,
     "config": cmd_config,
     "doctor": cmd_doctor,
+    **_cli_transfer.COMMANDS,
+    "mcp": _cli_mcp.cmd_mcp,
 }
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ._cli_transfer import COMMANDS as transfer
-
-    command = {**_COMMANDS, **transfer, "mcp": _cli_mcp.cmd_mcp}[args.command]
+    command = _COMMANDS[args.command]
     store = await _open(args)
     try:
         return await command(store, args)
