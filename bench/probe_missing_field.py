@@ -3,9 +3,13 @@
 The time clauses fall back to ``created_at`` for documents that have no ``valid_from``
 (the reference library's), written as "no valid_from" = ``-@valid_from:[-inf +inf]``.
 This probe creates a throw-away index ``probe26idx`` over ``probe26:`` and prints what
-that clause matches, with and without KNN. RediSearch 2.10, valkey-search 1.2.1 standalone
-and its 3-primary cluster all answered (2026-12-01):
-``ref_new, ref_old`` for the negation and ``ours_old, ref_old`` for ``valid_at(200)``.
+each clause matches, alone and ANDed with a tag (as a scope filter is), with and without
+KNN; the expected answer is printed beside it and the exit code is 1 on any mismatch.
+``core.validity`` writes the fallback by De Morgan (no negation below a union): the union
+form loses documents on RediSearch 2.10.5 once ANDed, depending on the documents' order
+(``bench/probe_negation_in_union.py`` reproduces it; these four documents do not). Measured
+2026-12-01: every case right on RediSearch 2.10.5, valkey-search 1.2.1 standalone and its
+3-primary cluster.
 
     .venv/bin/python bench/probe_missing_field.py                 # embedded RediSearch
     PYTHON=.venv/bin/python bash scripts/with-valkey-search.sh standalone \\
@@ -27,7 +31,7 @@ import valkey
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from betterdb_memory.core.validity import valid_at
+from betterdb_memory.core.validity import valid_at, window
 
 PREFIX = "probe26:"
 INDEX = "probe26idx"
@@ -57,21 +61,32 @@ def main() -> int:
     c.hset(PREFIX + "ref_old", mapping={"vector": v, "created_at": 100, "t": "x"})
     c.hset(PREFIX + "ref_new", mapping={"vector": v, "created_at": 700, "t": "x"})
     time.sleep(0.3)
+    cases = [
+        ("-@valid_from:[-inf +inf]", ["ref_new", "ref_old"]),
+        ("@t:{x} -@valid_from:[-inf +inf]", ["ref_new", "ref_old"]),
+        (valid_at(200), ["ours_old", "ref_old"]),
+        (f"@t:{{x}} {valid_at(200)}", ["ours_old", "ref_old"]),
+        (window(60, 800), ["ref_new", "ref_old"]),
+        (f"@t:{{x}} {window(60, 800)}", ["ref_new", "ref_old"]),
+    ]
+    wrong = 0
     try:
-        for expr in ("-@valid_from:[-inf +inf]", "@t:{x} -@valid_from:[-inf +inf]", valid_at(200)):
+        for expr, want in cases:
             for knn in (False, True):
                 query = f"({expr})=>[KNN 10 @vector $v]" if knn else expr
                 params = ["PARAMS", "2", "v", v] if knn else []
                 reply = c.execute_command("FT.SEARCH", INDEX, query, *params, "NOCONTENT", "DIALECT", "2")
                 ids = sorted(x.decode().removeprefix(PREFIX) for x in reply[1:] if isinstance(x, bytes))
-                print(f"knn={knn!s:5} {expr} -> {ids}")
+                ok = ids == want
+                wrong += not ok
+                print(f"{'ok ' if ok else 'BAD'} knn={knn!s:5} {expr} -> {ids} (want {want})")
     finally:
         c.execute_command("FT.DROPINDEX", INDEX)
         for k in c.scan_iter(PREFIX + "*"):
             c.delete(k)
         if server is not None:
             server.stop()
-    return 0
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -10,9 +10,15 @@ has no ``valid_from``: it is valid from its ``created_at``. No query may need a 
 the reference does not write, so every clause on ``valid_from`` in the main index
 carries its fallback: *valid_from in range, or no valid_from and created_at in range*.
 "No valid_from" is ``-@valid_from:[-inf +inf]``, which matches documents without the
-field on both engines, with and without KNN (probed on RediSearch 2.10, valkey-search
-1.2.1 standalone and its 3-primary cluster: ``bench/probe_missing_field.py``), so the
-answers are the same everywhere and nothing is filtered in the client.
+field on both engines. The "or" is written without a negation below a union, by De
+Morgan: ``-(-@valid_from:R -(@created_at:R -@valid_from:[-inf +inf]))``. The plain
+union ``(@valid_from:R | (@created_at:R -@valid_from:[-inf +inf]))`` is right alone
+but loses the reference's documents on RediSearch 2.10.5 once ANDed with anything (a
+scope filter): its NOT iterator's SkipTo does not move (found by issue 27's
+differential test, ``bench/probe_negation_in_union.py``). The De Morgan form answers
+the same on RediSearch 2.10, valkey-search 1.2.1 standalone and its cluster, alone or
+ANDed, with and without KNN (``bench/probe_missing_field.py``), so nothing is filtered
+in the client.
 
 Pure: strings and numbers in, strings and numbers out; unit tests assert the exact text.
 """
@@ -44,13 +50,14 @@ def _range(lo: int | None, hi_exclusive: int | None) -> str:
 
 
 def _with_fallback(rng: str) -> str:
-    return f"(@{VALID_FROM}:{rng} | (@created_at:{rng} {_NO_VALID_FROM}))"
+    """``valid_from`` in ``rng``, or none and ``created_at`` in it: NOT(AND(NOT a, NOT b)), no union."""
+    return f"-(-@{VALID_FROM}:{rng} -(@created_at:{rng} {_NO_VALID_FROM}))"
 
 
 def valid_at(t: int) -> str:
     """Main index: memories valid at ``t`` (``valid_from <= t``; current ones have no end).
 
-    ``(@valid_from:[-inf t] | (@created_at:[-inf t] -@valid_from:[-inf +inf]))``
+    ``-(-@valid_from:[-inf t] -(@created_at:[-inf t] -@valid_from:[-inf +inf]))``
     """
     return _with_fallback(f"[-inf {int(t)}]")
 
