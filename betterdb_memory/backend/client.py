@@ -38,7 +38,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, cast
 
 import valkey.asyncio
 import valkey.asyncio.cluster
@@ -376,7 +376,8 @@ def connect(
 
 def as_backend(client: ValkeyClient | Backend | None) -> Backend:
     """``client`` itself when it is already a backend (a store's, a ``RecordingBackend``),
-    else a ``ValkeyBackend`` of its own over the valkey client."""
-    if client is None or isinstance(client, valkey.asyncio.Valkey | valkey.asyncio.cluster.ValkeyCluster):
-        return ValkeyBackend(client)  # type: ignore[arg-type]  # None: a backend never used (tests)
-    return client
+    else a ``ValkeyBackend`` of its own over the valkey client (None: one that is never
+    used, as unit tests build observability without a server)."""
+    if isinstance(client, ValkeyBackend) or (hasattr(client, "probe") and hasattr(client, "index_info")):
+        return cast("Backend", client)
+    return ValkeyBackend(cast("ValkeyClient", client))
