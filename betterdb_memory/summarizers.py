@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from .core.turns import Turn
+from .core.validation import check_int
 from .errors import BetterDBMemoryError, ConfigurationError
 
 __all__ = ["ExtractiveSummarizer", "OpenAISummarizer", "Summarizer", "transcript"]
@@ -150,8 +151,7 @@ class ExtractiveSummarizer:
 
     def __init__(self, *, max_chars: int = 1500, max_sentence_chars: int = 240) -> None:
         for name, value in (("max_chars", max_chars), ("max_sentence_chars", max_sentence_chars)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 20:
-                raise ConfigurationError(f"{name} must be an integer >= 20", details={"argument": name})
+            check_int(value, name, minimum=20, setting=True)
         self.max_chars = max_chars
         self.max_sentence_chars = max_sentence_chars
 

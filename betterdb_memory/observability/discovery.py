@@ -48,6 +48,7 @@ from valkey.asyncio.client import Pipeline
 
 from .._version import __version__
 from ..backend.client import Backend, ValkeyClient
+from ..core.validation import check_int
 from ..errors import ConfigurationError, ValidationError
 from ..lifecycle import Spawn
 
@@ -423,9 +424,7 @@ def _check_field(field: str) -> str:
 
 
 def _check_increment(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValidationError(f"increment must be a non-negative int, got {n!r}", details={"argument": "n"})
-    return n
+    return check_int(n, "n", minimum=0)
 
 
 class StatsHash:

@@ -47,6 +47,7 @@ from ..backend.dialect import probe
 from ..core.codec import as_text, to_int
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD, IndexSpec, create_index_args
+from ..core.validation import check_int
 from ..embedders.base import Embedder
 from ..errors import ConfigurationError, IndexExistsError, IndexNotFoundError
 from ..progress import ProgressSink, check_progress
@@ -371,8 +372,7 @@ async def reembed(
         ConsolidationBusyError: another run holds the store's re-embedding lock.
         EmbeddingError / any error of the embedder: nothing is lost; run again.
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ConfigurationError("batch must be a positive integer", code="configuration.range")
+    check_int(batch, "batch", minimum=1)
     sink = check_progress(progress)
     run = _Run(store, embedder, batch, sink)
     backend = store.backend
