@@ -56,8 +56,6 @@ __all__ = ["AgentMemory", "AgentMemoryClosedError", "AgentMemoryOptions"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_NAME = "betterdb_ac"
-
 
 def _analytics_off() -> Any:
     return AnalyticsOptions(disabled=True)

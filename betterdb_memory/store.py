@@ -39,7 +39,7 @@ from .backend.index import IndexManager
 from .backend.retry import RetryPolicy
 from .core.codec import as_text, to_int
 from .core.context import ContextBudget
-from .core.keys import KeySpace
+from .core.keys import DEFAULT_NAME, KeySpace
 from .core.models import StoreStats
 from .core.options import (
     ConsolidationConfig,
@@ -79,9 +79,6 @@ __all__ = ["DEFAULT_NAME", "DEFAULT_THRESHOLD", "MemoryStore"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-#: The reference's default store name (``AgentMemoryOptions.name``).
-DEFAULT_NAME = "betterdb_ac"
 
 
 class _Delegate(Generic[P, R]):

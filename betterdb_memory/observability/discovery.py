@@ -48,6 +48,7 @@ from valkey.asyncio.client import Pipeline
 
 from .._version import __version__
 from ..backend.client import Backend, ValkeyClient
+from ..core.keys import stats_key
 from ..core.validation import check_int
 from ..errors import ConfigurationError, ValidationError
 from ..lifecycle import Spawn
@@ -118,11 +119,6 @@ def fallback_registry_field(name: str) -> str:
 def heartbeat_key(field: str) -> str:
     """The heartbeat key Monitor reads for a registry field."""
     return f"{HEARTBEAT_KEY_PREFIX}{field}"
-
-
-def stats_key(name: str) -> str:
-    """The stats hash Monitor polls (``<name>:__mem_stats``)."""
-    return f"{name}:__mem_stats"
 
 
 def iso_now() -> str:

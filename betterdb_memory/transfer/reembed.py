@@ -128,7 +128,7 @@ class _Run:
     def __init__(self, store: MemoryStore, embedder: Embedder, batch: int, sink: ProgressSink) -> None:
         self.store, self.embedder, self.batch, self.sink = store, embedder, batch, sink
         self.backend, self.keys = store.backend, store.keys
-        self.state_key = f"{store.keys.name}:__mem_reembed"
+        self.state_key = store.keys.reembed
         self.lock_key = f"{self.state_key}:lock"
         self.hist = ConsolidationKeys(store.keys, Scope())
         self.swap = self.backend.register("reembed_swap", _SWAP)
