@@ -56,6 +56,7 @@ from ._version import __version__
 from .backend.dialect import Capabilities, IndexInfo
 from .backend.retry import RetryPolicy
 from .core.context import ContextBudget, RetrievedContext
+from .core.error_codes import CATALOG as ERROR_CODES
 from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
 from .core.keys import Scope
 from .core.models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, MemoryVersion, StoreStats
@@ -142,6 +143,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "ContextBudget",
     "DEFAULT_COST_TABLE",
     "DiscoveryOptions",
+    "ERROR_CODES",
     "Embedder",
     "EmbeddingError",
     "ExtractedFact",
