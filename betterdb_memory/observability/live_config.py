@@ -48,7 +48,7 @@ from ..backend.client import Backend, ValkeyClient
 from ..core.arguments import check_int, check_number, is_number
 from ..core.keys import config_key
 from ..core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
-from ..errors import ConfigurationError, ValidationError
+from ..errors import ConfigurationError
 from ..lifecycle import Spawn
 
 __all__ = [
@@ -446,11 +446,7 @@ class LiveConfig:
         on_reject: Callable[[Sequence[Rejection]], None] | None = None,
         spawn: Spawn | None = None,
     ) -> None:
-        if not refresh_interval > 0:
-            raise ValidationError(
-                f"refresh_interval must be > 0 seconds, got {refresh_interval!r}",
-                details={"argument": "refresh_interval"},
-            )
+        check_number(refresh_interval, "refresh_interval", positive=True, setting=True)
         # A store passes its Backend (retries, error translation, closed state); a raw
         # client gets a Backend of its own.
         self._backend = client if isinstance(client, Backend) else Backend(client)

@@ -322,7 +322,9 @@ class MemoryMetrics:
         self, store_name: str, registry: CollectorRegistry | None = None, *, prefix: str | None = None
     ) -> None:
         if not isinstance(store_name, str) or not store_name:
-            raise ValidationError("store_name must be a non-empty string", details={"argument": "store_name"})
+            raise ConfigurationError(
+                "store_name must be a non-empty string", details={"argument": "store_name"}
+            )
         prefix = METRIC_PREFIX if prefix is None else prefix
         if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
             raise ConfigurationError(

@@ -18,7 +18,7 @@ from langchain_core.stores import BaseStore
 
 from ...core.codec import as_text
 from ...core.validation import check_number
-from ...errors import ValidationError
+from ...errors import ConfigurationError, ValidationError
 from ...store import MemoryStore
 from ._runner import AnyStore, StoreRunner
 
@@ -36,7 +36,9 @@ class MemoryStoreKV(BaseStore[str, bytes]):
 
     def __init__(self, store: AnyStore, *, namespace: str = "default", ttl: float | None = None) -> None:
         if not isinstance(namespace, str) or not namespace:
-            raise ValidationError("namespace must be a non-empty string", code="validation.argument")
+            raise ConfigurationError(
+                "namespace must be a non-empty string", details={"argument": "namespace"}
+            )
         if ttl is not None:
             ttl = check_number(ttl, "ttl", positive=True, setting=True)
         self._runner = StoreRunner(store)
