@@ -70,3 +70,32 @@ def test_check_number_gives_a_float() -> None:
     out = check_number(3, "x", positive=True)
     assert out == 3.0 and isinstance(out, float)
     assert check_number(0, "x", minimum=0.0) == 0.0
+
+
+def test_int_not_bool_is_written_once() -> None:
+    """No module but core/arguments.py spells "an int, not a bool" by hand (use is_int / check_int)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "betterdb_memory"
+
+    def isinstance_of(node: ast.AST) -> tuple[str, str] | None:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            node = node.operand
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            return ast.unparse(node.args[0]), ast.unparse(node.args[1])
+        return None
+
+    copies = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "arguments.py" and path.parent.name == "core":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.BoolOp):
+                continue
+            checks = [c for c in map(isinstance_of, node.values) if c is not None]
+            subjects_bool = {s for s, kind in checks if kind == "bool"}
+            subjects_num = {s for s, kind in checks if "int" in kind or "float" in kind}
+            if subjects_bool & subjects_num:
+                copies.append(f"{path.relative_to(package.parent)}:{node.lineno}")
+    assert not copies, f"hand-written int-not-bool checks: {copies}"
