@@ -84,6 +84,11 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
         "the server does not know a command (no search module?)",
     ),
     ("server.no_permission", "PermissionDeniedError", "the server's ACL refused a command or key"),
+    (
+        "server.scope_denied",
+        "PermissionDeniedError",
+        "the MCP server is confined to another namespace / agent",
+    ),
     ("server.llm_http_error", "ServerError", "an LLM endpoint answered with an HTTP error after its retries"),
     ("server.llm_unreachable", "ServerError", "an LLM endpoint could not be reached (or timed out)"),
     ("server.llm_empty_response", "ServerError", "an LLM answered with no content (or a refusal)"),
@@ -233,6 +238,16 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("configuration.appendfsync", "ConfigurationError", "an appendfsync value Valkey does not know"),
     ("configuration.port_conflict", "ConfigurationError", "the embedded server's port is taken"),
     ("configuration.no_loop", "ConfigurationError", "started without a running event loop"),
+    (
+        "configuration.mcp_token_required",
+        "ConfigurationError",
+        "an MCP server on a non-loopback address needs a token",
+    ),
+    (
+        "configuration.mcp_token_invalid",
+        "ConfigurationError",
+        "the MCP token is unreadable, too short or not header-safe",
+    ),
     ("configuration.sync_without_loop", "ConfigurationError", "a sync adapter method over an async store"),
     ("configuration.closed", "ConfigurationError", "a helper started again after close()"),
     # -- connection: the server could not be reached ------------------------------------------------

@@ -45,19 +45,43 @@ def _called_name(func: ast.expr) -> str:
     return "?"
 
 
+def _module_constants(trees: dict[Path, ast.Module]) -> dict[str, set[str]]:
+    """Module-level ``NAME = "text"`` assignments of the package, by name (a code may be one)."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for tree in trees.values():
+        for stmt in tree.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            ):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        out[target.id].add(stmt.value.value)
+    return out
+
+
 def raised_codes() -> dict[str, set[str]]:
-    """Each code in the source -> the names of what is called with it (a class, or a helper)."""
+    """Each code in the source -> the names of what is called with it (a class, or a helper).
+
+    A code is a string literal, or a module-level constant holding one
+    (``code=SCOPE_DENIED``); only errors.py passes its own ``code`` argument on.
+    """
+    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in sorted(PACKAGE.rglob("*.py"))}
+    constants = _module_constants(trees)
     found: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 for kw in node.keywords:
                     if kw.arg != "code":
                         continue
+                    where = f"{path.relative_to(ROOT)}:{node.lineno}"
                     if isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                         found[kw.value.value].add(_called_name(node.func))
-                    else:  # a code the scan cannot read: only errors.py passes its own argument on
-                        where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                    elif isinstance(kw.value, ast.Name) and len(constants.get(kw.value.id, ())) == 1:
+                        found[next(iter(constants[kw.value.id]))].add(_called_name(node.func))
+                    else:  # a code the scan cannot read
                         assert path.name == "errors.py" and isinstance(kw.value, ast.Name), where
             elif isinstance(node, ast.ClassDef):
                 for stmt in node.body:
