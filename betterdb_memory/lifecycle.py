@@ -131,12 +131,13 @@ def gated(cls: C) -> C:
     """Make every public coroutine method of ``cls`` but ``close`` check ``self._check_open()`` first.
 
     Applied once to the class (``MemoryStore``, ``AgentMemory``) instead of a check pasted
-    into each method. Each such method (one defined in the class body, or a method
-    descriptor such as ``store._Delegate``, a part's method) is replaced by a descriptor
-    that, read on an instance, checks the state: open, it returns the method itself
-    (nothing changes: same object, signature, ``TypeError`` for a bad argument at call
-    time, a coroutine function to ``inspect``); closing or closed, a coroutine function of
-    the same signature that raises ``StoreClosedError``. Read on the class it returns the
+    into each method. Each such method (defined in the class body or inherited, a plain
+    function or a method descriptor such as ``store._Delegate``, a part's method) is
+    replaced, on ``cls``, by a descriptor that, read on an instance, checks the state:
+    open, it returns the method itself (nothing changes: same object, signature,
+    ``TypeError`` for a bad argument at call time, a coroutine function to ``inspect``);
+    closing or closed, a coroutine function of the same signature that raises
+    ``StoreClosedError``. Read on the class it returns the
     method's own function (``inspect.signature``, the generated sync class).
     Classmethods (``connect``), properties and plain methods are left alone:
     configuration stays readable on a closed store.
@@ -145,11 +146,12 @@ def gated(cls: C) -> C:
     a bound method kept from before ``close()`` and called later is refused by the backend
     once the store is ``CLOSED`` instead.
     """
-    for name, value in list(vars(cls).items()):
+    for name in dir(cls):  # inherited methods too: each gets its gate on ``cls`` itself
+        value = inspect.getattr_static(cls, name)
         if (
             name.startswith("_")
             or name in UNGATED
-            or isinstance(value, classmethod | staticmethod | property)
+            or isinstance(value, classmethod | staticmethod | property | _GatedMethod)
         ):
             continue
         if hasattr(value, "__get__") and inspect.iscoroutinefunction(value.__get__(None, cls)):
