@@ -64,14 +64,31 @@ def _module_constants(trees: dict[Path, ast.Module]) -> dict[str, set[str]]:
 def raised_codes() -> dict[str, set[str]]:
     """Each code in the source -> the names of what is called with it (a class, or a helper).
 
-    A code is a string literal, or a module-level constant holding one
-    (``code=SCOPE_DENIED``); only errors.py passes its own ``code`` argument on.
+    A code is a ``code=`` literal, or a module-level constant holding one
+    (``code=SCOPE_DENIED``), or a literal shaped like a code handed to a helper that
+    builds the error (``_error(message, "validation.filter_type", ...)``: caller "?").
+    A ``code=`` argument built at run time (an f-string, a call) cannot be checked and
+    is refused; a helper passing its own ``code`` parameter on is fine.
     """
     trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in sorted(PACKAGE.rglob("*.py"))}
     constants = _module_constants(trees)
+    shaped = re.compile(rf"(?:{'|'.join(FAMILIES)})\.[a-z_]+")
     found: dict[str, set[str]] = defaultdict(set)
     for path, tree in trees.items():
+        docstrings = {
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        }
         for node in ast.walk(tree):
+            if (
+                path.name != "error_codes.py"  # RENAMED holds the old codes
+                and isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docstrings
+                and shaped.fullmatch(node.value)
+            ):
+                found[node.value].add("?")
             if isinstance(node, ast.Call):
                 for kw in node.keywords:
                     if kw.arg != "code":
@@ -81,8 +98,8 @@ def raised_codes() -> dict[str, set[str]]:
                         found[kw.value.value].add(_called_name(node.func))
                     elif isinstance(kw.value, ast.Name) and len(constants.get(kw.value.id, ())) == 1:
                         found[next(iter(constants[kw.value.id]))].add(_called_name(node.func))
-                    else:  # a code the scan cannot read
-                        assert path.name == "errors.py" and isinstance(kw.value, ast.Name), where
+                    else:  # a parameter passed on, never a code computed here
+                        assert isinstance(kw.value, ast.Name) and kw.value.id == "code", where
             elif isinstance(node, ast.ClassDef):
                 for stmt in node.body:
                     if (
@@ -147,7 +164,7 @@ def _readme() -> str:
 
 
 def test_readme_error_table_is_the_catalogs() -> None:
-    """README's table is ``readme_table()``; to refresh it, paste the expected text between the markers."""
+    """README's table is ``readme_table()``; refresh it with ``python scripts/gen_error_table.py``."""
     text = _readme()
     assert README_START in text and README_END in text
     block = text.split(README_START, 1)[1].split(README_END, 1)[0].strip()
