@@ -324,6 +324,13 @@ def onnx_vectors(cache: Path, name: str, texts: Sequence[str], max_length: int =
     return embed_cached(cache, name, model_id, texts, run)
 
 
+class _Unpickler(pickle.Unpickler):
+    """Reads a capture written by ``python bench/quality_lab.py capture`` (classes then in ``__main__``)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(__name__ if module == "__main__" else module, name)
+
+
 def open_lab(data_path: Path = DEFAULT_DATA, cache: Path = DEFAULT_CACHE, *, capture: bool = False) -> Lab:
     data = load(data_path)
     tvecs = onnx_vectors(cache, "turns", [t.content for t in data.turns])
@@ -333,7 +340,7 @@ def open_lab(data_path: Path = DEFAULT_DATA, cache: Path = DEFAULT_CACHE, *, cap
         cap = asyncio.run(_capture(data, tvecs, qvecs))
         path.write_bytes(pickle.dumps(cap))
     else:
-        cap = pickle.loads(path.read_bytes())
+        cap = _Unpickler(path.open("rb")).load()
     return Lab(data, tvecs, qvecs, cap, cache)
 
 

@@ -447,11 +447,44 @@ def long_memories(lab: L.Lab) -> str:
     return "\n".join(lines)
 
 
+def cached_table(lab: L.Lab, name: str = "plain") -> tuple[list[L.Pool], Table]:
+    """The feature table of the default pools (cached under the lab's cache: ~30 s to build)."""
+    import pickle
+
+    ps = L.pools(lab)
+    path = lab.cache / f"table-{name}.pkl"
+    if path.exists():
+        return ps, pickle.loads(path.read_bytes())
+    t = table(lab, ps)
+    path.write_bytes(pickle.dumps(t))
+    return ps, t
+
+
+def lab_only(lab: L.Lab) -> str:
+    """What the features a recall does not have today would be worth (held out)."""
+    ps, t = cached_table(lab)
+    closed = gate_closed(lab, ps)
+    lines = [L.HEADER]
+    for name, names in (
+        ("pairwise: shippable", SHIPPABLE),
+        ("+ month, year (session date: the time-aware issue)", [*SHIPPABLE, "month", "year"]),
+        ("+ neighbours' lexical (any turn)", [*SHIPPABLE, "prev_lex", "next_lex"]),
+        ("+ neighbours' lexical (neighbour in the pool)", [*SHIPPABLE, "prev_pool", "next_pool"]),
+        ("+ best neighbour within 3 turns in the pool", [*SHIPPABLE, "near3"]),
+        ("+ previous / next candidate in thread order (any gap)", [*SHIPPABLE, "prev_seq", "next_seq"]),
+        ("all", [*SHIPPABLE, *LAB_ONLY, "prev_pool", "next_pool"]),
+    ):
+        lines.append(L.scores(lab, order_by(lab, t, cv_scores(t, fitter_for(names)), closed)).row(name))
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str]) -> int:
     lab = L.open_lab()
     what = argv[0] if argv else "fusion"
     if what == "pool":
         print(pool_ceiling(lab))
+    elif what == "labonly":
+        print(lab_only(lab))
     elif what == "long":
         print(long_memories(lab))
     elif what == "context":

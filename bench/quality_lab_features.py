@@ -141,6 +141,15 @@ def table(
                             prev_lex = s
                         else:
                             next_lex = s
+            # the same, only when the neighbour is itself a candidate (what a recall could see)
+            in_pool = {data.turns[k].position: lex[m] for m, k in enumerate(p.turns)}
+            prev_pool = in_pool.get(turn.position - 1, 0.0)
+            next_pool = in_pool.get(turn.position + 1, 0.0)
+            near3 = max((in_pool.get(turn.position + g, 0.0) for g in (-3, -2, -1, 1, 2, 3)), default=0.0)
+            ordered = sorted(in_pool)
+            at = ordered.index(turn.position)
+            prev_seq = in_pool[ordered[at - 1]] if at > 0 else 0.0
+            next_seq = in_pool[ordered[at + 1]] if at + 1 < len(ordered) else 0.0
             feats = {
                 "dense": float(cos[r]),
                 "dense_gap": float(cos[r]) - top,
@@ -161,6 +170,11 @@ def table(
                 "prev_lex": prev_lex,
                 "next_lex": next_lex,
                 "no_terms": float(not qterms),
+                "prev_pool": prev_pool,
+                "near3": near3,
+                "prev_seq": prev_seq,
+                "next_seq": next_seq,
+                "next_pool": next_pool,
             }
             for name, v in extra.items():
                 feats[name] = float(v[r])
