@@ -360,7 +360,7 @@ def fusion_min(lab: L.Lab, ps: Sequence[L.Pool]) -> tuple[str, dict[str, FloatAr
     return "\n".join(lines), results, t
 
 
-def long_memories(lab: L.Lab) -> str:
+def long_memories(lab: L.Lab, convs: int = 3) -> str:
     """(c) No LoCoMo turn passes 256 tokens (the longest is 118), so: each session stored as ONE memory.
 
     A question hits a session when one of its evidence turns is in it; sessions are
@@ -376,7 +376,7 @@ def long_memories(lab: L.Lab) -> str:
     tok.no_truncation()
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     docs: list[tuple[str, int, str]] = []  # (conv, session, text)
-    for conv, idx in lab.data.by_conv.items():
+    for conv, idx in list(lab.data.by_conv.items())[:convs]:
         sessions: dict[int, list[str]] = {}
         for j in idx:
             sessions.setdefault(lab.data.turns[j].session, []).append(lab.data.turns[j].content)
@@ -403,12 +403,14 @@ def long_memories(lab: L.Lab) -> str:
     pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
     qs = lab.data.questions
     doc_of = {(c, s): i for i, (c, s, _) in enumerate(docs)}
-    rows = {
+    rows: dict[str, list[int | None]] = {
         "first 256 tokens (today)": [],
         "windows mean-pooled, one vector": [],
         "one vector per window (max)": [],
     }
-    for qi, q in enumerate(qs):
+    kept = [qi for qi, q in enumerate(qs) if any(c == q.conv for c, _, _ in docs)]
+    for qi in kept:
+        q = qs[qi]
         mine = [i for i, (c, _, _) in enumerate(docs) if c == q.conv]
         want = {
             doc_of[(q.conv, lab.data.turns[lab.data.index[k]].session)]
@@ -424,10 +426,10 @@ def long_memories(lab: L.Lab) -> str:
         for name, s in sims.items():
             order = [mine[i] for i in np.argsort(-s, kind="stable")]
             rows[name].append(next((r for r, d in enumerate(order) if d in want), None))
-    cats = [q.category for q in qs]
+    cats = [qs[qi].category for qi in kept]
     lengths = np.array([len(s) + 2 for s in ids])
     lines = [
-        f"{len(docs)} session memories, tokens per memory: median {np.median(lengths):.0f}, max {lengths.max()}, "
+        f"{len(docs)} session memories of the first {convs} conversations ({len(kept)} questions), tokens per memory: median {np.median(lengths):.0f}, max {lengths.max()}, "
         f"share over 256: {np.mean(lengths > 256):.3f}; {len(windows)} windows of <= 256 tokens "
         f"({len(windows) / len(docs):.1f} per memory), embedded in {seconds:.1f} s "
         f"({len(windows) / max(seconds, 1e-9):.1f} windows/s on this machine, 0 if cached)",

@@ -40,7 +40,8 @@ inflections folded), IDF is over the candidates (as ``HybridRanker``'s):
   conversation turns are stored) and the query holds that name.
 - ``prev_lex`` / ``next_lex``: the lexical score of the candidate just before / after
   it in its thread, among the candidates (``neighbour_key`` orders them; 0 when it
-  is first / last).
+  is first / last); ``prev2_lex`` / ``next2_lex``: the same two places away;
+  ``prev_z`` / ``next_z``: the neighbours' ``dense_z``.
 
 The similarity a hit is scored on (the composite score's ``similarity`` part) is the
 score mapped into 0..1 by ``sigmoid(a * score + b)`` (``CALIBRATION``), with ``a`` and
@@ -94,26 +95,31 @@ FEATURES: tuple[str, ...] = (
     "speaker",
     "prev_lex",
     "next_lex",
+    "prev2_lex",
+    "next2_lex",
+    "prev_z",
+    "next_z",
 )
 WEIGHTS: tuple[float, ...] = (
-    5.45157707680941,  # dense
-    0.08288674896781245,  # dense_z
-    0.6761703592404172,  # dense_rr
-    3.3511236852628254,  # lexical
-    1.5761368700010718,  # lex_rr
-    -1.25645329448935,  # coverage
-    1.3157695327911012,  # rarest
-    0.7241437292230498,  # proximity
-    1.5912869829968417,  # log_len
-    2.3622952206127117,  # speaker
-    4.914311939298211,  # prev_lex
-    2.0958956894529592,  # next_lex
+    4.619871130549636,  # dense
+    0.09064732795788731,  # dense_z
+    0.6485316129859892,  # dense_rr
+    3.37262091575193,  # lexical
+    1.528154355677219,  # lex_rr
+    -0.9019247036376109,  # coverage
+    1.2237710280454337,  # rarest
+    0.6974307633837141,  # proximity
+    1.5965975708027156,  # log_len
+    2.4373746071986377,  # speaker
+    4.478600456558663,  # prev_lex
+    2.1970439514955307,  # next_lex
+    2.1864752280337263,  # prev2_lex
+    0.6130102015348051,  # next2_lex
+    0.23732963997608925,  # prev_z
+    0.17696949008553733,  # next_z
 )
-CALIBRATION: tuple[float, float] = (
-    0.6784554178808575,
-    -11.399305706901869,
-)  # similarity = 1 / (1 + exp(-(a * score + b)))
-FITTED = "pairwise logistic, L2 1, on LoCoMo categories 1-4 (1536 questions, 10 conversations, KNN 50 + full-text pools of the shipped MiniLM); held out by conversation: hit@1 0.455, hit@5 0.727, hit@10 0.796, MRR@10 0.569 (HybridRanker: hit@5 0.656, MRR@10 0.506); bench/train_learned_rank.py --write"
+CALIBRATION: tuple[float, float] = (0.17660857654016524, -0.36531906784063106)  # similarity = 1 / (1 + exp(-(a * score + b)))
+FITTED = 'pairwise logistic, L2 1, on LoCoMo categories 1-4 (1536 questions, 10 conversations, KNN 50 + full-text pools of the shipped MiniLM); held out by conversation: hit@1 0.470, hit@5 0.734, hit@10 0.803, MRR@10 0.582 (HybridRanker: hit@5 0.656, MRR@10 0.506); bench/train_learned_rank.py --write'
 # -- end fitted ----------------------------------------------------------------------------------
 
 _RANKER = HybridRanker()
@@ -208,14 +214,24 @@ def columns(
         lexical = [min(1.0, x / total_idf) for x in lexical]
     dense_rank = _ranks(dense, ids)
     lex_rank = _ranks(lexical, ids)
+    z = [(x - mean) / std for x in dense]
     prev_lex = [0.0] * n
     next_lex = [0.0] * n
+    prev2_lex = [0.0] * n
+    next2_lex = [0.0] * n
+    prev_z = [0.0] * n
+    next_z = [0.0] * n
     if order is not None:
         seq = sorted(range(n), key=order.__getitem__)
-        for a, b in itertools.pairwise(seq):
-            if order[a][:-2] == order[b][:-2]:  # same thread
-                next_lex[a] = lexical[b]
-                prev_lex[b] = lexical[a]
+        thread = [order[i][:-2] for i in seq]  # the key less its last two items (time, id)
+        for k in range(len(seq) - 1):
+            a, b = seq[k], seq[k + 1]
+            if thread[k] == thread[k + 1]:
+                next_lex[a], prev_lex[b] = lexical[b], lexical[a]
+                next_z[a], prev_z[b] = z[b], z[a]
+                if k + 2 < len(seq) and thread[k] == thread[k + 2]:
+                    c = seq[k + 2]
+                    next2_lex[a], prev2_lex[c] = lexical[c], lexical[a]
     proximity = [0.0] * n
     for i in range(n):
         if matched[i] >= 2:
@@ -228,7 +244,7 @@ def columns(
     inv_max = 1.0 / max_idf if max_idf > 0 else 0.0
     return [
         dense,
-        [(x - mean) / std for x in dense],
+        z,
         [1.0 / (1 + r) for r in dense_rank],
         lexical,
         [1.0 / (1 + r) if x > 0 else 0.0 for r, x in zip(lex_rank, lexical, strict=True)],
@@ -239,6 +255,10 @@ def columns(
         [1.0 if p.speaker and p.speaker <= words else 0.0 for p in profs],
         prev_lex,
         next_lex,
+        prev2_lex,
+        next2_lex,
+        prev_z,
+        next_z,
     ]
 
 
