@@ -20,6 +20,7 @@ the composite score's weights keep their balance.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -167,9 +168,9 @@ def write(weights: Sequence[float], calibration: tuple[float, float], fitted: st
         "WEIGHTS: tuple[float, ...] = (\n"
         + "".join(f"    {w!r},  # {n}\n" for w, n in zip(weights, LR.FEATURES, strict=True))
         + ")\n"
-        f"CALIBRATION: tuple[float, float] = ({calibration[0]!r}, {calibration[1]!r})  "
         "# similarity = 1 / (1 + exp(-(a * score + b)))\n"
-        f"FITTED = {fitted!r}\n"
+        f"CALIBRATION: tuple[float, float] = ({calibration[0]!r}, {calibration[1]!r})\n"
+        f"FITTED = {json.dumps(fitted)}\n"
         "# -- end fitted"
     )
     new = re.sub(r"# -- fitted \(bench.*?# -- end fitted", lambda _: block, text, count=1, flags=re.S)

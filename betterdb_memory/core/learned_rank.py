@@ -118,8 +118,9 @@ WEIGHTS: tuple[float, ...] = (
     0.23732963997608925,  # prev_z
     0.17696949008553733,  # next_z
 )
-CALIBRATION: tuple[float, float] = (0.17660857654016524, -0.36531906784063106)  # similarity = 1 / (1 + exp(-(a * score + b)))
-FITTED = 'pairwise logistic, L2 1, on LoCoMo categories 1-4 (1536 questions, 10 conversations, KNN 50 + full-text pools of the shipped MiniLM); held out by conversation: hit@1 0.470, hit@5 0.734, hit@10 0.803, MRR@10 0.582 (HybridRanker: hit@5 0.656, MRR@10 0.506); bench/train_learned_rank.py --write'
+# similarity = 1 / (1 + exp(-(a * score + b)))
+CALIBRATION: tuple[float, float] = (0.17660857654016524, -0.36531906784063106)
+FITTED = "pairwise logistic, L2 1, on LoCoMo categories 1-4 (1536 questions, 10 conversations, KNN 50 + full-text pools of the shipped MiniLM); held out by conversation: hit@1 0.470, hit@5 0.734, hit@10 0.803, MRR@10 0.582 (HybridRanker: hit@5 0.656, MRR@10 0.506); bench/train_learned_rank.py --write"
 # -- end fitted ----------------------------------------------------------------------------------
 
 _RANKER = HybridRanker()
