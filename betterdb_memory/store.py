@@ -34,11 +34,12 @@ import valkey.asyncio as avalkey
 
 from ._env import resolve_url
 from .backend.client import Backend, ValkeyClient
-from .backend.dialect import Capabilities, IndexInfo
 from .backend.index import IndexManager
 from .backend.retry import RetryPolicy
 from .core.codec import as_text, to_int
 from .core.context import ContextBudget
+from .core.dialect import Capabilities
+from .core.ft_info import IndexInfo
 from .core.keys import KeySpace
 from .core.models import StoreStats
 from .core.options import (
@@ -51,13 +52,13 @@ from .core.query import IndexLayout, IndexSpec
 from .core.ranking import Reranker
 from .core.scoring import Weights
 from .core.tokens import TokenCounter
+from .core.tunables import ConfigSnapshot
 from .embedders.base import Embedder, EmbeddingFunction
 from .embedders.lazy import LazyFunctionEmbedder
 from .errors import StoreClosedError
 from .extraction import FactExtractor
 from .lifecycle import StoreState, Supervisor
 from .observability.hub import StoreObservability
-from .observability.live_config import ConfigSnapshot
 from .observability.metrics import MemoryMetrics
 from .observability.telemetry import Telemetry
 from .store_options import DEFAULT_THRESHOLD, check_options
