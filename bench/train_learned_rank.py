@@ -215,6 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, r in rows.items():
         sc[name] = L.scores(lab, r)
         print(sc[name].row(name))
+    # Per conversation (held out): does the gain hold on each, not only on average?
+    convs = lab.data.convs
+    cells = []
+    for c in convs:
+        sel = [i for i, q in enumerate(lab.data.questions) if q.conv == c]
+        t_, l_ = (sc[n] for n in list(rows)[:2])
+        h_t = np.mean([t_.ranks[i] is not None and t_.ranks[i] < 5 for i in sel])
+        h_l = np.mean([l_.ranks[i] is not None and l_.ranks[i] < 5 for i in sel])
+        cells.append(f"{c} {h_t:.3f} -> {h_l:.3f}")
+    print("\nhit@5 per conversation, HybridRanker -> learned (held out): " + "; ".join(cells))
     ms_learned, ms_hybrid = cost(lab, weights, calibration)
     learned = sc["learned (held-out folds), gate as shipped"]
     fitted = (
