@@ -149,7 +149,7 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("validation.vector_zero", "ValidationError", "a query vector is all zeros (no direction)"),
     ("validation.filter", "ValidationError", "a filter names fields that are not indexed"),
     ("validation.time_format", "ValidationError", "a time is not ISO 8601 text"),
-    ("validation.timezone", "ValidationError", "a time's timezone cannot be read"),
+    ("validation.timezone", "ValidationError", "tz is not an IANA time zone name or a tzinfo"),
     ("validation.time_window", "ValidationError", "a time window whose since is after its until"),
     ("validation.filter_type", "ValidationError", "a where filter's part has the wrong type"),
     ("validation.filter_value", "ValidationError", "a where filter's value is not finite / not usable"),
