@@ -46,7 +46,8 @@ from typing import Any, Final, Literal
 
 from .._version import __version__
 from ..backend import Backend, ValkeyClient, as_backend
-from ..errors import ConfigurationError, ValidationError
+from ..core.validation import check_number
+from ..errors import ConfigurationError
 from ..lifecycle import Spawn
 from .stats_hash import STATS_FIELDS, StatsHash, _text, stats_key
 
@@ -204,14 +205,15 @@ class DiscoveryMarker:
         spawn: Spawn | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
-            raise ValidationError("name must be a non-empty string", details={"argument": "name"})
+            raise ConfigurationError("name must be a non-empty string", details={"argument": "name"})
         # At most half the expiry: one late or failed beat must not mark the store dead.
-        if not 0 < heartbeat_interval <= HEARTBEAT_TTL_SECONDS / 2:
-            raise ValidationError(
-                f"heartbeat_interval must be in (0, {HEARTBEAT_TTL_SECONDS // 2}] seconds, "
-                f"got {heartbeat_interval!r}",
-                details={"argument": "heartbeat_interval"},
-            )
+        check_number(
+            heartbeat_interval,
+            "heartbeat_interval",
+            positive=True,
+            maximum=HEARTBEAT_TTL_SECONDS / 2,
+            setting=True,
+        )
         # A store passes its Backend (retries, error translation, closed state); a raw
         # client gets a Backend of its own.
         self._backend = as_backend(client)

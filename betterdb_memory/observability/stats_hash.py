@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 from ..backend import Backend, Command, ValkeyClient, as_backend
+from ..core.keys import stats_key
+from ..core.validation import check_int
 from ..errors import ValidationError
 
 __all__ = ["STATS_FIELDS", "StatsHash", "stats_key"]
@@ -42,11 +44,6 @@ class _Queue(Protocol):
     def execute_command(self, *args: Any, **options: Any) -> Any: ...
 
 
-def stats_key(name: str) -> str:
-    """The stats hash Monitor polls (``<name>:__mem_stats``)."""
-    return f"{name}:__mem_stats"
-
-
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
@@ -60,9 +57,7 @@ def _check_field(field: str) -> str:
 
 
 def _check_increment(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValidationError(f"increment must be a non-negative int, got {n!r}", details={"argument": "n"})
-    return n
+    return check_int(n, "n", minimum=0)
 
 
 class StatsHash:
