@@ -175,6 +175,21 @@ class MemoryStore:
             ``tiers.session_config.SessionConfig.of``.
     """
 
+    # What the constructor was given, as checked (``SyncMemoryStore`` forwards each one declared
+    # here, read-only, with its docstring: scripts/gen_sync.py reads these lines).
+    name: str
+    """The store name: key prefix and index name."""
+    embedder: Embedder | LazyFunctionEmbedder
+    """The store's embedder."""
+    default_threshold: float
+    """The constructor's cosine-distance ceiling of a hit."""
+    weights: Weights
+    """The constructor's composite score weights."""
+    half_life_seconds: float
+    """The recency half-life."""
+    max_items_per_scope: int | None
+    """The constructor's capacity per scope (None: no cap)."""
+
     def __init__(
         self,
         *,
@@ -242,8 +257,8 @@ class MemoryStore:
             shutdown_grace=shutdown_grace,
             summary_lock_ttl=summary_lock_ttl,
         )
-        self.embedder: Embedder | LazyFunctionEmbedder = opts.embedder
-        self.default_threshold: float = opts.threshold
+        self.embedder = opts.embedder
+        self.default_threshold = opts.threshold
         self.weights = opts.weights
         self.half_life_seconds = opts.defaults.half_life_seconds
         self.max_items_per_scope = opts.defaults.max_items_per_scope

@@ -98,7 +98,7 @@ def sync_api(url: str) -> None:
         assert hits and item and page and n and ok and turn and rendered and name
         store.remember(42)  # type: ignore[arg-type]
         store.count("t1")  # type: ignore[call-arg]
-        store.capabilities = None  # type: ignore[assignment]
+        store.capabilities = None  # type: ignore[misc]  # read-only property
     with SyncAgentMemory.connect(url, name="app", embedder=HashingEmbedder(64)) as agent:
         memory: SyncMemoryStore = agent.memory
         erased: int = agent.erase(agent_id="a", thread_id="t1")
