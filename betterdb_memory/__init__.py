@@ -58,7 +58,16 @@ from .backend.retry import RetryPolicy
 from .core.context import ContextBudget, RetrievedContext
 from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
 from .core.keys import Scope
-from .core.models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, MemoryVersion, StoreStats
+from .core.models import (
+    MemoryHit,
+    MemoryItem,
+    MemoryKind,
+    MemoryListResult,
+    MemoryPage,
+    MemoryVersion,
+    Sensitivity,
+    StoreStats,
+)
 from .core.options import (
     AgentMemoryConfig,
     AgentMemoryRecallConfig,
@@ -69,8 +78,10 @@ from .core.options import (
     MemoryScope,
     MemoryTelemetryOptions,
     RecallWeights,
+    ReinforceMode,
 )
 from .core.ranking import HybridRanker, Reranker
+from .core.requests import MemoryInput
 from .core.scoring import ScoreParts, Weights
 from .core.tokens import HeuristicTokenCounter, TokenCounter
 from .core.turns import SessionMetadata, ToolResult, Turn
@@ -164,7 +175,9 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "MemoryConfigSnapshot",
     "MemoryDiscoveryConfig",
     "MemoryHit",
+    "MemoryInput",
     "MemoryItem",
+    "MemoryKind",
     "MemoryListOptions",
     "MemoryListResult",
     "MemoryNotFoundError",
@@ -183,11 +196,13 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "QuerySyntaxError",
     "ReasoningBlock",
     "RecallWeights",
+    "ReinforceMode",
     "Reranker",
     "RetrievedContext",
     "RetryPolicy",
     "Scope",
     "ScoreParts",
+    "Sensitivity",
     "ServerError",
     "SessionMetadata",
     "SessionStats",

@@ -46,6 +46,7 @@ from .core.options import (
     MemoryConfigRefreshConfig,
     MemoryDiscoveryConfig,
     MemoryTelemetryOptions,
+    ReinforceMode,
 )
 from .core.query import IndexLayout, IndexSpec
 from .core.ranking import Reranker
@@ -216,7 +217,7 @@ class MemoryStore:
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
         hnsw_ef_runtime: int = 10,
-        reinforce_mode: str = "sync",
+        reinforce_mode: ReinforceMode = "sync",
         reinforce_write_interval: float | None = None,
         retry: RetryPolicy | None = None,
         registry: Any = None,
@@ -470,7 +471,7 @@ class MemoryStore:
         return self._rt.settings.candidate_factor
 
     @property
-    def reinforce_mode(self) -> str:
+    def reinforce_mode(self) -> ReinforceMode:
         return self._rt.settings.reinforce_mode
 
     @property

@@ -22,6 +22,7 @@ from .core.options import (
     MemoryConfigRefreshConfig,
     MemoryDiscoveryConfig,
     MemoryTelemetryOptions,
+    ReinforceMode,
 )
 from .core.ranking import HybridRanker, Reranker
 from .core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
@@ -197,7 +198,10 @@ def _settings(
         check_tags([cc.fact_source], name="fact_source")
     if not isinstance(dedup, bool):
         raise ValidationError("dedup must be a bool", code="validation.type", details={"argument": "dedup"})
-    if reinforce_mode not in ("sync", "background"):
+    mode: ReinforceMode | None = (
+        "sync" if reinforce_mode == "sync" else "background" if reinforce_mode == "background" else None
+    )
+    if mode is None:
         raise ValidationError("reinforce_mode must be 'sync' or 'background'", code="validation.choice")
     if reinforce_write_interval is not None and not (
         isinstance(reinforce_write_interval, int | float)
@@ -235,7 +239,7 @@ def _settings(
             _DEFAULT_FACT_IMPORTANCE if cc.fact_importance is None else cc.fact_importance
         ),
         dedup=dedup,
-        reinforce_mode=str(reinforce_mode),
+        reinforce_mode=mode,
         reinforce_write_interval=None
         if reinforce_write_interval is None
         else float(reinforce_write_interval),

@@ -66,10 +66,11 @@ from ._sync_bridge import AgentMemoryBridge, MemoryStoreBridge
 from .backend.dialect import Capabilities, IndexInfo
 from .core.context import RetrievedContext
 from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
-from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, StoreStats
-from .core.options import MemoryListOptions
+from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, Sensitivity, StoreStats
+from .core.options import MemoryListOptions, ReinforceMode
 from .core.query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter
 from .core.ranking import Reranker
+from .core.requests import MemoryInput
 from .core.scoring import Weights
 from .core.turns import SessionMetadata, Turn
 from .embedders.base import Embedder
@@ -229,7 +230,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         return self._target.candidate_factor
 
     @property
-    def reinforce_mode(self) -> str:
+    def reinforce_mode(self) -> ReinforceMode:
         return self._target.reinforce_mode
 
     @property
@@ -311,7 +312,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
-        sensitivity: str | None = None,
+        sensitivity: Sensitivity | None = None,
         metadata: Mapping[str, Any] | None = None,
         vector: Sequence[float] | None = None,
         id: str | None = None,
@@ -355,11 +356,13 @@ class SyncMemoryStore(MemoryStoreBridge):
             id=id,
         )
 
-    def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> builtins.list[str]:
+    def remember_many(self, items: Iterable[str | MemoryInput]) -> builtins.list[str]:
         """Store many memories: one embedding batch and one pipelined round trip.
 
         Every item is validated before anything is embedded or written, so a bad
         item fails the whole call with nothing stored. Returns ids in input order.
+        An item is the text alone, or a ``MemoryInput`` mapping: ``content`` and any
+        of ``remember``'s keyword arguments.
         """
         return self._await(self._target.remember_many, items)
 
@@ -431,7 +434,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
-        exclude_sensitivity: Sequence[str] | None = None,
+        exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
     ) -> builtins.list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
@@ -476,7 +479,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
-        exclude_sensitivity: Sequence[str] | None = None,
+        exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
         query: str | None = None,
     ) -> builtins.list[MemoryHit]:

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, TypeVar, cast
 
 from ..core.models import MemoryHit, MemoryItem
 from ..core.turns import Turn
+from ..core.validation import check_sensitivities, check_sensitivity
 from ..errors import BetterDBMemoryError
 from ..store import MemoryStore
 from ._extras import missing_extra
@@ -238,7 +239,8 @@ def create_server(
         return await _call(
             lambda: store.remember(
                 content, importance=importance, tags=tags, thread_id=thread_id, agent_id=agent_id,
-                namespace=namespace, ttl=ttl, sensitivity=sensitivity, metadata=metadata, id=id,
+                namespace=namespace, ttl=ttl, metadata=metadata, id=id,
+                sensitivity=None if sensitivity is None else check_sensitivity(sensitivity),
                 source=source,
             ),
             lambda mid: RememberResult(id=mid),
@@ -263,7 +265,8 @@ def create_server(
         return await _call(
             lambda: store.recall(
                 query, k=k, threshold=threshold, tags=tags, thread_id=thread_id, agent_id=agent_id,
-                namespace=namespace, exclude_sensitivity=exclude_sensitivity,
+                namespace=namespace,
+                exclude_sensitivity=None if exclude_sensitivity is None else check_sensitivities(exclude_sensitivity),
             ),
             lambda hits: RecallResult(hits=[hit_out(h) for h in hits]),
         )  # fmt: skip

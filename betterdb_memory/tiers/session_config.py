@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.context import ContextBudget
+from ..core.models import Sensitivity
 from ..core.tokens import HeuristicTokenCounter, TokenCounter
 from ..core.validation import check_sensitivities
 from ..errors import ConfigurationError, ValidationError
@@ -54,7 +55,7 @@ class SessionConfig:
     fact_extractor: FactExtractor | None
     counter: TokenCounter
     budget: ContextBudget
-    redact: tuple[str, ...]
+    redact: tuple[Sensitivity, ...]
     grace: float
     lock_ttl_ms: int
 

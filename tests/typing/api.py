@@ -17,6 +17,7 @@ from betterdb_memory import (
     HashingEmbedder,
     MemoryConfigRefreshConfig,
     MemoryHit,
+    MemoryInput,
     MemoryItem,
     MemoryListOptions,
     MemoryPage,
@@ -71,6 +72,17 @@ async def extras(client: valkey.Valkey) -> None:
     )
     assert isinstance(facts, ConsolidateFactsResult)
     await store.close()
+
+
+async def typed_writes(store: MemoryStore) -> None:
+    """remember_many's mapping form is a TypedDict; sensitivity and kind are closed sets of values."""
+    item: MemoryInput = {"content": "b", "thread_id": "t", "sensitivity": "pii", "tags": ["x"]}
+    ids: list[str] = await store.remember_many(["a", item])
+    await store.remember_many([{"content": "c", "thred_id": "t"}])  # type: ignore[list-item]
+    await store.remember_many([{"thread_id": "t"}])  # type: ignore[list-item]
+    await store.remember("x", sensitivity="secret")  # type: ignore[arg-type]
+    hits: list[MemoryHit] = await store.recall("x", exclude_sensitivity=["pii", "sensitive"])
+    assert ids and hits is not None
 
 
 async def in_tests() -> None:
