@@ -138,46 +138,6 @@ class SyncMemoryStore(MemoryStoreBridge):
         """The constructor's capacity per scope (None: no cap)."""
         return self._target.max_items_per_scope
 
-    @classmethod
-    def connect(
-        cls,
-        url: str | None = None,
-        *,
-        name: str = DEFAULT_NAME,
-        embedder: Embedder | None = None,
-        data_dir: str | None = None,
-        max_connections: int = 64,
-        socket_timeout: float = 10.0,
-        **options: Any,
-    ) -> "SyncMemoryStore":
-        """Open a store on ``url``, or on the embedded server when there is none.
-
-        The URL is ``url``, else ``BETTERDB_MEMORY_URL``, ``VALKEY_URL`` or
-        ``REDIS_URL`` from the environment (the CLI reads the same). With none the
-        embedded engine starts on the platform data dir (persistent, AOF), or is
-        reused if another process already runs it there. The store owns the client
-        (and the server it started) and closes them in ``close``; if building the
-        store fails, both are closed before the error propagates. The pool blocks
-        when all ``max_connections`` are busy instead of failing. ``options`` are
-        the constructor's keyword arguments (an unknown one is a ``TypeError``).
-        """
-        return cls._start(
-            lambda: MemoryStore.connect(
-                url,
-                name=name,
-                embedder=embedder,
-                data_dir=data_dir,
-                max_connections=max_connections,
-                socket_timeout=socket_timeout,
-                **options,
-            )
-        )
-
-    @property
-    def state(self) -> StoreState:
-        """``NEW`` until the first call readies the index, then ``READY``; ``CLOSED`` after ``close``."""
-        return self._target.state
-
     @property
     def metrics(self) -> MemoryMetrics:
         return self._target.metrics
@@ -300,6 +260,46 @@ class SyncMemoryStore(MemoryStoreBridge):
     def stats(self) -> StoreStats:
         """Counts, index health and settings (what ``stats`` in the CLI prints)."""
         return self._await(self._target.stats)
+
+    @classmethod
+    def connect(
+        cls,
+        url: str | None = None,
+        *,
+        name: str = DEFAULT_NAME,
+        embedder: Embedder | None = None,
+        data_dir: str | None = None,
+        max_connections: int = 64,
+        socket_timeout: float = 10.0,
+        **options: Any,
+    ) -> "SyncMemoryStore":
+        """Open a store on ``url``, or on the embedded server when there is none.
+
+        The URL is ``url``, else ``BETTERDB_MEMORY_URL``, ``VALKEY_URL`` or
+        ``REDIS_URL`` from the environment (the CLI reads the same). With none the
+        embedded engine starts on the platform data dir (persistent, AOF), or is
+        reused if another process already runs it there. The store owns the client
+        (and the server it started) and closes them in ``close``; if building the
+        store fails, both are closed before the error propagates. The pool blocks
+        when all ``max_connections`` are busy instead of failing. ``options`` are
+        the constructor's keyword arguments (an unknown one is a ``TypeError``).
+        """
+        return cls._start(
+            lambda: MemoryStore.connect(
+                url,
+                name=name,
+                embedder=embedder,
+                data_dir=data_dir,
+                max_connections=max_connections,
+                socket_timeout=socket_timeout,
+                **options,
+            )
+        )
+
+    @property
+    def state(self) -> StoreState:
+        """``NEW`` until the first call readies the index, then ``READY``; ``CLOSED`` after ``close``."""
+        return self._target.state
 
     def remember(
         self,
