@@ -180,7 +180,7 @@ def import_package() -> None:
             raise AttributeError(name)
         return type(name, (), {})
 
-    stub.__getattr__ = placeholder
+    stub.__dict__["__getattr__"] = placeholder  # PEP 562: what `from .sync import X` gets
     sys.modules[stub.__name__] = stub
     importlib.import_module(PACKAGE)
     loaded = importlib.import_module(f"{PACKAGE}.store")
@@ -212,7 +212,9 @@ class Imports:
             raise GenerationError(f"{local!r} is module {self.modules[local]} and {module}")
 
     def render(self) -> str:
-        lines = [f"import {m} as {local}" if m != local else f"import {m}" for local, m in self.modules.items()]
+        lines = [
+            f"import {m} as {local}" if m != local else f"import {m}" for local, m in self.modules.items()
+        ]
         by_module: dict[str, list[str]] = {}
         for local, (module, name) in self.names.items():
             by_module.setdefault(module, []).append(name if name == local else f"{name} as {local}")
@@ -227,6 +229,13 @@ def _relative(module: str) -> str:
 
 def _load(module: str, name: str) -> object:
     return getattr(importlib.import_module(module), name)
+
+
+def _load_class(module: str, name: str) -> type:
+    loaded = _load(module, name)
+    if not isinstance(loaded, type):
+        raise GenerationError(f"{module}.{name} is not a class")
+    return loaded
 
 
 _MODULE_NAMES: dict[str, dict[str, tuple[str, str | None]]] = {}
@@ -247,12 +256,12 @@ def module_names(module: str) -> dict[str, tuple[str, str | None]]:
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             out.update((t.id, (module, t.id)) for t in targets if isinstance(t, ast.Name))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            source = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
-            out.update((a.asname or a.name, (source, a.name)) for a in node.names)
-        elif isinstance(node, ast.Import):
-            out.update((a.asname or a.name.partition(".")[0], (a.name, None)) for a in node.names)
+    for found in ast.walk(tree):
+        if isinstance(found, ast.ImportFrom):
+            source = importlib.util.resolve_name("." * found.level + (found.module or ""), package)
+            out.update((a.asname or a.name, (source, a.name)) for a in found.names)
+        elif isinstance(found, ast.Import):
+            out.update((a.asname or a.name.partition(".")[0], (a.name, None)) for a in found.names)
     _MODULE_NAMES[module] = out
     return out
 
@@ -271,7 +280,9 @@ class _Resolver(ast.NodeTransformer):
                 raise GenerationError(f"{name!r} (in {self.module}) is neither imported nor a builtin")
             if name in self.shadowed:
                 self.imports.need_module("builtins", "builtins")
-                return ast.copy_location(ast.Attribute(ast.Name("builtins", ast.Load()), name, ast.Load()), node)
+                return ast.copy_location(
+                    ast.Attribute(ast.Name("builtins", ast.Load()), name, ast.Load()), node
+                )
             return node
         if name in self.shadowed:
             raise GenerationError(f"{name!r} (from {found[0]}) is also a member of the sync class")
@@ -281,7 +292,6 @@ class _Resolver(ast.NodeTransformer):
         else:
             self.imports.need(name, source, original)
         return node
-
 
 
 # -- reading a member's definition ---------------------------------------------------------
@@ -443,7 +453,11 @@ def declared_attributes(cls: type) -> Iterator[tuple[str, ast.expr, str | None]]
                 continue
             nxt = body[i + 1] if i + 1 < len(body) else None
             doc = None
-            if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
+            if (
+                isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
                 doc = inspect.cleandoc(nxt.value.value)
             yield name, stmt.annotation, doc
 
@@ -464,14 +478,16 @@ def public_members(cls: type) -> Iterator[tuple[str, object]]:
 
 
 def write_class(pair: Pair, imports: Imports, twins: dict[str, str]) -> str:
-    async_cls: type = _load(pair.async_module, pair.async_name)
-    base: type = _load(f"{PACKAGE}._sync_bridge", pair.base)
+    async_cls = _load_class(pair.async_module, pair.async_name)
+    base = _load_class(f"{PACKAGE}._sync_bridge", pair.base)
     imports.need(pair.async_name, pair.async_module, pair.async_name)
     imports.need(pair.base, f"{PACKAGE}._sync_bridge", pair.base)
     skip = set(getattr(base, "_not_forwarded", ()))
     members = [(n, m) for n, m in public_members(async_cls) if n not in skip and not hasattr(base, n)]
     attributes = [a for a in declared_attributes(async_cls) if a[0] not in skip and not hasattr(base, a[0])]
-    shadowed = {n for n, _ in members} | {a[0] for a in attributes} | {n for n in dir(base) if not n.startswith("_")}
+    shadowed = (
+        {n for n, _ in members} | {a[0] for a in attributes} | {n for n in dir(base) if not n.startswith("_")}
+    )
     em = Emitter(pair, imports, shadowed, twins)
     for name, annotation, doc in attributes:
         em.attribute(name, annotation, doc, pair.async_module)
@@ -513,9 +529,7 @@ def generate() -> str:
         f"{HEADER}{MODULE_DOC}\n{imports.render()}\n\n__all__ = {names!r}\n\n\n"
         + "\n\n".join(classes)
         + "\n\n# `connect` returns the class it builds, a name its own body cannot use yet (the\n"
-        "# annotation is written quoted, for type checkers, and resolved here for inspect).\n"
-        + fixups
-        + "\n"
+        "# annotation is written quoted, for type checkers, and resolved here for inspect).\n" + fixups + "\n"
     )
     text = _ruff(["check", "--fix-only", "--select", "I", "--quiet"], text)
     text = _ruff(["format", "--quiet"], text)
@@ -562,7 +576,9 @@ def _check_docstrings(text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 if sync.py is not what would be written")
     parser.add_argument("--target", type=Path, default=TARGET, help=argparse.SUPPRESS)  # tests: another file
     args = parser.parse_args(argv)
@@ -578,7 +594,10 @@ def main(argv: list[str] | None = None) -> int:
         if current == text:
             return 0
         diff = difflib.unified_diff(
-            current.splitlines(keepends=True), text.splitlines(keepends=True), f"{rel} (on disk)", f"{rel} (generated)"
+            current.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            f"{rel} (on disk)",
+            f"{rel} (generated)",
         )
         sys.stderr.writelines(list(diff)[:80])
         print(f"\n{rel} is stale: run `python scripts/gen_sync.py`", file=sys.stderr)
