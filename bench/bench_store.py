@@ -52,8 +52,8 @@ from _harness import (
 )
 
 from betterdb_memory import MemoryStore, Scope
-from betterdb_memory.backend.dialect import Capabilities
 from betterdb_memory.core.codec import encode_vector
+from betterdb_memory.core.dialect import Capabilities
 from betterdb_memory.core.keys import KeySpace
 from betterdb_memory.core.query import (
     ITEM_FIELDS,

@@ -243,6 +243,7 @@ _LIB_MODULES = {
     "models": "library: MemoryItem building",
     "ranking": "library: hybrid re-ranking",
     "hashing": "library: hybrid re-ranking",
+    "text": "library: hybrid re-ranking",
     "scoring": "library: composite scoring",
     "hub": "library: observability (spans, metrics, stats)",
     "retry": "library: retry wrapper (backend.retry.call)",

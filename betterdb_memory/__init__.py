@@ -53,10 +53,11 @@ from betterdb_agent_cache import (  # type: ignore[import-untyped]
 from betterdb_agent_cache.types import AnalyticsOptions, TelemetryOptions  # type: ignore[import-untyped]
 
 from ._version import __version__
-from .backend.dialect import Capabilities, IndexInfo
 from .backend.retry import RetryPolicy
 from .core.context import ContextBudget, RetrievedContext
+from .core.dialect import Capabilities
 from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
+from .core.ft_info import IndexInfo
 from .core.keys import Scope
 from .core.models import (
     MemoryHit,
@@ -84,6 +85,7 @@ from .core.ranking import HybridRanker, Reranker
 from .core.requests import MemoryInput
 from .core.scoring import ScoreParts, Weights
 from .core.tokens import HeuristicTokenCounter, TokenCounter
+from .core.tunables import ConfigSnapshot, MemoryConfigSnapshot
 from .core.turns import SessionMetadata, ToolResult, Turn
 from .embedders import (
     Embedder,
@@ -114,7 +116,6 @@ from .errors import (
 )
 from .extraction import ExtractedFact, FactExtractor, OpenAIFactExtractor
 from .facade import AgentMemory, AgentMemoryClosedError, AgentMemoryOptions
-from .observability.live_config import ConfigSnapshot, MemoryConfigSnapshot
 from .store import MemoryStore
 from .summarizers import ExtractiveSummarizer, OpenAISummarizer, Summarizer
 from .sync import SyncAgentMemory, SyncMemoryStore, SyncReentrancyError

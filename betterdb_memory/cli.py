@@ -12,6 +12,10 @@ the subcommand as well as after it, so a shell alias such as
 ``alias mem='betterdb-memory --url valkey://prod:6379 --name support'`` works with every
 subcommand; when both places give one, the one after the subcommand wins, so a single
 command can override what an alias or wrapper script put in front of it.
+
+Subcommands with a module of their own: ``export`` / ``import`` / ``reembed``
+(``_cli_transfer``) and ``mcp`` (``_cli_mcp``: its token and scope); exit codes and
+scope options in ``_cli_common``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from . import _cli_mcp, _cli_transfer
+from ._cli_common import EXIT_NOT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE, scope_args
 from ._env import resolve_url
 from ._version import __version__
 from .core.models import MemoryItem
@@ -33,8 +39,6 @@ from .progress import Progress
 from .store import DEFAULT_NAME, MemoryStore
 
 __all__ = ["main"]
-
-EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE, EXIT_SERVER = 0, 1, 2, 3
 
 
 def _url(args: argparse.Namespace) -> str | None:
@@ -66,10 +70,6 @@ def _print_items(items: Sequence[MemoryItem], as_json: bool) -> None:
         print(f"{i.id}  imp={i.importance:.2f}  [{scope}]  {i.content}")
 
 
-def _scope(args: argparse.Namespace) -> dict[str, Any]:
-    return {"thread_id": args.thread, "agent_id": args.agent, "namespace": args.namespace}
-
-
 async def _open(args: argparse.Namespace) -> MemoryStore:
     embedder = _embedder(args.embedder, args.dimensions)
     return await MemoryStore.connect(_url(args), name=args.name, embedder=embedder)
@@ -83,7 +83,7 @@ async def cmd_remember(store: MemoryStore, args: argparse.Namespace) -> int:
         ttl=args.ttl,
         sensitivity=args.sensitivity,
         source=args.source,
-        **_scope(args),
+        **scope_args(args),
     )
     print(json.dumps({"id": mid}) if args.json else mid)
     return EXIT_OK
@@ -97,7 +97,7 @@ async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
         tags=args.tag or None,
         explain=True,
         reinforce=False,
-        **_scope(args),
+        **scope_args(args),
     )
     if args.json:
         out = []
@@ -124,7 +124,7 @@ async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 async def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
-    page = await store.list(limit=args.limit, cursor=args.cursor, tags=args.tag or None, **_scope(args))
+    page = await store.list(limit=args.limit, cursor=args.cursor, tags=args.tag or None, **scope_args(args))
     if args.json:
         print(
             json.dumps(
@@ -145,7 +145,7 @@ async def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
 
 async def cmd_forget(store: MemoryStore, args: argparse.Namespace) -> int:
     if args.id is None:  # a whole scope, with progress on standard error
-        scope = _scope(args)
+        scope = scope_args(args)
         if not any(scope.values()) and not args.tag:
             raise ValidationError(
                 "forget needs a memory id, or --thread / --agent / --namespace / --tag",
@@ -178,84 +178,6 @@ async def cmd_stats(store: MemoryStore, args: argparse.Namespace) -> int:
     else:
         for k, v in data.items():
             print(f"{k:>12}: {v}")
-    return EXIT_OK
-
-
-def _report(args: argparse.Namespace, data: dict[str, Any], text: str, *, stdout: bool = True) -> None:
-    """A command's result: JSON with ``--json``, else one line; on stderr when stdout carries data."""
-    stream = sys.stdout if stdout else sys.stderr
-    print(json.dumps(data) if args.json else text, file=stream)
-
-
-async def cmd_export(store: MemoryStore, args: argparse.Namespace) -> int:
-    """Lossless JSONL (``betterdb_memory.transfer``): documents as stored, fact history, L1, state."""
-    from .transfer import export_store
-
-    to_stdout = args.file == "-"
-    out = sys.stdout if to_stdout else open(args.file, "w", encoding="utf-8")  # noqa: SIM115
-    progress = Progress()
-    try:
-        res = await export_store(
-            store, out, vectors=args.vectors, tags=args.tag or None, progress=progress, **_scope(args)
-        )
-    finally:
-        progress.end()
-        if not to_stdout:
-            out.close()
-    text = f"exported {res.memories} memories, {res.history} fact-history documents, {res.keys} state keys"
-    _report(args, asdict(res), text + (" with vectors" if res.vectors else ""), stdout=not to_stdout)
-    return EXIT_OK
-
-
-def _count_lines(path: str) -> int | None:
-    """Rows in an export file (for the progress total); None for standard input."""
-    if path == "-":
-        return None
-    with open(path, "rb") as f:
-        return sum(1 for line in f if line.strip())
-
-
-async def cmd_import(store: MemoryStore, args: argparse.Namespace) -> int:
-    """Import an export (any format version): the same ids, times, counts, TTLs; re-embedded if needed."""
-    from .transfer import import_store
-
-    total = _count_lines(args.file)
-    src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")  # noqa: SIM115
-    progress = Progress()
-    try:
-        res = await import_store(store, src, batch=args.batch, total=total, progress=progress)
-    finally:
-        progress.end()
-        if src is not sys.stdin:
-            src.close()
-    text = (
-        f"imported {res.memories} memories, {res.history} fact-history documents, {res.keys} state keys"
-        f" ({res.embedded} embedded again, {res.expired} expired since the export)"
-    )
-    _report(args, asdict(res), text)
-    return EXIT_OK
-
-
-async def cmd_reembed(store: MemoryStore, args: argparse.Namespace) -> int:
-    """Move the store to ``--embedder`` in place (resumable: run it again after a failure)."""
-    from .transfer import reembed
-
-    embedder = store.embedder
-    assert isinstance(embedder, Embedder)  # the CLI builds its stores with an Embedder
-    progress = Progress()
-    try:
-        res = await reembed(store, embedder, batch=args.batch, progress=progress)
-    finally:
-        progress.end()
-    if res.already:
-        text = f"already on {res.model_id} ({res.dimensions}-d); nothing to do"
-    else:
-        text = (
-            f"re-embedded with {res.model_id} ({res.dimensions}-d, was {res.previous_model_id}): "
-            f"{res.embedded} vectors computed, {res.fixed} fixed after the switch; recall unavailable "
-            f"{res.unavailable_seconds:.2f}s, index backfill {res.backfill_seconds:.2f}s"
-        )
-    _report(args, asdict(res), text)
     return EXIT_OK
 
 
@@ -303,14 +225,6 @@ async def cmd_doctor(store: MemoryStore, args: argparse.Namespace) -> int:
         for k, v in checks.items():
             print(f"{k:>18}: {v}")
     return EXIT_OK if ok else EXIT_NOT_FOUND
-
-
-async def cmd_mcp(store: MemoryStore, args: argparse.Namespace) -> int:
-    """Serve the store's tools over MCP (``adapters.mcp``): stdio, or streamable HTTP with --http."""
-    from .adapters.mcp import serve
-
-    await serve(store, http=args.http, host=args.host, port=args.port)
-    return EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -430,10 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--batch", type=int, default=256, help="texts per embedding call")
     sub.add_parser("doctor", help="check engine, index health and model match", parents=[common])
-    s = sub.add_parser("mcp", help="serve the store's tools over MCP (stdio, or --http)", parents=[common])
-    s.add_argument("--http", action="store_true", help="streamable HTTP at HOST:PORT/mcp, not stdio")
-    s.add_argument("--host", default="127.0.0.1", help="address to bind with --http (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8000, help="port with --http (default 8000)")
+    _cli_mcp.add_parser(sub, common)
     return p
 
 
@@ -443,19 +354,18 @@ _COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]
     "list": cmd_list,
     "forget": cmd_forget,
     "stats": cmd_stats,
-    "export": cmd_export,
-    "import": cmd_import,
-    "reembed": cmd_reembed,
     "config": cmd_config,
     "doctor": cmd_doctor,
-    "mcp": cmd_mcp,
+    **_cli_transfer.COMMANDS,
+    "mcp": _cli_mcp.cmd_mcp,
 }
 
 
 async def _run(args: argparse.Namespace) -> int:
+    command = _COMMANDS[args.command]
     store = await _open(args)
     try:
-        return await _COMMANDS[args.command](store, args)
+        return await command(store, args)
     finally:
         await store.close()
 
@@ -470,8 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             asyncio.run(run(_url(args)))
             return EXIT_OK
-        if args.command == "mcp":
-            from .adapters import mcp  # noqa: F401 - a missing extra is reported before any server starts
+        if args.command == "mcp":  # the extra, the token and the scope, before any connection
+            args.mcp_launch = _cli_mcp.prepare(args)
         return asyncio.run(_run(args))
     except ValidationError as exc:
         print(f"error: {exc}", file=sys.stderr)

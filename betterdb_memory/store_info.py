@@ -14,18 +14,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .backend.client import Backend
-from .backend.dialect import Capabilities, IndexInfo
 from .backend.index import IndexManager
 from .core.codec import as_text, to_int
+from .core.dialect import Capabilities
+from .core.ft_info import IndexInfo
 from .core.keys import KeySpace
 from .core.models import StoreStats
 from .core.options import ReinforceMode
 from .core.query import IndexLayout, IndexSpec
 from .core.ranking import Reranker
+from .core.tunables import ConfigSnapshot
 from .embedders.base import Embedder
 from .embedders.lazy import LazyFunctionEmbedder
 from .observability.hub import StoreObservability
-from .observability.live_config import ConfigSnapshot
 from .observability.metrics import MemoryMetrics
 from .tiers.runtime import Runtime
 from .tiers.session_config import SessionConfig

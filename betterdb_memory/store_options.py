@@ -26,6 +26,7 @@ from .core.options import (
 )
 from .core.ranking import HybridRanker, Reranker
 from .core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
+from .core.tunables import ConfigSnapshot
 from .core.validation import check_distance_threshold, check_importance, check_tags
 from .embedders.base import (
     Embedder,
@@ -36,7 +37,6 @@ from .embedders.base import (
 )
 from .embedders.lazy import LazyFunctionEmbedder
 from .errors import ConfigurationError, ValidationError
-from .observability.live_config import ConfigSnapshot
 from .tiers.runtime import Settings
 
 __all__ = ["DEFAULT_THRESHOLD", "StoreOptions", "check_options"]

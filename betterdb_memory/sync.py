@@ -63,21 +63,22 @@ import numpy as np
 
 from ._loop_thread import CLOSE_GRACE_SECONDS, SyncReentrancyError
 from ._sync_bridge import AgentMemoryBridge, MemoryStoreBridge
-from .backend.dialect import Capabilities, IndexInfo
 from .core.context import RetrievedContext
+from .core.dialect import Capabilities
 from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
+from .core.ft_info import IndexInfo
 from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, Sensitivity, StoreStats
 from .core.options import MemoryListOptions, ReinforceMode
 from .core.query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter
 from .core.ranking import Reranker
 from .core.requests import MemoryInput
 from .core.scoring import Weights
+from .core.tunables import ConfigSnapshot
 from .core.turns import SessionMetadata, Turn
 from .embedders.base import Embedder
 from .embedders.lazy import LazyFunctionEmbedder
 from .facade import AgentMemory
 from .lifecycle import StoreState
-from .observability.live_config import ConfigSnapshot
 from .observability.metrics import MemoryMetrics
 from .progress import ProgressSink
 from .store import DEFAULT_NAME, MemoryStore

@@ -16,7 +16,7 @@ import pytest
 import valkey.asyncio as avalkey
 
 from betterdb_memory import HashingEmbedder, MemoryStore
-from betterdb_memory.backend.dialect import parse_module_list
+from betterdb_memory.core.dialect import parse_module_list
 from betterdb_memory.server import EmbeddedServer, server_url_from_env
 from tests.engines import session_engine
 

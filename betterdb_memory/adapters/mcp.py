@@ -8,6 +8,11 @@ error's ``[code] message`` and whose ``structuredContent`` is
 ``{"error": {"code", "message", "details"}}``; anything else is the SDK's generic
 "Error executing tool" (its text stays in the server's log).
 
+Two protections for a server others reach (see ``serve``): over HTTP, a bearer token,
+required when bound to anything but loopback (``_mcp_auth``); and a ``FixedScope``
+(``namespace`` / ``agent_id``) that every tool call is confined to, whatever its
+arguments say (``_mcp_scope``; refusals are tool errors with code ``mcp.scope_denied``).
+
 Built on ``mcp`` 2.x (``mcp.server.mcpserver.MCPServer``; the 1.x ``FastMCP`` import is
 gone in 2.x). Install with ``pip install 'betterdb-memory[mcp]'``.
 """
@@ -22,9 +27,11 @@ from typing import Annotated, Any, Literal, TypeVar, cast
 from ..core.models import MemoryHit, MemoryItem
 from ..core.turns import Turn
 from ..core.validation import check_sensitivities, check_sensitivity
-from ..errors import BetterDBMemoryError
+from ..errors import BetterDBMemoryError, ValidationError
 from ..store import MemoryStore
 from ._extras import missing_extra
+from ._mcp_auth import BearerAuth, check_token, require_token
+from ._mcp_scope import FixedScope
 
 try:
     from mcp.server.mcpserver import MCPServer
@@ -34,7 +41,7 @@ try:
 except ImportError as _exc:  # pragma: no cover - exercised in a subprocess without the extra
     raise missing_extra("The MCP server (betterdb_memory.adapters.mcp)", "mcp", _exc) from _exc
 
-__all__ = ["TOOL_NAMES", "create_server", "serve"]
+__all__ = ["TOOL_NAMES", "FixedScope", "create_server", "serve"]
 
 #: Every tool the server exposes, in the order ``tools/list`` returns them.
 TOOL_NAMES = ("remember", "recall", "forget", "list", "stats", "store_turn", "retrieve_context")
@@ -204,7 +211,11 @@ _DELETE = ToolAnnotations(
 
 
 def create_server(
-    store: MemoryStore, *, name: str = "betterdb-memory", log_level: LogLevel = "WARNING"
+    store: MemoryStore,
+    *,
+    name: str = "betterdb-memory",
+    log_level: LogLevel = "WARNING",
+    scope: FixedScope | None = None,
 ) -> MCPServer:
     """An ``MCPServer`` whose tools call ``store`` (which the caller opens and closes).
 
@@ -212,14 +223,32 @@ def create_server(
         store: the store every tool uses.
         name: the server name reported at initialisation.
         log_level: the SDK's log level (it configures the root logger if none is set).
+        scope: confine every tool call to this namespace and / or agent id: a scope
+            argument left out takes it, another value is refused, and so is a memory id
+            outside it (``FixedScope``). None: every scope is reachable.
 
     Returns:
         The server; run it with ``serve`` or the SDK's own ``run_*_async`` methods, or
         connect to it in-process with ``mcp.Client(server)``.
+
+    Raises:
+        ValidationError: a ``scope`` value the store would refuse.
     """
     from .._version import __version__
 
-    server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS, log_level=log_level)
+    guard = scope or FixedScope()
+    instructions = INSTRUCTIONS
+    if guard.active:  # tell the model up front, so it does not learn the scope from refusals
+        fixed = ", ".join(f"{k}={v!r}" for k, v in guard.as_dict().items())
+        instructions += (
+            f" This server is confined to {fixed}: leave those arguments out; other values are refused."
+        )
+    server: MCPServer = MCPServer(name, version=__version__, instructions=instructions, log_level=log_level)
+
+    async def in_scope(tool: str, id: str) -> None:
+        """Refuse a memory id outside the fixed scope (one read; nothing when none is fixed)."""
+        if guard.active:
+            guard.check_memory(tool, await store.get(id))
 
     @server.tool(name="remember", annotations=_WRITE)
     async def remember(
@@ -236,15 +265,18 @@ def create_server(
         source: str | None = None,
     ) -> Annotated[CallToolResult, RememberResult]:
         """Store a long-term memory; returns its id."""
-        return await _call(
-            lambda: store.remember(
-                content, importance=importance, tags=tags, thread_id=thread_id, agent_id=agent_id,
-                namespace=namespace, ttl=ttl, metadata=metadata, id=id,
+
+        async def run() -> str:
+            where = guard.args("remember", agent_id=agent_id, namespace=namespace)
+            if id is not None:  # replacing: the memory it replaces must be ours as well
+                await in_scope("remember", id)
+            return await store.remember(
+                content, importance=importance, tags=tags, thread_id=thread_id, ttl=ttl,
                 sensitivity=None if sensitivity is None else check_sensitivity(sensitivity),
-                source=source,
-            ),
-            lambda mid: RememberResult(id=mid),
-        )  # fmt: skip
+                metadata=metadata, id=id, source=source, **where,
+            )  # fmt: skip
+
+        return await _call(run, lambda mid: RememberResult(id=mid))
 
     @server.tool(name="recall", annotations=_READ)
     async def recall(
@@ -262,21 +294,28 @@ def create_server(
         ] = None,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Recall memories by meaning, best first (score = similarity, recency and importance)."""
-        return await _call(
-            lambda: store.recall(
-                query, k=k, threshold=threshold, tags=tags, thread_id=thread_id, agent_id=agent_id,
-                namespace=namespace,
+
+        async def run() -> list[MemoryHit]:
+            where = guard.args("recall", agent_id=agent_id, namespace=namespace)
+            return await store.recall(
+                query, k=k, threshold=threshold, tags=tags, thread_id=thread_id,
                 exclude_sensitivity=None if exclude_sensitivity is None else check_sensitivities(exclude_sensitivity),
-            ),
-            lambda hits: RecallResult(hits=[hit_out(h) for h in hits]),
-        )  # fmt: skip
+                **where,
+            )  # fmt: skip
+
+        return await _call(run, lambda hits: RecallResult(hits=[hit_out(h) for h in hits]))
 
     @server.tool(name="forget", annotations=_DELETE)
     async def forget(
         id: Annotated[str, Field(description="the memory's id")],
     ) -> Annotated[CallToolResult, ForgetResult]:
         """Delete one memory; ``deleted`` is false when there was none with that id."""
-        return await _call(lambda: store.forget(id), lambda ok: ForgetResult(deleted=ok))
+
+        async def run() -> bool:
+            await in_scope("forget", id)
+            return await store.forget(id)
+
+        return await _call(run, lambda ok: ForgetResult(deleted=ok))
 
     @server.tool(name="list", annotations=_READ)
     async def list_memories(
@@ -288,25 +327,34 @@ def create_server(
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
     ) -> Annotated[CallToolResult, ListResult]:
         """List memories newest first, a page at a time."""
+
+        async def run() -> Any:
+            where = guard.args("list", agent_id=agent_id, namespace=namespace)
+            return await store.list(thread_id=thread_id, tags=tags, limit=limit, cursor=cursor, **where)
+
         return await _call(
-            lambda: store.list(
-                thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, limit=limit,
-                cursor=cursor,
-            ),
+            run,
             lambda page: ListResult(
                 items=[memory_out(i) for i in page.items], total=page.total, next_cursor=page.next_cursor
             ),
-        )  # fmt: skip
+        )
 
     @server.tool(name="stats", annotations=_READ)
     async def stats() -> Annotated[CallToolResult, StatsResult]:
-        """Counts, index health, engine, embedder and live settings of the store."""
+        """Counts, index health, engine, embedder and live settings of the store (``items``: of the server's scope)."""
 
-        def shape(st: Any) -> StatsResult:
+        async def run() -> tuple[Any, int]:
+            st = await store.stats()
+            # Under a fixed scope, the memories of that scope only: how many other tenants
+            # hold is theirs. The rest (engine, settings, counters) describes the store.
+            return st, (await store.count(**guard.as_dict())) if guard.active else st.items
+
+        def shape(pair: tuple[Any, int]) -> StatsResult:
+            st, items = pair
             return StatsResult(
                 name=st.name,
                 index=st.index_name,
-                items=st.items,
+                items=items,
                 evictions=st.evictions,
                 counters=dict(st.counters),
                 engine=f"{st.capabilities.engine} {st.capabilities.version_string}",
@@ -316,7 +364,7 @@ def create_server(
                 config=dict(st.config),
             )
 
-        return await _call(store.stats, shape)
+        return await _call(run, shape)
 
     @server.tool(name="store_turn", annotations=_WRITE)
     async def store_turn(
@@ -326,10 +374,13 @@ def create_server(
         agent_id: Agent = None,
     ) -> Annotated[CallToolResult, StoreTurnResult]:
         """Append one exchange (the user's message and the reply) to a conversation's recent turns."""
-        return await _call(
-            lambda: store.store_turn(thread_id, user_message, assistant_message, agent_id=agent_id),
-            lambda turn_id: StoreTurnResult(turn_id=turn_id),
-        )
+
+        async def run() -> str:
+            guard.check_sessions("store_turn")
+            where = guard.args("store_turn", agent_id=agent_id)
+            return await store.store_turn(thread_id, user_message, assistant_message, **where)
+
+        return await _call(run, lambda turn_id: StoreTurnResult(turn_id=turn_id))
 
     @server.tool(name="retrieve_context", annotations=_READ)
     async def retrieve_context(
@@ -340,6 +391,11 @@ def create_server(
         namespace: Scope = None,
     ) -> Annotated[CallToolResult, ContextResult]:
         """Relevant memories and recent turns of a conversation within a token budget; ``text`` is ready for a prompt."""
+
+        async def run() -> Any:
+            guard.check_sessions("retrieve_context")
+            where = guard.args("retrieve_context", agent_id=agent_id, namespace=namespace)
+            return await store.retrieve_context(thread_id, query, token_budget=token_budget, **where)
 
         def shape(ctx: Any) -> ContextResult:
             used = ctx.tokens_used
@@ -355,12 +411,7 @@ def create_server(
                 skipped_turns=ctx.skipped_turns,
             )
 
-        return await _call(
-            lambda: store.retrieve_context(
-                thread_id, query, token_budget=token_budget, agent_id=agent_id, namespace=namespace
-            ),
-            shape,
-        )
+        return await _call(run, shape)
 
     return server
 
@@ -373,6 +424,8 @@ async def serve(
     port: int = 8000,
     path: str = "/mcp",
     log_level: LogLevel = "WARNING",
+    token: str | None = None,
+    scope: FixedScope | None = None,
 ) -> None:
     """Serve ``store``'s tools until the client disconnects (stdio) or the process is stopped (HTTP).
 
@@ -380,13 +433,31 @@ async def serve(
         store: the store (opened by the caller, closed by the caller afterwards).
         http: streamable HTTP on ``host:port`` at ``path`` instead of stdio.
         host: the address to bind; the default accepts local clients only (and the SDK then
-            turns on its DNS-rebinding protection).
+            turns on its DNS-rebinding protection). Any other address needs ``token``.
         port: the TCP port for HTTP.
         path: the endpoint path for HTTP.
         log_level: the SDK's log level (logs go to stderr, never to the stdio channel).
+        token: with ``http``, every request must carry ``Authorization: Bearer <token>``
+            (a 401 otherwise); required unless ``host`` is a loopback address. At least 16
+            characters a bearer token may hold (``secrets.token_urlsafe(32)`` makes one).
+        scope: confine every tool call to it (see ``create_server``).
+
+    Raises:
+        ConfigurationError: ``configuration.mcp_token_required``: ``host`` is not loopback
+            and there is no ``token``; ``configuration.mcp_token_invalid``: a token too
+            short or with characters a header cannot carry. Nothing listens.
+        ValidationError: a ``token`` without ``http`` (stdio has no requests to check).
     """
-    server = create_server(store, log_level=log_level)
-    if http:
-        await server.run_streamable_http_async(host=host, port=port, streamable_http_path=path)
-    else:
-        await server.run_stdio_async()
+    if not http:
+        if token is not None:
+            raise ValidationError("a token applies to the HTTP transport only", code="validation.usage")
+        await create_server(store, log_level=log_level, scope=scope).run_stdio_async()
+        return
+    token = require_token(host, None if token is None else check_token(token, source="the token argument"))
+    server = create_server(store, log_level=log_level, scope=scope)
+    app: Any = server.streamable_http_app(streamable_http_path=path, host=host)
+    if token is not None:
+        app = BearerAuth(app, token)
+    import uvicorn  # the SDK's own HTTP server (a dependency of mcp); run as the SDK runs it
+
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level=log_level.lower())).serve()

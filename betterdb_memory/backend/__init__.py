@@ -1,4 +1,7 @@
-"""The one layer that talks to Valkey: the client, retries, scripts, locks, the engine's dialect."""
+"""The one layer that talks to Valkey: the client, retries, scripts, locks, the engine probe.
+
+Of the package it imports only ``core`` and ``errors`` (tests/unit/test_layers.py).
+"""
 
 from .client import Backend, Script, ValkeyClient
 from .locks import ScopedLock

@@ -45,6 +45,7 @@ import valkey.asyncio
 import valkey.asyncio.cluster
 import valkey.exceptions as vexc
 
+from ..core.ft_info import parse_ft_info
 from ..errors import (
     IndexNotFoundError,
     StoreClosedError,
@@ -52,7 +53,7 @@ from ..errors import (
     is_connection_error,
 )
 from . import scripts as _scripts
-from .dialect import keyless_route, parse_ft_info
+from .dialect import keyless_route
 from .locks import ScopedLock
 from .reconnects import watch_connections
 from .retry import RetryPolicy, call

@@ -19,11 +19,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from ..core.codec import as_text
+from ..core.dialect import Capabilities
+from ..core.ft_info import IndexInfo, IndexSchema, parse_ft_info, parse_index_schema
 from ..core.keys import KeySpace
 from ..core.query import IndexLayout, IndexSpec, MemoryFilter, create_index_args
 from ..errors import ConfigurationError, IndexExistsError, IndexNotFoundError, StoreClosedError
 from .client import Backend
-from .dialect import Capabilities, IndexInfo, IndexSchema, parse_ft_info, parse_index_schema, probe
+from .dialect import probe
 
 __all__ = ["SCHEMA_VERSION", "IndexManager"]
 

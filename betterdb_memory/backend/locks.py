@@ -16,16 +16,33 @@ import contextlib
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from ..errors import BetterDBMemoryError, ConsolidationBusyError
 
-if TYPE_CHECKING:
-    from .client import Backend
-
-__all__ = ["ScopedLock"]
+__all__ = ["LockBackend", "ScopedLock"]
 
 log = logging.getLogger(__name__)
+
+
+class LockBackend(Protocol):
+    """What a lock sends its scripts through: ``client.Backend`` is one.
+
+    A Protocol, not the ``Backend`` class, so that this module does not import the
+    client module that builds locks (``Backend.lock``): the two would import each
+    other. The script handles are the backend's own; the lock only passes them back.
+    """
+
+    @property
+    def lock_script(self) -> Any: ...
+
+    @property
+    def unlock_script(self) -> Any: ...
+
+    async def script(self, operation: str, script: Any, keys: Sequence[str], args: Sequence[Any]) -> Any: ...
+
+    def queue_script(self, pipe: Any, script: Any, keys: Sequence[str], args: Sequence[Any]) -> None: ...
 
 
 class ScopedLock:
@@ -37,7 +54,7 @@ class ScopedLock:
     holder never writes after another took over.
     """
 
-    def __init__(self, backend: Backend, key: str, *, ttl: float, wait: float, heartbeat: bool) -> None:
+    def __init__(self, backend: LockBackend, key: str, *, ttl: float, wait: float, heartbeat: bool) -> None:
         self.backend, self.key = backend, key
         self.ttl_ms = str(max(100, int(ttl * 1000)))
         self.ttl, self.wait = ttl, wait

@@ -1,10 +1,11 @@
-"""Vector and field codecs: how values become HASH fields and come back.
+"""Vector, field and reply codecs: how values become HASH fields and come back.
 
 Vectors are FLOAT32 little-endian bytes (the only type valkey-search accepts).
 Invalid vectors are refused *before* a write: RediSearch drops a whole document
 whose vector has the wrong size, valkey-search keeps it without the vector
 (shared/VALKEY_SEARCH_DIALECT.md, point 12); either way the memory would silently
-never be recalled.
+never be recalled. Replies become plain Python (``normalize_reply``, ``reply_pairs``)
+the same way whichever engine and protocol sent them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = [
     "decode_vector",
     "encode_vector",
     "join_tags",
+    "normalize_reply",
+    "reply_pairs",
     "split_tags",
     "to_float",
     "to_int",
@@ -138,3 +141,24 @@ def normalise(text: str) -> str:
     What dedup compares and what fact subjects and statements are matched by.
     """
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def normalize_reply(value: Any) -> Any:
+    """Turn a reply into plain Python: bytes -> str, RESP3 maps -> dict, lists kept."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, dict):
+        return {as_text(k): normalize_reply(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [normalize_reply(v) for v in value]
+    return value
+
+
+def reply_pairs(value: Any) -> dict[str, Any]:
+    """A flat [k, v, k, v] array or a map, as a dict with str keys."""
+    value = normalize_reply(value)
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, list):
+        return {as_text(value[i]): value[i + 1] for i in range(0, len(value) - 1, 2)}
+    return {}

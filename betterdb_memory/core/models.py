@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
-from ..backend.dialect import Capabilities, IndexInfo
 from .codec import as_text, split_tags, to_float, to_int
+from .dialect import Capabilities
+from .ft_info import IndexInfo
 from .scoring import ScoreParts
 
 __all__ = [

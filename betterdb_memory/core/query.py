@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backend.dialect import Capabilities
 from .codec import as_text, split_tags
+from .dialect import Capabilities
 from .escaping import escape_tag, format_number
 from .keys import Scope
 

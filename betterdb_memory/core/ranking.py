@@ -14,13 +14,14 @@ measures the gain; ``bench/results/quality.md`` holds the numbers.
 
 How a candidate is scored (``HybridRanker.fuse``):
 
-1. **Terms.** ``embedders.hashing.tokenize`` (NFKC, casefold, Unicode ``\\w``
-   words, one token per CJK / Thai character), minus tokens with no letter or
-   digit, minus ``stopwords`` (English by default), with English inflections
-   folded on ASCII words (Porter's steps 1 and 5a: ``paintings``/``painted``/
-   ``painting`` -> ``paint``; other scripts are left alone). Query terms are a set: repeating a word or
-   reordering the query changes nothing. A query made of
-   stop words only has no terms, and then the dense order is returned unchanged.
+1. **Terms.** ``core.text.tokenize`` (NFKC, casefold, Unicode ``\\w`` words, one
+   token per CJK / Thai character), minus tokens with no letter or digit, minus
+   ``stopwords`` (English by default), with English inflections folded on ASCII
+   words (``core.text.fold_suffix``, Porter's steps 1 and 5a: ``paintings`` /
+   ``painted`` / ``painting`` -> ``paint``; other scripts are left alone). Query
+   terms are a set: repeating a word or reordering the query changes nothing. A
+   query made of stop words only has no terms, and then the dense order is returned
+   unchanged.
 2. **IDF from the candidate set.** BM25 needs document frequencies, and a
    re-ranker sees only the candidates. The IDF is computed over them, with the
    usual +0.5 smoothing and ``ln(1 + ...)`` so it is never negative (Lucene's
@@ -66,10 +67,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..embedders.hashing import tokenize
 from ..errors import ConfigurationError
 from .models import MemoryHit, MemoryItem
 from .scoring import ScoreParts, Weights
+from .text import fold_suffix, tokenize
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -80,7 +81,6 @@ __all__ = [
     "Gate",
     "HybridRanker",
     "Reranker",
-    "fold_suffix",
     "query_words",
     "rank",
 ]
@@ -129,87 +129,6 @@ class FusedCandidate:
     dense: float  # 1 - distance / 2
     lexical: float  # IDF-weighted share of the query's terms matched (0..1)
     similarity: float  # fused (0..1, >= dense)
-
-
-def _consonant(word: str, i: int) -> bool:
-    """Porter's consonant: not a vowel, and ``y`` only when after a vowel (or first)."""
-    ch = word[i]
-    if ch in "aeiou":
-        return False
-    return ch != "y" or i == 0 or not _consonant(word, i - 1)
-
-
-def _measure(stem: str) -> int:
-    """Porter's m: the number of vowel-consonant sequences in ``stem``."""
-    m, after_vowel = 0, False
-    for i in range(len(stem)):
-        vowel = not _consonant(stem, i)
-        if after_vowel and not vowel:
-            m += 1
-        after_vowel = vowel
-    return m
-
-
-def _has_vowel(stem: str) -> bool:
-    return any(not _consonant(stem, i) for i in range(len(stem)))
-
-
-def _cvc(stem: str) -> bool:
-    """Ends consonant-vowel-consonant, the last not w, x or y (``hop``, not ``hoop``)."""
-    n = len(stem)
-    return (
-        n >= 3
-        and _consonant(stem, n - 3)
-        and not _consonant(stem, n - 2)
-        and _consonant(stem, n - 1)
-        and stem[-1] not in "wxy"
-    )
-
-
-def fold_suffix(word: str) -> str:
-    """Porter stemmer steps 1a, 1b, 1c and 5a (plurals, -ed, -ing, y, final e), ASCII words only.
-
-    Not the whole Porter algorithm on purpose: the derivational steps (-ation,
-    -ness, -ful...) merge words whose meanings differ, and a re-ranker needs word
-    forms to meet, not linguistics. Applied alike to queries and memories, it only
-    has to map a word's inflections to one key: ``painted``/``painting``/``paints``
-    -> ``paint``, ``loved``/``love`` -> ``love``, ``planes`` -> ``plane`` but
-    ``planning`` -> ``plan``. Other scripts, and words with digits or 3 letters or
-    fewer, are returned unchanged.
-    """
-    if len(word) <= 3 or not (word.isascii() and word.isalpha()):
-        return word
-    # 1a: plurals.
-    if word.endswith(("sses", "ies")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    # 1b: -eed, -ed, -ing; then repair the stem (hop(p)ing -> hop, hoping -> hope).
-    if word.endswith("eed"):
-        if _measure(word[:-3]) > 0:
-            word = word[:-1]
-    else:
-        for suffix in ("ed", "ing"):
-            stem = word[: -len(suffix)]
-            if word.endswith(suffix) and _has_vowel(stem):
-                word = stem
-                if word.endswith(("at", "bl", "iz")):
-                    word += "e"
-                elif len(word) >= 2 and word[-1] == word[-2] and _consonant(word, len(word) - 1):
-                    if word[-1] not in "lsz":
-                        word = word[:-1]
-                elif _measure(word) == 1 and _cvc(word):
-                    word += "e"
-                break
-    # 1c: a final y after a vowel-bearing stem (happy, happier's stem) -> i.
-    if word.endswith("y") and _has_vowel(word[:-1]):
-        word = word[:-1] + "i"
-    # 5a: a final e, unless the stem is short and ends consonant-vowel-consonant.
-    if word.endswith("e"):
-        m = _measure(word[:-1])
-        if m > 1 or (m == 1 and not _cvc(word[:-1])):
-            word = word[:-1]
-    return word
 
 
 # Memories share their words: fold each word once (the folding is the costly part of ``_terms``).

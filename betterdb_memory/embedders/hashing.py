@@ -34,38 +34,16 @@ import functools
 import hashlib
 import itertools
 import math
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
+from ..core.text import tokenize
 from .base import FloatMatrix, _check_positive_int, check_texts, l2_normalize
 
 __all__ = ["HashingEmbedder", "tokenize"]
 
-_WORD_OR_SYMBOL = re.compile(r"\w+|[^\w\s]")
-_ASCII_WORD = re.compile(r"[a-z0-9_]+")
-# Scripts written without spaces between words; each character becomes a token.
-_NO_SPACE_SCRIPT = re.compile(
-    "["
-    "\u0e00-\u0eff"  # Thai, Lao
-    "\u1000-\u109f"  # Myanmar
-    "\u1100-\u11ff"  # Hangul Jamo
-    "\u1780-\u17ff"  # Khmer
-    "\u2e80-\u2fdf"  # CJK radicals, Kangxi radicals
-    "\u3005-\u3007\u3021-\u3029\u3038-\u303b"  # ideographic iteration marks and numerals
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3130-\u318f"  # Hangul compatibility Jamo
-    "\u31f0-\u31ff"  # Katakana phonetic extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\uac00-\ud7af"  # Hangul syllables
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\U00020000-\U0003ffff"  # CJK extensions B and later
-    "]+"
-)
 _EMPTY_FEATURE = "\x00empty"
 # Bigrams count half a unigram: they add word order and CJK words, but a paraphrase
 # reorders words, and at full weight they cost 3 of the 80 calibration pairs (see below).
@@ -85,69 +63,6 @@ DEFAULT_THRESHOLD = 0.625
 # The re-ranked recall's gate margin (bench/results/quality-research.md). This embedder
 # sees words, not topics: off-topic questions that share words still open the gate.
 DEFAULT_MARGIN = 0.09
-
-
-def _is_mark(ch: str) -> bool:
-    return unicodedata.category(ch)[0] == "M"
-
-
-def _split_graphemes(run: str) -> list[str]:
-    """Characters of a no-space run, each with its combining marks (Thai vowel signs)."""
-    out: list[str] = []
-    for ch in run:
-        if out and _is_mark(ch):
-            out[-1] += ch
-        else:
-            out.append(ch)
-    return out
-
-
-def tokenize(text: str) -> list[str]:
-    """The token stream the hashing embedder sees (steps 1-3 of the module docstring).
-
-    Exposed so that tests, and users wondering why two texts do not match, can see it.
-    ASCII text takes a shortcut with the same result (NFKC and casefold are ``lower``
-    there, and it has no marks, no symbols of category So and no spaceless scripts):
-    recall's re-ranker tokenises every candidate.
-    """
-    if text.isascii():
-        return _ASCII_WORD.findall(text.lower())
-    return _tokenize_unicode(text)
-
-
-def _tokenize_unicode(text: str) -> list[str]:
-    norm = unicodedata.normalize("NFKC", text).casefold()
-    words: list[str] = []
-    last_end = -1
-    for m in _WORD_OR_SYMBOL.finditer(norm):
-        piece = m.group()
-        first = piece[0]
-        is_word = first.isalnum() or first == "_"  # exactly what \w matches in a str pattern
-        is_mark = _is_mark(first)
-        glued = words and m.start() == last_end and (is_mark or (is_word and _is_mark(words[-1][-1])))
-        if glued:
-            words[-1] += piece  # a combining mark, and the letters after it, stay in the word
-            last_end = m.end()
-        elif is_word:
-            words.append(piece)
-            last_end = m.end()
-        else:
-            # A stand-alone symbol (emoji) is a token; punctuation, and marks with no
-            # letter to sit on (an emoji's variation selector), are not.
-            if not is_mark and unicodedata.category(first) == "So":
-                words.append(piece)
-            last_end = -1
-    tokens: list[str] = []
-    for word in words:
-        start = 0
-        for run in _NO_SPACE_SCRIPT.finditer(word):
-            if run.start() > start:
-                tokens.append(word[start : run.start()])
-            tokens.extend(_split_graphemes(run.group()))
-            start = run.end()
-        if start < len(word):
-            tokens.append(word[start:])
-    return tokens
 
 
 def _features(tokens: Sequence[str]) -> list[tuple[str, float]]:

@@ -6,12 +6,20 @@ Each module is standalone (no store import) so the store composes them:
 * ``tracing``: ``Tracing``, one ``agent_memory.<op>`` span per public operation
   (scope ``@betterdb/agent-memory``).
 * ``discovery``: ``DiscoveryMarker`` (BetterDB Monitor registry + heartbeat) and ``StatsHash``.
-* ``live_config``: ``LiveConfig`` and the pure ``apply_config_hash``.
+* ``live_config``: ``LiveConfig`` (the pure half, ``apply_config_hash`` and the
+  ``ConfigSnapshot`` it yields, is ``core.tunables``; re-exported here).
 * ``telemetry``: ``Telemetry``, opt-in anonymous product events.
 """
 
 from __future__ import annotations
 
+from ..core.tunables import (
+    ConfigSnapshot,
+    MemoryConfigSnapshot,
+    Rejection,
+    apply_config_hash,
+    config_key,
+)
 from .discovery import (
     DiscoveryMarker,
     StatsHash,
@@ -20,14 +28,7 @@ from .discovery import (
     registry_field,
     stats_key,
 )
-from .live_config import (
-    ConfigSnapshot,
-    LiveConfig,
-    MemoryConfigSnapshot,
-    Rejection,
-    apply_config_hash,
-    config_key,
-)
+from .live_config import LiveConfig
 from .metrics import MemoryMetrics
 from .telemetry import Telemetry
 from .tracing import Tracing, add_attributes, mark_recall, operation_span

@@ -30,10 +30,11 @@ from opentelemetry.trace import Span
 
 from ..backend.client import Backend
 from ..core.keys import KeySpace
+from ..core.tunables import ConfigSnapshot
 from ..errors import BetterDBMemoryError, ConfigurationError, StoreClosedError
 from ..lifecycle import Spawn
 from .discovery import DiscoveryMarker
-from .live_config import ConfigSnapshot, LiveConfig
+from .live_config import LiveConfig
 from .metrics import MemoryMetrics
 from .telemetry import Telemetry
 from .tracing import Tracing, mark_recall, mark_remember

@@ -21,11 +21,11 @@ from ..core.models import MemoryItem, item_from_fields
 from ..core.options import ReinforceMode
 from ..core.ranking import Reranker
 from ..core.replies import SearchHit
+from ..core.tunables import ConfigSnapshot
 from ..embedders.base import Embedder, validate_embeddings
 from ..embedders.lazy import LazyFunctionEmbedder
 from ..lifecycle import Supervisor
 from ..observability.hub import StoreObservability
-from ..observability.live_config import ConfigSnapshot
 from ..observability.metrics import MemoryMetrics
 
 __all__ = ["Runtime", "Settings"]

@@ -17,7 +17,8 @@ import valkey.exceptions as vexc
 from valkey.asyncio.cluster import ValkeyCluster
 from valkey.exceptions import ValkeyClusterException
 
-from betterdb_memory.backend.dialect import keyless_route, parse_ft_info, probe
+from betterdb_memory.backend.dialect import keyless_route, probe
+from betterdb_memory.core.ft_info import parse_ft_info
 
 from .conftest import Cluster
 

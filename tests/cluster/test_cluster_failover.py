@@ -56,7 +56,7 @@ import pytest
 from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import HashingEmbedder, MemoryStore, RetryPolicy
-from betterdb_memory.backend.dialect import parse_ft_info
+from betterdb_memory.core.ft_info import parse_ft_info
 from betterdb_memory.errors import BetterDBMemoryError, StoreConnectionError
 from tests.engines import engine_dir
 

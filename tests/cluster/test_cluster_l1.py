@@ -16,6 +16,7 @@ from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import ContextBudget, HashingEmbedder, MemoryStore
 from betterdb_memory.core.keys import KeySpace
+from betterdb_memory.core.tunables import FIELD_HALF_LIFE, ConfigSnapshot, config_key
 from betterdb_memory.observability.discovery import (
     REGISTRY_KEY,
     DiscoveryMarker,
@@ -23,12 +24,7 @@ from betterdb_memory.observability.discovery import (
     heartbeat_key,
     stats_key,
 )
-from betterdb_memory.observability.live_config import (
-    FIELD_HALF_LIFE,
-    ConfigSnapshot,
-    LiveConfig,
-    config_key,
-)
+from betterdb_memory.observability.live_config import LiveConfig
 
 pytestmark = pytest.mark.integration
 

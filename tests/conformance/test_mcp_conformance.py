@@ -1,19 +1,22 @@
 """The MCP server against the protocol's own conformance suite (``@modelcontextprotocol/conformance``).
 
-``betterdb-memory mcp --http`` runs on 127.0.0.1 over the session's engine, and the npm
-package's server scenarios (the ``active`` suite: ``server-initialize``, ``tools-list``,
+``betterdb-memory mcp --http`` runs on 127.0.0.1 over the session's engine, open (as a
+loopback server may run) and with a bearer token, and the npm package's server scenarios (the ``active`` suite: ``server-initialize``, ``tools-list``,
 ``ping``, ``dns-rebinding-protection``, ...) run against it with ``mcp-baseline.yml``, the
 scenarios expected to fail and why. The suite exits non-zero on a failure not in the
 baseline and on a baseline entry that passes.
 
 Needs ``npx`` (Node.js) and the npm registry; without ``npx`` the test is skipped with
-that reason. Version 0.1.13 is pinned: the last that runs on Node 20 (0.1.14 and later
+that reason. The suite has no option to send a token: ``bearer_token.cjs``, preloaded into
+Node, adds the header to every request it makes (and a run without it is refused, which
+shows the token is both needed and sent). Version 0.1.13 is pinned: the last that runs on Node 20 (0.1.14 and later
 import ``fs.globSync``, Node 22).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,11 +26,13 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_adapter_mcp import run_http_server
+from tests.integration.test_adapter_mcp_auth import TOKEN, TOKEN_ENV, _env
 
 pytestmark = pytest.mark.integration
 
 PACKAGE = "@modelcontextprotocol/conformance@0.1.13"
 BASELINE = Path(__file__).with_name("mcp-baseline.yml")
+PRELOAD = Path(__file__).with_name("bearer_token.cjs")
 # Scenarios that test this server for real (tools-call-simple-text and tools-call-error pass
 # too, but only because the suite accepts the error its unknown test tools get).
 MUST_PASS = (
@@ -57,18 +62,36 @@ def npx() -> str:
     return path
 
 
+@pytest.fixture(params=[None, TOKEN], ids=["open", "token"])
+def token(request: pytest.FixtureRequest) -> str | None:
+    value: str | None = request.param
+    return value
+
+
 @pytest.fixture
-def http_server(valkey_url: str, unique_name: str) -> Iterator[str]:
-    yield from run_http_server(valkey_url, unique_name)
+def http_server(valkey_url: str, unique_name: str, token: str | None) -> Iterator[str]:
+    env = _env(**{TOKEN_ENV: token}) if token else _env()
+    yield from run_http_server(valkey_url, unique_name, env=env)
 
 
-def test_server_scenarios_pass_apart_from_the_baseline(npx: str, http_server: str, tmp_path: Path) -> None:
-    out = tmp_path / "results"
-    done = subprocess.run(
-        [npx, "-y", PACKAGE, "server", "--url", http_server, "--suite", "active",
-         "--expected-failures", str(BASELINE), "-o", str(out)],
-        capture_output=True, text=True, timeout=600, check=False,
+def _suite(npx: str, url: str, token: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if token:
+        env["NODE_OPTIONS"] = f"{env.get('NODE_OPTIONS', '')} --require {PRELOAD}".strip()
+        env["MCP_BEARER_TOKEN"] = token
+    return subprocess.run(
+        [npx, "-y", PACKAGE, "server", "--url", url, *args],
+        capture_output=True, text=True, timeout=600, check=False, env=env,
     )  # fmt: skip
+
+
+def test_server_scenarios_pass_apart_from_the_baseline(
+    npx: str, http_server: str, token: str | None, tmp_path: Path
+) -> None:
+    out = tmp_path / "results"
+    done = _suite(
+        npx, http_server, token, "--suite", "active", "--expected-failures", str(BASELINE), "-o", str(out)
+    )
     print(done.stdout[-6000:])
     assert done.returncode == 0, f"conformance run failed:\n{done.stdout[-6000:]}\n{done.stderr[-2000:]}"
     status: dict[str, list[str]] = {}
@@ -78,3 +101,10 @@ def test_server_scenarios_pass_apart_from_the_baseline(npx: str, http_server: st
         status[scenario] = [c["status"] for c in json.loads(checks.read_text())]
     for scenario in MUST_PASS:
         assert status.get(scenario) and "FAILURE" not in status[scenario], (scenario, status.get(scenario))
+
+
+@pytest.mark.parametrize("token", [TOKEN], ids=["token"], indirect=True)
+def test_without_the_token_the_suite_is_refused(npx: str, http_server: str) -> None:
+    """The token server against the suite without the preload: initialisation fails (401)."""
+    done = _suite(npx, http_server, None, "--scenario", "server-initialize")
+    assert done.returncode != 0 and "a bearer token is required" in done.stdout, done.stdout[-3000:]

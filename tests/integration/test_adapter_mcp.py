@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -165,11 +165,19 @@ def http_server(valkey_url: str, unique_name: str) -> Iterator[str]:
     yield from run_http_server(valkey_url, unique_name)
 
 
-def run_http_server(valkey_url: str, name: str) -> Iterator[str]:
-    """Start ``betterdb-memory mcp --http`` on a free port, wait until it listens, stop it after."""
+def run_http_server(
+    valkey_url: str, name: str, *extra: str, env: dict[str, str] | None = None, log: IO[str] | None = None
+) -> Iterator[str]:
+    """Start ``betterdb-memory mcp --http`` on a free port, wait until it listens, stop it after.
+
+    ``extra``: more options (``--host``, ``--token-file``, ``--namespace`` ...); ``env``:
+    the server's whole environment (default: this one's); ``log``: where its output goes.
+    """
     port = free_port()
-    with tempfile.TemporaryFile("w+") as log:
-        proc = subprocess.Popen(_cli(valkey_url, name, "--http", "--port", str(port)), stdout=log, stderr=log)
+    with tempfile.TemporaryFile("w+") as own_log:
+        log = log or own_log
+        command = _cli(valkey_url, name, "--http", "--port", str(port), *extra)
+        proc = subprocess.Popen(command, stdout=log, stderr=log, env=env)
         try:
             deadline = time.monotonic() + 30
             while True:

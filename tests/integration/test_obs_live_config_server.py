@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import valkey.asyncio as avalkey
 
+from betterdb_memory.core.tunables import ConfigSnapshot, Rejection, config_key
 from betterdb_memory.errors import ServerError, StoreConnectionError, ValidationError
-from betterdb_memory.observability.live_config import ConfigSnapshot, LiveConfig, Rejection, config_key
+from betterdb_memory.observability.live_config import LiveConfig
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 from langgraph.store.memory import _compare_values, _does_match
 
-from betterdb_memory.adapters.langgraph import (
+from betterdb_memory.adapters._langgraph_items import (
     check_labels,
     index_text,
     item_id,

@@ -16,22 +16,19 @@ import pytest
 import valkey.exceptions as vexc
 from valkey._parsers.helpers import parse_info  # the callback the client applies to INFO
 
-from betterdb_memory.backend.dialect import (
+from betterdb_memory.backend.dialect import keyless_route, probe
+from betterdb_memory.core.codec import normalize_reply
+from betterdb_memory.core.dialect import (
     Capabilities,
-    IndexField,
     capabilities_for,
     engine_from_ft_info,
     engine_from_info,
     identify_engine,
-    keyless_route,
     module_version,
-    normalize_reply,
-    parse_ft_info,
-    parse_index_schema,
     parse_info_modules,
     parse_module_list,
-    probe,
 )
+from betterdb_memory.core.ft_info import IndexField, parse_ft_info, parse_index_schema
 from betterdb_memory.errors import ConfigurationError, ServerError, classify_server_error
 from tests.unit.test_core_fixtures import (
     CAPTURES,

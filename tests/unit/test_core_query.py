@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from betterdb_memory.backend.dialect import Capabilities, capabilities_for
+from betterdb_memory.core.dialect import Capabilities, capabilities_for
 from betterdb_memory.core.escaping import MAX_TAG_BYTES, escape_tag, validate_tag_value
 from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.query import (

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import CollectorRegistry
 
 from betterdb_memory.core.keys import KeySpace
+from betterdb_memory.core.tunables import ConfigSnapshot
 from betterdb_memory.errors import ConfigurationError
 from betterdb_memory.observability.hub import (
     NEAR_MISS_FACTOR,
@@ -20,7 +21,6 @@ from betterdb_memory.observability.hub import (
     is_near_miss,
     warn_near_miss,
 )
-from betterdb_memory.observability.live_config import ConfigSnapshot
 from betterdb_memory.observability.telemetry import Telemetry
 
 

@@ -18,16 +18,16 @@ import pytest
 
 from betterdb_memory import HashingEmbedder
 from betterdb_memory.backend import Backend, scripts
-from betterdb_memory.backend.dialect import capabilities_for
 from betterdb_memory.backend.index import IndexManager
+from betterdb_memory.core.dialect import capabilities_for
 from betterdb_memory.core.keys import KeySpace, Scope
 from betterdb_memory.core.query import MemoryFilter
 from betterdb_memory.core.record import NewMemory
+from betterdb_memory.core.tunables import ConfigSnapshot
 from betterdb_memory.core.turns import APPEND_TURN, decode_turn
 from betterdb_memory.errors import StoreClosedError
 from betterdb_memory.lifecycle import StoreState, Supervisor
 from betterdb_memory.observability.hub import StoreObservability
-from betterdb_memory.observability.live_config import ConfigSnapshot
 from betterdb_memory.store import MemoryStore
 from betterdb_memory.summarizers import ExtractiveSummarizer
 from betterdb_memory.tiers.capacity import Capacity

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from betterdb_memory.core.models import MemoryItem
-from betterdb_memory.core.ranking import ENGLISH_STOPWORDS, HybridRanker, Reranker, fold_suffix
+from betterdb_memory.core.ranking import ENGLISH_STOPWORDS, HybridRanker, Reranker
+from betterdb_memory.core.text import fold_suffix
 from betterdb_memory.errors import ConfigurationError
 
 

@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from betterdb_memory.core import tunables as lc
 from betterdb_memory.core.scoring import Weights
-from betterdb_memory.errors import ConfigurationError, ValidationError
-from betterdb_memory.observability import live_config as lc
-from betterdb_memory.observability.live_config import (
+from betterdb_memory.core.tunables import (
     CONFIG_FIELDS,
     ConfigSnapshot,
     MemoryConfigSnapshot,
@@ -21,6 +20,7 @@ from betterdb_memory.observability.live_config import (
     config_key,
     parse_field,
 )
+from betterdb_memory.errors import ConfigurationError, ValidationError
 
 DEFAULTS = ConfigSnapshot(
     threshold=0.33,
@@ -239,9 +239,9 @@ def test_any_hash_yields_a_valid_snapshot(raw: dict[str, str | bytes]) -> None:
     for field, attr in lc._ATTRS.items():
         got = getattr(snap, attr)
         if field not in raw:
-            if "recall.weights" not in rejected or field not in lc._WEIGHT_FIELDS:
+            if "recall.weights" not in rejected or field not in lc.WEIGHT_FIELDS:
                 assert got == getattr(DEFAULTS, attr)
-        elif field in rejected or ("recall.weights" in rejected and field in lc._WEIGHT_FIELDS):
+        elif field in rejected or ("recall.weights" in rejected and field in lc.WEIGHT_FIELDS):
             assert got == getattr(last_good, attr)
     assert snap.weights != Weights(0.0, 0.0, 0.0)
     assert snap.threshold is None or 0.0 <= snap.threshold <= 2.0
