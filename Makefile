@@ -55,6 +55,7 @@ check: $(STAMP)
 	$(VENV)/bin/ruff format --check betterdb_memory tests bench examples
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict tests/typing
+	$(PY) scripts/gen_sync.py --check
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format betterdb_memory tests bench examples

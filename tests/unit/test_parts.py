@@ -22,6 +22,7 @@ from betterdb_memory.backend.index import IndexManager
 from betterdb_memory.core.dialect import capabilities_for
 from betterdb_memory.core.keys import KeySpace, Scope
 from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.core.record import NewMemory
 from betterdb_memory.core.tunables import ConfigSnapshot
 from betterdb_memory.core.turns import APPEND_TURN, decode_turn
 from betterdb_memory.errors import StoreClosedError
@@ -137,9 +138,9 @@ async def test_capacity_cap_filters_are_the_distinct_scoped_writes() -> None:
     rt = _runtime()
     scopes, docs = ScopeReader(rt), Documents(rt)
     cap = Capacity(rt, scopes, docs)
-    a = {"scope": Scope(thread_id="a"), "tags": ["x", "y"]}
-    b = {"scope": Scope(thread_id="a"), "tags": ["y", "x"]}  # same filter, tags in another order
-    unscoped = {"scope": Scope(), "tags": []}
+    a = NewMemory("a", scope=Scope(thread_id="a"), tags=("x", "y"))
+    b = NewMemory("b", scope=Scope(thread_id="a"), tags=("y", "x"))  # same filter, tags in another order
+    unscoped = NewMemory("c")
     assert cap.cap_filters([a, b, unscoped]) == [MemoryFilter(scope=Scope(thread_id="a"), tags=("x", "y"))]
 
 
