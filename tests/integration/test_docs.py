@@ -26,16 +26,19 @@ may use what it defines; it never fails for that.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import valkey
 
 pytestmark = pytest.mark.integration
 
@@ -178,6 +181,28 @@ def missing_extras(blocks: list[Block]) -> list[str]:
     return [e for e in needed if importlib.util.find_spec(PROBE_OF[e]) is None]
 
 
+@contextlib.contextmanager
+def stores_removed_after(valkey_url: str) -> Iterator[None]:
+    """Delete every store a script created (its index and keys), as a fragment page's runner does.
+
+    A script names its stores itself (the quick start uses the default name), and a store
+    left behind with the default embedder would refuse the next test that opens that name
+    with another model (``configuration.model_mismatch``).
+    """
+    client = valkey.Valkey.from_url(valkey_url)
+    try:
+        before = {bytes(i).decode() for i in client.execute_command("FT._LIST")}
+        yield
+        for index in {bytes(i).decode() for i in client.execute_command("FT._LIST")} - before:
+            name = index.removesuffix(":mem:idx")
+            client.execute_command("FT.DROPINDEX", index)
+            keys = list(client.scan_iter(match=f"{name}:*", count=1000))
+            if keys:
+                client.unlink(*keys)
+    finally:
+        client.close()
+
+
 def run_python(args: list[str], valkey_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, VALKEY_URL=valkey_url, XDG_DATA_HOME=str(tmp_path / "xdg"))
     proc = subprocess.run(
@@ -225,7 +250,8 @@ def test_script_block_runs_and_prints(block: Block, valkey_url: str, tmp_path: P
         pytest.skip(f"{block.page}:{block.line} needs the {', '.join(missing)} extra (not installed)")
     script = tmp_path / f"doc_{block.line}.py"
     script.write_text(block.code, encoding="utf-8")
-    proc = run_python([str(script)], valkey_url, tmp_path)
+    with stores_removed_after(valkey_url):
+        proc = run_python([str(script)], valkey_url, tmp_path)
     if "print(" in block.code:
         assert proc.stdout.strip(), (
             f"{block.page}:{block.line} printed nothing; a reader would expect output."
