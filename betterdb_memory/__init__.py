@@ -56,6 +56,7 @@ from ._version import __version__
 from .backend.retry import RetryPolicy
 from .core.context import ContextBudget, RetrievedContext
 from .core.dialect import Capabilities
+from .core.error_codes import CATALOG as ERROR_CODES
 from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
 from .core.ft_info import IndexInfo
 from .core.keys import Scope
@@ -143,6 +144,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "ContextBudget",
     "DEFAULT_COST_TABLE",
     "DiscoveryOptions",
+    "ERROR_CODES",
     "Embedder",
     "EmbeddingError",
     "ExtractedFact",

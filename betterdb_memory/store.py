@@ -40,7 +40,7 @@ from .core.codec import as_text, to_int
 from .core.context import ContextBudget
 from .core.dialect import Capabilities
 from .core.ft_info import IndexInfo
-from .core.keys import KeySpace
+from .core.keys import DEFAULT_NAME, KeySpace
 from .core.models import StoreStats
 from .core.options import (
     ConsolidationConfig,
@@ -57,7 +57,7 @@ from .embedders.base import Embedder, EmbeddingFunction
 from .embedders.lazy import LazyFunctionEmbedder
 from .errors import StoreClosedError
 from .extraction import FactExtractor
-from .lifecycle import StoreState, Supervisor
+from .lifecycle import StoreState, Supervisor, gated
 from .observability.hub import StoreObservability
 from .observability.metrics import MemoryMetrics
 from .observability.telemetry import Telemetry
@@ -80,9 +80,6 @@ __all__ = ["DEFAULT_NAME", "DEFAULT_THRESHOLD", "MemoryStore"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-#: The reference's default store name (``AgentMemoryOptions.name``).
-DEFAULT_NAME = "betterdb_ac"
 
 
 class _Delegate(Generic[P, R]):
@@ -112,6 +109,7 @@ class _Delegate(Generic[P, R]):
         return getattr(getattr(obj, self.part), self.fn.__name__)
 
 
+@gated  # every public coroutine method but close raises StoreClosedError once close() started
 class MemoryStore:
     """Long-term agent memory on Valkey Search (betterdb-agent-memory's ``MemoryStore``, and more).
 
@@ -255,7 +253,8 @@ class MemoryStore:
         # -- composition: the backend, then the parts, each given what it uses ----------------
         self._owned_client = False
         self._owned_server: Any = None
-        self._closed = False
+        self._closed = False  # set by the first line of close(); _closed_done once it returns
+        self._closed_done = asyncio.Event()
         self.backend = Backend(client, retry=self.retry)
         self.supervisor = Supervisor()
         self._obs = StoreObservability(
@@ -363,29 +362,36 @@ class MemoryStore:
 
     @property
     def state(self) -> StoreState:
-        """``NEW`` until the first call readies the index, then ``READY``; ``CLOSED`` after ``close``."""
+        """``NEW`` until the first call readies the index, then ``READY``; ``CLOSING`` from the
+        first line of ``close`` while background work drains, ``CLOSED`` once it returned."""
         if self._closed:
-            return StoreState.CLOSED
+            return StoreState.CLOSED if self._closed_done.is_set() else StoreState.CLOSING
         return StoreState.READY if self.index.ready else StoreState.NEW
 
     async def close(self) -> None:
         """Wait for background work, then close what this store opened (never the caller's client).
 
         Idempotent. Running rolling summaries get ``shutdown_grace`` seconds, other
-        background work 5 s; the stats are flushed. Afterwards every operation raises
-        ``StoreClosedError``.
+        background work 5 s; the stats are flushed. From its first line every other
+        operation raises ``StoreClosedError`` (``state`` is ``CLOSING``, then ``CLOSED``);
+        a second call waits for the first to finish.
         """
         if self._closed:
+            await self._closed_done.wait()
             return
         self._closed = True
-        await self._summaries.close()
-        await self.supervisor.close(grace=5.0)  # service loops stop at once; other work drains
-        await self._obs.close()  # the stats are flushed, the Monitor heartbeat key deleted
-        self.backend.closed = True
-        if self._owned_client:
-            await self.backend.client.aclose()
-        if self._owned_server is not None:
-            await asyncio.to_thread(self._owned_server.stop)
+        try:
+            await self._summaries.close()
+            await self.supervisor.close(grace=5.0)  # service loops stop at once; other work drains
+            await self._obs.close()  # the stats are flushed, the Monitor heartbeat key deleted
+            self.backend.closed = True
+            if self._owned_client:
+                await self.backend.client.aclose()
+            if self._owned_server is not None:
+                await asyncio.to_thread(self._owned_server.stop)
+        finally:
+            self.backend.closed = True
+            self._closed_done.set()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -494,7 +500,6 @@ class MemoryStore:
 
     async def refresh_config(self) -> ConfigSnapshot:
         """Re-read ``<name>:__mem_config`` now (it is also re-read every few seconds)."""
-        self._check_open()
         return await self._obs.live.refresh()
 
     async def ensure_discovery_ready(self) -> None:
@@ -517,7 +522,6 @@ class MemoryStore:
                 different embedding dimension or model; vectors of two models must
                 never share an index.
         """
-        self._check_open()
         await self.index.ensure_index()
 
     async def index_info(self) -> IndexInfo | None:
@@ -589,7 +593,6 @@ class MemoryStore:
             BetterDBMemoryError: the summariser or the write failed (also counted).
         """
         thread, agent = session_ids(thread_id, agent_id)
-        self._check_open()
         return await self._summaries.summarize_session(agent, thread)
 
     # Consolidation (tiers.consolidation, tiers.fact_ledger).

@@ -153,9 +153,9 @@ class LangGraphStore(BaseStore):
             self._sync = None
             self.store = store
         else:
-            raise ValidationError(
+            raise ConfigurationError(
                 "store must be a MemoryStore or SyncMemoryStore",
-                code="validation.type",
+                code="configuration.type",
                 details={"argument": "store", "type": type(store).__name__},
             )
         self.scope = validate_tag_value(scope, name="scope")

@@ -358,9 +358,7 @@ class LongTermMemory:
         mid = validate_memory_id(id)
         item = (await self._docs.get_many([mid]))[0]
         if item is None:
-            raise MemoryNotFoundError(
-                f"no memory with id {mid!r}", code="memory.not_found", details={"id": mid}
-            )
+            raise MemoryNotFoundError(mid, f"no memory with id {mid!r}")
         if ttl is None and item.expires_at is not None:
             ttl = max(0.001, (item.expires_at - time.time() * 1000) / 1000.0)
         new: dict[str, Any] = {
@@ -383,7 +381,5 @@ class LongTermMemory:
             await self.write([new], capped=False, dedup=False)
         stored = (await self._docs.get_many([mid]))[0]
         if stored is None:  # deleted or expired the moment it was written
-            raise MemoryNotFoundError(
-                f"no memory with id {mid!r}", code="memory.not_found", details={"id": mid}
-            )
+            raise MemoryNotFoundError(mid, f"no memory with id {mid!r}")
         return stored

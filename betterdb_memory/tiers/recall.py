@@ -37,13 +37,10 @@ from .documents import Documents
 from .hybrid import TextCandidates
 from .runtime import Runtime
 
-__all__ = ["DEFAULT_K", "NEAR_MISS_FACTOR", "Recall"]
+__all__ = ["DEFAULT_K", "Recall"]
 
 #: The reference's default number of hits.
 DEFAULT_K = 8
-#: A recall with no hit whose nearest candidate was within this multiple of the
-#: threshold is a near miss (the threshold, not the data, likely dropped a good hit).
-NEAR_MISS_FACTOR = 2.0
 
 # The most hits one KNN query may ask for (valkey-search's default maximum k).
 _MAX_KNN = 10_000

@@ -46,9 +46,11 @@ from ..core.turns import (
 from ..core.validation import (
     check_content,
     check_importance,
+    check_int,
     check_sensitivities,
     check_sensitivity,
     check_tags,
+    is_int,
 )
 from ..errors import ConfigurationError, TokenBudgetError, ValidationError
 from .long_term import LongTermMemory
@@ -72,13 +74,7 @@ def session_ids(thread_id: object, agent_id: object) -> tuple[str, str | None]:
 
 
 def _check_n(n: object) -> int | None:
-    if n is None:
-        return None
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValidationError(
-            "n must be a positive integer or None", code="validation.range", details={"argument": "n"}
-        )
-    return n
+    return None if n is None else check_int(n, "n", minimum=1)
 
 
 class Sessions:
@@ -256,10 +252,9 @@ class Sessions:
         thread, agent = session_ids(thread_id, agent_id)
         ns = None if namespace is None else validate_tag_value(namespace, name="namespace")
         text = check_content(query, name="query")
-        if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        if not is_int(token_budget) or token_budget < 1:
             raise TokenBudgetError(
                 f"token_budget must be a positive integer, not {token_budget!r}",
-                code="validation.budget",
                 details={"argument": "token_budget"},
             )
         cfg = self.config

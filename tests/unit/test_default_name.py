@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from betterdb_memory import facade, store
+from betterdb_memory import store
 from betterdb_memory.cli import build_parser
+from betterdb_memory.core import keys
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "betterdb_ac"
 
 
 def test_code_and_cli_share_one_default() -> None:
-    assert store.DEFAULT_NAME == facade.DEFAULT_NAME == NAME
+    assert store.DEFAULT_NAME == keys.DEFAULT_NAME == NAME  # defined once, in core.keys
+    assert store.MemoryStore.__init__.__kwdefaults__["name"] == NAME
     parser = build_parser()
     assert parser.parse_args(["list"]).name == NAME
     assert parser.parse_args(["--url", "valkey://x:1", "stats"]).name == NAME
