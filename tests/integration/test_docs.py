@@ -152,7 +152,7 @@ class Block:
         return frozenset(needed)
 
 
-def page_blocks(path: Path) -> list[Block]:
+def page_blocks(path: Path, root: Path = ROOT) -> list[Block]:
     text = path.read_text(encoding="utf-8")
     blocks = []
     for m in FENCE.finditer(text):
@@ -160,7 +160,7 @@ def page_blocks(path: Path) -> list[Block]:
         marker = SKIP_MARKER.search(before)
         blocks.append(
             Block(
-                page=path.relative_to(ROOT).as_posix(),
+                page=path.relative_to(root).as_posix(),
                 lang=m["lang"],
                 code=m["code"],
                 line=text.count("\n", 0, m.start()) + 1,
@@ -239,6 +239,18 @@ def test_extra_detection() -> None:
         "x.md", "python", "from betterdb_memory.adapters.langgraph import LangGraphStore\n", 1, None
     )
     assert adapter.extras == {"langgraph"}
+
+
+def test_skip_marker_is_read(tmp_path: Path) -> None:
+    """A block that cannot run is marked on the line before its fence, with its reason."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        "Intro.\n\n<!-- docs-test: skip (needs a real OpenAI key) -->\n```python\nprint(1)\n```\n\n"
+        "```python\nprint(2)\n```\n",
+        encoding="utf-8",
+    )
+    first, second = page_blocks(page, tmp_path)
+    assert first.skip == "needs a real OpenAI key" and second.skip is None
 
 
 @pytest.mark.parametrize("block", SCRIPTS, ids=[f"{b.page}:{b.line}" for b in SCRIPTS])
