@@ -21,6 +21,7 @@ from .core.options import (
     MemoryConfigRefreshConfig,
     MemoryDiscoveryConfig,
     MemoryTelemetryOptions,
+    ReinforceMode,
 )
 from .core.ranking import HybridRanker, Reranker
 from .core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
@@ -199,7 +200,10 @@ def _settings(
         raise ConfigurationError(
             "dedup must be a bool", code="configuration.type", details={"argument": "dedup"}
         )
-    if reinforce_mode not in ("sync", "background"):
+    mode: ReinforceMode | None = (
+        "sync" if reinforce_mode == "sync" else "background" if reinforce_mode == "background" else None
+    )
+    if mode is None:
         raise ConfigurationError(
             "reinforce_mode must be 'sync' or 'background'",
             code="configuration.choice",
@@ -233,7 +237,7 @@ def _settings(
             setting=True,
         ),
         dedup=dedup,
-        reinforce_mode=str(reinforce_mode),
+        reinforce_mode=mode,
         reinforce_write_interval=None
         if reinforce_write_interval is None
         else float(reinforce_write_interval),

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         MemoryConfigRefreshConfig,
         MemoryDiscoveryConfig,
         MemoryTelemetryOptions,
+        ReinforceMode,
     )
     from .core.ranking import Reranker
     from .core.scoring import Weights
@@ -261,7 +262,7 @@ class StoreOptions(TypedDict, total=False):
     hnsw_m: int
     hnsw_ef_construction: int
     hnsw_ef_runtime: int
-    reinforce_mode: str
+    reinforce_mode: ReinforceMode
     reinforce_write_interval: float | None
     retry: RetryPolicy | None
     registry: Any

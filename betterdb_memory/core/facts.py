@@ -322,7 +322,7 @@ def plan_facts(facts: Iterable[object], current: Mapping[str, CurrentFact]) -> F
 
 def most_sensitive(items: Sequence[MemoryItem]) -> str:
     """Output inherits its sources' highest sensitivity: fail closed for redaction filters."""
-    rank = {level: i for i, level in enumerate(SENSITIVITY_LEVELS)}
+    rank: dict[str, int] = {level: i for i, level in enumerate(SENSITIVITY_LEVELS)}
     return max((i.sensitivity for i in items), key=lambda s: rank.get(s, len(rank)), default="none")
 
 

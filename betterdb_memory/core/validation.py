@@ -8,12 +8,12 @@ here; this module adds the checks of the memory model (content, tags, ``k``, ...
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 from ..errors import ValidationError
 from .arguments import check_int, check_number, is_int, is_number
 from .escaping import validate_tag_value
-from .models import SENSITIVITY_LEVELS
+from .models import SENSITIVITY_LEVELS, MemoryKind, Sensitivity
 
 __all__ = [
     "MAX_CONTENT_BYTES",
@@ -23,6 +23,7 @@ __all__ = [
     "check_importance",
     "check_int",
     "check_k",
+    "check_kind",
     "check_metadata",
     "check_number",
     "check_sensitivity",
@@ -96,17 +97,31 @@ def check_ttl(value: object) -> float | None:
     return check_number(value, "ttl", minimum=0.0) or None
 
 
-def check_sensitivity(value: object) -> str:
-    if value not in SENSITIVITY_LEVELS:
+_SENSITIVITY: dict[str, Sensitivity] = {level: level for level in SENSITIVITY_LEVELS}
+
+
+def check_sensitivity(value: object) -> Sensitivity:
+    level = _SENSITIVITY.get(value) if isinstance(value, str) else None
+    if level is None:
         raise ValidationError(
             f"sensitivity must be one of {SENSITIVITY_LEVELS}, not {value!r}",
             code="validation.sensitivity",
             details={"argument": "sensitivity", "allowed": list(SENSITIVITY_LEVELS)},
         )
-    return str(value)
+    return level
 
 
-def check_sensitivities(values: Iterable[object] | None) -> tuple[str, ...]:
+_KINDS: dict[str, MemoryKind] = {kind: kind for kind in get_args(MemoryKind)}
+
+
+def check_kind(value: object) -> MemoryKind:
+    kind = _KINDS.get(value) if isinstance(value, str) else None
+    if kind is None:
+        raise ValidationError(f"unknown kind {value!r}", code="validation.kind", details={"argument": "kind"})
+    return kind
+
+
+def check_sensitivities(values: Iterable[object] | None) -> tuple[Sensitivity, ...]:
     if values is None:
         return ()
     if isinstance(values, str):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.context import ContextBudget
+from ..core.models import Sensitivity
 from ..core.tokens import HeuristicTokenCounter, TokenCounter
 from ..core.validation import check_int, check_number, check_sensitivities
 from ..errors import ConfigurationError, ValidationError
@@ -32,7 +33,7 @@ class SessionConfig:
     fact_extractor: FactExtractor | None
     counter: TokenCounter
     budget: ContextBudget
-    redact: tuple[str, ...]
+    redact: tuple[Sensitivity, ...]
     grace: float
     lock_ttl_ms: int
 

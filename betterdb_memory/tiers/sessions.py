@@ -22,7 +22,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from ..backend import scripts
@@ -32,6 +32,7 @@ from ..core.context import ContextUsage, RetrievedContext, allocate
 from ..core.escaping import validate_tag_value
 from ..core.keys import SessionKeys
 from ..core.models import MemoryHit
+from ..core.requests import MemoryInput
 from ..core.tokens import count_tokens
 from ..core.turns import (
     SessionMetadata,
@@ -327,7 +328,7 @@ class Sessions:
             return []
         facts = await extractor.extract(turns)
         meta = {"source_turn_ids": [t.id for t in turns], "turn_range": [turns[0].seq, turns[-1].seq]}
-        items: list[dict[str, Any]] = []
+        items: list[MemoryInput] = []
         for i, fact in enumerate(facts):
             try:
                 items.append(
@@ -348,10 +349,13 @@ class Sessions:
         return await self._long_term.remember_many(items) if items else []
 
 
-async def _both(turns: Any, hits: Any) -> tuple[list[Turn], list[MemoryHit]]:
+async def _both(
+    turns: Awaitable[list[Turn]], hits: Awaitable[list[MemoryHit]]
+) -> tuple[list[Turn], list[MemoryHit]]:
     """Run both reads concurrently; the first error wins, and the other read is awaited."""
-    got = await asyncio.gather(turns, hits, return_exceptions=True)
-    for result in got:
-        if isinstance(result, BaseException):
-            raise result
-    return got[0], got[1]  # type: ignore[return-value]
+    got_turns, got_hits = await asyncio.gather(turns, hits, return_exceptions=True)
+    if isinstance(got_turns, BaseException):
+        raise got_turns
+    if isinstance(got_hits, BaseException):
+        raise got_hits
+    return got_turns, got_hits

@@ -50,7 +50,7 @@ from .._version import __version__
 from ..core.codec import as_text, split_tags
 from ..core.keys import Scope, validate_memory_id
 from ..core.record import NewMemory, encode_record
-from ..core.validation import check_importance, check_tags, is_int, is_number
+from ..core.validation import check_importance, check_kind, check_sensitivity, check_tags, is_int, is_number
 from ..errors import ValidationError
 
 __all__ = [
@@ -375,6 +375,8 @@ def legacy_fields(row: Mapping[str, Any], *, half_life_seconds: float, line: int
         )
         importance = check_importance(row.get("importance", 0.5))
         tags = check_tags(row.get("tags") or None)
+        sensitivity = check_sensitivity(row.get("sensitivity") or "none")
+        kind = check_kind(row.get("kind") or "memory")
     except ValidationError as exc:
         raise _bad(exc.message, line) from exc
     memory = NewMemory(
@@ -383,9 +385,9 @@ def legacy_fields(row: Mapping[str, Any], *, half_life_seconds: float, line: int
         importance=importance,
         tags=tags,
         source=row.get("source"),
-        sensitivity=str(row.get("sensitivity") or "none"),
+        sensitivity=sensitivity,
         metadata=dict(row.get("metadata") or {}),
-        kind=str(row.get("kind") or "memory"),
+        kind=kind,
         subject=row.get("subject"),
         date=row.get("date"),
     )

@@ -17,6 +17,7 @@ from betterdb_memory import HashingEmbedder
 from betterdb_memory.backend import scripts
 from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.core.record import NewMemory
 from betterdb_memory.core.turns import decode_turn
 from betterdb_memory.errors import StoreClosedError
 from betterdb_memory.lifecycle import StoreState
@@ -52,9 +53,9 @@ async def test_scope_reader_count_is_one_filter_query_with_limit_zero() -> None:
 
 async def test_capacity_cap_filters_are_the_distinct_scoped_writes() -> None:
     cap = build().capacity
-    a = {"scope": Scope(thread_id="a"), "tags": ["x", "y"]}
-    b = {"scope": Scope(thread_id="a"), "tags": ["y", "x"]}  # same filter, tags in another order
-    unscoped = {"scope": Scope(), "tags": []}
+    a = NewMemory("a", scope=Scope(thread_id="a"), tags=("x", "y"))
+    b = NewMemory("b", scope=Scope(thread_id="a"), tags=("y", "x"))  # same filter, tags in another order
+    unscoped = NewMemory("c")
     assert cap.cap_filters([a, b, unscoped]) == [MemoryFilter(scope=Scope(thread_id="a"), tags=("x", "y"))]
 
 
