@@ -172,19 +172,30 @@ class Documents:
         return out
 
     async def forget(self, id: str) -> bool:
-        """Delete one memory (with its access counter and update history); True if it existed."""
+        """Delete one memory (with its access counter and update history); True if it existed.
+
+        Retried on connection faults. A retry cannot know what the attempt it replaces
+        did: when that attempt may have reached the server and the retry finds nothing
+        left, the answer is True (the memory is gone, and this call may have deleted
+        it), never a False that would say nothing happened. So True means "existed when
+        the call began, or possibly so after a fault, and is gone now"; False means it
+        did not exist (exact: the first attempt answered).
+        """
         rt = self._rt
         key, counter, updates = rt.keys.doc(id), rt.keys.access(id), rt.keys.updates(id)
+        attempts = 0
 
         def build(pipe: Any) -> None:
+            nonlocal attempts
+            attempts += 1
             pipe.delete(key)
             pipe.delete(counter, updates)
 
         with rt.obs.span("forget"):
-            existed = bool(int((await rt.backend.pipeline("forget", build))[0]))
-        if existed:
+            deleted = bool(int((await rt.backend.pipeline("forget", build))[0]))
+        if deleted:
             rt.metrics.add_items(-1)
-        return existed
+        return deleted or attempts > 1
 
     async def delete_ids(
         self, ids: Sequence[str], *, also: Callable[[Any], None] | None = None, operation: str = "forget"
