@@ -132,9 +132,8 @@ class Sessions:
         cfg = self.config
         rt = self._rt
         turn_id = uuid.uuid4().hex
-        now = time.time()
         tokens = count_tokens(cfg.counter, render_turn(user, assistant, tools))
-        payload = encode_turn(turn_id, user, assistant, tools, now, tokens)
+        payload = encode_turn(turn_id, user, assistant, tools, None, tokens)  # the server dates it
         sk = rt.keys.session(agent, thread)
         sessions = rt.keys.agent_sessions(agent)
 
@@ -143,7 +142,7 @@ class Sessions:
                 pipe,
                 self._append,
                 [sk.turns, sk.meta, sk.summary_cursor],
-                [payload, repr(now), cfg.ttl_ms, cfg.window, cfg.batch, cfg.cap],
+                [payload, cfg.ttl_ms, cfg.window, cfg.batch, cfg.cap],
             )
             pipe.sadd(sessions, thread)
             pipe.pexpire(sessions, cfg.ttl_ms)
