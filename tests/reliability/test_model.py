@@ -260,6 +260,31 @@ class StoreMachine(RuleBasedStateMachine):
         self.run(self.store.store_turn(thread_id, user, f"re {self.turn_no}", agent_id=agent_id))
         self.model.store_turn(agent_id, thread_id, user)
 
+    @rule(agent_id=agents, thread_id=st.sampled_from(["t1", "t2"]), k=st.integers(2, 4))
+    def store_turns_concurrently(self, agent_id: str | None, thread_id: str, k: int) -> None:
+        """Concurrent writers on one session: their turns land last, each once, in an order the
+        server chose (the model adopts it) and that their timestamps agree with."""
+        users = [f"turn {self.turn_no + i + 1}" for i in range(k)]
+        self.turn_no += k
+
+        async def together() -> list[Any]:
+            await asyncio.gather(
+                *(self.store.store_turn(thread_id, u, "re", agent_id=agent_id) for u in users)
+            )
+            return await self.store.get_recent_turns(thread_id, agent_id=agent_id)
+
+        turns = self.run(together())
+        before = self.model.recent(agent_id, thread_id, None)
+        got = [t.user_message for t in turns]
+        keep = len(got) - k  # older turns still in the window
+        assert len(got) == min(len(before) + k, WINDOW)
+        assert got[:keep] == before[len(before) - keep :], "the older turns stay as they were"
+        assert sorted(got[keep:]) == sorted(users), f"the concurrent turns {users} are the last ones: {got}"
+        for u in got[keep:]:
+            self.model.store_turn(agent_id, thread_id, u)
+        stamps = [t.timestamp for t in turns]
+        assert stamps == sorted(stamps), "turns in their timestamps' order"
+
     @rule(agent_id=agents, thread_id=st.sampled_from(["t1", "t2"]), n=st.none() | st.integers(1, 7))
     def get_recent_turns(self, agent_id: str | None, thread_id: str, n: int | None) -> None:
         turns = self.run(self.store.get_recent_turns(thread_id, agent_id=agent_id, n=n))
