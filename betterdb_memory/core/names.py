@@ -1,0 +1,187 @@
+"""Names in a text, for telling whether two statements are about the same entity. Pure.
+
+Used by same-slot supersession (``core.supersession``, rule 1): two statements are about
+the same entity when their leading names, their subjects in English word order, are
+the same name. A name is a run of adjacent capitalised words that are not sentence
+starters, or a number other than a year; "I", "me", "my" and "the user" are the name
+``<self>``. No tagger, no model: the rule must run on every recall in microseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+__all__ = ["SELF_NAME", "leading_name", "name_runs", "names_of", "same_name"]
+
+# Words that start sentences in capitals without being names.
+_NOT_NAMES = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "he",
+        "she",
+        "they",
+        "it",
+        "we",
+        "you",
+        "his",
+        "her",
+        "their",
+        "its",
+        "our",
+        "your",
+        "this",
+        "that",
+        "these",
+        "those",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "where",
+        "when",
+        "why",
+        "how",
+        "there",
+        "here",
+        "then",
+        "now",
+        "today",
+        "yesterday",
+        "tomorrow",
+        "also",
+        "but",
+        "and",
+        "or",
+        "so",
+        "if",
+        "after",
+        "before",
+        "since",
+        "until",
+        "while",
+        "as",
+        "at",
+        "in",
+        "on",
+        "of",
+        "for",
+        "from",
+        "to",
+        "with",
+        "by",
+        "about",
+        "into",
+        "over",
+        "under",
+        "last",
+        "next",
+        "every",
+        "each",
+        "some",
+        "many",
+        "most",
+        "all",
+        "both",
+        "just",
+        "still",
+        "yet",
+        "once",
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ]
+)
+_SELF = frozenset(["i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll", "user", "user's"])
+_TOKEN = re.compile(r"[A-Za-z][\w'’-]*|\d+(?:[.,]\d+)?")
+_YEAR = re.compile(r"(?:19|2[01])\d\d")
+SELF_NAME = "<self>"
+
+
+def names_of(text: str) -> frozenset[str]:
+    """The names in a text, case-folded, as runs of adjacent name words ("ada moreau").
+
+    See ``name_runs`` (the same names, in text order).
+    """
+    return frozenset(name_runs(text))
+
+
+def leading_name(text: str) -> str | None:
+    """The first name of a text: its subject, in English word order ("Ada moved to Berlin")."""
+    return next(_runs(text), None)
+
+
+def name_runs(text: str) -> list[str]:
+    """The names in a text, case-folded, in order, as runs of adjacent name words ("ada moreau").
+
+    Name words are capitalised words that are not sentence starters ("The", "What",
+    "Since"), numbers other than years, and ``<self>`` for the user ("I", "my", "the
+    user"). Words next to each other (only spaces between) form one name, so "Greta
+    Zeller" and "Greta Ashby" are two names, not one shared "greta". Possessives are cut
+    ("Ada's" -> "ada") and end the run.
+    """
+    return list(_runs(text))
+
+
+def _runs(text: str) -> Iterator[str]:
+    """``name_runs`` lazily: each name as soon as it is complete (``leading_name`` stops at one)."""
+    run: list[str] = []
+    last_end = -2
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0)
+        low = tok.lower().replace("’", "'")
+        if low in _SELF or (low == "user" and text[max(0, m.start() - 4) : m.start()].lower() == "the "):
+            if run:
+                yield " ".join(run)
+                run = []
+            yield SELF_NAME
+            last_end = -2
+            continue
+        possessive = low.endswith("'s")
+        if possessive:
+            low = low[:-2]
+        is_name = not _YEAR.fullmatch(low) and (
+            tok[0].isdigit() or (tok[0].isupper() and low not in _NOT_NAMES)
+        )
+        adjacent = last_end >= 0 and text[last_end : m.start()].strip(" ") == ""
+        if run and not (is_name and adjacent):
+            yield " ".join(run)
+            run = []
+        if not is_name:
+            last_end = -2
+            continue
+        run.append(low)
+        last_end = -2 if possessive else m.end()
+    if run:
+        yield " ".join(run)
+
+
+def same_name(a: str, b: str) -> bool:
+    """One name is the other or a part of it at either end ("ada" ~ "ada moreau", "moreau" ~ "ada moreau")."""
+    if a == b:
+        return True
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return long.startswith(short + " ") or long.endswith(" " + short)

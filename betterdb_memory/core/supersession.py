@@ -1,0 +1,290 @@
+"""Implicit updates: which recall candidates state the same slot, so the newer ranks above the older.
+
+Most memories arrive without a subject: "Ada lives in Lisbon." (2019), then "Ada moved
+to Berlin." (2024). Both come back for "Where does Ada live?", and similarity alone
+ranks them in no useful order. The rule here, **same-slot supersession (SSS)**, decides
+from the candidates alone (their text, stored vector and ``valid_from``; no LLM, no
+I/O) which pairs say the same attribute of the same entity, and for a question about
+the present ranks the newer of each such pair above the older.
+
+An older candidate ``o`` is superseded by a newer candidate ``n`` (``n.valid_from >
+o.valid_from``) when all three hold:
+
+1. **Same entity (the same leading name).** The first name of each text, its subject
+   in English word order, is the same name (equal, or one the first or last part of
+   the other). Names are runs of capitalised words that are not sentence starters,
+   numbers other than years, and ``<self>`` for "I / my / the user". "Ada Moreau lives
+   in Lisbon" and "Ada moved to Berlin" lead with "ada (moreau)"; "Greta Zeller is a
+   nurse" and "Greta Ashby is a chef" do not; "I live in Lisbon" and "I moved to
+   Berlin" lead with ``<self>``. Any shared name was tried first and measured worse:
+   two people who own the same phone model or share a partner's first name
+   ("... Nothing Phone 2", "... partner is Dario") share a name; their subjects differ.
+2. **Close statements (mutual similarity).** The cosine of their stored vectors is at
+   least ``min_similarity``.
+3. **The same exclusive kind of attribute.** Each statement is compared with short
+   prototype sentences of known kinds of attribute (``EXCLUSIVE_KINDS``: home, employer,
+   job, partner, car, phone, favourite hobby, school, ...; ``MANY_KINDS``: likes,
+   languages, pets, instruments, friends, places visited, ...), embedded once with
+   the store's own embedder; the best kind of each must be exclusive, and each must
+   be among the other's two best kinds.
+
+Why rule 3: mutual similarity cannot tell an update from two facts that are both
+true. With MiniLM, "Ada likes tea" / "Ada likes coffee" are as similar as "Ada lives in
+Lisbon" / "Ada lives in Berlin" (medians 0.70 and 0.68, same spread), and two
+different attributes of one person ("lives in", "drives a") are not far below (0.53),
+so rules 1-2 alone supersede almost every both-current pair (97% measured) and many
+cross-attribute pairs. Comparing with kinds of attribute is similarity too (to known
+kinds), needs no LLM, and fails safe: a statement whose best kind is many-valued or
+unknown is never superseded, which costs an update its promotion, never a current fact
+its rank. Measured in bench/results/temporal.md.
+
+``present_order`` applies the rule (for questions about the present; a recall with
+``as_of`` or a time window must not use it): the newest version of a slot takes the
+best score of the slot's versions, and each older version goes just below its
+supersessors, so the slot ranks where its best-matching version did and the current
+version answers for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .names import leading_name, same_name
+
+__all__ = [
+    "EXCLUSIVE_KINDS",
+    "MANY_KINDS",
+    "Candidate",
+    "Prototypes",
+    "SupersessionRule",
+    "present_order",
+    "prototype_texts",
+    "rank_superseded",
+    "same_exclusive_kind",
+    "superseded_pairs",
+]
+
+FloatArray = npt.NDArray[np.float32]
+
+# Kinds of attribute that hold one value at a time: a new statement replaces the old.
+# A few short sentences each, in no particular wording (they are compared by meaning).
+EXCLUSIVE_KINDS: dict[str, tuple[str, ...]] = {
+    "home": (
+        "She lives in that city now.",
+        "He moved to another city.",
+        "Their home is in a different town now.",
+        "I live in this city.",
+    ),
+    "employer": (
+        "He works for that company.",
+        "She joined a new employer.",
+        "Her employer is a big firm.",
+        "He is employed by a bank.",
+    ),
+    "job": (
+        "His job title is manager.",
+        "She works as an engineer.",
+        "He became a doctor.",
+        "Her occupation is teacher.",
+        "Her profession changed: she is a nurse now.",
+    ),
+    "partner": (
+        "She is married to him.",
+        "He is dating someone new.",
+        "Her partner is Sam.",
+        "They got engaged.",
+    ),
+    "car": ("He drives that car.", "She bought a new car.", "His car is a sedan."),
+    "phone": ("His phone is that model.", "She switched to a new smartphone.", "He got a new mobile phone."),
+    "hobby": (
+        "His favourite hobby is this.",
+        "Her main pastime is that.",
+        "What she loves doing most in her free time.",
+    ),
+    "school": (
+        "She studies at that university.",
+        "He enrolled at a new school.",
+        "She attends college there.",
+    ),
+    "age": ("He is 34 years old.", "She turned forty."),
+    "salary": ("Her salary is 50,000.", "He earns more now."),
+    "contact": ("His email address is this.", "Her phone number changed."),
+}
+# Kinds that hold many values at once: a new statement adds to the old ones.
+MANY_KINDS: dict[str, tuple[str, ...]] = {
+    "likes": (
+        "She likes this.",
+        "He enjoys that a lot.",
+        "She loves eating that food.",
+        "He is fond of music.",
+    ),
+    "languages": (
+        "She speaks that language.",
+        "He is fluent in another language.",
+        "She learned a new language.",
+    ),
+    "pets": ("She has a pet.", "He adopted an animal."),
+    "instruments": ("She plays a musical instrument.", "He is learning to play an instrument."),
+    "friends": ("She is friends with Sam.", "He often meets a friend for lunch."),
+    "travel": (
+        "She has been to that country.",
+        "He travelled abroad on holiday.",
+        "She visited that place once.",
+    ),
+    "media": ("She read that book.", "He watched a film."),
+    "health": ("She is allergic to that.",),
+    "collections": ("He collects old coins.",),
+    "skills": ("She knows how to code.", "He can cook well."),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One recall candidate as the rule sees it.
+
+    Attributes:
+        id: the memory id (returned unchanged).
+        text: its content.
+        vector: its stored embedding, L2-normalised (as the store keeps them).
+        valid_from: when it became true (epoch ms).
+        score: its recall score (higher first).
+    """
+
+    id: str
+    text: str
+    vector: FloatArray
+    valid_from: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SupersessionRule:
+    """The thresholds of same-slot supersession (see the module's docstring)."""
+
+    min_similarity: float = 0.45
+
+
+def prototype_texts() -> tuple[list[str], list[str]]:
+    """``(texts, kinds)``: every prototype sentence and its kind, exclusive kinds first.
+
+    The store embeds ``texts`` once with its embedder and builds ``Prototypes.of``.
+    """
+    texts: list[str] = []
+    kinds: list[str] = []
+    for table in (EXCLUSIVE_KINDS, MANY_KINDS):
+        for kind, sentences in table.items():
+            texts += sentences
+            kinds += [kind] * len(sentences)
+    return texts, kinds
+
+
+@dataclass(frozen=True, slots=True)
+class Prototypes:
+    """The prototype sentences' vectors grouped by kind, embedded once with the store's embedder."""
+
+    vectors: FloatArray  # (p, d), rows L2-normalised, grouped by kind
+    starts: npt.NDArray[np.int64]  # first row of each kind (for one ``maximum.reduceat``)
+    kinds: tuple[str, ...]
+    exclusive: npt.NDArray[np.bool_]  # (len(kinds),)
+
+    @classmethod
+    def of(cls, vectors: Sequence[Sequence[float]] | FloatArray, kinds: Sequence[str]) -> Prototypes:
+        """From ``prototype_texts()``'s kinds and the vectors of its texts (same order)."""
+        names = tuple(dict.fromkeys(kinds))
+        index = {k: i for i, k in enumerate(names)}
+        rows = np.asarray([index[k] for k in kinds], dtype=np.int64)
+        order = np.argsort(rows, kind="stable")
+        return cls(
+            _normalised(np.asarray(vectors, dtype=np.float32)[order]),
+            np.searchsorted(rows[order], np.arange(len(names))).astype(np.int64),
+            names,
+            np.asarray([k in EXCLUSIVE_KINDS for k in names], dtype=np.bool_),
+        )
+
+    def kind_scores(self, vectors: FloatArray) -> FloatArray:
+        """Per row of ``vectors``, its best cosine with each kind's prototypes: (n, kinds)."""
+        sims = _normalised(vectors) @ self.vectors.T
+        out: FloatArray = np.maximum.reduceat(sims, self.starts, axis=1)
+        return out
+
+
+def _normalised(m: FloatArray) -> FloatArray:
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    out: FloatArray = (m / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+    return out
+
+
+def same_exclusive_kind(kind_scores: FloatArray, prototypes: Prototypes) -> npt.NDArray[np.bool_]:
+    """(n, n): both rows' best kinds are exclusive and each is among the other's two best."""
+    order = np.argsort(-kind_scores, axis=1)
+    best, second = order[:, 0], order[:, 1] if kind_scores.shape[1] > 1 else order[:, 0]
+    exclusive = prototypes.exclusive[best]
+    in_top2 = (best[:, None] == best[None, :]) | (best[:, None] == second[None, :])
+    out: npt.NDArray[np.bool_] = in_top2 & in_top2.T & exclusive[:, None] & exclusive[None, :]
+    return out
+
+
+def superseded_pairs(
+    candidates: Sequence[Candidate], prototypes: Prototypes, rule: SupersessionRule = SupersessionRule()
+) -> list[tuple[int, int]]:
+    """``(older, newer)`` index pairs of ``candidates`` that state the same exclusive slot."""
+    n = len(candidates)
+    if n < 2:
+        return []
+    vecs = _normalised(np.stack([c.vector for c in candidates]).astype(np.float32))
+    sims = vecs @ vecs.T
+    same_kind = same_exclusive_kind(prototypes.kind_scores(vecs), prototypes)
+    leads = [leading_name(c.text) for c in candidates]
+    found: list[tuple[int, int]] = []
+    for i in range(n):
+        li = leads[i]
+        if li is None:
+            continue
+        for j in range(i + 1, n):
+            a, b = candidates[i].valid_from, candidates[j].valid_from
+            lj = leads[j]
+            if a == b or lj is None or sims[i, j] < rule.min_similarity or not same_kind[i, j]:
+                continue
+            if same_name(li, lj):
+                found.append((i, j) if a < b else (j, i))
+    return found
+
+
+def present_order(
+    candidates: Sequence[Candidate], prototypes: Prototypes, rule: SupersessionRule = SupersessionRule()
+) -> list[int]:
+    """Indices of ``candidates`` best first for a question about the present
+    (``rank_superseded`` over ``superseded_pairs``)."""
+    return rank_superseded(
+        [c.score for c in candidates],
+        [c.valid_from for c in candidates],
+        superseded_pairs(candidates, prototypes, rule),
+    )
+
+
+def rank_superseded(
+    scores: Sequence[float], valid_from: Sequence[int], pairs: Sequence[tuple[int, int]]
+) -> list[int]:
+    """Indices best first, given ``(older, newer)`` same-slot pairs.
+
+    The newer of each pair takes the older's score when that is higher (oldest pairs
+    first, so the newest version of a chain v1 < v2 < v3 ends with the best of the
+    three); then each older version's score becomes just below the lowest of its
+    supersessors' (newest resolved first), so the chain orders v3, v2, v1. Candidates
+    in no pair keep their scores.
+    """
+    effective = [float(s) for s in scores]
+    for older, newer in sorted(pairs, key=lambda p: (valid_from[p[0]], valid_from[p[1]])):
+        effective[newer] = max(effective[newer], effective[older])
+    newer_of: dict[int, list[int]] = {}
+    for older, newer in pairs:
+        newer_of.setdefault(older, []).append(newer)
+    for i in sorted(newer_of, key=lambda k: valid_from[k], reverse=True):
+        floor = min(effective[j] for j in newer_of[i])
+        effective[i] = min(effective[i], float(np.nextafter(floor, -np.inf)))
+    # Ties keep the newer first.
+    return sorted(range(len(effective)), key=lambda k: (-effective[k], -valid_from[k]))

@@ -1,0 +1,102 @@
+"""Validity in the engine: the filter clauses of ``as_of`` / ``since`` / ``until``, and recency's anchor.
+
+A memory is valid over ``[valid_from, valid_until)``. Current memories live under the
+reference's index (``<name>:mem:idx``) with no ``valid_until``; superseded versions
+live under the history prefix (``<name>:hist:``) with one, indexed by the history
+index beside it, where betterdb-agent-memory and BetterDB Monitor do not look.
+
+A memory written by the reference library (or by this library before time support)
+has no ``valid_from``: it is valid from its ``created_at``. No query may need a field
+the reference does not write, so every clause on ``valid_from`` in the main index
+carries its fallback: *valid_from in range, or no valid_from and created_at in range*.
+"No valid_from" is ``-@valid_from:[-inf +inf]``, which matches documents without the
+field on both engines. The "or" is written without a negation below a union, by De
+Morgan: ``-(-@valid_from:R -(@created_at:R -@valid_from:[-inf +inf]))``. The plain
+union ``(@valid_from:R | (@created_at:R -@valid_from:[-inf +inf]))`` is right alone
+but loses the reference's documents on RediSearch 2.10.5 once ANDed with anything (a
+scope filter): its NOT iterator's SkipTo does not move (found by issue 27's
+differential test, ``bench/probe_negation_in_union.py``). The De Morgan form answers
+the same on RediSearch 2.10, valkey-search 1.2.1 standalone and its cluster, alone or
+ANDed, with and without KNN (``bench/probe_missing_field.py``), so nothing is filtered
+in the client.
+
+Pure: strings and numbers in, strings and numbers out; unit tests assert the exact text.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SUBJECT_KEY",
+    "VALID_FROM",
+    "VALID_UNTIL",
+    "history_valid_at",
+    "last_seen_ms",
+    "valid_at",
+    "valid_from_of",
+    "window",
+]
+
+VALID_FROM = "valid_from"  # NUMERIC, epoch ms: when the statement became true
+VALID_UNTIL = "valid_until"  # NUMERIC, epoch ms: set when superseded (history documents only)
+SUBJECT_KEY = "subject_key"  # TAG: digest of (scope, kind, normalised subject)
+
+_NO_VALID_FROM = f"-@{VALID_FROM}:[-inf +inf]"
+
+
+def _range(lo: int | None, hi_exclusive: int | None) -> str:
+    left = "-inf" if lo is None else str(int(lo))
+    right = "+inf" if hi_exclusive is None else f"({int(hi_exclusive)}"
+    return f"[{left} {right}]"
+
+
+def _with_fallback(rng: str) -> str:
+    """``valid_from`` in ``rng``, or none and ``created_at`` in it: NOT(AND(NOT a, NOT b)), no union."""
+    return f"-(-@{VALID_FROM}:{rng} -(@created_at:{rng} {_NO_VALID_FROM}))"
+
+
+def valid_at(t: int) -> str:
+    """Main index: memories valid at ``t`` (``valid_from <= t``; current ones have no end).
+
+    ``-(-@valid_from:[-inf t] -(@created_at:[-inf t] -@valid_from:[-inf +inf]))``
+    """
+    return _with_fallback(f"[-inf {int(t)}]")
+
+
+def history_valid_at(t: int) -> str:
+    """History index: superseded versions that were current at ``t`` (``valid_from <= t < valid_until``).
+
+    Every history document carries both fields (written when it was retired).
+    """
+    return f"@{VALID_FROM}:[-inf {int(t)}] @{VALID_UNTIL}:[({int(t)} +inf]"
+
+
+def window(since: int | None, until: int | None) -> str:
+    """Main or history index: memories whose ``valid_from`` falls in ``[since, until)``.
+
+    Returns ``""`` for an unbounded window (no clause to add).
+    """
+    if since is None and until is None:
+        return ""
+    return _with_fallback(_range(since, until))
+
+
+def valid_from_of(valid_from: int | None, created_at: int) -> int:
+    """A memory's ``valid_from``, read: its own, or its ``created_at`` when it has none."""
+    return created_at if valid_from is None else valid_from
+
+
+def last_seen_ms(valid_from: int | None, created_at: int, last_accessed_at: int, access_count: int) -> int:
+    """Where recency counts from: ``valid_from``, or the last access once recalled, whichever is later.
+
+    The composite score's recency (``scoring.recency``) and the capacity keep-score
+    (``scoring.keep_score``) both take this instead of ``max(created_at,
+    last_accessed_at)``. A memory written without ``valid_from`` has ``valid_from ==
+    created_at`` and ``last_accessed_at == created_at`` until recalled, so it scores
+    exactly as the seed contract says; a memory dated in the past starts old and is
+    reinforced by use like any other. Without ``valid_from`` (the reference's
+    documents) it is the seed's own ``max(created_at, last_accessed_at)``, whatever the
+    access count says.
+    """
+    if valid_from is None:
+        return max(created_at, last_accessed_at)
+    return max(valid_from, last_accessed_at) if access_count > 0 else valid_from

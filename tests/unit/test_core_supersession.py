@@ -1,0 +1,192 @@
+"""Same-slot supersession (core/supersession.py): names, kinds, pairs and the present order.
+
+Vectors here are hand-made in a tiny space so each rule can be switched on and off;
+the rule's quality on real embeddings is measured in bench/temporal_eval.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from betterdb_memory.core.names import leading_name, name_runs, names_of
+from betterdb_memory.core.supersession import (
+    EXCLUSIVE_KINDS,
+    MANY_KINDS,
+    Candidate,
+    Prototypes,
+    SupersessionRule,
+    present_order,
+    prototype_texts,
+    rank_superseded,
+    superseded_pairs,
+)
+
+# A 4-d space: axis 0 "home", axis 1 "likes", axis 2 "employer", axis 3 noise.
+HOME, LIKES, WORK = 0, 1, 2
+
+
+def _vec(*weights: float) -> np.ndarray:
+    v = np.asarray(weights, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _protos() -> Prototypes:
+    """One prototype per kind: home and employer exclusive, likes many-valued."""
+    _texts, kinds = prototype_texts()
+    axis = {"home": HOME, "likes": LIKES, "employer": WORK}
+    rows = []
+    for k in kinds:
+        v = np.zeros(4, dtype=np.float32)
+        v[axis.get(k, 3)] = 1.0
+        if k not in axis:
+            v[3], v[HOME] = 1.0, 0.01 * (len(rows) % 7)  # other kinds: off to the side
+        rows.append(v)
+    return Prototypes.of(np.asarray(rows), kinds)
+
+
+def _c(cid: str, text: str, vec: np.ndarray, valid_from: int, score: float) -> Candidate:
+    return Candidate(cid, text, vec, valid_from, score)
+
+
+# -- names ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("Ada lives in Lisbon.", {"ada", "lisbon"}),
+        ("Ada Moreau moved to Berlin in May 2024.", {"ada moreau", "berlin"}),
+        ("Greta Zeller's car is a Tesla Model 3.", {"greta zeller", "tesla model 3"}),
+        ("The user lives in Oslo.", {"<self>", "oslo"}),
+        ("I moved to Porto; my flat is small.", {"<self>", "porto"}),
+        ("What Ada loves most is chess.", {"ada"}),
+        ("Since March she works at Acme.", {"acme"}),
+        ("She bought 2 bikes in 2023.", {"2"}),
+        ("nothing capitalised here", set()),
+    ],
+)
+def test_names_of(text: str, names: set[str]) -> None:
+    assert names_of(text) == frozenset(names)
+
+
+@pytest.mark.parametrize(
+    ("text", "lead"),
+    [
+        ("Ada Moreau lives in Lisbon.", "ada moreau"),
+        ("In 2019 Ada lived in Lisbon.", "ada"),
+        ("In May, Ada moved to Berlin.", "ada"),
+        ("What Ada loves most is chess.", "ada"),
+        ("Ada and Sam are a couple.", "ada"),
+        ("I moved to Berlin.", "<self>"),
+        ("she moved away", None),
+    ],
+)
+def test_leading_name_is_the_subject(text: str, lead: str | None) -> None:
+    assert leading_name(text) == lead
+    assert name_runs(text)[:1] == ([lead] if lead else [])
+
+
+def test_same_phone_model_is_not_the_same_person() -> None:
+    """Sharing a value's name (a phone model) does not make two people one."""
+    a = _c("a", "Julia Oswell carries a Nothing Phone 2.", _vec(1, 0, 0, 0.1), 100, 0.9)
+    b = _c("b", "Kofi Osley upgraded to a Nothing Phone 2.", _vec(1, 0, 0, -0.1), 200, 0.8)
+    assert superseded_pairs([a, b], _protos()) == []
+
+
+# -- prototypes ---------------------------------------------------------------------------
+
+
+def test_prototype_texts_cover_every_kind_in_order() -> None:
+    texts, kinds = prototype_texts()
+    assert len(texts) == len(kinds)
+    assert list(dict.fromkeys(kinds)) == [*EXCLUSIVE_KINDS, *MANY_KINDS]
+    assert not set(EXCLUSIVE_KINDS) & set(MANY_KINDS)
+    p = _protos()
+    assert p.exclusive.tolist() == [k in EXCLUSIVE_KINDS for k in p.kinds]
+
+
+# -- pairs -----------------------------------------------------------------------------------
+
+
+def test_update_of_an_exclusive_slot_is_a_pair() -> None:
+    old = _c("a", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 100, 0.9)
+    new = _c("b", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 200, 0.8)
+    assert superseded_pairs([old, new], _protos()) == [(0, 1)]
+    assert superseded_pairs([new, old], _protos()) == [(1, 0)]
+
+
+def test_both_current_likes_are_not_a_pair() -> None:
+    tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
+    coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
+    assert superseded_pairs([tea, coffee], _protos()) == []
+
+
+def test_two_attributes_of_one_person_are_not_a_pair() -> None:
+    home = _c("a", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.3), 100, 0.9)
+    work = _c("b", "Ada works at Acme.", _vec(0, 0, 1, 0.3), 200, 0.8)
+    assert superseded_pairs([home, work], _protos(), SupersessionRule(min_similarity=0.0)) == []
+
+
+def test_kinds_that_are_second_best_for_both_still_match() -> None:
+    """Top-two agreement: a statement between home and employer pairs with either."""
+    mixed = _c("a", "Ada lives and works in Lisbon.", _vec(1, 0, 0.9, 0), 100, 0.9)
+    work = _c("b", "Ada works at Acme.", _vec(0.5, 0, 1, 0), 200, 0.8)
+    assert superseded_pairs([mixed, work], _protos()) == [(0, 1)]
+
+
+def test_two_people_are_not_a_pair() -> None:
+    a = _c("a", "Greta Zeller lives in Lisbon.", _vec(1, 0, 0, 0.1), 100, 0.9)
+    b = _c("b", "Greta Ashby lives in Berlin.", _vec(1, 0, 0, -0.1), 200, 0.8)
+    assert superseded_pairs([a, b], _protos()) == []
+
+
+def test_dissimilar_statements_are_not_a_pair() -> None:
+    a = _c("a", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.9), 100, 0.9)
+    b = _c("b", "Ada moved to Berlin.", _vec(1, 0, 0, -0.9), 200, 0.8)
+    assert superseded_pairs([a, b], _protos(), SupersessionRule(min_similarity=0.5)) == []
+    assert superseded_pairs([a, b], _protos(), SupersessionRule(min_similarity=-1.0)) == [(0, 1)]
+
+
+def test_same_date_is_not_a_pair() -> None:
+    a = _c("a", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 100, 0.9)
+    b = _c("b", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 100, 0.8)
+    assert superseded_pairs([a, b], _protos()) == []
+
+
+def test_fewer_than_two_candidates() -> None:
+    assert superseded_pairs([], _protos()) == []
+    assert present_order([], _protos()) == []
+    one = _c("a", "Ada lives in Lisbon.", _vec(1, 0, 0, 0), 1, 0.5)
+    assert present_order([one], _protos()) == [0]
+
+
+# -- the present order -------------------------------------------------------------------------
+
+
+def test_ada_story_berlin_ranks_first() -> None:
+    """The demo's story: Lisbon (older) was more similar to the question; Berlin is current."""
+    lisbon = _c("lisbon", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.05), 1_546_300_800_000, 0.981)
+    berlin = _c("berlin", "Ada moved to Berlin in May 2024.", _vec(1, 0, 0, -0.2), 1_714_521_600_000, 0.886)
+    tea = _c("tea", "Ada likes tea.", _vec(0, 1, 0, 0), 1_600_000_000_000, 0.90)
+    order = present_order([lisbon, tea, berlin], _protos())
+    assert order == [2, 0, 1]  # Berlin takes Lisbon's place; Lisbon just below it; tea after
+
+
+def test_rank_superseded_chain_orders_newest_first() -> None:
+    # v1 (t=1) best matching, v2 (t=2), v3 (t=3) worst matching; x unrelated in between
+    scores = [0.9, 0.7, 0.5, 0.8]
+    vf = [1, 2, 3, 5]
+    pairs = [(0, 1), (0, 2), (1, 2)]
+    assert rank_superseded(scores, vf, pairs) == [2, 1, 0, 3]
+
+
+def test_rank_superseded_without_pairs_is_by_score() -> None:
+    assert rank_superseded([0.2, 0.9, 0.5], [3, 2, 1], []) == [1, 2, 0]
+
+
+def test_rank_superseded_moves_nothing_else() -> None:
+    scores = [0.95, 0.9, 0.6, 0.5]
+    vf = [10, 1, 2, 20]
+    # only 1 -> 2 is a slot (older 1 at 0.9, newer 2 at 0.6): 2 takes 0.9, 1 goes just below
+    assert rank_superseded(scores, vf, [(1, 2)]) == [0, 2, 1, 3]

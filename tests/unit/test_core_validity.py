@@ -1,0 +1,53 @@
+"""Validity clauses for the engine and recency's anchor (core/validity.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from betterdb_memory.core.validity import history_valid_at, last_seen_ms, valid_at, valid_from_of, window
+
+
+def test_valid_at_falls_back_to_created_at_for_documents_without_valid_from() -> None:
+    """De Morgan's form: no negation below a union (RediSearch 2.10.5 loses matches there once ANDed)."""
+    assert valid_at(1700) == (
+        "-(-@valid_from:[-inf 1700] -(@created_at:[-inf 1700] -@valid_from:[-inf +inf]))"
+    )
+
+
+def test_history_valid_at_is_half_open() -> None:
+    assert history_valid_at(1700) == "@valid_from:[-inf 1700] @valid_until:[(1700 +inf]"
+
+
+@pytest.mark.parametrize(
+    ("since", "until", "clause"),
+    [
+        (None, None, ""),
+        (10, None, "-(-@valid_from:[10 +inf] -(@created_at:[10 +inf] -@valid_from:[-inf +inf]))"),
+        (None, 20, "-(-@valid_from:[-inf (20] -(@created_at:[-inf (20] -@valid_from:[-inf +inf]))"),
+        (10, 20, "-(-@valid_from:[10 (20] -(@created_at:[10 (20] -@valid_from:[-inf +inf]))"),
+        (-5, 0, "-(-@valid_from:[-5 (0] -(@created_at:[-5 (0] -@valid_from:[-inf +inf]))"),
+    ],
+)
+def test_window(since: int | None, until: int | None, clause: str) -> None:
+    assert window(since, until) == clause
+    assert "|" not in clause
+
+
+def test_valid_from_of() -> None:
+    assert valid_from_of(None, 5) == 5
+    assert valid_from_of(3, 5) == 3
+
+
+def test_last_seen_without_valid_from_is_the_seed_rule() -> None:
+    assert last_seen_ms(None, created_at=100, last_accessed_at=100, access_count=0) == 100
+    assert last_seen_ms(None, created_at=100, last_accessed_at=300, access_count=2) == 300
+    assert last_seen_ms(None, created_at=100, last_accessed_at=300, access_count=0) == 300
+
+
+def test_last_seen_counts_from_the_event_until_recalled() -> None:
+    # written at 1000 about an event at 10: old from the start
+    assert last_seen_ms(10, created_at=1000, last_accessed_at=1000, access_count=0) == 10
+    # recalled at 2000: reinforcement keeps its meaning
+    assert last_seen_ms(10, created_at=1000, last_accessed_at=2000, access_count=1) == 2000
+    # a plan dated in the future counts from its date, later than any access so far
+    assert last_seen_ms(5000, created_at=1000, last_accessed_at=2000, access_count=1) == 5000
