@@ -3,7 +3,8 @@
 ``FaultProxy.chaos`` injects latency, resets before and after the server applied a
 command, torn and dropped replies, half-open connections and slow reads on random
 chunks while workers remember (ids fixed before the first attempt), forget, read,
-count, recall and append session turns through it. Then the proxy heals and an
+count, recall and append session turns through it (half of them through a store
+object that never retries, so some writes raise). Then the proxy heals and an
 auditor, on a direct connection, checks: every acknowledged write is readable
 exactly once, a write that raised is whole or absent, a forget that answered is
 right (a memory that existed and is gone answers True, even when a retry found
@@ -35,6 +36,7 @@ CALL_TIMEOUT = 60.0  # generous: a hang fails the test, durations are never asse
 RETRY = RetryPolicy(attempts=8, base_delay=0.02, max_delay=0.2, budget=15.0)
 SCOPES = [("n1", "t1"), ("n1", "t2"), ("n2", "t1")]
 THREAD = "chat"
+CAP = 5  # the capped store's max_items_per_scope
 
 
 @dataclasses.dataclass
@@ -67,7 +69,9 @@ async def _bounded(aw: Any) -> Any:
     return await asyncio.wait_for(aw, CALL_TIMEOUT)
 
 
-async def _worker(n: int, store: MemoryStore, ledger: Ledger, rng: random.Random) -> None:
+async def _worker(
+    n: int, store: MemoryStore, capped: MemoryStore, ledger: Ledger, rng: random.Random
+) -> None:
     mine: list[str] = []  # acknowledged, not yet forgotten: only this worker forgets them
     for i in range(OPS):
         roll = rng.random()
@@ -110,9 +114,17 @@ async def _worker(n: int, store: MemoryStore, ledger: Ledger, rng: random.Random
                 mid = rng.choice(mine)
                 item = await _bounded(store.get(mid))
                 assert item is not None and item.content == ledger.acked[mid].content, f"{mid} unreadable"
-            elif roll < 0.95:
+            elif roll < 0.9:
                 ns, _ = rng.choice(SCOPES)
                 await _bounded(store.count(namespace=ns))
+            elif roll < 0.95:  # a full cap scope: evictions under its lock
+                try:
+                    await _bounded(
+                        capped.remember(f"capped {n}-{i}", namespace="c", vector=random_unit(_np_rng(n, i)))
+                    )
+                    ledger.counts["capped writes"] += 1
+                except BetterDBMemoryError:
+                    ledger.counts["capped writes raised"] += 1
             else:
                 await _bounded(
                     store.recall_by_vector(random_unit(_np_rng(n, -i)), namespace="n1", threshold=2.0)
@@ -129,7 +141,9 @@ def _np_rng(n: int, i: int) -> Any:
 
 async def _audit(store: MemoryStore, ledger: Ledger, text_client: avalkey.Valkey) -> Counter[str]:
     """Everything the ledger says, against the store read without faults."""
-    out: Counter[str] = Counter()
+    out: Counter[str] = Counter(
+        dict.fromkeys(["lost", "forgotten but back", "half-applied", "locks without bound"], 0)
+    )
     live = {mid for mid in ledger.acked if mid not in ledger.forgotten and mid not in ledger.forget_raised}
     live |= set(ledger.forget_false)  # a False answer means "nothing deleted": it must still be there
     items = {i.id: i for i in (await store.list(limit=1000, namespace="n1")).items}
@@ -164,7 +178,8 @@ async def _audit(store: MemoryStore, ledger: Ledger, text_client: avalkey.Valkey
     out["turns lost"] = sum(1 for u in ledger.turns_acked if users[u] != 1)
     out["turns duplicated"] = sum(1 for u, c in users.items() if c > 1)
     # no lock without a TTL, none beyond its TTL
-    for key in await scan_keys(text_client, f"{store.name}:*lock*"):
+    for key in await scan_keys(text_client, f"{store.name}*:*lock*"):
+        out["locks seen"] += 1
         ttl = await text_client.pttl(key)
         if ttl < 0 or ttl > 60_000:
             out["locks without bound"] += 1
@@ -201,13 +216,32 @@ async def test_a_workload_through_random_wire_faults_loses_and_duplicates_nothin
         client=client, name=unique_name, embedder=HashingEmbedder(), retry=RETRY, discovery=False,
         max_items_per_scope=1000, max_session_turns=10_000, summarize_batch=0,
     )  # fmt: skip
+    fragile = MemoryStore(
+        client=client, name=unique_name, embedder=HashingEmbedder(), retry=RetryPolicy(attempts=1),
+        discovery=False, max_items_per_scope=1000, max_session_turns=10_000, summarize_batch=0,
+    )  # fmt: skip
+    capped = MemoryStore(
+        client=client, name=f"{unique_name}cap", embedder=HashingEmbedder(), retry=RETRY, discovery=False,
+        max_items_per_scope=CAP,
+    )  # fmt: skip
     ledger = Ledger()
     try:
         await store.ensure_index()
+        await capped.ensure_index()
         fault_proxy.chaos(chaos)
-        await asyncio.gather(*(_worker(n, store, ledger, random.Random(n)) for n in range(WORKERS)))
+        # half the workers through a store object that never retries: their writes raise, and
+        # each one that raised must be whole or absent
+        await asyncio.gather(
+            *(
+                _worker(n, fragile if n % 2 else store, capped, ledger, random.Random(n))
+                for n in range(WORKERS)
+            )
+        )
         fault_proxy.heal()
-        # recovery without a restart: the same store, through the healed proxy
+        # recovery without a restart: the same stores, through the healed proxy; one write
+        # holds the cap scope to its cap again (an eviction a fault failed left it over)
+        await _bounded(capped.remember("after the storm", namespace="c", vector=random_unit(_np_rng(99, 1))))
+        assert await _bounded(capped.count(namespace="c")) == min(CAP, ledger.counts["capped writes"] + 1)
         probe = await _bounded(
             store.remember("after the storm", id="probe", namespace="n9", vector=random_unit(_np_rng(99, 0)))
         )
@@ -216,6 +250,8 @@ async def test_a_workload_through_random_wire_faults_loses_and_duplicates_nothin
         audit = await _audit(store, ledger, text_client)
     finally:
         fault_proxy.heal()
+        await capped.close()
+        await fragile.close()
         await store.close()
         await client.aclose()
     report = {
@@ -228,6 +264,10 @@ async def test_a_workload_through_random_wire_faults_loses_and_duplicates_nothin
             f"{len(ledger.forgotten)} / {len(ledger.forget_false)} / {len(ledger.forget_raised)}"
         ),
         "turns acknowledged / raised": f"{len(ledger.turns_acked)} / {len(ledger.turns_raised)}",
+        "capped writes acknowledged / raised": (
+            f"{ledger.counts['capped writes']} / {ledger.counts['capped writes raised']}"
+        ),
+        "reads raised": ledger.counts["reads raised"],
         **audit,
     }
     print("chaos audit:", "; ".join(f"{k.strip()}={v}" for k, v in report.items()))
