@@ -203,13 +203,20 @@ class Documents:
         """Delete memories by id in one pipelined round trip; the number that existed.
 
         ``also`` queues more commands after the deletes in the same round trip (the
-        capacity lock's release).
+        capacity lock's release). After a retry (an attempt that may have deleted them
+        was cut) the count is every id, all gone now: the retry's own replies would
+        count only what the lost attempt left, and a caller paging on "nothing deleted"
+        (``forget_by_scope``) would stop early. So the count is of ids gone when this
+        returns that existed when their ids were read, as ``forget``'s answer.
         """
         if not ids and also is None:
             return 0
         rt = self._rt
+        attempts = 0
 
         def build(pipe: Any) -> None:
+            nonlocal attempts
+            attempts += 1
             for mid in ids:
                 pipe.delete(rt.keys.doc(mid))
                 pipe.delete(rt.keys.access(mid), rt.keys.updates(mid))
@@ -217,7 +224,7 @@ class Documents:
                 also(pipe)
 
         replies = await rt.backend.pipeline(operation, build)
-        removed = sum(int(r) for r in replies[0 : 2 * len(ids) : 2])
+        removed = sum(int(r) for r in replies[0 : 2 * len(ids) : 2]) if attempts == 1 else len(ids)
         if removed:
             rt.metrics.add_items(-removed)
         return removed

@@ -25,6 +25,7 @@ import pytest
 import valkey.asyncio as avalkey
 
 from betterdb_memory import BetterDBMemoryError, HashingEmbedder, MemoryStore, RetryPolicy
+from betterdb_memory.tiers import erasure
 
 from .conftest import Chaos, FaultProxy, random_unit, scan_keys
 
@@ -277,3 +278,27 @@ async def test_a_workload_through_random_wire_faults_loses_and_duplicates_nothin
     assert audit["turns lost"] == 0 and audit["turns duplicated"] == 0, report
     assert audit["locks without bound"] == 0, report
     assert ledger.forget_false == [], f"forget answered False for memories it deleted: {ledger.forget_false}"
+
+
+async def test_forget_by_scope_finishes_and_counts_a_page_whose_reply_was_lost(
+    fault_proxy: FaultProxy, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's deletes run, their reply is lost, the retry deletes nothing: the next pages still go.
+
+    Pages of 3 here (500 in the package), so the cut lands on the first of three pages.
+    """
+    monkeypatch.setattr(erasure, "_FORGET_PAGE", 3)
+    client = avalkey.Valkey.from_url(fault_proxy.url, socket_timeout=3.0)
+    store = MemoryStore(
+        client=client, name=unique_name, embedder=HashingEmbedder(), retry=RETRY, discovery=False
+    )
+    try:
+        for i in range(7):
+            await store.remember(f"note {i}", thread_id="t", vector=random_unit(_np_rng(7, i)))
+        fault_proxy.arm(b"DEL", after=True)
+        assert await _bounded(store.forget_by_scope(thread_id="t")) == 7
+        assert fault_proxy.cuts == 1, "the reply of the applied deletes was cut"
+        assert await store.count(thread_id="t") == 0, "every page deleted"
+    finally:
+        await store.close()
+        await client.aclose()
