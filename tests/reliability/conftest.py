@@ -264,7 +264,10 @@ class FaultProxy:
                         return
             dst.transport.abort()
 
-        await asyncio.gather(pump(reader, up_writer, True), pump(up_reader, writer, False))
+        try:
+            await asyncio.gather(pump(reader, up_writer, True), pump(up_reader, writer, False))
+        except asyncio.CancelledError:  # the proxy closed while a fault held this connection silent
+            link.abort()  # (not re-raised: asyncio's start_server logs a cancelled handler as an error)
         self._transports -= {writer.transport, up_writer.transport}
 
 
