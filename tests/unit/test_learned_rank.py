@@ -1,0 +1,232 @@
+"""``core.learned_rank``: the learned ranker's features, order independence, constants and cost."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from betterdb_memory.core import learned_rank
+from betterdb_memory.core.learned_rank import (
+    CALIBRATION,
+    FEATURES,
+    FITTED,
+    WEIGHTS,
+    LearnedRanker,
+    columns,
+    features,
+    profile,
+)
+from betterdb_memory.core.models import MemoryItem
+from betterdb_memory.core.ranking import Gate, HybridRanker, Reranker, rank
+from betterdb_memory.core.scoring import DEFAULT_HALF_LIFE_SECONDS, DEFAULT_WEIGHTS
+
+
+def item(mid: str, content: str, created: int = 0, thread: str | None = "t1") -> MemoryItem:
+    return MemoryItem(
+        id=mid,
+        content=content,
+        importance=0.5,
+        created_at=created,
+        last_accessed_at=created,
+        access_count=0,
+        thread_id=thread,
+    )
+
+
+CANDIDATES = [
+    (item("m1", "Melanie: What have you been painting lately?", 1), 0.50),
+    (item("m2", "Caroline: A sunset over the lake, with my pottery class.", 2), 0.55),
+    (item("m3", "Melanie: The weather was lovely in Sweden last May.", 3), 0.48),
+    (item("m4", "Caroline: I went to the support group on Tuesday.", 4), 0.60),
+    (item("m5", "Melanie: Thanks, see you soon!", 5), 0.62),
+    (item("m6", "Caroline: The painting class starts again next week.", 6), 0.58),
+]
+QUERY = "What did Caroline paint at her pottery class?"
+
+
+def col(name: str, query: str = QUERY, cands: Sequence[tuple[MemoryItem, float]] = CANDIDATES) -> list[float]:
+    cols = columns(
+        query,
+        [it.content for it, _ in cands],
+        [d for _, d in cands],
+        [it.id for it, _ in cands],
+        [learned_rank.thread_order(it) for it, _ in cands],
+    )
+    return cols[FEATURES.index(name)]
+
+
+def test_constants_are_one_weight_per_feature_finite_and_documented() -> None:
+    assert len(WEIGHTS) == len(FEATURES) == len(set(FEATURES))
+    assert all(math.isfinite(w) for w in WEIGHTS)
+    assert all(math.isfinite(c) for c in CALIBRATION)
+    assert "bench/train_learned_rank.py" in FITTED  # how the constants were made
+    assert "held out by conversation" in FITTED
+
+
+def test_rerank_keeps_every_candidate_and_scores_in_unit_interval() -> None:
+    ranked = LearnedRanker().rerank(QUERY, CANDIDATES)
+    assert sorted(it.id for it, _ in ranked) == sorted(it.id for it, _ in CANDIDATES)
+    assert all(0.0 <= s <= 1.0 for _, s in ranked)
+    sims = [s for _, s in ranked]
+    assert sims == sorted(sims, reverse=True)  # the calibration is increasing: order = score order
+
+
+def test_the_answer_rises_above_the_dense_order() -> None:
+    """m2 holds the query's rarest words and its speaker: first, though m3 is nearer by meaning."""
+    ranked = LearnedRanker().rerank(QUERY, CANDIDATES)
+    assert ranked[0][0].id == "m2"
+    assert min(CANDIDATES, key=lambda c: c[1])[0].id == "m3"
+
+
+def test_output_does_not_depend_on_input_order() -> None:
+    ranker = LearnedRanker()
+    expected = [(it.id, s) for it, s in ranker.rerank(QUERY, CANDIDATES)]
+    rng = random.Random(28)
+    for _ in range(20):
+        shuffled = CANDIDATES[:]
+        rng.shuffle(shuffled)
+        assert [(it.id, s) for it, s in ranker.rerank(QUERY, shuffled)] == expected
+
+
+def test_is_a_reranker_and_runs_inside_rank() -> None:
+    ranker = LearnedRanker()
+    assert isinstance(ranker, Reranker)
+    hits = rank(
+        CANDIDATES,
+        k=3,
+        threshold=0.54,
+        weights=DEFAULT_WEIGHTS,
+        half_life_seconds=DEFAULT_HALF_LIFE_SECONDS,
+        now=0.0,
+        reranker=ranker,
+        query=QUERY,
+        gate=Gate(0.54, 0.18),
+    )
+    assert next(h.item.id for h in hits) == "m2"
+    assert len(hits) == 3
+
+
+def test_empty_candidates_and_stop_word_queries() -> None:
+    assert LearnedRanker().rerank(QUERY, []) == []
+    assert features(QUERY, [], [], []) == []
+    # No terms: no lexical evidence, the order is the dense one (the fitted dense weights are positive).
+    ranked = LearnedRanker().rerank("what is it that they were doing?", CANDIDATES)
+    assert col("lexical", "what is it that they were doing?") == [0.0] * len(CANDIDATES)
+    assert next(it.id for it, _ in ranked) == "m3"
+
+
+def test_lexical_is_hybrid_rankers() -> None:
+    expected = HybridRanker().lexical_scores(QUERY, [it.content for it, _ in CANDIDATES])
+    assert col("lexical") == pytest.approx(expected)
+
+
+def test_dense_features() -> None:
+    dense = col("dense")
+    assert dense == pytest.approx([1 - d for _, d in CANDIDATES])
+    z = col("dense_z")
+    assert sum(z) == pytest.approx(0.0, abs=1e-9)
+    rr = col("dense_rr")
+    assert rr[2] == 1.0  # m3 is the nearest
+    assert sorted(rr, reverse=True) == [1 / (1 + r) for r in range(len(CANDIDATES))]
+
+
+def test_coverage_rarest_and_proximity() -> None:
+    cov = col("coverage")
+    # Terms of the query: caroline, paint, pottery, class (stop words out, "paint" folded).
+    assert cov[1] == pytest.approx(3 / 4)  # m2: caroline, pottery, class
+    assert cov[4] == 0.0
+    assert col("rarest")[1] == pytest.approx(1.0)  # pottery: the query's rarest term among the candidates
+    prox = col("proximity")
+    assert prox[1] == pytest.approx(1.0)  # "pottery class": adjacent terms
+    assert prox[4] == 0.0  # fewer than two terms matched
+
+
+def test_speaker_is_the_leading_name_named_by_the_query() -> None:
+    spk = col("speaker")
+    assert spk == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]  # Caroline's turns
+    assert col("speaker", "What did Melanie paint?") == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    assert profile("no speaker here: a colon later").speaker == frozenset({"no", "speaker", "here"})
+    assert profile("https://example.com/a").speaker == frozenset({"https"})
+    assert profile("- a list item").speaker == frozenset()
+
+
+def test_neighbours_are_adjacent_in_their_thread() -> None:
+    lex = col("lexical")
+    prev, nxt = col("prev_lex"), col("next_lex")
+    assert prev[0] == 0.0 and nxt[-1] == 0.0  # first and last of the thread
+    assert prev[2] == pytest.approx(lex[1]) and nxt[0] == pytest.approx(lex[1])
+    # Another thread's memory is nobody's neighbour.
+    split = [
+        (item(it.id, it.content, it.created_at, "t2" if it.id == "m2" else "t1"), d) for it, d in CANDIDATES
+    ]
+    assert col("prev_lex", cands=split)[2] == pytest.approx(lex[0])  # m3's previous in t1 is m1
+    assert col("next_lex", cands=split)[1] == 0.0  # m2 is alone in t2
+    # No neighbour key: no neighbour features.
+    ranker = LearnedRanker(neighbour_key=None)
+    cols = columns(
+        QUERY,
+        [it.content for it, _ in CANDIDATES],
+        [d for _, d in CANDIDATES],
+        [it.id for it, _ in CANDIDATES],
+    )
+    assert cols[FEATURES.index("prev_lex")] == [0.0] * len(CANDIDATES)
+    assert len(ranker.rerank(QUERY, CANDIDATES)) == len(CANDIDATES)
+
+
+def test_weights_are_validated() -> None:
+    with pytest.raises(ValueError, match="weights expected"):
+        LearnedRanker(weights=(1.0,))
+
+
+class _Counting:
+    """Delegates to HybridRanker, counting ``terms`` calls."""
+
+    def __init__(self) -> None:
+        self.inner = HybridRanker()
+        self.calls = 0
+
+    def terms(self, text: str) -> tuple[str, ...]:
+        self.calls += 1
+        return self.inner.terms(text)
+
+
+def test_cost_by_counting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per recall: the query tokenised once, each candidate's text profiled once and then cached,
+    and a bounded number of sorts (two rankings, the thread order, the result, one per candidate
+    holding two query terms or more): O(n x query terms + n log n), like HybridRanker."""
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(300)]
+    cands = [
+        (
+            item(f"c{i:03d}", " ".join(rng.choice(words) for _ in range(12)), i, f"t{i % 3}"),
+            rng.uniform(0.3, 0.9),
+        )
+        for i in range(100)
+    ]
+    query = " ".join(words[:6])
+    counting = _Counting()
+    monkeypatch.setattr(learned_rank, "_RANKER", counting)
+    learned_rank.profile.cache_clear()
+    sorts = 0
+    real_sorted = sorted
+
+    def counting_sorted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal sorts
+        sorts += 1
+        return real_sorted(*args, **kwargs)
+
+    monkeypatch.setattr(learned_rank, "sorted", counting_sorted, raising=False)
+    ranker = LearnedRanker()
+    ranker.rerank(query, cands)
+    assert learned_rank.profile.cache_info().misses == 100
+    assert counting.calls == 1 + 100  # the query, then each candidate once (profile's cache)
+    matched_two = sum(1 for it, _ in cands if len({t for t in it.content.split() if t in query.split()}) >= 2)
+    assert sorts <= 5 + matched_two
+    counting.calls = sorts = 0
+    ranker.rerank(query, cands)
+    assert counting.calls == 1  # every candidate's profile came from the cache
+    assert learned_rank.profile.cache_info().misses == 100
