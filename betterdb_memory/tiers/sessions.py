@@ -132,8 +132,11 @@ class Sessions:
         cfg = self.config
         rt = self._rt
         turn_id = uuid.uuid4().hex
+        now = time.time()
         tokens = count_tokens(cfg.counter, render_turn(user, assistant, tools))
-        payload = encode_turn(turn_id, user, assistant, tools, None, tokens)  # the server dates it
+        # ``ts`` is left to the append script: ``now``, or the session's last turn's time when
+        # that is later (the order is decided there, so the timestamps must be too).
+        payload = encode_turn(turn_id, user, assistant, tools, None, tokens)
         sk = rt.keys.session(agent, thread)
         sessions = rt.keys.agent_sessions(agent)
 
@@ -142,7 +145,7 @@ class Sessions:
                 pipe,
                 self._append,
                 [sk.turns, sk.meta, sk.summary_cursor],
-                [payload, cfg.ttl_ms, cfg.window, cfg.batch, cfg.cap],
+                [payload, repr(now), cfg.ttl_ms, cfg.window, cfg.batch, cfg.cap],
             )
             pipe.sadd(sessions, thread)
             pipe.pexpire(sessions, cfg.ttl_ms)

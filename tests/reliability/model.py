@@ -7,7 +7,8 @@ compared exactly: TAG fields are case-sensitive); ``max_items_per_scope`` counte
 over the write's scope fields *as a filter* plus all its tags (an unscoped, untagged
 write is never capped), the excess going lowest keep-score first and never the
 memory just written; ``update`` is never capped; upserts keep the memory's creation
-time. L1 sessions keep the last ``window`` turns (``summarize_batch=0``).
+time; a TTL (hours long here, so nothing expires) is the write's own, kept by
+``update(ttl=None)`` and removed by ``update(ttl=0)``. L1 sessions keep the last ``window`` turns (``summarize_batch=0``).
 
 Keep-score: ``t / half_life + log2(max(importance, 1e-3))`` with ``t`` the creation
 time. The test's half-life is so long (``HALF_LIFE``) that the time term only breaks
@@ -60,6 +61,7 @@ class Memory:
     thread_id: str | None
     born: int  # creation order (kept by upserts and updates): the keep-score's time term
     vector_seed: int
+    expiring: bool = False  # written with a TTL (hours: none expires during a test)
 
     def matches(self, flt: Filter) -> bool:
         return (
@@ -106,6 +108,7 @@ class Model:
         agent_id: str | None,
         thread_id: str | None,
         vector_seed: int,
+        expiring: bool = False,
     ) -> Eviction:
         """``remember`` (an upsert when ``mid`` exists); what its cap must evict."""
         old = self.memories.get(mid)
@@ -120,6 +123,7 @@ class Model:
             thread_id,
             born=old.born if old is not None else self._clock,
             vector_seed=vector_seed,
+            expiring=expiring,
         )
         self.deleted.discard(mid)
         flt = Filter(namespace, agent_id, thread_id, tuple(sorted(set(tags))))
@@ -138,9 +142,17 @@ class Model:
         return Eviction(sure, ties, excess - len(sure))
 
     def update(
-        self, mid: str, importance: float | None, tags: Sequence[str] | None, content: str | None
+        self,
+        mid: str,
+        importance: float | None,
+        tags: Sequence[str] | None,
+        content: str | None,
+        ttl: float | None = None,
     ) -> None:
+        """``update``: None keeps a value (``ttl=None`` the remaining TTL), ``ttl=0`` removes the TTL."""
         m = self.memories[mid]
+        if ttl is not None:
+            m.expiring = ttl > 0
         if importance is not None:
             m.importance = importance
         if tags is not None:

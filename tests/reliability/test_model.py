@@ -142,6 +142,7 @@ class StoreMachine(RuleBasedStateMachine):
         namespace=namespaces,
         agent_id=agents,
         thread_id=threads,
+        ttl=st.sampled_from([None, None, 3600]),
     )
     def remember(
         self,
@@ -151,6 +152,7 @@ class StoreMachine(RuleBasedStateMachine):
         namespace: str | None,
         agent_id: str | None,
         thread_id: str | None,
+        ttl: int | None = None,
     ) -> str:
         self.seeds += 1
         self.calls["remember"] += 1
@@ -165,13 +167,24 @@ class StoreMachine(RuleBasedStateMachine):
                 agent_id=agent_id,
                 thread_id=thread_id,
                 vector=vector(self.seeds),
+                ttl=ttl,
             )
         )
         if mid is not None:
             assert got == mid, "an upsert answers the id it was given"
         else:
             assert got not in self.model.memories and got not in self.model.deleted, "a fresh id"
-        ev = self.model.write(got, content, importance, tags, namespace, agent_id, thread_id, self.seeds)
+        ev = self.model.write(
+            got,
+            content,
+            importance,
+            tags,
+            namespace,
+            agent_id,
+            thread_id,
+            self.seeds,
+            expiring=ttl is not None,
+        )
         if ev.sure or ev.ties:
             found = self.run(self.store.get_many([*ev.sure, *ev.ties]))
             gone = {m for m, item in zip([*ev.sure, *ev.ties], found, strict=True) if item is None}
@@ -196,15 +209,23 @@ class StoreMachine(RuleBasedStateMachine):
     def remember_agent(self, importance: float, agent_id: str) -> str:
         return self.remember(None, importance, [], None, agent_id, None)
 
-    @rule(mid=ids, importance=st.none() | importances, tags=st.none() | tag_sets, new_content=st.booleans())
-    def update(self, mid: str, importance: float | None, tags: list[str] | None, new_content: bool) -> None:
+    @rule(
+        mid=ids,
+        importance=st.none() | importances,
+        tags=st.none() | tag_sets,
+        new_content=st.booleans(),
+        ttl=st.sampled_from([None, None, 0, 7200]),
+    )
+    def update(
+        self, mid: str, importance: float | None, tags: list[str] | None, new_content: bool, ttl: int | None
+    ) -> None:
         content = f"updated {mid} {self.seeds}" if new_content else None
         if mid not in self.model.memories:
             with pytest.raises(MemoryNotFoundError):
-                self.run(self.store.update(mid, importance=importance, tags=tags, content=content))
+                self.run(self.store.update(mid, importance=importance, tags=tags, content=content, ttl=ttl))
             return
-        item = self.run(self.store.update(mid, importance=importance, tags=tags, content=content))
-        self.model.update(mid, importance, tags, content)
+        item = self.run(self.store.update(mid, importance=importance, tags=tags, content=content, ttl=ttl))
+        self.model.update(mid, importance, tags, content, ttl)
         self._same(item, mid)
 
     @rule(mid=consumes(ids))
@@ -349,8 +370,9 @@ class StoreMachine(RuleBasedStateMachine):
             item.namespace,
             item.agent_id,
             item.thread_id,
+            item.expires_at is not None,
         )
-        want = (m.content, m.importance, list(m.tags), m.namespace, m.agent_id, m.thread_id)
+        want = (m.content, m.importance, list(m.tags), m.namespace, m.agent_id, m.thread_id, m.expiring)
         assert got == want, f"{mid}: stored {got}, model {want}"
 
 
