@@ -62,6 +62,7 @@ from betterdb_memory.core.query import (
     filter_search_args,
     knn_search_args,
 )
+from betterdb_memory.core.requests import new_memory
 from betterdb_memory.progress import Progress
 from betterdb_memory.server import EmbeddedServer
 from betterdb_memory.tiers.recall import _RANKING_FIELDS as RANKING_FIELDS
@@ -202,12 +203,17 @@ class RawIndex:
 
 
 def library_record(store: MemoryStore, doc: Doc, now_ms: int) -> tuple[str, list[Any]]:
-    """(memory id, HSET field/value list) that ``store`` writes for ``doc``: its own ``_prepare`` + ``_record``."""
-    prepared = store._long_term.prepare(
-        doc.content, thread_id=doc.thread, agent_id=doc.agent, vector=doc.vector
+    """(memory id, HSET field/value list) that ``store`` writes for ``doc``: its own ``new_memory`` + ``_record``."""
+    memory = new_memory(
+        doc.content,
+        dimensions=store.embedder.dimensions,
+        thread_id=doc.thread,
+        agent_id=doc.agent,
+        vector=doc.vector,
     )
+    assert memory.vector is not None
     memory_id, fields, ttl_ms = store._long_term._record(
-        prepared, prepared["vector"], now_ms, store.half_life_seconds
+        memory, memory.vector, now_ms, store.half_life_seconds
     )
     assert not ttl_ms  # no TTL: the library sends no PEXPIRE either
     return memory_id, fields

@@ -203,7 +203,8 @@ def install_phases(phases: Phases, stores: Sequence[MemoryStore], client: Any) -
     """The library's phases, wrapped from outside (instance attributes and module-level names)."""
     phases.wrap_round_trips(client)
     rerankers: list[Any] = []
-    phases.wrap(long_term_mod, "prepare_items", "validate items (prepare_items)")
+    phases.wrap(long_term_mod, "new_memory", "validate arguments (new_memory)")
+    phases.wrap(long_term_mod, "new_memories", "validate items (new_memories)")
     for store in stores:
         # write path (the parts are private attributes of the facade; see store.py)
         phases.wrap(store._long_term, "_record", "build records (LongTermMemory._record)")

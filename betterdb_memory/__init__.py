@@ -56,10 +56,20 @@ from ._version import __version__
 from .backend.retry import RetryPolicy
 from .core.context import ContextBudget, RetrievedContext
 from .core.dialect import Capabilities
+from .core.error_codes import CATALOG as ERROR_CODES
 from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
 from .core.ft_info import IndexInfo
 from .core.keys import Scope
-from .core.models import MemoryHit, MemoryItem, MemoryListResult, MemoryPage, MemoryVersion, StoreStats
+from .core.models import (
+    MemoryHit,
+    MemoryItem,
+    MemoryKind,
+    MemoryListResult,
+    MemoryPage,
+    MemoryVersion,
+    Sensitivity,
+    StoreStats,
+)
 from .core.options import (
     AgentMemoryConfig,
     AgentMemoryRecallConfig,
@@ -70,8 +80,10 @@ from .core.options import (
     MemoryScope,
     MemoryTelemetryOptions,
     RecallWeights,
+    ReinforceMode,
 )
 from .core.ranking import HybridRanker, Reranker
+from .core.requests import MemoryInput
 from .core.scoring import ScoreParts, Weights
 from .core.tokens import HeuristicTokenCounter, TokenCounter
 from .core.tunables import ConfigSnapshot, MemoryConfigSnapshot
@@ -143,6 +155,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "ContextBudget",
     "DEFAULT_COST_TABLE",
     "DiscoveryOptions",
+    "ERROR_CODES",
     "Embedder",
     "EmbeddingError",
     "ExtractedFact",
@@ -165,7 +178,9 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "MemoryConfigSnapshot",
     "MemoryDiscoveryConfig",
     "MemoryHit",
+    "MemoryInput",
     "MemoryItem",
+    "MemoryKind",
     "MemoryListOptions",
     "MemoryListResult",
     "MemoryNotFoundError",
@@ -184,11 +199,13 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "QuerySyntaxError",
     "ReasoningBlock",
     "RecallWeights",
+    "ReinforceMode",
     "Reranker",
     "RetrievedContext",
     "RetryPolicy",
     "Scope",
     "ScoreParts",
+    "Sensitivity",
     "ServerError",
     "SessionMetadata",
     "SessionStats",

@@ -64,11 +64,12 @@ class BetterDBMemoryError(Exception):
 
     Args:
         message: what went wrong, for a person.
-        code: a stable machine-readable identifier (``"validation.empty"``, ...).
+        code: a stable machine-readable identifier (``"validation.empty"``, ...); every
+            code the package raises is listed in ``core.error_codes.CATALOG``.
         details: structured context (argument names, counts done so far, ...).
     """
 
-    default_code = "error"
+    default_code = "internal"
 
     def __init__(self, message: str, *, code: str | None = None, details: Mapping[str, Any] | None = None):
         super().__init__(message)
@@ -89,7 +90,7 @@ class BetterDBMemoryError(Exception):
 
 
 class ServerError(BetterDBMemoryError):
-    """A server answered with an error: Valkey, or (``EmbeddingError``) the embedding model."""
+    """A server answered with an error: Valkey, an LLM endpoint, or (``EmbeddingError``) the embedding model."""
 
     default_code = "server.error"
 

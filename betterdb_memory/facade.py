@@ -48,14 +48,13 @@ from betterdb_agent_cache.types import (  # type: ignore[import-untyped]
 from .core.options import AgentMemoryConfig, MemoryTelemetryOptions
 from .embedders.base import Embedder, EmbeddingFunction
 from .errors import ConfigurationError, StoreClosedError
+from .lifecycle import gated
 from .observability.telemetry import do_not_track
 from .store import MemoryStore
 
 __all__ = ["AgentMemory", "AgentMemoryClosedError", "AgentMemoryOptions"]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_NAME = "betterdb_ac"
 
 
 def _analytics_off() -> Any:
@@ -153,6 +152,7 @@ def _store_from_options(options: Any) -> MemoryStore:
     )
 
 
+@gated  # every public coroutine method but close raises AgentMemoryClosedError once close() started
 class AgentMemory:
     """The memory tier (``.memory``) plus the llm / tool / session cache tiers of betterdb-agent-cache.
 
@@ -337,7 +337,6 @@ class AgentMemory:
         Raises what creating the index raises, and a discovery name collision of
         either tier, as the reference does.
         """
-        self._check_open()
         if not self._cache_started:
             unstarted, self._cache = self._cache, AgentCache(self._cache_options)
             self._cache_started = True
@@ -409,7 +408,6 @@ class AgentMemory:
         a short TTL. Returns what ``MemoryStore.erase`` returns plus the session-state
         keys removed.
         """
-        self._check_open()
         n = int(await self._memory.erase(agent_id=agent_id, thread_id=thread_id))
         if thread_id is not None:
             n += int(await self._cache.session.destroy_thread(thread_id))

@@ -2,10 +2,11 @@
 
 The store builds its parts with their dependencies and delegates to them; it holds
 no logic of its own beyond ``connect`` / ``close`` and the state between them (its
-constructor's arguments are checked by ``store_options`` and
-``tiers.session_config``)::
+constructor's arguments are checked by ``store_options`` and ``tiers.session_config``;
+a part's method becomes the store's through ``_delegate._Delegate``)::
 
     MemoryStore ── connect / close / state (lifecycle.StoreState, Supervisor)
+      ├─ StoreInfo        engine, index, settings, live config, stats  (store_info)
       ├─ LongTermMemory   remember, remember_many            (tiers.long_term)
       ├─ Recall           recall, recall_by_vector           (tiers.recall)
       ├─ Documents        get, get_many, forget              (tiers.documents)
@@ -27,40 +28,36 @@ one share a store.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import valkey.asyncio as avalkey
 
+from ._delegate import _Delegate
 from ._env import resolve_url
 from .backend.client import Backend, ValkeyClient
 from .backend.index import IndexManager
 from .backend.retry import RetryPolicy
-from .core.codec import as_text, to_int
 from .core.context import ContextBudget
-from .core.dialect import Capabilities
-from .core.ft_info import IndexInfo
-from .core.keys import KeySpace
-from .core.models import StoreStats
+from .core.keys import DEFAULT_NAME, KeySpace
 from .core.options import (
     ConsolidationConfig,
     MemoryConfigRefreshConfig,
     MemoryDiscoveryConfig,
     MemoryTelemetryOptions,
+    ReinforceMode,
 )
-from .core.query import IndexLayout, IndexSpec
 from .core.ranking import Reranker
 from .core.scoring import Weights
 from .core.tokens import TokenCounter
-from .core.tunables import ConfigSnapshot
 from .embedders.base import Embedder, EmbeddingFunction
 from .embedders.lazy import LazyFunctionEmbedder
 from .errors import StoreClosedError
 from .extraction import FactExtractor
-from .lifecycle import StoreState, Supervisor
+from .lifecycle import StoreState, Supervisor, gated
 from .observability.hub import StoreObservability
-from .observability.metrics import MemoryMetrics
 from .observability.telemetry import Telemetry
+from .store_info import StoreInfo
 from .store_options import DEFAULT_THRESHOLD, check_options
 from .summarizers import Summarizer
 from .tiers.capacity import Capacity
@@ -78,41 +75,9 @@ from .tiers.summaries import RollingSummaries
 
 __all__ = ["DEFAULT_NAME", "DEFAULT_THRESHOLD", "MemoryStore"]
 
-P = ParamSpec("P")
-R = TypeVar("R")
 
-#: The reference's default store name (``AgentMemoryOptions.name``).
-DEFAULT_NAME = "betterdb_ac"
-
-
-class _Delegate(Generic[P, R]):
-    """A store method that is a part's method: ``store.recall`` is ``store._recall.recall``.
-
-    Written once, where the behaviour is: the signature, the docstring (``help``, IDEs)
-    and the types (mypy reads them through ``__get__``) are the part's. On the class,
-    ``MemoryStore.recall`` is the part's function itself (``inspect.signature``, the
-    generated ``SyncMemoryStore``); a non-data descriptor, so an instance attribute of
-    the same name (a test double) still wins.
-    """
-
-    def __init__(self, part: str, fn: Callable[Concatenate[Any, P], R]) -> None:
-        self.part = part
-        self.fn = fn
-        self.__doc__ = fn.__doc__
-
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> Callable[Concatenate[Any, P], R]: ...
-
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> Callable[P, R]: ...
-
-    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
-        if obj is None:
-            return self.fn
-        return getattr(getattr(obj, self.part), self.fn.__name__)
-
-
-class MemoryStore:
+@gated  # every public coroutine method but close raises StoreClosedError once close() started
+class MemoryStore(StoreInfo):
     """Long-term agent memory on Valkey Search (betterdb-agent-memory's ``MemoryStore``, and more).
 
     Args:
@@ -176,6 +141,21 @@ class MemoryStore:
             ``tiers.session_config.SessionConfig.of``.
     """
 
+    # What the constructor was given, as checked (``SyncMemoryStore`` forwards each one declared
+    # here, read-only, with its docstring: scripts/gen_sync.py reads these lines).
+    name: str
+    """The store name: key prefix and index name."""
+    embedder: Embedder | LazyFunctionEmbedder
+    """The store's embedder."""
+    default_threshold: float
+    """The constructor's cosine-distance ceiling of a hit."""
+    weights: Weights
+    """The constructor's composite score weights."""
+    half_life_seconds: float
+    """The recency half-life."""
+    max_items_per_scope: int | None
+    """The constructor's capacity per scope (None: no cap)."""
+
     def __init__(
         self,
         *,
@@ -202,7 +182,7 @@ class MemoryStore:
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
         hnsw_ef_runtime: int = 10,
-        reinforce_mode: str = "sync",
+        reinforce_mode: ReinforceMode = "sync",
         reinforce_write_interval: float | None = None,
         retry: RetryPolicy | None = None,
         registry: Any = None,
@@ -243,8 +223,8 @@ class MemoryStore:
             shutdown_grace=shutdown_grace,
             summary_lock_ttl=summary_lock_ttl,
         )
-        self.embedder: Embedder | LazyFunctionEmbedder = opts.embedder
-        self.default_threshold: float = opts.threshold
+        self.embedder = opts.embedder
+        self.default_threshold = opts.threshold
         self.weights = opts.weights
         self.half_life_seconds = opts.defaults.half_life_seconds
         self.max_items_per_scope = opts.defaults.max_items_per_scope
@@ -255,7 +235,8 @@ class MemoryStore:
         # -- composition: the backend, then the parts, each given what it uses ----------------
         self._owned_client = False
         self._owned_server: Any = None
-        self._closed = False
+        self._closed = False  # set by the first line of close(); _closed_done once it returns
+        self._closed_done = asyncio.Event()
         self.backend = Backend(client, retry=self.retry)
         self.supervisor = Supervisor()
         self._obs = StoreObservability(
@@ -363,29 +344,36 @@ class MemoryStore:
 
     @property
     def state(self) -> StoreState:
-        """``NEW`` until the first call readies the index, then ``READY``; ``CLOSED`` after ``close``."""
+        """``NEW`` until the first call readies the index, then ``READY``; ``CLOSING`` from the
+        first line of ``close`` while background work drains, ``CLOSED`` once it returned."""
         if self._closed:
-            return StoreState.CLOSED
+            return StoreState.CLOSED if self._closed_done.is_set() else StoreState.CLOSING
         return StoreState.READY if self.index.ready else StoreState.NEW
 
     async def close(self) -> None:
         """Wait for background work, then close what this store opened (never the caller's client).
 
         Idempotent. Running rolling summaries get ``shutdown_grace`` seconds, other
-        background work 5 s; the stats are flushed. Afterwards every operation raises
-        ``StoreClosedError``.
+        background work 5 s; the stats are flushed. From its first line every other
+        operation raises ``StoreClosedError`` (``state`` is ``CLOSING``, then ``CLOSED``);
+        a second call waits for the first to finish.
         """
         if self._closed:
+            await self._closed_done.wait()
             return
         self._closed = True
-        await self._summaries.close()
-        await self.supervisor.close(grace=5.0)  # service loops stop at once; other work drains
-        await self._obs.close()  # the stats are flushed, the Monitor heartbeat key deleted
-        self.backend.closed = True
-        if self._owned_client:
-            await self.backend.client.aclose()
-        if self._owned_server is not None:
-            await asyncio.to_thread(self._owned_server.stop)
+        try:
+            await self._summaries.close()
+            await self.supervisor.close(grace=5.0)  # service loops stop at once; other work drains
+            await self._obs.close()  # the stats are flushed, the Monitor heartbeat key deleted
+            self.backend.closed = True
+            if self._owned_client:
+                await self.backend.client.aclose()
+            if self._owned_server is not None:
+                await asyncio.to_thread(self._owned_server.stop)
+        finally:
+            self.backend.closed = True
+            self._closed_done.set()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -397,158 +385,12 @@ class MemoryStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    # -- what the store is made of ----------------------------------------------------------
+    # -- what the store is made of: see StoreInfo (store_info.py) -----------------------------
 
     @property
     def client(self) -> ValkeyClient:
         """The Valkey client (the caller's, or the one ``connect`` opened)."""
         return self.backend.client
-
-    @property
-    def metrics(self) -> MemoryMetrics:
-        return self._obs.metrics
-
-    @metrics.setter
-    def metrics(self, value: MemoryMetrics) -> None:
-        self._obs.metrics = value
-
-    @property
-    def capabilities(self) -> Capabilities | None:
-        """What the engine supports (probed on first use; None before)."""
-        return self.index.capabilities
-
-    @property
-    def layout(self) -> IndexLayout:
-        """Which optional fields the index in place has (this library's, or another's)."""
-        return self.index.layout
-
-    @property
-    def spec(self) -> IndexSpec:
-        return self.index.spec
-
-    @property
-    def near_misses(self) -> int:
-        """Recalls that came back empty with the nearest memory just past the threshold."""
-        return self._obs.near_misses
-
-    @property
-    def fact_source(self) -> str:
-        return self._rt.settings.fact_source
-
-    @property
-    def fact_importance(self) -> float:
-        return self._rt.settings.fact_importance
-
-    @property
-    def dedup(self) -> bool:
-        return self._rt.settings.dedup
-
-    @property
-    def reranker(self) -> Reranker | None:
-        return self._rt.settings.reranker
-
-    @property
-    def rerank_candidates(self) -> int:
-        return self._rt.settings.rerank_candidates
-
-    @property
-    def candidate_factor(self) -> int:
-        return self._rt.settings.candidate_factor
-
-    @property
-    def reinforce_mode(self) -> str:
-        return self._rt.settings.reinforce_mode
-
-    @property
-    def session_config(self) -> SessionConfig:
-        """The L1 tier's validated settings."""
-        return self._sessions.config
-
-    @property
-    def consolidation_lock_ttl(self) -> float:
-        """Seconds a consolidation run's lock survives a crashed holder (30)."""
-        return self._consolidation.lock_ttl
-
-    @consolidation_lock_ttl.setter
-    def consolidation_lock_ttl(self, value: float) -> None:
-        self._consolidation.lock_ttl = value
-
-    @property
-    def consolidation_lock_wait(self) -> float:
-        """Seconds a second consolidation of the same scope waits before ``ConsolidationBusyError`` (60)."""
-        return self._consolidation.lock_wait
-
-    @consolidation_lock_wait.setter
-    def consolidation_lock_wait(self, value: float) -> None:
-        self._consolidation.lock_wait = value
-
-    # -- live config, discovery, index --------------------------------------------------------
-
-    def config_defaults(self) -> ConfigSnapshot:
-        """The constructor's tunables (what a field removed from the config hash returns to)."""
-        return self._defaults
-
-    def current_config(self) -> ConfigSnapshot:
-        """The tunables in force now: constructor values overlaid by the live config hash."""
-        return self._obs.config()
-
-    async def refresh_config(self) -> ConfigSnapshot:
-        """Re-read ``<name>:__mem_config`` now (it is also re-read every few seconds)."""
-        self._check_open()
-        return await self._obs.live.refresh()
-
-    async def ensure_discovery_ready(self) -> None:
-        """Make sure the store is registered with BetterDB Monitor (and its index exists)."""
-        await self.index.ensure_ready()
-
-    async def ensure_config_refresh_started(self) -> None:
-        """Start the live-config refresher now (it starts with the store otherwise)."""
-        await self.index.ensure_ready()
-
-    async def ensure_index(self) -> None:
-        """Create ``<name>:mem:idx`` if absent, or adopt the one there; idempotent, safe to race.
-
-        An index another library created with the same name (betterdb-agent-memory)
-        is used as it is: queries then avoid the fields it lacks and results are
-        checked exactly in the client.
-
-        Raises:
-            ConfigurationError: the index (or its recorded metadata) was made for a
-                different embedding dimension or model; vectors of two models must
-                never share an index.
-        """
-        self._check_open()
-        await self.index.ensure_index()
-
-    async def index_info(self) -> IndexInfo | None:
-        """FT.INFO of this store's index, normalised across engines; None when absent.
-
-        On a cluster ``num_docs`` is the whole cluster's (the primaries' sum).
-        """
-        return await self.index.info()
-
-    async def stats(self) -> StoreStats:
-        """Counts, index health and settings (what ``stats`` in the CLI prints)."""
-        await self.index.ensure_ready()
-        caps = self.index.caps
-        await self._obs.flush()
-        info = await self.index.info()
-        if info is not None:
-            self.metrics.set_items(info.num_docs)
-        counters_raw = await self.backend.command("stats", "HGETALL", self.keys.stats)
-        counters = {as_text(k): to_int(v) for k, v in counters_raw.items()}
-        return StoreStats(
-            name=self.name,
-            index_name=self.keys.index,
-            items=info.num_docs if info else 0,
-            evictions=counters.get("evictions", 0),
-            counters=counters,
-            index=info,
-            capabilities=caps,
-            embedder_model=self.embedder.model_id,
-            dimensions=self.embedder.dimensions,
-            config=self.current_config().as_hash(),
-        )
 
     # -- the parts' methods (each one the part's own: signature, docstring, behaviour) -------
 
@@ -589,7 +431,6 @@ class MemoryStore:
             BetterDBMemoryError: the summariser or the write failed (also counted).
         """
         thread, agent = session_ids(thread_id, agent_id)
-        self._check_open()
         return await self._summaries.summarize_session(agent, thread)
 
     # Consolidation (tiers.consolidation, tiers.fact_ledger).

@@ -1,8 +1,8 @@
 """The long-term options of ``MemoryStore(...)``, checked: what its parts are built from.
 
 Every argument is checked here before the store creates anything (no backend, no
-task, no key), so a bad one raises ``ConfigurationError`` or ``ValidationError`` with
-the argument's name and nothing is left half-built. The session options are checked
+task, no key), so a bad one raises ``ConfigurationError`` with the argument's name
+(``core.validation``: a constructor argument is a setting) and nothing is left half-built. The session options are checked
 by ``tiers.session_config.SessionConfig.of``; the HNSW parameters by the index.
 
 Defaults follow the reference (betterdb-agent-memory): a caller's ``embed_fn`` gets
@@ -12,7 +12,6 @@ calibrated threshold and margin, and re-ranks text recall with ``HybridRanker``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,11 +21,12 @@ from .core.options import (
     MemoryConfigRefreshConfig,
     MemoryDiscoveryConfig,
     MemoryTelemetryOptions,
+    ReinforceMode,
 )
 from .core.ranking import HybridRanker, Reranker
 from .core.scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
 from .core.tunables import ConfigSnapshot
-from .core.validation import check_distance_threshold, check_importance, check_tags
+from .core.validation import check_distance_threshold, check_importance, check_int, check_number, check_tags
 from .embedders.base import (
     Embedder,
     EmbeddingFunction,
@@ -97,8 +97,8 @@ def check_options(
     """Check ``MemoryStore``'s long-term arguments (see its docstring for their meanings).
 
     Raises:
-        ConfigurationError: an object of the wrong kind (embedder, reranker, options).
-        ValidationError: a value out of its range.
+        ConfigurationError: an object of the wrong kind (embedder, reranker, options), or
+            a value of the wrong type or out of its range.
     """
     if embedder is not None and embed_fn is not None:
         raise ConfigurationError("pass embed_fn= or embedder=, not both", code="configuration.embedder")
@@ -118,18 +118,12 @@ def check_options(
     if default_threshold is None:
         calibrated = None if with_embed_fn else default_threshold_of(chosen)
         default_threshold = DEFAULT_THRESHOLD if calibrated is None else 2.0 * (1.0 - calibrated)
-    threshold = check_distance_threshold(default_threshold, name="default_threshold")
+    threshold = check_distance_threshold(default_threshold, name="default_threshold", setting=True)
     assert threshold is not None
-    w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
+    w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights, setting=True)
     if half_life_seconds is None:
         half_life_seconds = DEFAULT_HALF_LIFE_SECONDS
-    if (
-        isinstance(half_life_seconds, bool)
-        or not isinstance(half_life_seconds, int | float)
-        or not half_life_seconds > 0
-        or not math.isfinite(half_life_seconds)
-    ):
-        raise _range_error("half_life_seconds", "half_life_seconds must be a positive number")
+    half_life_seconds = check_number(half_life_seconds, "half_life_seconds", positive=True, setting=True)
     defaults = ConfigSnapshot(
         threshold=threshold,
         weight_similarity=w.similarity,
@@ -143,7 +137,7 @@ def check_options(
     elif relevance_margin is False:
         margin = None
     else:
-        margin = check_distance_threshold(relevance_margin, name="relevance_margin")
+        margin = check_distance_threshold(relevance_margin, name="relevance_margin", setting=True)
     settings = _settings(
         threshold, with_embed_fn, consolidation, dedup, reinforce_mode, reinforce_write_interval,
         candidate_factor, reranker, rerank_candidates, margin, text_candidates,
@@ -194,17 +188,31 @@ def _settings(
         )
     cc = consolidation if isinstance(consolidation, ConsolidationConfig) else ConsolidationConfig()
     if cc.fact_source is not None:
-        check_tags([cc.fact_source], name="fact_source")
+        try:
+            check_tags([cc.fact_source], name="fact_source")
+        except ConfigurationError:
+            raise
+        except ValidationError as exc:  # a tag value's own check; given here, it is a setting
+            raise ConfigurationError(
+                exc.message, code="configuration.fact_source", details=exc.details
+            ) from exc
     if not isinstance(dedup, bool):
-        raise ValidationError("dedup must be a bool", code="validation.type", details={"argument": "dedup"})
-    if reinforce_mode not in ("sync", "background"):
-        raise ValidationError("reinforce_mode must be 'sync' or 'background'", code="validation.choice")
-    if reinforce_write_interval is not None and not (
-        isinstance(reinforce_write_interval, int | float)
-        and not isinstance(reinforce_write_interval, bool)
-        and reinforce_write_interval >= 0
-    ):
-        raise _range_error("reinforce_write_interval", "reinforce_write_interval must be >= 0 seconds")
+        raise ConfigurationError(
+            "dedup must be a bool", code="configuration.type", details={"argument": "dedup"}
+        )
+    mode: ReinforceMode | None = (
+        "sync" if reinforce_mode == "sync" else "background" if reinforce_mode == "background" else None
+    )
+    if mode is None:
+        raise ConfigurationError(
+            "reinforce_mode must be 'sync' or 'background'",
+            code="configuration.choice",
+            details={"argument": "reinforce_mode"},
+        )
+    if reinforce_write_interval is not None:
+        reinforce_write_interval = check_number(
+            reinforce_write_interval, "reinforce_write_interval", minimum=0.0, setting=True
+        )
     factor = _positive_int_or_none("candidate_factor", candidate_factor)
     if reranker is None:
         reranker = not with_embed_fn
@@ -216,26 +224,20 @@ def _settings(
             code="configuration.reranker",
             details={"type": type(reranker).__name__},
         )
-    if (
-        isinstance(rerank_candidates, bool)
-        or not isinstance(rerank_candidates, int)
-        or not (1 <= rerank_candidates <= 10_000)
-    ):
-        raise _range_error("rerank_candidates", "rerank_candidates must be an integer in 1..10000")
-    if (
-        isinstance(text_candidates, bool)
-        or not isinstance(text_candidates, int)
-        or not 0 <= text_candidates <= 1000
-    ):
-        raise _range_error("text_candidates", "text_candidates must be an integer in 0..1000")
+    rerank_candidates = check_int(
+        rerank_candidates, "rerank_candidates", minimum=1, maximum=10_000, setting=True
+    )
+    text_candidates = check_int(text_candidates, "text_candidates", minimum=0, maximum=1000, setting=True)
     return Settings(
         default_threshold=threshold,
         fact_source=cc.fact_source or _DEFAULT_FACT_SOURCE,
         fact_importance=check_importance(
-            _DEFAULT_FACT_IMPORTANCE if cc.fact_importance is None else cc.fact_importance
+            _DEFAULT_FACT_IMPORTANCE if cc.fact_importance is None else cc.fact_importance,
+            name="fact_importance",
+            setting=True,
         ),
         dedup=dedup,
-        reinforce_mode=str(reinforce_mode),
+        reinforce_mode=mode,
         reinforce_write_interval=None
         if reinforce_write_interval is None
         else float(reinforce_write_interval),
@@ -266,13 +268,5 @@ def _refresh_seconds(config: object) -> float | None:
     )
 
 
-def _range_error(argument: str, message: str) -> ValidationError:
-    return ValidationError(message, code="validation.range", details={"argument": argument})
-
-
 def _positive_int_or_none(argument: str, value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise _range_error(argument, f"{argument} must be a positive integer")
-    return value
+    return None if value is None else check_int(value, argument, minimum=1, setting=True)

@@ -25,7 +25,8 @@ from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
 from .core.turns import Turn
-from .errors import BetterDBMemoryError, ConfigurationError
+from .core.validation import check_int
+from .errors import ConfigurationError, ServerError
 
 __all__ = ["ExtractiveSummarizer", "OpenAISummarizer", "Summarizer", "transcript"]
 
@@ -150,8 +151,7 @@ class ExtractiveSummarizer:
 
     def __init__(self, *, max_chars: int = 1500, max_sentence_chars: int = 240) -> None:
         for name, value in (("max_chars", max_chars), ("max_sentence_chars", max_sentence_chars)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 20:
-                raise ConfigurationError(f"{name} must be an integer >= 20", details={"argument": name})
+            check_int(value, name, minimum=20, setting=True)
         self.max_chars = max_chars
         self.max_sentence_chars = max_sentence_chars
 
@@ -220,7 +220,7 @@ class OpenAIChat:
     """One chat-completions call with the library's error mapping (shared by the LLM seams).
 
     The SDK's own retries (``max_retries``) handle 408/429/5xx and connection faults;
-    what is still failing afterwards becomes a ``BetterDBMemoryError`` (``llm.*``),
+    what is still failing afterwards becomes a ``ServerError`` (``server.llm_*``),
     or a ``ConfigurationError`` for authentication and unknown-model answers.
     """
 
@@ -271,11 +271,11 @@ class OpenAIChat:
                 raise ConfigurationError(message, code="configuration.llm_auth", details=details) from exc
             if status == 404:
                 raise ConfigurationError(message, code="configuration.llm_model", details=details) from exc
-            raise BetterDBMemoryError(message, code="llm.http_error", details=details) from exc
+            raise ServerError(message, code="server.llm_http_error", details=details) from exc
         except self._openai.APIConnectionError as exc:  # includes timeouts
-            raise BetterDBMemoryError(
+            raise ServerError(
                 f"{self.owner}: chat completion endpoint unreachable: {exc}",
-                code="llm.connection_failed",
+                code="server.llm_unreachable",
                 details=details,
             ) from exc
         choices = getattr(response, "choices", None) or []
@@ -283,10 +283,10 @@ class OpenAIChat:
         content = getattr(message_obj, "content", None)
         if not isinstance(content, str) or not content.strip():
             refusal = getattr(message_obj, "refusal", None)
-            raise BetterDBMemoryError(
+            raise ServerError(
                 f"{self.owner}: the model returned no content"
                 + (f" (refusal: {refusal})" if refusal else ""),
-                code="llm.empty_response",
+                code="server.llm_empty_response",
                 details=details,
             )
         return content

@@ -1,31 +1,31 @@
+# GENERATED FILE: written by scripts/gen_sync.py from MemoryStore and AgentMemory. Do not edit.
+# Change the async class (or the generator, or betterdb_memory/_sync_bridge.py) and run
+# `python scripts/gen_sync.py`; `make check` runs it with --check and fails while this file is stale.
+# Generated, so exempt from the 450-line limit on modules.
 """Blocking ``SyncMemoryStore`` / ``SyncAgentMemory``: the async classes, run on a private loop thread.
 
 For scripts, notebooks and the synchronous halves of LangChain and LangGraph. Nothing
 here re-implements an operation: each sync object owns one event loop in a daemon
-thread, the async object lives on that loop, and every method is *generated* from
-the async class when this module is imported::
+thread, the async object lives on that loop, and every method runs the async one there::
 
     caller thread(s)                          private loop thread ("betterdb-memory-...")
     store.recall(q, k=3) ── run_coroutine_threadsafe ──▶ await MemoryStore.recall(q, k=3)
          blocks on the concurrent future ◀── result / the same typed exception ──┘
 
-What is generated, from the public members of ``MemoryStore`` / ``AgentMemory``:
+This module is generated from ``MemoryStore`` / ``AgentMemory`` by ``scripts/gen_sync.py``
+(``make check`` fails when it is stale), so each member below has the async member's
+name, parameters, defaults, annotations and docstring:
 
-* a coroutine method becomes a blocking method with the same name, ``__doc__`` and
-  ``__signature__`` (``inspect``), whose call runs the coroutine on the loop thread and
-  returns its result or raises its exception (the same ``BetterDBMemoryError``
-  subclasses, ``code`` and ``details``);
+* a coroutine method becomes a blocking method that runs the coroutine on the loop
+  thread and returns its result or raises its exception (the same
+  ``BetterDBMemoryError`` subclasses, ``code`` and ``details``);
 * a plain method (``current_config``) runs on the loop thread too, so the async object
   is only ever touched from its own thread;
 * a property is read (and, where the async one has a setter, written) through;
 * a classmethod coroutine (``connect``) becomes a classmethod building the sync object.
 
-A method added to the async class appears here without a change to this module. Type
-checkers cannot derive one class from another, so each sync class also spells its
-members out in an ``if TYPE_CHECKING:`` block, one line per name, the types taken
-from the async method by ``ParamSpec`` (``remember = _blocking(MemoryStore.remember)``:
-mypy sees ``remember(content: str, *, importance: float | None = ..., ...) -> str``).
-``tests/unit/test_sync_surface.py`` fails when a public member lacks its line.
+What is not a translation (the loop, opening and closing, ``wrap``, ``async_store``, the
+cache tiers' blocking views) is hand-written in ``betterdb_memory._sync_bridge``.
 
 Why no ``SyncMemoryStore(client=...)``: a ``valkey.asyncio`` client belongs to the
 event loop it is used on (its connections are that loop's streams, its pool's
@@ -55,393 +55,40 @@ or at interpreter exit (where an embedded server it started may outlive the proc
 as after a crash; the next ``connect`` attaches to it).
 """
 
-from __future__ import annotations
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
-import concurrent.futures.thread  # noqa: F401 - its exit hook must be registered before ours (_open_objects)
-import contextlib
-import inspect
-import itertools
-import logging
-import threading
-import weakref
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import AbstractAsyncContextManager
-from types import TracebackType
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    ClassVar,
-    Concatenate,
-    Generic,
-    Never,
-    ParamSpec,
-    Protocol,
-    Self,
-    TypeVar,
-    cast,
-    overload,
-)
+import numpy as np
 
-from ._loop_thread import CLOSE_GRACE_SECONDS, Closer, LoopThread, SyncReentrancyError, invoke
-from .errors import StoreClosedError
-from .facade import AgentMemory, AgentMemoryClosedError
+from ._loop_thread import CLOSE_GRACE_SECONDS, SyncReentrancyError
+from ._sync_bridge import AgentMemoryBridge, MemoryStoreBridge
+from .core.context import RetrievedContext
+from .core.dialect import Capabilities
+from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
+from .core.ft_info import IndexInfo
+from .core.keys import DEFAULT_NAME
+from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, Sensitivity, StoreStats
+from .core.options import MemoryListOptions, ReinforceMode
+from .core.query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter
+from .core.ranking import Reranker
+from .core.requests import MemoryInput
+from .core.scoring import Weights
+from .core.tunables import ConfigSnapshot
+from .core.turns import SessionMetadata, Turn
+from .embedders.base import Embedder
+from .embedders.lazy import LazyFunctionEmbedder
+from .facade import AgentMemory
+from .lifecycle import StoreState
+from .observability.metrics import MemoryMetrics
+from .progress import ProgressSink
 from .store import MemoryStore
+from .tiers.session_config import SessionConfig
 
 __all__ = ["CLOSE_GRACE_SECONDS", "SyncAgentMemory", "SyncMemoryStore", "SyncReentrancyError"]
 
-log = logging.getLogger(__name__)
 
-P = ParamSpec("P")
-R = TypeVar("R")
-R_co = TypeVar("R_co", covariant=True)
-T = TypeVar("T")
-T_co = TypeVar("T_co", covariant=True)
-A = TypeVar("A")  # the async class a sync one runs
-B = TypeVar("B")
-
-_thread_numbers = itertools.count(1)
-
-
-# -- what the generated members look like to a type checker --------------------------------
-
-
-class _SyncMethod(Protocol[P, R_co]):
-    """A generated method: the async method's parameters, the awaited result."""
-
-    @overload
-    def __get__(self, obj: None, owner: type[Any], /) -> Callable[Concatenate[Any, P], R_co]: ...
-    @overload
-    def __get__(self, obj: object, owner: type[Any] | None = None, /) -> Callable[P, R_co]: ...
-
-
-class _SyncConstructor(Protocol[P]):
-    """A generated constructor (``connect``): the async one's parameters, the sync class built."""
-
-    def __get__(self, obj: object, owner: type[B], /) -> Callable[P, B]: ...
-
-
-class _ReadOnly(Protocol[T_co]):
-    """A forwarded property without a setter."""
-
-    @overload
-    def __get__(self, obj: None, owner: type[Any], /) -> property: ...
-    @overload
-    def __get__(self, obj: object, owner: type[Any] | None = None, /) -> T_co: ...
-    def __set__(self, obj: object, value: Never, /) -> None: ...
-
-
-class _ReadWrite(Protocol[T]):
-    """A forwarded property with a setter."""
-
-    @overload
-    def __get__(self, obj: None, owner: type[Any], /) -> property: ...
-    @overload
-    def __get__(self, obj: object, owner: type[Any] | None = None, /) -> T: ...
-    def __set__(self, obj: object, value: T, /) -> None: ...
-
-
-# -- the generators ---------------------------------------------------------------------------
-
-
-def _signature(fn: Callable[..., Any]) -> inspect.Signature:
-    """The async member's signature, annotations evaluated where they can be (for runtime tools)."""
-    try:
-        return inspect.signature(fn, eval_str=True)
-    except Exception:  # an annotation only a type checker resolves: keep the strings
-        return inspect.signature(fn)
-
-
-def _describe(wrapper: Any, source: Callable[..., Any], signature: inspect.Signature) -> None:
-    """Give ``wrapper`` the name, docstring and signature of ``source`` (no ``__wrapped__``:
-    tools that unwrap would then take the blocking method for a coroutine function)."""
-    wrapper.__name__ = source.__name__
-    wrapper.__qualname__ = source.__qualname__
-    wrapper.__doc__ = source.__doc__
-    wrapper.__signature__ = signature
-    annotations = {p.name: p.annotation for p in signature.parameters.values() if p.annotation is not p.empty}
-    if signature.return_annotation is not signature.empty:
-        annotations["return"] = signature.return_annotation
-    wrapper.__annotations__ = annotations
-
-
-def _blocking(fn: Callable[Concatenate[Any, P], Awaitable[R]]) -> _SyncMethod[P, R]:
-    """A blocking method that runs the async method ``fn`` of the target on the loop thread."""
-    name = fn.__name__
-
-    def method(self: _Bridge[Any], /, *args: Any, **kwargs: Any) -> Any:
-        return self._loop.call(getattr(self._target, name), *args, **kwargs)
-
-    _describe(method, fn, _signature(fn))
-    return cast("_SyncMethod[P, R]", method)
-
-
-def _on_loop(fn: Callable[Concatenate[Any, P], R]) -> _SyncMethod[P, R]:
-    """A plain method of the target, run on the loop thread (the target is only touched there)."""
-    return _blocking(cast("Callable[Concatenate[Any, P], Awaitable[R]]", fn))
-
-
-def _constructor(fn: Callable[P, Awaitable[Any]]) -> _SyncConstructor[P]:
-    """A classmethod building the sync object from the async classmethod ``fn`` (bound to its class)."""
-
-    def build(cls: type[_Bridge[Any]], /, *args: Any, **kwargs: Any) -> Any:
-        return cls._start(lambda: fn(*args, **kwargs))
-
-    signature = _signature(fn)
-    _describe(build, fn, signature.replace(
-        parameters=[inspect.Parameter("cls", inspect.Parameter.POSITIONAL_ONLY), *signature.parameters.values()],
-        return_annotation=inspect.Signature.empty,  # set to the sync class by _install
-    ))  # fmt: skip
-    return cast("_SyncConstructor[P]", classmethod(build))
-
-
-def _forward(prop: Callable[[Any], T]) -> _ReadOnly[T]:
-    """The async class's property, read through (and written through if it has a setter)."""
-    source = cast(property, prop)
-    name = source.fget.__name__ if source.fget is not None else "?"
-
-    def get(self: _Bridge[Any]) -> Any:
-        return getattr(self._target, name)
-
-    def set_(self: _Bridge[Any], value: Any) -> None:
-        setattr(self._target, name, value)
-
-    return cast("_ReadOnly[T]", property(get, set_ if source.fset is not None else None, doc=source.__doc__))
-
-
-def _forward_settable(prop: Callable[[Any], T]) -> _ReadWrite[T]:
-    return cast("_ReadWrite[T]", _forward(prop))
-
-
-def _attribute(owner: type[A], read: Callable[[A], T], doc: str | None = None) -> _ReadOnly[T]:
-    """A plain instance attribute of the async object, read through (typed by ``read``)."""
-
-    def get(self: _Bridge[Any]) -> Any:
-        return read(self._target)
-
-    return cast("_ReadOnly[T]", property(get, doc=doc))
-
-
-def _is_delegate(value: object) -> bool:
-    """A method descriptor other than the kinds handled by name (``store._Delegate``)."""
-    return (
-        hasattr(value, "__get__")
-        and not inspect.isfunction(value)
-        and not isinstance(value, property | classmethod | staticmethod)
-        and hasattr(value, "fn")
-    )
-
-
-def _public_members(cls: type) -> Iterator[tuple[str, object]]:
-    seen: dict[str, object] = {}
-    for klass in reversed(cls.__mro__[:-1]):
-        for k, v in vars(klass).items():
-            if k.startswith("_"):
-                continue
-            if _is_delegate(v):  # a method the store takes from one of its parts: its function
-                v = v.__get__(None, klass)
-            seen[k] = v
-    yield from seen.items()
-
-
-def _install(sync_cls: type[_Bridge[Any]], async_cls: type) -> None:
-    """Generate every public member of ``async_cls`` on ``sync_cls`` that it does not define itself."""
-    for name, member in _public_members(async_cls):
-        if name in sync_cls._not_forwarded or hasattr(sync_cls, name):
-            continue
-        value: Any
-        if isinstance(member, property):
-            value = _forward(cast("Callable[[Any], Any]", member))
-        elif isinstance(member, classmethod) and inspect.iscoroutinefunction(member.__func__):
-            value = _constructor(getattr(async_cls, name))
-            value.__func__.__signature__ = value.__func__.__signature__.replace(return_annotation=sync_cls)
-        elif inspect.iscoroutinefunction(member):
-            value = _blocking(cast("Callable[..., Awaitable[Any]]", member))
-        elif inspect.isfunction(member):
-            value = _on_loop(member)
-        else:
-            continue
-        func = value.__func__ if isinstance(value, classmethod) else value
-        if inspect.isfunction(func):
-            func.__qualname__ = f"{sync_cls.__name__}.{name}"
-            func.__module__ = sync_cls.__module__
-        setattr(sync_cls, name, value)
-
-
-# -- opening and closing the async object on the loop ------------------------------------------
-
-
-async def _open(factory: Callable[[], object], kind: type) -> tuple[Any, Closer]:
-    """Call ``factory`` on the loop; return the async object and how to close it."""
-    made = factory()
-    if isinstance(made, kind):
-        return made, cast("Any", made).close
-    if isinstance(made, AbstractAsyncContextManager):
-        cm = made
-        target = await cm.__aenter__()
-        if not isinstance(target, kind):
-            await cm.__aexit__(None, None, None)
-            raise TypeError(
-                f"the factory's context manager yielded {type(target).__name__}, not {kind.__name__}"
-            )
-        return target, lambda: cm.__aexit__(None, None, None)
-    if inspect.isawaitable(made):
-        target = await made
-        if not isinstance(target, kind):
-            close = getattr(target, "close", None)
-            if callable(close):  # the factory opened something: do not leak it
-                with contextlib.suppress(Exception):
-                    await invoke(close, (), {})
-            raise TypeError(f"the factory's awaitable returned {type(target).__name__}, not {kind.__name__}")
-        return target, cast("Any", target).close
-    raise TypeError(
-        f"the factory must return a {kind.__name__}, an awaitable of one or an async context manager"
-        f" yielding one, not {type(made).__name__}"
-    )
-
-
-def _finalize(loop: LoopThread, closer: Closer) -> None:
-    """Close an abandoned sync object (garbage-collected, or at interpreter exit); never raises."""
-    try:
-        loop.shutdown(closer)
-    except Exception as exc:
-        log.debug("closing an abandoned sync object failed: %r", exc)
-
-
-# Sync objects still open when the interpreter exits are closed by a *threading* exit hook:
-# it runs before concurrent.futures refuses new work ("cannot schedule new futures after
-# interpreter shutdown"), which plain atexit handlers run after, and closing needs the
-# default executor (MemoryStore.close stops an embedded server with asyncio.to_thread).
-# The thread pool module is imported first so that its hook, registered earlier, runs
-# later (they run in reverse). weakref.finalize's own atexit call remains the fallback.
-_open_objects: weakref.WeakSet[_Bridge[Any]] = weakref.WeakSet()
-
-
-def _close_open_objects_at_exit() -> None:
-    for obj in list(_open_objects):
-        if obj._finalizer is not None:
-            obj._finalizer()
-
-
-_register_threading_atexit = getattr(threading, "_register_atexit", None)  # CPython >= 3.9, private
-if _register_threading_atexit is not None:
-    _register_threading_atexit(_close_open_objects_at_exit)
-
-
-class _Bridge(Generic[A]):
-    """What the sync classes share: the loop thread, the async target, construction and close."""
-
-    _async_class: ClassVar[type]
-    _not_forwarded: ClassVar[frozenset[str]] = frozenset()
-    _loop: LoopThread
-    _target: A
-    _closer: Closer
-    _owns_loop: bool
-    _closing: bool
-    _close_lock: threading.Lock
-    _finalizer: weakref.finalize[Any, Any] | None
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        name = type(self).__name__
-        raise TypeError(
-            f"build a {name} with {name}.connect(url, ...) or {name}.wrap(factory): its async client"
-            " must be created on the private event loop it runs on, not passed in"
-        )
-
-    @classmethod
-    def _closed_error(cls) -> BaseException:
-        return StoreClosedError("the store was closed; build a new one", code="state.closed")
-
-    @classmethod
-    def _start(cls, factory: Callable[[], object]) -> Self:
-        loop = LoopThread(f"betterdb-memory-loop-{next(_thread_numbers)}", cls._closed_error)
-        try:
-            target, closer = loop.call(_open, factory, cls._async_class)
-        except BaseException:
-            loop.shutdown(None)
-            raise
-        return cls._attach(loop, target, closer, owns_loop=True)
-
-    @classmethod
-    def _attach(cls, loop: LoopThread, target: A, closer: Closer, *, owns_loop: bool) -> Self:
-        self = object.__new__(cls)
-        self._loop = loop
-        self._target = target
-        self._closer = closer
-        self._owns_loop = owns_loop
-        self._closing = False
-        self._close_lock = threading.Lock()
-        self._finalizer = None
-        if owns_loop:
-            self._finalizer = weakref.finalize(self, _finalize, loop, closer)
-            _open_objects.add(self)
-        return self
-
-    @classmethod
-    def wrap(cls, factory: Callable[[], A | Awaitable[A] | AbstractAsyncContextManager[A]]) -> Self:
-        """Run ``factory`` on the private loop and wrap what it builds.
-
-        ``factory`` (called with no arguments, on the loop thread) returns the async
-        object, an awaitable of it, or an async context manager yielding it. Build the
-        ``valkey.asyncio`` client inside it, never outside: a client belongs to the
-        loop it runs on. ``close()`` then closes what the factory built: the object's
-        ``close()``, or the context manager's exit (where you close a client you made)::
-
-            @contextlib.asynccontextmanager
-            async def open_store():
-                async with valkey.asyncio.Valkey.from_url(url) as client:   # your client, your pool
-                    async with MemoryStore(client=client, name="app") as store:
-                        yield store
-
-            store = SyncMemoryStore.wrap(open_store)
-
-        Raises:
-            TypeError: the factory built something other than this class's async object.
-        """
-        return cls._start(factory)
-
-    def close(self) -> None:
-        """Close the async object on its loop, then stop and join the loop thread.
-
-        Idempotent and safe from any thread. Calls made from then on raise
-        ``StoreClosedError`` (``AgentMemoryClosedError`` for ``SyncAgentMemory``); calls
-        already running in other threads get ``CLOSE_GRACE_SECONDS`` (10 s) to finish
-        before the store closes under them.
-
-        Raises:
-            SyncReentrancyError: called from the private loop's own thread.
-        """
-        self._loop.refuse_reentry(self.close)
-        with self._close_lock:
-            if self._closing:
-                return
-            self._closing = True
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            _open_objects.discard(self)
-        if self._owns_loop:
-            self._loop.shutdown(self._closer)
-        elif not self._loop.closing:  # a view (SyncAgentMemory.memory): close the store, keep the loop
-            self._loop.call(self._closer)
-
-    def __enter__(self) -> Self:
-        """What the async object's ``async with`` does on entry (``AgentMemory``: ``initialize()``)."""
-        self._loop.call(cast("Any", self._target).__aenter__)
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closing else "open"
-        return f"<{type(self).__name__} {state} {self._target!r}>"
-
-
-# -- the sync classes ---------------------------------------------------------------------------
-
-
-class SyncMemoryStore(_Bridge[MemoryStore]):
+class SyncMemoryStore(MemoryStoreBridge):
     """``MemoryStore`` with blocking methods, run on a private event-loop thread.
 
     Every public method of ``MemoryStore`` is here with the same name, parameters,
@@ -463,121 +110,739 @@ class SyncMemoryStore(_Bridge[MemoryStore]):
     code that runs on that loop.
     """
 
-    _async_class = MemoryStore
-    _not_forwarded = frozenset({"client"})
-
-    name = _attribute(MemoryStore, lambda s: s.name, "The store name: key prefix and index name.")
-    embedder = _attribute(MemoryStore, lambda s: s.embedder, "The store's embedder.")
-    default_threshold = _attribute(
-        MemoryStore, lambda s: s.default_threshold, "The constructor's cosine-distance ceiling of a hit."
-    )
-    weights = _attribute(MemoryStore, lambda s: s.weights, "The constructor's composite score weights.")
-    half_life_seconds = _attribute(MemoryStore, lambda s: s.half_life_seconds, "The recency half-life.")
-    max_items_per_scope = _attribute(
-        MemoryStore, lambda s: s.max_items_per_scope, "The constructor's capacity per scope (None: no cap)."
-    )
+    @property
+    def name(self) -> str:
+        """The store name: key prefix and index name."""
+        return self._target.name
 
     @property
-    def async_store(self) -> MemoryStore:
-        """The ``MemoryStore`` behind this object; use it only in code running on its loop."""
-        return self._target
+    def embedder(self) -> Embedder | LazyFunctionEmbedder:
+        """The store's embedder."""
+        return self._target.embedder
 
-    if TYPE_CHECKING:  # generated at import by _install; spelled out for type checkers
-        connect = _constructor(MemoryStore.connect)
-        state = _forward(MemoryStore.state)
-        metrics = _forward_settable(MemoryStore.metrics)
-        capabilities = _forward(MemoryStore.capabilities)
-        layout = _forward(MemoryStore.layout)
-        spec = _forward(MemoryStore.spec)
-        near_misses = _forward(MemoryStore.near_misses)
-        fact_source = _forward(MemoryStore.fact_source)
-        fact_importance = _forward(MemoryStore.fact_importance)
-        dedup = _forward(MemoryStore.dedup)
-        reranker = _forward(MemoryStore.reranker)
-        rerank_candidates = _forward(MemoryStore.rerank_candidates)
-        candidate_factor = _forward(MemoryStore.candidate_factor)
-        reinforce_mode = _forward(MemoryStore.reinforce_mode)
-        session_config = _forward(MemoryStore.session_config)
-        consolidation_lock_ttl = _forward_settable(MemoryStore.consolidation_lock_ttl)
-        consolidation_lock_wait = _forward_settable(MemoryStore.consolidation_lock_wait)
-        config_defaults = _on_loop(MemoryStore.config_defaults)
-        current_config = _on_loop(MemoryStore.current_config)
-        effective_threshold = _on_loop(MemoryStore.effective_threshold)
-        refresh_config = _blocking(MemoryStore.refresh_config)
-        ensure_discovery_ready = _blocking(MemoryStore.ensure_discovery_ready)
-        ensure_config_refresh_started = _blocking(MemoryStore.ensure_config_refresh_started)
-        ensure_index = _blocking(MemoryStore.ensure_index)
-        index_info = _blocking(MemoryStore.index_info)
-        stats = _blocking(MemoryStore.stats)
-        remember = _blocking(MemoryStore.remember)
-        update = _blocking(MemoryStore.update)
-        history = _blocking(MemoryStore.history)
-        remember_many = _blocking(MemoryStore.remember_many)
-        get = _blocking(MemoryStore.get)
-        get_many = _blocking(MemoryStore.get_many)
-        forget = _blocking(MemoryStore.forget)
-        recall = _blocking(MemoryStore.recall)
-        recall_by_vector = _blocking(MemoryStore.recall_by_vector)
-        search_candidates = _blocking(MemoryStore.search_candidates)
-        count = _blocking(MemoryStore.count)
-        list = _blocking(MemoryStore.list)
-        forget_by_scope = _blocking(MemoryStore.forget_by_scope)
-        erase = _blocking(MemoryStore.erase)
-        store_turn = _blocking(MemoryStore.store_turn)
-        get_recent_turns = _blocking(MemoryStore.get_recent_turns)
-        get_session_metadata = _blocking(MemoryStore.get_session_metadata)
-        clear_session = _blocking(MemoryStore.clear_session)
-        retrieve_context = _blocking(MemoryStore.retrieve_context)
-        extract_memories = _blocking(MemoryStore.extract_memories)
-        summarize_session = _blocking(MemoryStore.summarize_session)
-        consolidate = _blocking(MemoryStore.consolidate)
-        consolidate_facts = _blocking(MemoryStore.consolidate_facts)
-        fact_history = _blocking(MemoryStore.fact_history)
-        purge_fact_history = _blocking(MemoryStore.purge_fact_history)
+    @property
+    def default_threshold(self) -> float:
+        """The constructor's cosine-distance ceiling of a hit."""
+        return self._target.default_threshold
+
+    @property
+    def weights(self) -> Weights:
+        """The constructor's composite score weights."""
+        return self._target.weights
+
+    @property
+    def half_life_seconds(self) -> float:
+        """The recency half-life."""
+        return self._target.half_life_seconds
+
+    @property
+    def max_items_per_scope(self) -> int | None:
+        """The constructor's capacity per scope (None: no cap)."""
+        return self._target.max_items_per_scope
+
+    @property
+    def metrics(self) -> MemoryMetrics:
+        return self._target.metrics
+
+    @metrics.setter
+    def metrics(self, value: MemoryMetrics) -> None:
+        self._target.metrics = value
+
+    @property
+    def capabilities(self) -> Capabilities | None:
+        """What the engine supports (probed on first use; None before)."""
+        return self._target.capabilities
+
+    @property
+    def layout(self) -> IndexLayout:
+        """Which optional fields the index in place has (this library's, or another's)."""
+        return self._target.layout
+
+    @property
+    def spec(self) -> IndexSpec:
+        return self._target.spec
+
+    @property
+    def near_misses(self) -> int:
+        """Recalls that came back empty with the nearest memory just past the threshold."""
+        return self._target.near_misses
+
+    @property
+    def fact_source(self) -> str:
+        return self._target.fact_source
+
+    @property
+    def fact_importance(self) -> float:
+        return self._target.fact_importance
+
+    @property
+    def dedup(self) -> bool:
+        return self._target.dedup
+
+    @property
+    def reranker(self) -> Reranker | None:
+        return self._target.reranker
+
+    @property
+    def rerank_candidates(self) -> int:
+        return self._target.rerank_candidates
+
+    @property
+    def candidate_factor(self) -> int:
+        return self._target.candidate_factor
+
+    @property
+    def reinforce_mode(self) -> ReinforceMode:
+        return self._target.reinforce_mode
+
+    @property
+    def session_config(self) -> SessionConfig:
+        """The L1 tier's validated settings."""
+        return self._target.session_config
+
+    @property
+    def consolidation_lock_ttl(self) -> float:
+        """Seconds a consolidation run's lock survives a crashed holder (30)."""
+        return self._target.consolidation_lock_ttl
+
+    @consolidation_lock_ttl.setter
+    def consolidation_lock_ttl(self, value: float) -> None:
+        self._target.consolidation_lock_ttl = value
+
+    @property
+    def consolidation_lock_wait(self) -> float:
+        """Seconds a second consolidation of the same scope waits before ``ConsolidationBusyError`` (60)."""
+        return self._target.consolidation_lock_wait
+
+    @consolidation_lock_wait.setter
+    def consolidation_lock_wait(self, value: float) -> None:
+        self._target.consolidation_lock_wait = value
+
+    def config_defaults(self) -> ConfigSnapshot:
+        """The constructor's tunables (what a field removed from the config hash returns to)."""
+        return self._apply(self._target.config_defaults)
+
+    def current_config(self) -> ConfigSnapshot:
+        """The tunables in force now: constructor values overlaid by the live config hash."""
+        return self._apply(self._target.current_config)
+
+    def refresh_config(self) -> ConfigSnapshot:
+        """Re-read ``<name>:__mem_config`` now (it is also re-read every few seconds)."""
+        return self._await(self._target.refresh_config)
+
+    def ensure_discovery_ready(self) -> None:
+        """Make sure the store is registered with BetterDB Monitor (and its index exists)."""
+        return self._await(self._target.ensure_discovery_ready)
+
+    def ensure_config_refresh_started(self) -> None:
+        """Start the live-config refresher now (it starts with the store otherwise)."""
+        return self._await(self._target.ensure_config_refresh_started)
+
+    def ensure_index(self) -> None:
+        """Create ``<name>:mem:idx`` if absent, or adopt the one there; idempotent, safe to race.
+
+        An index another library created with the same name (betterdb-agent-memory)
+        is used as it is: queries then avoid the fields it lacks and results are
+        checked exactly in the client.
+
+        Raises:
+            ConfigurationError: the index (or its recorded metadata) was made for a
+                different embedding dimension or model; vectors of two models must
+                never share an index.
+        """
+        return self._await(self._target.ensure_index)
+
+    def index_info(self) -> IndexInfo | None:
+        """FT.INFO of this store's index, normalised across engines; None when absent.
+
+        On a cluster ``num_docs`` is the whole cluster's (the primaries' sum).
+        """
+        return self._await(self._target.index_info)
+
+    def stats(self) -> StoreStats:
+        """Counts, index health and settings (what ``stats`` in the CLI prints)."""
+        return self._await(self._target.stats)
+
+    @classmethod
+    def connect(
+        cls,
+        url: str | None = None,
+        *,
+        name: str = DEFAULT_NAME,
+        embedder: Embedder | None = None,
+        data_dir: str | None = None,
+        max_connections: int = 64,
+        socket_timeout: float = 10.0,
+        **options: Any,
+    ) -> "SyncMemoryStore":
+        """Open a store on ``url``, or on the embedded server when there is none.
+
+        The URL is ``url``, else ``BETTERDB_MEMORY_URL``, ``VALKEY_URL`` or
+        ``REDIS_URL`` from the environment (the CLI reads the same). With none the
+        embedded engine starts on the platform data dir (persistent, AOF), or is
+        reused if another process already runs it there. The store owns the client
+        (and the server it started) and closes them in ``close``; if building the
+        store fails, both are closed before the error propagates. The pool blocks
+        when all ``max_connections`` are busy instead of failing. ``options`` are
+        the constructor's keyword arguments (an unknown one is a ``TypeError``).
+        """
+        return cls._start(
+            lambda: MemoryStore.connect(
+                url,
+                name=name,
+                embedder=embedder,
+                data_dir=data_dir,
+                max_connections=max_connections,
+                socket_timeout=socket_timeout,
+                **options,
+            )
+        )
+
+    @property
+    def state(self) -> StoreState:
+        """``NEW`` until the first call readies the index, then ``READY``; ``CLOSING`` from the
+        first line of ``close`` while background work drains, ``CLOSED`` once it returned."""
+        return self._target.state
+
+    def remember(
+        self,
+        content: str,
+        *,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        source: str | None = None,
+        ttl: float | None = None,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        sensitivity: Sensitivity | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        vector: Sequence[float] | None = None,
+        id: str | None = None,
+    ) -> str:
+        """Store one memory; returns its id (the existing id when deduplicated).
+
+        Args:
+            content: the text to remember.
+            importance: 0..1 (default 0.5).
+            tags: labels (no commas); recall/forget/consolidate ``tags=`` need all of theirs.
+            source: where it came from (``summary`` and the fact source are reserved
+                for consolidation output).
+            ttl: seconds until it expires; ``None`` or ``0``: never.
+            thread_id / agent_id / namespace: its scope.
+            sensitivity: ``none|low|pii|sensitive`` (``recall(exclude_sensitivity=)``).
+            metadata: a JSON-able mapping kept with it.
+            vector: a precomputed embedding (skips the embedder).
+            id: your own id for it (letters, digits, ``_.:-``; up to 200), kept as given.
+                A memory with this id already there is replaced (upsert): its creation
+                time, last access and access count carry over, its content is embedded
+                again only if it changed, and the replaced version is kept in its update
+                history (``history``). Dedup does not apply to a write with an id.
+
+        Raises:
+            ValidationError: any bad argument; nothing is written.
+            StoreConnectionError: the server could not be reached (after retries).
+        """
+        return self._await(
+            self._target.remember,
+            content,
+            importance=importance,
+            tags=tags,
+            source=source,
+            ttl=ttl,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            sensitivity=sensitivity,
+            metadata=metadata,
+            vector=vector,
+            id=id,
+        )
+
+    def remember_many(self, items: Iterable[str | MemoryInput]) -> builtins.list[str]:
+        """Store many memories: one embedding batch and one pipelined round trip.
+
+        Every item is validated before anything is embedded or written, so a bad
+        item fails the whole call with nothing stored. Returns ids in input order.
+        An item is the text alone, or a ``MemoryInput`` mapping: ``content`` and any
+        of ``remember``'s keyword arguments.
+        """
+        return self._await(self._target.remember_many, items)
+
+    def update(
+        self,
+        id: str,
+        *,
+        content: str | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        ttl: float | None = None,
+    ) -> MemoryItem:
+        """Change a memory in place; returns it as stored now.
+
+        Arguments left ``None`` keep their value (``ttl=None`` keeps the remaining
+        TTL, ``ttl=0`` removes it). The content is embedded again only if it changed;
+        the scope, source, sensitivity and kind stay; creation time, last access and
+        access count carry over; the version replaced goes to ``history(id)``.
+
+        Raises:
+            MemoryNotFoundError: no memory has this id (or it expired).
+            ValidationError: a bad argument; nothing is written.
+        """
+        return self._await(
+            self._target.update,
+            id,
+            content=content,
+            importance=importance,
+            tags=tags,
+            metadata=metadata,
+            ttl=ttl,
+        )
+
+    def get(self, id: str) -> MemoryItem | None:
+        """The memory with this id, or None (never the raw vector)."""
+        return self._await(self._target.get, id)
+
+    def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryItem | None]:
+        """``get`` for many ids in one round trip (exact access counts included)."""
+        return self._await(self._target.get_many, ids)
+
+    def forget(self, id: str) -> bool:
+        """Delete one memory (with its access counter and update history); True if it existed."""
+        return self._await(self._target.forget, id)
+
+    def history(self, id: str) -> builtins.list[MemoryVersion]:
+        """The versions of a memory that updates replaced, newest first.
+
+        Kept: the last ``HISTORY_MAX`` (20) versions' content, importance, tags and
+        metadata, with when each was replaced; they expire with the memory and are
+        deleted with it. Not kept: vectors, and writes by other libraries.
+        """
+        return self._await(self._target.history, id)
+
+    def effective_threshold(self, threshold: float | None = None) -> float:
+        """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
+        return self._apply(self._target.effective_threshold, threshold)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        threshold: float | None = None,
+        tags: Sequence[str] | None = None,
+        weights: Weights | Mapping[str, float] | None = None,
+        reinforce: bool | None = None,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        exclude_sensitivity: Sequence[Sensitivity] | None = None,
+        explain: bool = False,
+    ) -> builtins.list[MemoryHit]:
+        """Recall up to ``k`` memories by meaning, best composite score first.
+
+        Args:
+            query: text to embed and search by.
+            k: hits wanted (1..1000, default 8).
+            threshold: cosine-distance ceiling (0..2; a hit needs distance <= it);
+                default: the store's ``default_threshold`` or the live config's.
+            tags: only memories carrying ALL of these tags.
+            weights: per-call composite weights (``RecallWeights``).
+            reinforce: bump ``last_accessed_at`` / ``access_count`` of returned hits
+                (default True).
+            thread_id / agent_id / namespace: scope filter (None = any).
+            exclude_sensitivity: leave out memories of these sensitivity classes.
+            explain: attach the score's components to each hit.
+        """
+        return self._await(
+            self._target.recall,
+            query,
+            k=k,
+            threshold=threshold,
+            tags=tags,
+            weights=weights,
+            reinforce=reinforce,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            exclude_sensitivity=exclude_sensitivity,
+            explain=explain,
+        )
+
+    def recall_by_vector(
+        self,
+        vector: Sequence[float],
+        *,
+        k: int | None = None,
+        threshold: float | None = None,
+        tags: Sequence[str] | None = None,
+        weights: Weights | Mapping[str, float] | None = None,
+        reinforce: bool | None = None,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        exclude_sensitivity: Sequence[Sensitivity] | None = None,
+        explain: bool = False,
+        query: str | None = None,
+    ) -> builtins.list[MemoryHit]:
+        """``recall`` with a precomputed query vector (same options).
+
+        ``query``: the text the vector was made from; given, the store's ``reranker``
+        re-orders the candidates as in ``recall`` (without it: the dense order).
+        """
+        return self._await(
+            self._target.recall_by_vector,
+            vector,
+            k=k,
+            threshold=threshold,
+            tags=tags,
+            weights=weights,
+            reinforce=reinforce,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            exclude_sensitivity=exclude_sensitivity,
+            explain=explain,
+            query=query,
+        )
+
+    def search_candidates(
+        self,
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        flt: MemoryFilter,
+        k: int,
+        *,
+        return_fields: Sequence[str] = ITEM_FIELDS,
+    ) -> builtins.list[tuple[MemoryItem, float]]:
+        """One KNN query: (item, cosine distance) pairs, nearest first, exactly in ``flt``.
+
+        With a reduced ``return_fields`` the items carry only those fields (the rest
+        at their defaults): used to rank many candidates cheaply before fetching the
+        few that are returned.
+        """
+        return self._await(self._target.search_candidates, vector, flt, k, return_fields=return_fields)
+
+    def count(
+        self,
+        *,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> int:
+        """Number of live memories matching a scope (None = any) and carrying all ``tags``."""
+        return self._await(
+            self._target.count, thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags
+        )
+
+    def list(
+        self,
+        options: MemoryListOptions | None = None,
+        *,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        tags: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """Memories of a scope, newest first: ``items``, the ``total`` matching, ``next_cursor``.
+
+        Takes the reference's ``MemoryListOptions`` or the same fields as keywords.
+        ``limit`` defaults to 20 (1..1000); page on with ``offset`` or ``next_cursor``.
+        """
+        return self._await(
+            self._target.list,
+            options,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            tags=tags,
+            limit=limit,
+            offset=offset,
+            cursor=cursor,
+        )
+
+    def forget_by_scope(
+        self,
+        *,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        tags: Sequence[str] | None = None,
+        progress: ProgressSink | None = None,
+    ) -> int:
+        """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
+
+        Refuses an empty selector (no scope field and no tags): deleting everything is
+        not a default. Pages of 500, each one query and one pipelined delete; returns
+        the number deleted. On a connection fault the error's ``details`` carry
+        ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
+        object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
+        (``betterdb_memory.progress.Progress`` draws a bar) told of every page deleted.
+        """
+        return self._await(
+            self._target.forget_by_scope,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            tags=tags,
+            progress=progress,
+        )
+
+    def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:
+        """Right to erasure: delete an agent's L2 memories and L1 turns (one thread, or all).
+
+        Order matters: summaries running in this process for those sessions are
+        cancelled first (so none writes after the erase), then L1 keys go, then L2
+        memories (``forget_by_scope``, which also wipes their consolidation state and
+        fact history).
+        A summariser running in *another* process at that moment may still write one
+        summary afterwards; erase again after ``summary_lock_ttl`` to be certain.
+
+        Returns:
+            L2 memories plus L1 turns deleted.
+        """
+        return self._await(self._target.erase, agent_id=agent_id, thread_id=thread_id)
+
+    def store_turn(
+        self,
+        thread_id: str,
+        user_message: str,
+        assistant_message: str,
+        *,
+        agent_id: str | None = None,
+        tool_results: Sequence[Any] | None = None,
+    ) -> str:
+        """Append one turn to a session in one round trip; returns the turn id (uuid4 hex).
+
+        May start a background summary of turns that left the window; when that summary
+        is a full backlog behind, waits for it to free room instead of letting the
+        hard cap drop turns (see ``summaries``).
+
+        Raises:
+            ValidationError: empty ids or messages, bad ``tool_results``; nothing is written.
+            StoreConnectionError: the server could not be reached (not retried: the
+                append is not idempotent).
+        """
+        return self._await(
+            self._target.store_turn,
+            thread_id,
+            user_message,
+            assistant_message,
+            agent_id=agent_id,
+            tool_results=tool_results,
+        )
+
+    def get_recent_turns(
+        self, thread_id: str, *, agent_id: str | None = None, n: int | None = None
+    ) -> builtins.list[Turn]:
+        """The session's turns, oldest first: the last ``n``, or all L1 holds when ``n`` is None.
+
+        L1 holds the window plus turns older than it that no summary covers yet, so
+        with ``n=None`` every stored turn is either here or in a summary.
+        """
+        return self._await(self._target.get_recent_turns, thread_id, agent_id=agent_id, n=n)
+
+    def get_session_metadata(self, thread_id: str, *, agent_id: str | None = None) -> SessionMetadata | None:
+        """Counters of the session, or None if it does not exist (never stored, cleared or expired)."""
+        return self._await(self._target.get_session_metadata, thread_id, agent_id=agent_id)
+
+    def clear_session(self, thread_id: str, *, agent_id: str | None = None) -> None:
+        """Delete the session's L1 keys. Its L2 summaries and facts stay (use ``erase`` for those)."""
+        return self._await(self._target.clear_session, thread_id, agent_id=agent_id)
+
+    def retrieve_context(
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        token_budget: int,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        redact: Sequence[str] | None = None,
+    ) -> RetrievedContext:
+        """Recent turns and relevant long-term memories that fit ``token_budget``.
+
+        Turns of this session and L2 recall run concurrently. Recall is scoped like
+        ``recall``: ``agent_id`` / ``namespace`` filter, None meaning any, across
+        threads (long-term memory outlives a session); pass them to isolate tenants.
+        Read-only: recalled memories are not reinforced (assembling a prompt should
+        not reorder future recalls; ``recall`` reinforces when asked).
+
+        Args:
+            thread_id / agent_id: the session.
+            query: the current user message; drives recall and costs the current-turn part.
+            token_budget: total tokens of the prompt being built (an int > 0).
+            namespace: recall filter.
+            redact: sensitivity classes to leave out (default: the store's ``redact``).
+
+        Raises:
+            ValidationError: bad ids, empty query, a budget that is not a positive int,
+                an unknown sensitivity class; nothing is sent.
+        """
+        return self._await(
+            self._target.retrieve_context,
+            thread_id,
+            query,
+            token_budget=token_budget,
+            agent_id=agent_id,
+            namespace=namespace,
+            redact=redact,
+        )
+
+    def extract_memories(
+        self, thread_id: str, *, agent_id: str | None = None, n: int | None = None
+    ) -> builtins.list[str]:
+        """Mine the session's last ``n`` turns (default: the window) for facts and store them in L2.
+
+        Each fact becomes a memory with ``kind="extracted"``, ``source="extracted"``,
+        its classified sensitivity, its topic tags, and the source turn ids in
+        ``metadata["source_turn_ids"]``. A fact that fails validation is skipped with a
+        warning; the others are stored.
+
+        Raises:
+            ConfigurationError: the store has no ``fact_extractor``.
+        """
+        return self._await(self._target.extract_memories, thread_id, agent_id=agent_id, n=n)
+
+    def summarize_session(self, thread_id: str, *, agent_id: str | None = None) -> int:
+        """Fold every turn older than the window into summaries now, even a partial batch.
+
+        For the end of a conversation, or tests. Waits for a summary of this session
+        already running here. Returns the number of turns summarised.
+
+        Raises:
+            BetterDBMemoryError: the summariser or the write failed (also counted).
+        """
+        return self._await(self._target.summarize_session, thread_id, agent_id=agent_id)
+
+    def consolidate(
+        self,
+        mode: Literal["summary", "facts"],
+        summarize: SummarizeFn | None = None,
+        *,
+        extract_facts: ExtractFactsFn | None = None,
+        older_than_seconds: float | None = None,
+        max_importance: float | None = None,
+        delete_sources: bool | None = None,
+        summary_importance: float | None = None,
+        fact_importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+        include_summaries: bool = False,
+    ) -> Any:
+        """Fold a selection of memories into one digest, or into current facts.
+
+        Candidates: memories matching the scope selectors (``None`` means "any"),
+        carrying ALL of ``tags``, created more than ``older_than_seconds`` ago, of
+        importance at most ``max_importance``; never facts, never digests in summary
+        mode unless ``include_summaries``, never sources an earlier run of the same
+        mode already consolidated into this target. At least one selector is required.
+        Output goes to the exact scope the selectors name, with the selection's tags.
+
+        Args:
+            mode: ``"summary"`` (one digest; ``summarize(items) -> str``) or ``"facts"``
+                (``extract_facts(items) -> list[Fact]``). Either seam may be sync or
+                async; it receives items oldest first (at most 1,000 per facts call).
+            delete_sources: summary mode: delete the folded memories (default True;
+                ``False`` keeps them, marked consumed). Facts mode always keeps them.
+            summary_importance / fact_importance: importance of what is written
+                (defaults 0.7 and the store's ``ConsolidationConfig``).
+
+        Returns:
+            ``ConsolidateResult`` (summary) or ``ConsolidateFactsResult`` (facts).
+
+        Raises:
+            ValidationError (a ValueError): no selector, a bad argument (before any I/O),
+                or a malformed model output (nothing of that page is applied).
+            ConsolidationBusyError: another run of this target scope did not finish in time.
+        """
+        return self._await(
+            self._target.consolidate,
+            mode,
+            summarize,
+            extract_facts=extract_facts,
+            older_than_seconds=older_than_seconds,
+            max_importance=max_importance,
+            delete_sources=delete_sources,
+            summary_importance=summary_importance,
+            fact_importance=fact_importance,
+            tags=tags,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            include_summaries=include_summaries,
+        )
+
+    def consolidate_facts(
+        self,
+        *,
+        extract_facts: ExtractFactsFn,
+        older_than_seconds: float | None = None,
+        max_importance: float | None = None,
+        fact_importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+    ) -> ConsolidateFactsResult:
+        """Deprecated: use ``consolidate(mode="facts", extract_facts=...)`` (same options)."""
+        return self._await(
+            self._target.consolidate_facts,
+            extract_facts=extract_facts,
+            older_than_seconds=older_than_seconds,
+            max_importance=max_importance,
+            fact_importance=fact_importance,
+            tags=tags,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+        )
+
+    def fact_history(
+        self,
+        subject: str,
+        *,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+    ) -> builtins.list[FactRecord]:
+        """Every recorded fact of ``subject`` in the exact target scope named, newest first.
+
+        The current fact (``current=True``) and the ones it replaced or that were
+        retracted, each with ``valid_until`` and ``superseded_by``.
+        """
+        return self._await(
+            self._target.fact_history, subject, thread_id=thread_id, agent_id=agent_id, namespace=namespace
+        )
+
+    def purge_fact_history(
+        self,
+        *,
+        subject: str | None = None,
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        namespace: str | None = None,
+    ) -> int:
+        """Delete superseded and retracted facts of the exact target scope (current facts stay).
+
+        ``subject=None`` purges every subject. Returns how many were deleted.
+        """
+        return self._await(
+            self._target.purge_fact_history,
+            subject=subject,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+        )
 
 
-class _SyncView:
-    """A blocking view of an async object that is not ours (the cache tiers of betterdb-agent-cache).
-
-    Its coroutine methods block on the loop thread, its plain methods run there, an
-    attribute holding another such object is viewed the same way, anything else is
-    returned as it is. Untyped (``Any``), as the cache tiers are.
-    """
-
-    __slots__ = ("_loop", "_target")
-
-    def __init__(self, loop: LoopThread, target: object) -> None:
-        self._loop = loop
-        self._target = target
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._target, name)
-        if name.startswith("_"):
-            return value
-        if inspect.iscoroutinefunction(value) or inspect.ismethod(value):
-            loop = self._loop
-
-            def call(*args: Any, **kwargs: Any) -> Any:
-                return loop.call(value, *args, **kwargs)
-
-            _describe(call, value, _signature(value))
-            return call
-        if _has_coroutine_methods(value):
-            return _SyncView(self._loop, value)
-        return value
-
-    def __repr__(self) -> str:
-        return f"<blocking view of {self._target!r}>"
-
-
-def _has_coroutine_methods(value: object) -> bool:
-    kind = type(value)
-    if kind.__module__ == "builtins":
-        return False
-    return any(inspect.iscoroutinefunction(member) for _, member in _public_members(kind))
-
-
-class SyncAgentMemory(_Bridge[AgentMemory]):
+class SyncAgentMemory(AgentMemoryBridge):
     """``AgentMemory`` with blocking methods, on a private event-loop thread.
 
     ``connect(url, ...)`` takes ``AgentMemory.connect``'s arguments; ``wrap(factory)``
@@ -589,54 +854,77 @@ class SyncAgentMemory(_Bridge[AgentMemory]):
     event loops and ``close`` holds here.
     """
 
-    _async_class = AgentMemory
-
     @classmethod
-    def _closed_error(cls) -> BaseException:
-        return AgentMemoryClosedError("this AgentMemory is closed; create a new one")
+    def connect(
+        cls,
+        url: str | None = None,
+        *,
+        name: str = "betterdb",
+        embedder: Embedder | None = None,
+        default_ttl: int | None = None,
+        tier_defaults: Mapping[str, Any] | None = None,
+        cost_table: Mapping[str, Any] | None = None,
+        use_default_cost_table: bool = True,
+        analytics: Any = None,
+        cache_telemetry: Any = None,
+        cache_discovery: Any = None,
+        cache_config_refresh: Any = None,
+        **store_options: Any,
+    ) -> "SyncAgentMemory":
+        """Open everything on ``url`` (or the embedded server); see ``MemoryStore.connect``."""
+        return cls._start(
+            lambda: AgentMemory.connect(
+                url,
+                name=name,
+                embedder=embedder,
+                default_ttl=default_ttl,
+                tier_defaults=tier_defaults,
+                cost_table=cost_table,
+                use_default_cost_table=use_default_cost_table,
+                analytics=analytics,
+                cache_telemetry=cache_telemetry,
+                cache_discovery=cache_discovery,
+                cache_config_refresh=cache_config_refresh,
+                **store_options,
+            )
+        )
 
     @property
     def memory(self) -> SyncMemoryStore:
-        """The long-term memory tier, blocking (closing it closes the async store, as ``agent.memory.close()`` does)."""
-        store = self._target.memory  # raises AgentMemoryClosedError once closed
-        view: SyncMemoryStore | None = self.__dict__.get("_memory_view")
-        if view is None or view._target is not store:
-            view = SyncMemoryStore._attach(self._loop, store, store.close, owns_loop=False)
-            self.__dict__["_memory_view"] = view
-        return view
+        """The long-term memory tier."""
+        return self._view(SyncMemoryStore, self._target.memory)
 
     @property
-    def cache(self) -> Any:
-        """The ``AgentCache`` behind ``llm`` / ``tool`` / ``session``, as a blocking view."""
-        return _SyncView(self._loop, self._target.cache)
+    def name(self) -> str:
+        return self._target.name
 
     @property
-    def llm(self) -> Any:
-        """LLM response cache tier, blocking (``check`` / ``store`` / ``store_multipart`` ...)."""
-        return _SyncView(self._loop, self._target.llm)
+    def closed(self) -> bool:
+        return self._target.closed
 
-    @property
-    def tool(self) -> Any:
-        """Tool result cache tier, blocking (``check`` / ``store`` / ``set_policy`` ...)."""
-        return _SyncView(self._loop, self._target.tool)
+    def initialize(self) -> None:
+        """Create the memory index, then wait for both tiers' discovery and start config refresh.
 
-    @property
-    def session(self) -> Any:
-        """Session state tier, blocking (``get`` / ``set`` / ``get_all`` / ``destroy_thread`` ...)."""
-        return _SyncView(self._loop, self._target.session)
+        Raises what creating the index raises, and a discovery name collision of
+        either tier, as the reference does.
+        """
+        return self._await(self._target.initialize)
 
-    @property
-    def async_agent(self) -> AgentMemory:
-        """The ``AgentMemory`` behind this object; use it only in code running on its loop."""
-        return self._target
+    def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:
+        """Right to erasure across tiers: memories and turns (``MemoryStore.erase``) and session state.
 
-    if TYPE_CHECKING:  # generated at import by _install; spelled out for type checkers
-        connect = _constructor(AgentMemory.connect)
-        name = _forward(AgentMemory.name)
-        closed = _forward(AgentMemory.closed)
-        initialize = _blocking(AgentMemory.initialize)
-        erase = _blocking(AgentMemory.erase)
+        The session tier is keyed by thread alone (betterdb-agent-cache's layout): with
+        ``thread_id`` that thread's session state is destroyed too; without it, session
+        state is left alone (it does not record agents): erase each thread, or call
+        ``agent.session.destroy_thread``. LLM and tool caches are keyed by request and
+        are not touched: do not cache responses that carry personal data, or give them
+        a short TTL. Returns what ``MemoryStore.erase`` returns plus the session-state
+        keys removed.
+        """
+        return self._await(self._target.erase, agent_id=agent_id, thread_id=thread_id)
 
 
-_install(SyncMemoryStore, MemoryStore)
-_install(SyncAgentMemory, AgentMemory)
+# `connect` returns the class it builds, a name its own body cannot use yet (the
+# annotation is written quoted, for type checkers, and resolved here for inspect).
+vars(SyncMemoryStore)["connect"].__func__.__annotations__["return"] = SyncMemoryStore
+vars(SyncAgentMemory)["connect"].__func__.__annotations__["return"] = SyncAgentMemory

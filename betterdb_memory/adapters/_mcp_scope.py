@@ -35,7 +35,7 @@ from ..errors import PermissionDeniedError
 __all__ = ["SCOPE_DENIED", "FixedScope"]
 
 #: The error code of every refusal (a ``PermissionDeniedError``).
-SCOPE_DENIED = "mcp.scope_denied"
+SCOPE_DENIED = "server.scope_denied"
 
 _FIELDS = ("namespace", "agent_id")
 

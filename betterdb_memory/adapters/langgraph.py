@@ -53,6 +53,7 @@ from typing import Any
 
 from ..core.escaping import validate_tag_value
 from ..core.models import MemoryItem
+from ..core.requests import MemoryInput
 from ..core.validation import MAX_K, MAX_TAGS
 from ..errors import ConfigurationError, MemoryNotFoundError, ValidationError
 from ..store import MemoryStore
@@ -153,9 +154,9 @@ class LangGraphStore(BaseStore):
             self._sync = None
             self.store = store
         else:
-            raise ValidationError(
+            raise ConfigurationError(
                 "store must be a MemoryStore or SyncMemoryStore",
-                code="validation.type",
+                code="configuration.type",
                 details={"argument": "store", "type": type(store).__name__},
             )
         self.scope = validate_tag_value(scope, name="scope")
@@ -277,7 +278,7 @@ class LangGraphStore(BaseStore):
         if deletes:
             await asyncio.gather(*(self.store.forget(mid) for mid in deletes))
 
-    def _memory(self, op: PutOp) -> dict[str, Any]:
+    def _memory(self, op: PutOp) -> MemoryInput:
         """The ``remember_many`` item a put writes."""
         namespace, key = list(op.namespace), str(op.key)
         value = dict(op.value or {})

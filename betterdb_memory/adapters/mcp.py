@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal, TypeVar, cast
 
 from ..core.models import MemoryHit, MemoryItem
 from ..core.turns import Turn
+from ..core.validation import check_sensitivities, check_sensitivity
 from ..errors import BetterDBMemoryError, ValidationError
 from ..store import MemoryStore
 from ._extras import missing_extra
@@ -271,7 +272,8 @@ def create_server(
                 await in_scope("remember", id)
             return await store.remember(
                 content, importance=importance, tags=tags, thread_id=thread_id, ttl=ttl,
-                sensitivity=sensitivity, metadata=metadata, id=id, source=source, **where,
+                sensitivity=None if sensitivity is None else check_sensitivity(sensitivity),
+                metadata=metadata, id=id, source=source, **where,
             )  # fmt: skip
 
         return await _call(run, lambda mid: RememberResult(id=mid))
@@ -297,7 +299,8 @@ def create_server(
             where = guard.args("recall", agent_id=agent_id, namespace=namespace)
             return await store.recall(
                 query, k=k, threshold=threshold, tags=tags, thread_id=thread_id,
-                exclude_sensitivity=exclude_sensitivity, **where,
+                exclude_sensitivity=None if exclude_sensitivity is None else check_sensitivities(exclude_sensitivity),
+                **where,
             )  # fmt: skip
 
         return await _call(run, lambda hits: RecallResult(hits=[hit_out(h) for h in hits]))

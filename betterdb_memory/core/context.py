@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError
+from .arguments import check_number
 from .models import MemoryHit, MemoryItem
 from .turns import Turn
 
@@ -53,17 +54,7 @@ class ContextBudget:
         values = {"system": self.system, "memories": self.memories, "turns": self.turns}
         values["current_turn"] = self.current_turn
         for name, value in values.items():
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or not math.isfinite(value)
-                or value < 0
-            ):
-                raise ConfigurationError(
-                    f"ContextBudget.{name} must be a finite number >= 0, not {value!r}",
-                    code="configuration.budget",
-                    details={"argument": name},
-                )
+            check_number(value, f"ContextBudget.{name}", minimum=0.0, setting=True)
         if sum(values.values()) > 1.0 + 1e-9:
             raise ConfigurationError(
                 f"ContextBudget fractions sum to {sum(values.values()):.3f}; at most 1",

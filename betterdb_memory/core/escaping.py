@@ -145,5 +145,5 @@ def format_number(value: float) -> str:
             return "+inf"
         if value == -math.inf:
             return "-inf"
-        raise ValidationError("NaN in a numeric filter", code="validation.nan")
+        raise ValidationError("NaN in a numeric filter", code="validation.nonfinite")
     return repr(float(value))

@@ -10,7 +10,6 @@ server.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Literal
 
 from ..errors import ValidationError
+from .arguments import check_number
 from .codec import as_text, normalise, to_float
 from .models import SENSITIVITY_LEVELS, MemoryItem
 
@@ -322,7 +322,7 @@ def plan_facts(facts: Iterable[object], current: Mapping[str, CurrentFact]) -> F
 
 def most_sensitive(items: Sequence[MemoryItem]) -> str:
     """Output inherits its sources' highest sensitivity: fail closed for redaction filters."""
-    rank = {level: i for i, level in enumerate(SENSITIVITY_LEVELS)}
+    rank: dict[str, int] = {level: i for i, level in enumerate(SENSITIVITY_LEVELS)}
     return max((i.sensitivity for i in items), key=lambda s: rank.get(s, len(rank)), default="none")
 
 
@@ -331,16 +331,7 @@ def iso_ts(ts: float) -> str:
 
 
 def check_optional(value: object, name: str, *, lo: float, hi: float | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(
-            f"{name} must be a finite number", code="validation.type", details={"argument": name}
-        )
-    if value < lo or (hi is not None and value > hi):
-        bound = f"within {lo}..{hi}" if hi is not None else f">= {lo}"
-        raise ValidationError(f"{name} must be {bound}", code="validation.range", details={"argument": name})
-    return float(value)
+    return None if value is None else check_number(value, name, minimum=lo, maximum=hi)
 
 
 def subject_key(subject: object) -> str:

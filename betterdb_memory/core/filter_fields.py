@@ -40,6 +40,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..errors import ConfigurationError, ValidationError
+from .arguments import is_number
 from .escaping import validate_tag_value
 from .query import ITEM_FIELDS
 from .validation import MAX_TAGS
@@ -281,7 +282,7 @@ def numeric_value(value: object, *, time: bool = False) -> float | None:
         # Naive means UTC (issue 26's rule for valid_from); stored times are epoch ms.
         stamp = (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).timestamp()
         return float(round(stamp * 1000))
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_number(value):
         return None
     try:
         out = float(value)

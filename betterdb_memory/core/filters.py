@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from ..errors import ValidationError
+from .arguments import is_number
 from .escaping import validate_tag_value
 from .filter_fields import FieldSpec, FilterSchema, numeric_value
 
@@ -330,7 +331,7 @@ class _Parser:
             for v in raw:
                 number = numeric_value(v, time=spec.time)
                 if number is None:
-                    finite = isinstance(v, int | float) and not isinstance(v, bool)
+                    finite = is_number(v)
                     kind = "a time (epoch ms or datetime)" if spec.time else "a number"
                     raise _error(
                         f"{op} on numeric field {spec.name!r} takes {kind}"

@@ -14,9 +14,9 @@ The same reasoning bounds the query's cost as the store grows: the words searche
 at most ``postings_budget`` (5,000) memories between them, rarest first. A share
 alone would let a word in 40% of a million memories make every recall score 400,000
 of them; a word in 5,000 memories cannot single out the one that answers, while the
-rarer words, the ones that do, fit under the budget. On LoCoMo (5,882 memories) the
-budget changes no result: hit@5 stays 0.656 (2,000 also measured the same; 1,000 and
-500 start to cost hit@10).
+rarer words, the ones that do, fit under the budget. The budget is set where it
+changes no retrieval-quality result (the measurements: the benchmark pages, "Figures
+behind the design").
 
 The counts come from ``FT.SEARCH <index> @content:<word> LIMIT 0 0`` probes sent in
 the same round trip as the recall that first meets a word (that recall searches for

@@ -27,13 +27,19 @@ from ..errors import ValidationError
 from .escaping import validate_tag_value
 
 __all__ = [
+    "DEFAULT_NAME",
     "ConsolidationKeys",
     "KeySpace",
     "Scope",
     "SessionKeys",
+    "config_key",
+    "stats_key",
     "validate_memory_id",
     "validate_store_name",
 ]
+
+#: The reference's default store name (``AgentMemoryOptions.name``), the store's and the CLI's.
+DEFAULT_NAME = "betterdb_ac"
 
 # BetterDB Monitor's own check of a store name (a letter or underscore first, then
 # letters, digits, ``_ . - :``), bounded in length.
@@ -164,6 +170,16 @@ class SessionKeys:
         ]
 
 
+def config_key(name: str) -> str:
+    """The live config hash of store ``name``: ``<name>:__mem_config`` (Monitor reads and writes it)."""
+    return f"{name}:__mem_config"
+
+
+def stats_key(name: str) -> str:
+    """The stats hash Monitor polls: ``<name>:__mem_stats``."""
+    return f"{name}:__mem_stats"
+
+
 class KeySpace:
     """Every key name of one store (``name``), as plain functions of their inputs."""
 
@@ -172,8 +188,11 @@ class KeySpace:
         self.doc_prefix = f"{name}:mem:"
         self.index = f"{name}:mem:idx"
         self.meta = f"{name}:__mem_meta"
-        self.config = f"{name}:__mem_config"
-        self.stats = f"{name}:__mem_stats"
+        self.config = config_key(name)
+        self.stats = stats_key(name)
+        # A re-embedding's state (target model, phase); ``:lock`` its lock, ``:{<doc>}``
+        # and ``:hist:{...}`` the new vectors on each document's slot (transfer.reembed).
+        self.reembed = f"{name}:__mem_reembed"
 
     # -- memories -------------------------------------------------------------------
 

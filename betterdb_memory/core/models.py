@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .codec import as_text, split_tags, to_float, to_int
 from .dialect import Capabilities
@@ -27,8 +27,10 @@ __all__ = [
     "ranking_item",
 ]
 
+#: How sensitive a memory is (``recall(exclude_sensitivity=)``), least first.
 Sensitivity = Literal["none", "low", "pii", "sensitive"]
-SENSITIVITY_LEVELS: tuple[str, ...] = ("none", "low", "pii", "sensitive")
+SENSITIVITY_LEVELS: tuple[Sensitivity, ...] = get_args(Sensitivity)
+#: What wrote a memory: a caller, a consolidation summary or fact, fact extraction.
 MemoryKind = Literal["memory", "summary", "fact", "extracted"]
 
 

@@ -8,7 +8,7 @@ mean "the default" everywhere, as in the reference.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .scoring import Weights
 
@@ -22,11 +22,16 @@ __all__ = [
     "MemoryScope",
     "MemoryTelemetryOptions",
     "RecallWeights",
+    "ReinforceMode",
 ]
 
 #: The reference's name for the composite-score weights (``similarity``, ``recency``,
 #: ``importance``); the same class as ``Weights``.
 RecallWeights = Weights
+
+
+#: How a recall reinforces its hits: ``"sync"`` awaits the update, ``"background"`` spawns it.
+ReinforceMode = Literal["sync", "background"]
 
 
 @dataclass

@@ -67,7 +67,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..errors import ConfigurationError
+from .arguments import check_number
 from .models import MemoryHit, MemoryItem
 from .scoring import ScoreParts, Weights
 from .text import fold_suffix, tokenize
@@ -165,18 +165,8 @@ def _term_counts(text: str, stopwords: frozenset[str], fold: bool) -> tuple[dict
     return counts, len(terms)
 
 
-def _check_number(name: str, value: object, *, low: float, high: float = math.inf) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or not low <= value <= high
-    ):
-        raise ConfigurationError(
-            f"{name} must be a finite number in [{low}, {high}], got {value!r}",
-            details={"argument": name, "value": repr(value)},
-        )
-    return float(value)
+def _check_number(name: str, value: object, *, low: float, high: float | None = None) -> float:
+    return check_number(value, name, minimum=low, maximum=high, setting=True)
 
 
 class HybridRanker:

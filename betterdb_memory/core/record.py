@@ -9,7 +9,7 @@ from what a reader assumes when it is absent: ``keep`` (always: the capacity ord
 ``sensitivity`` (absent: ``none``), ``kind`` (absent: derived from ``source``),
 ``metadata`` (absent: ``{}``), ``expires_at`` (absent: never), ``dedup``.
 
-The way in, validating a write's arguments, is ``prepare_memory`` / ``prepare_items``;
+The way in, checking a write's arguments into a ``NewMemory``, is ``requests.new_memory``;
 the way back, fields to ``MemoryItem``, is ``models.item_from_fields``.
 """
 
@@ -18,24 +18,15 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
-from ..errors import ValidationError
-from .codec import encode_vector, join_tags, normalise, validate_vector
-from .keys import Scope, validate_memory_id
+from .codec import FloatArray, encode_vector, join_tags, normalise
+from .keys import Scope
+from .models import MemoryKind, Sensitivity
 from .scoring import keep_score
-from .validation import (
-    check_content,
-    check_importance,
-    check_metadata,
-    check_sensitivity,
-    check_tags,
-    check_ttl,
-)
 
 __all__ = [
     "KINDS",
@@ -44,17 +35,21 @@ __all__ = [
     "dedup_hash",
     "encode_record",
     "history_entry",
-    "prepare_items",
-    "prepare_memory",
 ]
 
 #: The kinds of memory a write may carry.
-KINDS = ("memory", "summary", "fact", "extracted")
+KINDS: tuple[MemoryKind, ...] = get_args(MemoryKind)
 
 
 @dataclass(frozen=True, slots=True)
 class NewMemory:
-    """A validated memory about to be written (what ``MemoryStore._prepare`` produces)."""
+    """A checked memory about to be written: the one shape every write takes on its way in.
+
+    ``remember``'s keyword arguments and each ``remember_many`` item become one
+    (``requests.new_memory``), and ``encode_record`` turns it into the stored fields.
+    ``vector``: the caller's embedding, checked (None: the embedder makes it). ``id``:
+    the caller's id (None: a new one). ``dedup_hash``: set by a write with dedup on.
+    """
 
     content: str
     scope: Scope = field(default_factory=Scope)
@@ -62,12 +57,14 @@ class NewMemory:
     tags: tuple[str, ...] = ()
     source: str | None = None
     ttl: float | None = None
-    sensitivity: str = "none"
+    sensitivity: Sensitivity = "none"
     metadata: dict[str, Any] = field(default_factory=dict)
-    kind: str = "memory"
+    kind: MemoryKind = "memory"
     subject: str | None = None
     date: str | None = None
     dedup_hash: str | None = None
+    vector: FloatArray | None = field(default=None, compare=False)
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,103 +149,6 @@ def history_entry(
         },
         ensure_ascii=False,
     )
-
-
-def prepare_memory(
-    content: object,
-    *,
-    dimensions: int,
-    importance: object = None,
-    tags: object = None,
-    source: object = None,
-    ttl: object = None,
-    thread_id: object = None,
-    agent_id: object = None,
-    namespace: object = None,
-    sensitivity: object = None,
-    metadata: object = None,
-    kind: object = None,
-    subject: object = None,
-    date: object = None,
-    vector: object = None,
-    id: object = None,
-) -> dict[str, Any]:
-    """Validate one memory's arguments (the API boundary): the prepared item, as a dict.
-
-    ``dimensions``: the embedder's vector length, 0 while it is still to be learned
-    (a given vector is then checked for finite values only).
-    """
-    text = check_content(content)
-    scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
-    if source is not None:
-        check_tags([source], name="source")
-    kind = "memory" if kind is None else kind
-    if kind not in KINDS:
-        raise ValidationError(f"unknown kind {kind!r}", code="validation.kind", details={"argument": "kind"})
-    if subject is not None and not isinstance(subject, str):
-        raise ValidationError(
-            "subject must be a string", code="validation.type", details={"argument": "subject"}
-        )
-    if date is not None and not isinstance(date, str):
-        raise ValidationError("date must be a string", code="validation.type", details={"argument": "date"})
-    dims = dimensions
-    return {
-        "id": None if id is None else validate_memory_id(id),
-        "content": text,
-        "scope": scope,
-        "importance": check_importance(0.5 if importance is None else importance),
-        "tags": check_tags(tags),
-        "source": source,
-        "ttl": check_ttl(ttl),
-        "sensitivity": check_sensitivity("none" if sensitivity is None else sensitivity),
-        "metadata": check_metadata(metadata),
-        "kind": kind,
-        "subject": subject,
-        "date": date or None,
-        "vector": None
-        if vector is None
-        else validate_vector(vector, dimensions=dims)
-        if dims
-        else validate_vector(vector, dimensions=len(vector)),  # type: ignore[arg-type]
-    }
-
-
-def prepare_items(items: Iterable[str | Mapping[str, Any]], *, dimensions: int) -> list[dict[str, Any]]:
-    """Validate every item of a ``remember_many`` call before anything is embedded or written."""
-    if isinstance(items, str | bytes | Mapping):
-        raise ValidationError(
-            "remember_many takes a list of items (str or mapping), not a single one; use remember()",
-            code="validation.type",
-            details={"argument": "items", "type": type(items).__name__},
-        )
-    allowed = {
-        "content", "importance", "tags", "source", "ttl", "thread_id", "agent_id", "namespace",
-        "sensitivity", "metadata", "kind", "subject", "date", "vector", "id",
-    }  # fmt: skip
-    prepared: list[dict[str, Any]] = []
-    for i, item in enumerate(items):
-        try:
-            if isinstance(item, str):
-                prepared.append(prepare_memory(item, dimensions=dimensions))
-            elif isinstance(item, Mapping):
-                unknown = set(item) - allowed
-                if unknown:
-                    raise ValidationError(
-                        f"unknown arguments {sorted(unknown)}",
-                        code="validation.argument",
-                        details={"unknown": sorted(unknown)},
-                    )
-                opts = dict(item)
-                content = opts.pop("content", None)
-                prepared.append(prepare_memory(content, dimensions=dimensions, **opts))
-            else:
-                raise ValidationError(
-                    f"item {i} must be a str or a mapping with 'content'", code="validation.type"
-                )
-        except ValidationError as exc:
-            exc.details.setdefault("item", i)
-            raise
-    return prepared
 
 
 def dedup_hash(content: str, kind: str) -> str:

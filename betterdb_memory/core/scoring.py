@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
-from ..errors import ValidationError
+from ..errors import ConfigurationError, ValidationError
+from .arguments import is_number
 
 __all__ = [
     "DEFAULT_HALF_LIFE_SECONDS",
@@ -46,8 +48,12 @@ class Weights:
     importance: float = 0.15
 
     @classmethod
-    def of(cls, value: object) -> Weights:
-        """Validate weights given as ``Weights`` or a mapping with those three keys."""
+    def of(cls, value: object, *, setting: bool = False) -> Weights:
+        """Validate weights given as ``Weights`` or a mapping with those three keys.
+
+        ``setting``: the store's own weights (a constructor argument), whose mistakes are
+        ``ConfigurationError``s; a recall's are ``ValidationError``s (``core.validation``).
+        """
         if value is None:
             return DEFAULT_WEIGHTS
         if isinstance(value, Weights):
@@ -55,27 +61,26 @@ class Weights:
         elif isinstance(value, dict):
             unknown = set(value) - {"similarity", "recency", "importance"}
             if unknown:
-                raise ValidationError(
-                    f"unknown weight names {sorted(unknown)}",
-                    code="validation.weights",
-                    details={"unknown": sorted(unknown)},
+                raise _weights_error(
+                    f"unknown weight names {sorted(unknown)}", setting, unknown=sorted(unknown)
                 )
-            if any(isinstance(v, bool) or not isinstance(v, int | float) for v in value.values()):
-                raise ValidationError("weights must be numbers", code="validation.weights")
+            if not all(is_number(v) for v in value.values()):
+                raise _weights_error("weights must be numbers", setting)
             w = Weights(**{k: float(v) for k, v in value.items()})
         else:
-            raise ValidationError("weights must be Weights or a dict", code="validation.weights")
+            raise _weights_error("weights must be Weights or a dict", setting)
         vals = (w.similarity, w.recency, w.importance)
-        if (
-            not all(isinstance(v, int | float) and math.isfinite(v) and v >= 0 for v in vals)
-            or sum(vals) <= 0
-        ):
-            raise ValidationError(
-                "weights must be finite, non-negative and not all zero",
-                code="validation.weights",
-                details={"weights": list(vals)},
+        if not all(is_number(v) and math.isfinite(v) and v >= 0 for v in vals) or sum(vals) <= 0:
+            raise _weights_error(
+                "weights must be finite, non-negative and not all zero", setting, weights=list(vals)
             )
         return w
+
+
+def _weights_error(message: str, setting: bool, **details: Any) -> ValidationError:
+    if setting:
+        return ConfigurationError(message, code="configuration.weights", details=details)
+    return ValidationError(message, code="validation.weights", details=details)
 
 
 DEFAULT_WEIGHTS = Weights()

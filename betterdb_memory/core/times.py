@@ -32,6 +32,7 @@ import time
 from datetime import UTC, date, datetime, timedelta
 
 from ..errors import ValidationError
+from .arguments import is_int
 
 __all__ = [
     "MAX_MS",
@@ -125,7 +126,7 @@ def to_ms(value: object, *, name: str = "valid_from") -> int:
         return _of_datetime(value, name, value)
     if isinstance(value, date):
         return _of_datetime(datetime(value.year, value.month, value.day), name, value)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if is_int(value):
         if not MIN_MS <= value <= MAX_MS:
             raise _range_error(name, value)
         return value

@@ -22,6 +22,7 @@ import math
 from typing import Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
+from .arguments import check_number, is_int
 
 __all__ = ["HeuristicTokenCounter", "TokenCounter", "count_tokens"]
 
@@ -48,15 +49,7 @@ class HeuristicTokenCounter:
     """
 
     def __init__(self, chars_per_token: float = 4.0) -> None:
-        if (
-            isinstance(chars_per_token, bool)
-            or not isinstance(chars_per_token, int | float)
-            or chars_per_token <= 0
-        ):
-            raise ConfigurationError(
-                "chars_per_token must be a positive number", details={"argument": "chars_per_token"}
-            )
-        self.chars_per_token = float(chars_per_token)
+        self.chars_per_token = check_number(chars_per_token, "chars_per_token", positive=True, setting=True)
 
     def count(self, text: str) -> int:
         if not text:
@@ -70,7 +63,7 @@ class HeuristicTokenCounter:
 def count_tokens(counter: TokenCounter, text: str) -> int:
     """Ask ``counter`` and refuse a nonsense answer (a plug-in bug must not skew budgets silently)."""
     n = counter.count(text)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+    if not is_int(n) or n < 0:
         raise ConfigurationError(
             f"token counter {counter!r} returned {n!r}; it must return an int >= 0",
             code="configuration.token_counter",

@@ -39,8 +39,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..errors import ConfigurationError, ValidationError
-from .scoring import Weights
+from ..errors import ConfigurationError
+from .arguments import check_int, check_number
+from .keys import config_key
+from .scoring import DEFAULT_HALF_LIFE_SECONDS, Weights
 
 __all__ = [
     "CONFIG_FIELDS",
@@ -85,11 +87,6 @@ _NUMBER_RE: Final = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 #: The largest cosine distance (opposite vectors); a threshold above it would admit everything.
 MAX_DISTANCE: Final = 2.0
-
-
-def config_key(name: str) -> str:
-    """The live config hash of store ``name`` (``<name>:__mem_config``)."""
-    return f"{name}:__mem_config"
 
 
 class _Invalid(ValueError):
@@ -150,7 +147,7 @@ _PARSERS: Final[dict[str, Callable[[str], float | int]]] = {
 
 
 _DEFAULT_WEIGHTS: Final = Weights()
-_DEFAULT_HALF_LIFE: Final = 7 * 24 * 3600.0
+_DEFAULT_HALF_LIFE: Final = DEFAULT_HALF_LIFE_SECONDS
 
 
 def _weights_of(weights: object) -> tuple[Any, Any, Any]:
@@ -249,21 +246,14 @@ class ConfigSnapshot:
         if self.threshold is not None:
             floats.append(("threshold", self.threshold, _check_threshold))
         for attr, value, check in floats:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ConfigurationError(
-                    f"{attr} must be a number, got {value!r}", details={"argument": attr}
-                )
+            check_number(value, attr, setting=True)
             try:
                 check(float(value))
             except (_Invalid, OverflowError) as exc:
                 raise ConfigurationError(f"{attr}={value!r}: {exc}", details={"argument": attr}) from None
         cap = self.max_items_per_scope
         if cap is not None:
-            if isinstance(cap, bool) or not isinstance(cap, int):
-                raise ConfigurationError(
-                    f"max_items_per_scope must be an int, got {cap!r}",
-                    details={"argument": "max_items_per_scope"},
-                )
+            check_int(cap, "max_items_per_scope", setting=True)
             try:
                 _check_cap(cap)
             except _Invalid as exc:
@@ -324,22 +314,22 @@ def parse_field(field: str, value: str) -> float | int:
     """Validate one field's text and return its typed value.
 
     Raises:
-        ValidationError: unknown field or invalid value (``details`` has
+        ConfigurationError: unknown field or invalid value (``details`` has
             ``field``, ``value``, ``reason``).
     """
     parser = _PARSERS.get(field)
     if parser is None:
-        raise ValidationError(
+        raise ConfigurationError(
             f"unknown config field {field!r}; known: {', '.join(CONFIG_FIELDS)}",
-            code="config.unknown_field",
+            code="configuration.unknown_field",
             details={"field": field, "value": value, "reason": "unknown field"},
         )
     try:
         return parser(value.strip())
     except _Invalid as exc:
-        raise ValidationError(
+        raise ConfigurationError(
             f"{field}={value!r}: {exc}",
-            code="config.invalid",
+            code="configuration.invalid",
             details={"field": field, "value": value, "reason": str(exc)},
         ) from None
 

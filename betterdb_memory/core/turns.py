@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ValidationError
+from .arguments import is_int
 from .codec import as_text, to_float, to_int
 
 __all__ = [
@@ -142,7 +143,7 @@ def _tool_from(value: object, index: int) -> ToolResult:
         raise bad("params must be a mapping")
     if not isinstance(success, bool):
         raise bad("success must be a bool")
-    if duration is not None and (isinstance(duration, bool) or not isinstance(duration, int) or duration < 0):
+    if duration is not None and (not is_int(duration) or duration < 0):
         raise bad("duration_ms must be an int >= 0 or None")
     tr = ToolResult(name, {str(k): v for k, v in params.items()}, fields.get("result"), success, duration)
     try:

@@ -1,14 +1,19 @@
-"""Argument checks at the API boundary: each raises ``ValidationError`` before any I/O."""
+"""Argument checks at the API boundary: each raises before any I/O.
+
+The numeric ones (``check_int``, ``check_number``, ``is_int``, ``is_number``) and the
+rule for which class a bad value raises live in ``core.arguments`` and are re-exported
+here; this module adds the checks of the memory model (content, tags, ``k``, ...).
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 from ..errors import ValidationError
+from .arguments import check_int, check_number, is_int, is_number
 from .escaping import validate_tag_value
-from .models import SENSITIVITY_LEVELS
+from .models import SENSITIVITY_LEVELS, MemoryKind, Sensitivity
 
 __all__ = [
     "MAX_CONTENT_BYTES",
@@ -16,11 +21,16 @@ __all__ = [
     "check_content",
     "check_distance_threshold",
     "check_importance",
+    "check_int",
     "check_k",
+    "check_kind",
     "check_metadata",
+    "check_number",
     "check_sensitivity",
     "check_tags",
     "check_ttl",
+    "is_int",
+    "is_number",
 ]
 
 MAX_CONTENT_BYTES = 1_000_000
@@ -63,73 +73,55 @@ def check_content(content: object, *, name: str = "content") -> str:
     return content
 
 
-def _finite(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(f"{name} must be a number", code="validation.type", details={"argument": name})
-    out = float(value)
-    if not math.isfinite(out):
-        raise ValidationError(
-            f"{name} must be finite", code="validation.nonfinite", details={"argument": name}
-        )
-    return out
+def check_importance(value: object, *, name: str = "importance", setting: bool = False) -> float:
+    return check_number(value, name, minimum=0.0, maximum=1.0, setting=setting)
 
 
-def check_importance(value: object) -> float:
-    out = _finite(value, "importance")
-    if not 0.0 <= out <= 1.0:
-        raise ValidationError(
-            "importance must be within 0..1", code="validation.range", details={"argument": "importance"}
-        )
-    return out
-
-
-def check_distance_threshold(value: object, *, name: str = "threshold") -> float | None:
+def check_distance_threshold(
+    value: object, *, name: str = "threshold", setting: bool = False
+) -> float | None:
     """A cosine-distance ceiling (0..2, the reference's meaning: keep hits at or below it)."""
     if value is None:
         return None
-    out = _finite(value, name)
-    if not 0.0 <= out <= 2.0:
-        raise ValidationError(
-            f"{name} is a cosine distance within 0..2 (lower is closer), got {out}",
-            code="validation.range",
-            details={"argument": name},
-        )
-    return out
+    return check_number(value, name, minimum=0.0, maximum=2.0, setting=setting)
 
 
 def check_k(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError("k must be an integer", code="validation.type", details={"argument": "k"})
-    if not 1 <= value <= MAX_K:
-        raise ValidationError(
-            f"k must be within 1..{MAX_K}", code="validation.range", details={"argument": "k", "max": MAX_K}
-        )
-    return value
+    return check_int(value, "k", minimum=1, maximum=MAX_K)
 
 
 def check_ttl(value: object) -> float | None:
     """Seconds to live; ``None`` or ``0`` mean no expiry (the reference's meaning)."""
     if value is None:
         return None
-    out = _finite(value, "ttl")
-    if out < 0:
-        raise ValidationError(
-            "ttl must be >= 0 seconds (0: no expiry)", code="validation.range", details={"argument": "ttl"}
-        )
-    return out or None
+    return check_number(value, "ttl", minimum=0.0) or None
 
 
-def check_sensitivity(value: object) -> str:
-    if value not in SENSITIVITY_LEVELS:
+_SENSITIVITY: dict[str, Sensitivity] = {level: level for level in SENSITIVITY_LEVELS}
+
+
+def check_sensitivity(value: object) -> Sensitivity:
+    level = _SENSITIVITY.get(value) if isinstance(value, str) else None
+    if level is None:
         raise ValidationError(
             f"sensitivity must be one of {SENSITIVITY_LEVELS}, not {value!r}",
             code="validation.sensitivity",
             details={"argument": "sensitivity", "allowed": list(SENSITIVITY_LEVELS)},
         )
-    return str(value)
+    return level
 
 
-def check_sensitivities(values: Iterable[object] | None) -> tuple[str, ...]:
+_KINDS: dict[str, MemoryKind] = {kind: kind for kind in get_args(MemoryKind)}
+
+
+def check_kind(value: object) -> MemoryKind:
+    kind = _KINDS.get(value) if isinstance(value, str) else None
+    if kind is None:
+        raise ValidationError(f"unknown kind {value!r}", code="validation.kind", details={"argument": "kind"})
+    return kind
+
+
+def check_sensitivities(values: Iterable[object] | None) -> tuple[Sensitivity, ...]:
     if values is None:
         return ()
     if isinstance(values, str):

@@ -34,6 +34,7 @@ from typing import Protocol, cast, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from ..core.validation import check_int, is_number
 from ..errors import ConfigurationError, EmbeddingError, ValidationError
 
 __all__ = [
@@ -173,12 +174,7 @@ def validate_embeddings(matrix: object, *, count: int, dimensions: int, model_id
 def default_threshold_of(embedder: object) -> float | None:
     """The embedder's calibrated ``default_threshold`` if it has a valid one, else ``None``."""
     value = getattr(embedder, "default_threshold", None)
-    if (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0 < value <= 1
-    ):
+    if is_number(value) and math.isfinite(value) and 0 < value <= 1:
         return float(value)
     return None
 
@@ -190,12 +186,7 @@ def default_margin_of(embedder: object) -> float | None:
     re-ranked recall's KNN candidates to answer beyond the threshold (``ranking.Gate``).
     """
     value = getattr(embedder, "default_margin", None)
-    if (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0 < value <= 2
-    ):
+    if is_number(value) and math.isfinite(value) and 0 < value <= 2:
         return float(value)
     return None
 
@@ -347,9 +338,4 @@ def _looks_like_embedder(obj: object) -> bool:
 
 
 def _check_positive_int(name: str, value: object) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigurationError(
-            f"{name} must be a positive integer, got {value!r}",
-            code="configuration.invalid",
-            details={"argument": name, "value": repr(value)},
-        )
+    check_int(value, name, minimum=1, setting=True)

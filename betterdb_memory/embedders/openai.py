@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import valkey.exceptions as vexc
 
+from ..core.validation import check_int
 from ..errors import BetterDBMemoryError, ConfigurationError, EmbeddingError, ValidationError
 from .base import FloatMatrix, _check_positive_int, check_texts, validate_embeddings
 
@@ -122,10 +123,7 @@ class OpenAIEmbedder:
         _check_positive_int("max_concurrent_requests", max_concurrent_requests)
         if cache_ttl_seconds is not None:
             _check_positive_int("cache_ttl_seconds", cache_ttl_seconds)
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ConfigurationError(
-                "max_retries must be an integer >= 0", details={"argument": "max_retries"}
-            )
+        check_int(max_retries, "max_retries", minimum=0, setting=True)
         if cache_client is not None and _decodes_responses(cache_client):
             raise ConfigurationError(
                 "cache_client must be created with decode_responses=False (vectors are raw bytes)",

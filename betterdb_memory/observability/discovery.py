@@ -48,6 +48,8 @@ from valkey.asyncio.client import Pipeline
 
 from .._version import __version__
 from ..backend.client import Backend, ValkeyClient
+from ..core.keys import stats_key
+from ..core.validation import check_int, check_number
 from ..errors import ConfigurationError, ValidationError
 from ..lifecycle import Spawn
 
@@ -117,11 +119,6 @@ def fallback_registry_field(name: str) -> str:
 def heartbeat_key(field: str) -> str:
     """The heartbeat key Monitor reads for a registry field."""
     return f"{HEARTBEAT_KEY_PREFIX}{field}"
-
-
-def stats_key(name: str) -> str:
-    """The stats hash Monitor polls (``<name>:__mem_stats``)."""
-    return f"{name}:__mem_stats"
 
 
 def iso_now() -> str:
@@ -234,14 +231,15 @@ class DiscoveryMarker:
         spawn: Spawn | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
-            raise ValidationError("name must be a non-empty string", details={"argument": "name"})
+            raise ConfigurationError("name must be a non-empty string", details={"argument": "name"})
         # At most half the expiry: one late or failed beat must not mark the store dead.
-        if not 0 < heartbeat_interval <= HEARTBEAT_TTL_SECONDS / 2:
-            raise ValidationError(
-                f"heartbeat_interval must be in (0, {HEARTBEAT_TTL_SECONDS // 2}] seconds, "
-                f"got {heartbeat_interval!r}",
-                details={"argument": "heartbeat_interval"},
-            )
+        check_number(
+            heartbeat_interval,
+            "heartbeat_interval",
+            positive=True,
+            maximum=HEARTBEAT_TTL_SECONDS / 2,
+            setting=True,
+        )
         # A store passes its Backend (retries, error translation, closed state); a raw
         # client gets a Backend of its own.
         self._backend = client if isinstance(client, Backend) else Backend(client)
@@ -423,9 +421,7 @@ def _check_field(field: str) -> str:
 
 
 def _check_increment(n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValidationError(f"increment must be a non-negative int, got {n!r}", details={"argument": "n"})
-    return n
+    return check_int(n, "n", minimum=0)
 
 
 class StatsHash:

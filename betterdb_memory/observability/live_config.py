@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..backend.client import Backend, ValkeyClient
+from ..core.arguments import check_number, is_number
 from ..core.tunables import (
     CONFIG_FIELDS,
     FIELD_WEIGHT_IMPORTANCE,
@@ -29,7 +30,7 @@ from ..core.tunables import (
     apply_config_hash,
     parse_field,
 )
-from ..errors import ConfigurationError, ValidationError
+from ..errors import ConfigurationError
 from ..lifecycle import Spawn
 
 __all__ = ["LiveConfig"]
@@ -60,7 +61,7 @@ class LiveConfig:
             (a bad value left in the hash is reported once, not every refresh).
 
     Raises:
-        ValidationError: a non-positive ``refresh_interval``.
+        ConfigurationError: a non-positive ``refresh_interval``.
     """
 
     def __init__(
@@ -75,11 +76,7 @@ class LiveConfig:
         on_reject: Callable[[Sequence[Rejection]], None] | None = None,
         spawn: Spawn | None = None,
     ) -> None:
-        if not refresh_interval > 0:
-            raise ValidationError(
-                f"refresh_interval must be > 0 seconds, got {refresh_interval!r}",
-                details={"argument": "refresh_interval"},
-            )
+        check_number(refresh_interval, "refresh_interval", positive=True, setting=True)
         # A store passes its Backend (retries, error translation, closed state); a raw
         # client gets a Backend of its own.
         self._backend = client if isinstance(client, Backend) else Backend(client)
@@ -139,13 +136,13 @@ class LiveConfig:
         """Validate one value, ``HSET`` it, and refresh (for a CLI ``config set``).
 
         Raises:
-            ValidationError: unknown field or invalid value; nothing was written.
+            ConfigurationError: unknown field or invalid value; nothing was written.
             BetterDBMemoryError: the server call failed (translated).
         """
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ValidationError(
+        if not isinstance(value, str) and not is_number(value):
+            raise ConfigurationError(
                 f"{field}: value must be a string or a number, got {value!r}",
-                code="config.invalid",
+                code="configuration.type",
                 details={"field": field, "value": repr(value), "reason": "wrong type"},
             )
         text = value.strip() if isinstance(value, str) else repr(value)
@@ -159,9 +156,9 @@ class LiveConfig:
             }
             weights[field] = float(parsed)
             if all(w == 0.0 for w in weights.values()):
-                raise ValidationError(
+                raise ConfigurationError(
                     f"{field}={text}: recall weights must not all be zero",
-                    code="config.invalid",
+                    code="configuration.invalid",
                     details={"field": field, "value": text, "reason": "all weights zero"},
                 )
         await self._backend.command("config.set", "HSET", self.key, field, text)
@@ -171,13 +168,13 @@ class LiveConfig:
         """``HDEL`` one field (it returns to the default) and refresh.
 
         Raises:
-            ValidationError: unknown field.
+            ConfigurationError: unknown field.
             BetterDBMemoryError: the server call failed (translated).
         """
         if field not in CONFIG_FIELDS:
-            raise ValidationError(
+            raise ConfigurationError(
                 f"unknown config field {field!r}; known: {', '.join(CONFIG_FIELDS)}",
-                code="config.unknown_field",
+                code="configuration.unknown_field",
                 details={"field": field},
             )
         await self._backend.command("config.unset", "HDEL", self.key, field)

@@ -51,6 +51,7 @@ from typing import Final, Literal
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
+from ..core.arguments import check_int, check_number
 from ..errors import ConfigurationError, ValidationError
 from .metric_families import families_for
 
@@ -78,17 +79,11 @@ _PREFIX_RE: Final = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]{0,63}$")
 
 
 def _count(name: str, n: int) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValidationError(f"{name} must be a non-negative int, got {n!r}", details={"argument": name})
-    return n
+    return check_int(n, name, minimum=0)
 
 
 def _seconds(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0.0:
-        raise ValidationError(
-            f"{name} must be a non-negative number of seconds, got {value!r}", details={"argument": name}
-        )
-    return float(value)
+    return check_number(value, name, minimum=0.0)
 
 
 class MemoryMetrics:
@@ -112,7 +107,9 @@ class MemoryMetrics:
         self, store_name: str, registry: CollectorRegistry | None = None, *, prefix: str | None = None
     ) -> None:
         if not isinstance(store_name, str) or not store_name:
-            raise ValidationError("store_name must be a non-empty string", details={"argument": "store_name"})
+            raise ConfigurationError(
+                "store_name must be a non-empty string", details={"argument": "store_name"}
+            )
         prefix = METRIC_PREFIX if prefix is None else prefix
         if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
             raise ConfigurationError(
@@ -154,9 +151,7 @@ class MemoryMetrics:
 
     def add_items(self, delta: int) -> None:
         """Move the item gauge by ``delta`` (written: positive; deleted: negative) between counts."""
-        if isinstance(delta, bool) or not isinstance(delta, int):
-            raise ValidationError(f"delta must be an int, got {delta!r}", details={"argument": "delta"})
-        if delta:
+        if check_int(delta, "delta"):
             self._items.inc(delta)
 
     def observe_recall(

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .._version import __version__
+from ..core.validation import is_int
 
 __all__ = [
     "ENGINE_KINDS",
@@ -199,13 +200,7 @@ class Telemetry:
             if key == "engine":
                 if isinstance(value, str) and value in ENGINE_KINDS:
                     engine = value
-            elif (
-                isinstance(key, str)
-                and _KEY_RE.match(key)
-                and key not in _BASE_KEYS
-                and isinstance(value, int)
-                and not isinstance(value, bool)
-            ):
+            elif isinstance(key, str) and _KEY_RE.match(key) and key not in _BASE_KEYS and is_int(value):
                 out[key] = bucket_count(value)
         out.update(
             {

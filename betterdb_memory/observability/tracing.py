@@ -43,7 +43,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvid
 from opentelemetry.util.types import AttributeValue
 
 from .._version import __version__
-from ..errors import BetterDBMemoryError, ValidationError
+from ..errors import BetterDBMemoryError, ConfigurationError, ValidationError
 
 __all__ = [
     "ATTR_CACHE_HIT",
@@ -340,7 +340,9 @@ class Tracing:
         tracer_name: str | None = None,
     ) -> None:
         if not isinstance(store_name, str) or not store_name:
-            raise ValidationError("store_name must be a non-empty string", details={"argument": "store_name"})
+            raise ConfigurationError(
+                "store_name must be a non-empty string", details={"argument": "store_name"}
+            )
         self.store_name = store_name
         self.index_name = index_name
         self.tracer_provider = tracer_provider

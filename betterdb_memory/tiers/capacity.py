@@ -26,6 +26,7 @@ from typing import Any
 from ..backend.locks import ScopedLock
 from ..core.keys import digest
 from ..core.query import MemoryFilter, filter_search_args
+from ..core.record import NewMemory
 from ..core.replies import parse_search_reply
 from .documents import Documents
 from .runtime import Runtime
@@ -67,11 +68,11 @@ class Capacity:
         # Scopes last counted at or over their cap (bounded like the ceilings).
         self._full: OrderedDict[MemoryFilter, None] = OrderedDict()
 
-    def cap_filters(self, prepared: Sequence[dict[str, Any]]) -> list[MemoryFilter]:
+    def cap_filters(self, memories: Sequence[NewMemory]) -> list[MemoryFilter]:
         """The distinct cap scopes of a batch of writes (unscoped writes have none)."""
         out: dict[MemoryFilter, None] = {}
-        for p in prepared:
-            flt = MemoryFilter(scope=p["scope"], tags=tuple(sorted(p["tags"])))
+        for m in memories:
+            flt = MemoryFilter(scope=m.scope, tags=tuple(sorted(m.tags)))
             if not flt.is_unscoped:
                 out[flt] = None
         return list(out)

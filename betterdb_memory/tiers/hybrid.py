@@ -1,11 +1,12 @@
 """The full-text half of a hybrid recall: candidates the KNN misses, found by the query's words.
 
 A small sentence model places the memory that answers a question only a little
-nearer than the memories around it, and the KNN top 50 holds the answer for about
-three questions in four (LoCoMo). The engine's full-text index finds memories that
-share the question's rarer words wherever they sit in the vector space: with them,
-nine in ten (``bench/results/quality-research.md``). They join the KNN candidates and
-everything is re-ranked together (``core.ranking``).
+nearer than the memories around it, so the KNN top 50 often misses it. The engine's
+full-text index finds memories that share the question's rarer words wherever they sit
+in the vector space, and with them the candidates hold the answer far more often (the
+figures: the benchmark pages, "Retrieval quality research", from
+``bench/results/quality-research.md``). They join the KNN candidates and everything is
+re-ranked together (``core.ranking``).
 
 Per engine (``core.query.text_search_args``): RediSearch answers one BM25-scored query
 for all the words; valkey-search >= 1.2 one query per word, whose union is ranked here

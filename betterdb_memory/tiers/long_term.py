@@ -11,6 +11,7 @@ write under a caller's id replaces the memory stored there (``upserts``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -20,17 +21,11 @@ import numpy as np
 from ..backend import scripts
 from ..core.codec import as_text, encode_vector, validate_vector
 from ..core.keys import Scope, validate_memory_id
-from ..core.models import MemoryItem
+from ..core.models import MemoryItem, Sensitivity
 from ..core.query import MemoryFilter, knn_search_args
-from ..core.record import (
-    NewMemory,
-    Previous,
-    dedup_hash,
-    encode_record,
-    prepare_items,
-    prepare_memory,
-)
+from ..core.record import NewMemory, Previous, dedup_hash, encode_record
 from ..core.replies import parse_search_reply
+from ..core.requests import MemoryInput, new_memories, new_memory
 from ..errors import MemoryNotFoundError, ValidationError
 from ..observability.tracing import add_attributes
 from .capacity import Capacity
@@ -56,13 +51,9 @@ class LongTermMemory:
         self._docs = docs
         self._replace = rt.backend.register("replace", scripts.REPLACE)
 
-    def prepare(self, content: object, **options: Any) -> dict[str, Any]:
-        """Validate one memory's arguments (``core.record.prepare_memory``); no I/O."""
-        return prepare_memory(content, dimensions=self._rt.embedder.dimensions, **options)
-
     def _record(
         self,
-        prepared: Mapping[str, Any],
+        memory: NewMemory,
         vector: np.ndarray[Any, np.dtype[np.float32]],
         now_ms: int,
         half_life: float,
@@ -74,21 +65,7 @@ class LongTermMemory:
         The reference's fields first, in its order, then this library's own (written
         only when they differ from the default a reader assumes).
         """
-        memory = NewMemory(
-            content=prepared["content"],
-            scope=prepared["scope"],
-            importance=prepared["importance"],
-            tags=tuple(prepared["tags"]),
-            source=prepared["source"],
-            ttl=prepared["ttl"],
-            sensitivity=prepared["sensitivity"],
-            metadata=prepared["metadata"],
-            kind=prepared["kind"],
-            subject=prepared["subject"],
-            date=prepared["date"],
-            dedup_hash=prepared.get("dedup_hash") or None,
-        )
-        memory_id = prepared.get("id") or self._rt.keys.new_memory_id()
+        memory_id = memory.id or self._rt.keys.new_memory_id()
         fields, ttl_ms = encode_record(
             memory,
             vector,
@@ -110,7 +87,7 @@ class LongTermMemory:
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
-        sensitivity: str | None = None,
+        sensitivity: Sensitivity | None = None,
         metadata: Mapping[str, Any] | None = None,
         vector: Sequence[float] | None = None,
         id: str | None = None,
@@ -138,38 +115,41 @@ class LongTermMemory:
             ValidationError: any bad argument; nothing is written.
             StoreConnectionError: the server could not be reached (after retries).
         """
-        item: dict[str, Any] = {
-            "content": content,
-            "importance": importance,
-            "tags": tags,
-            "source": source,
-            "ttl": ttl,
-            "thread_id": thread_id,
-            "agent_id": agent_id,
-            "namespace": namespace,
-            "sensitivity": sensitivity,
-            "metadata": metadata,
-            "vector": vector,
-            "id": id,
-        }
-        return (await self.remember_many([item]))[0]
+        memory = new_memory(
+            content, dimensions=self._rt.embedder.dimensions, importance=importance, tags=tags, source=source,
+            ttl=ttl, thread_id=thread_id, agent_id=agent_id, namespace=namespace, sensitivity=sensitivity,
+            metadata=metadata, vector=vector, id=id,
+        )  # fmt: skip
+        return (await self._remember([memory], mark=(importance, ttl)))[0]
 
-    async def remember_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[str]:
+    async def remember_many(self, items: Iterable[str | MemoryInput]) -> list[str]:
         """Store many memories: one embedding batch and one pipelined round trip.
 
         Every item is validated before anything is embedded or written, so a bad
         item fails the whole call with nothing stored. Returns ids in input order.
+        An item is the text alone, or a ``MemoryInput`` mapping: ``content`` and any
+        of ``remember``'s keyword arguments.
         """
+        memories = new_memories(items, dimensions=self._rt.embedder.dimensions)
+        mark = None
+        if len(memories) == 1 and isinstance(items, list | tuple):
+            first = items[0]
+            mark = (first.get("importance"), first.get("ttl")) if isinstance(first, Mapping) else (None, None)
+        return await self._remember(memories, mark=mark)
+
+    async def _remember(
+        self, memories: Sequence[NewMemory], *, mark: tuple[float | None, float | None] | None
+    ) -> list[str]:
+        """Write checked memories, capped; ``mark``: a single write's (importance, ttl) as given, for its span."""
         with self._rt.obs.span("remember") as span:
-            ids, evicted, dedup_hits = await self.write(items, capped=True)
+            ids, evicted, dedup_hits = await self.write_memories(memories, capped=True)
             add_attributes(span, lambda: {"gen_ai.memory.count": len(ids), "gen_ai.memory.evicted": evicted})
-            if len(ids) == 1 and isinstance(items, list | tuple):
-                opts = items[0] if isinstance(items[0], Mapping) else {}
-                importance = opts.get("importance")
+            if len(ids) == 1 and mark is not None:
+                importance, ttl = mark
                 self._rt.obs.mark_remember(
                     span,
                     importance=0.5 if importance is None else importance,
-                    ttl=opts.get("ttl"),
+                    ttl=ttl,
                     key=self._rt.keys.doc(ids[0]),
                 )
         self._rt.metrics.observe_remember(len(ids), dedup_hits=dedup_hits)
@@ -179,14 +159,21 @@ class LongTermMemory:
     async def write(
         self, items: Iterable[str | Mapping[str, Any]], *, capped: bool, dedup: bool | None = None
     ) -> tuple[list[str], int, int]:
-        """Validate, embed, dedup, write, then hold each written scope to its cap (if ``capped``).
+        """``write_memories`` of ``remember_many`` items (consolidation's output)."""
+        memories = new_memories(items, dimensions=self._rt.embedder.dimensions)
+        return await self.write_memories(memories, capped=capped, dedup=dedup)
+
+    async def write_memories(
+        self, memories: Sequence[NewMemory], *, capped: bool, dedup: bool | None = None
+    ) -> tuple[list[str], int, int]:
+        """Embed, dedup, write, then hold each written scope to its cap (if ``capped``).
 
         ``dedup=None`` follows the store's setting (consolidation output passes False).
+        Returns (ids in input order, memories evicted, dedup hits).
         """
-        prepared = prepare_items(items, dimensions=self._rt.embedder.dimensions)
-        if not prepared:
+        if not memories:
             return [], 0, 0
-        given = [p["id"] for p in prepared if p["id"] is not None]
+        given = [m.id for m in memories if m.id is not None]
         if len(set(given)) != len(given):
             twice = sorted({g for g in given if given.count(g) > 1})
             raise ValidationError(
@@ -198,37 +185,37 @@ class LongTermMemory:
         now = time.time()
         now_ms = int(now * 1000)
         existing, leftovers = await read_existing(self._rt, given, now_ms) if given else ({}, set())
-        for p in prepared:
-            old = existing.get(p["id"]) if p["id"] is not None else None
-            if old is not None and p["vector"] is None and old.content == p["content"]:
-                p["vector"] = old.vector  # an unchanged text is not embedded again
-        need = [i for i, p in enumerate(prepared) if p["vector"] is None]
-        vectors: list[Any] = [p["vector"] for p in prepared]
+        vectors: list[Any] = [m.vector for m in memories]
+        for i, m in enumerate(memories):
+            old = existing.get(m.id) if m.id is not None else None
+            if old is not None and m.vector is None and old.content == m.content:
+                vectors[i] = old.vector  # an unchanged text is not embedded again
+        need = [i for i, v in enumerate(vectors) if v is None]
         if need:
-            embedded = await self._rt.embed([prepared[i]["content"] for i in need])
+            embedded = await self._rt.embed([memories[i].content for i in need])
             for j, i in enumerate(need):
                 vectors[i] = embedded[j]
-        for i, p in enumerate(prepared):
-            # Given vectors were fully checked in _prepare; only their length can still be
+        for i, m in enumerate(memories):
+            # Given vectors were fully checked on the way in; only their length can still be
             # wrong, when an embed_fn's dimension was learned after that check.
-            if p["vector"] is not None and len(vectors[i]) != self._rt.embedder.dimensions:
-                validate_vector(
-                    vectors[i], dimensions=self._rt.embedder.dimensions, name=f"vector of item {i}"
-                )
+            if m.vector is not None and len(m.vector) != self._rt.embedder.dimensions:
+                validate_vector(m.vector, dimensions=self._rt.embedder.dimensions, name=f"vector of item {i}")
         cfg = self._rt.config()
-        ids: list[str | None] = [None] * len(prepared)
+        ids: list[str | None] = [None] * len(memories)
         dedup_hits = 0
         twin_of: dict[int, int] = {}  # a later item of the batch -> the first one with its content
         if self._rt.settings.dedup if dedup is None else dedup:
             first: dict[tuple[Scope, str], int] = {}
-            for i, p in enumerate(prepared):
-                if p["id"] is not None:
+            hashed = list(memories)
+            for i, m in enumerate(memories):
+                if m.id is not None:
                     continue  # a caller's id names the memory: no dedup
-                p["dedup_hash"] = dedup_hash(p["content"], p["kind"])
-                twin_of[i] = first.setdefault((p["scope"], p["dedup_hash"]), i)
+                hashed[i] = m = dataclasses.replace(m, dedup_hash=dedup_hash(m.content, m.kind))
+                twin_of[i] = first.setdefault((m.scope, m.dedup_hash or ""), i)
+            memories = hashed
             twin_of = {i: j for i, j in twin_of.items() if i != j}
-            leaders = [i for i in range(len(prepared)) if i not in twin_of and prepared[i]["id"] is None]
-            found = await self._find_twins([prepared[i] for i in leaders], [vectors[i] for i in leaders])
+            leaders = [i for i in range(len(memories)) if i not in twin_of and memories[i].id is None]
+            found = await self._find_twins([memories[i] for i in leaders], [vectors[i] for i in leaders])
             for n, twin in found.items():
                 ids[leaders[n]] = twin
             dedup_hits = len(found) + len(twin_of)
@@ -236,11 +223,11 @@ class LongTermMemory:
                 await self._recall.reinforce(list(found.values()), now, cfg.half_life_seconds)
         records: list[tuple[int, str, list[Any], int]] = []
         replaced: dict[str, Existing] = {}
-        for i, p in enumerate(prepared):
+        for i, m in enumerate(memories):
             if ids[i] is None and i not in twin_of:
-                old = existing.get(p["id"]) if p["id"] is not None else None
+                old = existing.get(m.id) if m.id is not None else None
                 mid, fields, ttl_ms = self._record(
-                    p, vectors[i], now_ms, cfg.half_life_seconds, previous=old.previous if old else None
+                    m, vectors[i], now_ms, cfg.half_life_seconds, previous=old.previous if old else None
                 )
                 ids[i] = mid
                 records.append((i, mid, fields, ttl_ms))
@@ -249,7 +236,7 @@ class LongTermMemory:
         for i, j in twin_of.items():
             ids[i] = ids[j]
         cap = cfg.max_items_per_scope if capped else None
-        cap_filters = self._capacity.cap_filters([prepared[i] for i, *_ in records]) if cap else []
+        cap_filters = self._capacity.cap_filters([memories[i] for i, *_ in records]) if cap else []
         rounds = [self._capacity.plan(flt, len(records)) for flt in cap_filters]
 
         def build(pipe: Any) -> None:
@@ -305,7 +292,7 @@ class LongTermMemory:
             evicted = await self._capacity.hold_caps(rounds, results, cap, protect=written, now=now)
         return [str(m) for m in ids], evicted, dedup_hits
 
-    async def _find_twins(self, prepared: list[dict[str, Any]], vectors: list[Any]) -> dict[int, str]:
+    async def _find_twins(self, memories: list[NewMemory], vectors: list[Any]) -> dict[int, str]:
         """Items whose normalised content already exists in their exact scope: index -> that id."""
         if not self._rt.index.layout.dedup:
             return {}
@@ -314,21 +301,21 @@ class LongTermMemory:
         searches = [
             knn_search_args(
                 self._rt.keys.index, encode_vector(vectors[i]), k=10, layout=self._rt.index.layout, return_fields=check,
-                flt=MemoryFilter(scope=p["scope"], dedup=p["dedup_hash"]),
+                flt=MemoryFilter(scope=m.scope, dedup=m.dedup_hash),
             )
-            for i, p in enumerate(prepared)
+            for i, m in enumerate(memories)
         ]  # fmt: skip
         replies = await self._rt.backend.pipeline("remember", _nothing, searches=searches)
         out: dict[int, str] = {}
-        for i, (p, reply) in enumerate(zip(prepared, replies, strict=True)):
-            scope: Scope = p["scope"]
+        for i, (m, reply) in enumerate(zip(memories, replies, strict=True)):
+            scope = m.scope
             for hit in parse_search_reply(reply).hits:
                 f = hit.fields
                 if (
                     (as_text(f.get("threadId")) or None) == scope.thread_id
                     and (as_text(f.get("agentId")) or None) == scope.agent_id
                     and (as_text(f.get("namespace")) or None) == scope.namespace
-                    and as_text(f.get("dedup")) == p["dedup_hash"]
+                    and as_text(f.get("dedup")) == m.dedup_hash
                 ):
                     out[i] = self._rt.keys.memory_id_of(hit.key)
                     break
@@ -358,32 +345,29 @@ class LongTermMemory:
         mid = validate_memory_id(id)
         item = (await self._docs.get_many([mid]))[0]
         if item is None:
-            raise MemoryNotFoundError(
-                f"no memory with id {mid!r}", code="memory.not_found", details={"id": mid}
-            )
+            raise MemoryNotFoundError(mid, f"no memory with id {mid!r}")
         if ttl is None and item.expires_at is not None:
             ttl = max(0.001, (item.expires_at - time.time() * 1000) / 1000.0)
-        new: dict[str, Any] = {
-            "id": mid,
-            "content": item.content if content is None else content,
-            "importance": item.importance if importance is None else importance,
-            "tags": item.tags if tags is None else tags,
-            "metadata": item.metadata if metadata is None else metadata,
-            "ttl": ttl or None,
-            "source": item.source,
-            "thread_id": item.thread_id,
-            "agent_id": item.agent_id,
-            "namespace": item.namespace,
-            "sensitivity": item.sensitivity,
-            "kind": item.kind,
-            "subject": item.subject,
-            "date": item.date,
-        }
+        new = new_memory(
+            item.content if content is None else content,
+            dimensions=self._rt.embedder.dimensions,
+            id=mid,
+            importance=item.importance if importance is None else importance,
+            tags=item.tags if tags is None else tags,
+            metadata=item.metadata if metadata is None else metadata,
+            ttl=ttl or None,
+            source=item.source,
+            thread_id=item.thread_id,
+            agent_id=item.agent_id,
+            namespace=item.namespace,
+            sensitivity=item.sensitivity,
+            kind=item.kind,
+            subject=item.subject,
+            date=item.date,
+        )
         with self._rt.obs.span("update"):
-            await self.write([new], capped=False, dedup=False)
+            await self.write_memories([new], capped=False, dedup=False)
         stored = (await self._docs.get_many([mid]))[0]
         if stored is None:  # deleted or expired the moment it was written
-            raise MemoryNotFoundError(
-                f"no memory with id {mid!r}", code="memory.not_found", details={"id": mid}
-            )
+            raise MemoryNotFoundError(mid, f"no memory with id {mid!r}")
         return stored

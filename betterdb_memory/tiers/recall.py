@@ -19,31 +19,19 @@ from typing import Any
 import numpy as np
 
 from ..core.codec import as_text, encode_vector, to_float, validate_vector
-from ..core.keys import Scope
-from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
+from ..core.models import MemoryHit, MemoryItem, Sensitivity, item_from_fields, ranking_item
 from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
 from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
+from ..core.requests import DEFAULT_K, RecallRequest, recall_request
 from ..core.scoring import Weights
-from ..core.validation import (
-    check_content,
-    check_distance_threshold,
-    check_k,
-    check_sensitivities,
-    check_tags,
-)
+from ..core.validation import check_content
 from ..observability.tracing import add_attributes
 from .documents import Documents
 from .hybrid import TextCandidates
 from .runtime import Runtime
 
-__all__ = ["DEFAULT_K", "NEAR_MISS_FACTOR", "Recall"]
-
-#: The reference's default number of hits.
-DEFAULT_K = 8
-#: A recall with no hit whose nearest candidate was within this multiple of the
-#: threshold is a near miss (the threshold, not the data, likely dropped a good hit).
-NEAR_MISS_FACTOR = 2.0
+__all__ = ["DEFAULT_K", "Recall"]
 
 # The most hits one KNN query may ask for (valkey-search's default maximum k).
 _MAX_KNN = 10_000
@@ -66,21 +54,6 @@ class Recall:
         self._docs = docs
         self._text = TextCandidates(rt, docs)
 
-    def _filter(
-        self,
-        *,
-        thread_id: object,
-        agent_id: object,
-        namespace: object,
-        tags: object,
-        exclude_sensitivity: object = None,
-    ) -> MemoryFilter:
-        return MemoryFilter(
-            scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
-            tags=check_tags(tags),
-            exclude_sensitivity=check_sensitivities(exclude_sensitivity),  # type: ignore[arg-type]
-        )
-
     def effective_threshold(self, threshold: float | None = None) -> float:
         """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
         if threshold is not None:
@@ -100,7 +73,7 @@ class Recall:
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
-        exclude_sensitivity: Sequence[str] | None = None,
+        exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
     ) -> list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
@@ -118,19 +91,14 @@ class Recall:
             exclude_sensitivity: leave out memories of these sensitivity classes.
             explain: attach the score's components to each hit.
         """
-        text = check_content(query, name="query")
-        opts = self._recall_options(k, threshold, weights)
-        flt = self._filter(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
-            exclude_sensitivity=exclude_sensitivity,
+        request = recall_request(
+            query=check_content(query, name="query"), k=k, threshold=threshold, tags=tags, weights=weights,
+            reinforce=reinforce, thread_id=thread_id, agent_id=agent_id, namespace=namespace,
+            exclude_sensitivity=exclude_sensitivity, explain=explain,
         )  # fmt: skip
         started = time.perf_counter()
-        vector = (await self._rt.embed([text]))[0]
-        embed_seconds = time.perf_counter() - started
-        return await self._recall_vector(
-            vector, flt, *opts, reinforce=reinforce is not False, explain=explain,
-            embed_seconds=embed_seconds, query=text,
-        )  # fmt: skip
+        vector = (await self._rt.embed([request.query or ""]))[0]
+        return await self._recall_vector(vector, request, embed_seconds=time.perf_counter() - started)
 
     async def recall_by_vector(
         self,
@@ -144,7 +112,7 @@ class Recall:
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
-        exclude_sensitivity: Sequence[str] | None = None,
+        exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
         query: str | None = None,
     ) -> list[MemoryHit]:
@@ -155,11 +123,10 @@ class Recall:
         """
         # Every argument is checked before any I/O; the vector's length too, unless it
         # is still to be learned from an embed_fn's first answer.
-        text = None if query is None else check_content(query, name="query")
-        opts = self._recall_options(k, threshold, weights)
-        flt = self._filter(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags,
-            exclude_sensitivity=exclude_sensitivity,
+        request = recall_request(
+            query=None if query is None else check_content(query, name="query"), k=k, threshold=threshold,
+            tags=tags, weights=weights, reinforce=reinforce, thread_id=thread_id, agent_id=agent_id,
+            namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain,
         )  # fmt: skip
         if self._rt.embedder.dimensions:
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
@@ -167,19 +134,7 @@ class Recall:
         else:
             await self._rt.index.ensure_ready()
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
-        return await self._recall_vector(
-            vec, flt, *opts, reinforce=reinforce is not False, explain=explain, embed_seconds=0.0, query=text
-        )
-
-    def _recall_options(self, k: object, threshold: object, weights: object) -> tuple[int, float, Weights]:
-        kk = DEFAULT_K if k is None else check_k(k)
-        thr = self.effective_threshold(check_distance_threshold(threshold))
-        if weights is not None:
-            w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
-        else:
-            cfg = self._rt.config()
-            w = Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance)
-        return kk, thr, w
+        return await self._recall_vector(vec, request, embed_seconds=0.0)
 
     async def search_candidates(
         self,
@@ -277,23 +232,20 @@ class Recall:
         return out, replies[1:]
 
     async def _recall_vector(
-        self,
-        vector: np.ndarray[Any, np.dtype[np.float32]],
-        flt: MemoryFilter,
-        k: int,
-        threshold: float,
-        weights: Weights,
-        *,
-        reinforce: bool,
-        explain: bool,
-        embed_seconds: float,
-        query: str | None = None,
+        self, vector: np.ndarray[Any, np.dtype[np.float32]], request: RecallRequest, *, embed_seconds: float
     ) -> list[MemoryHit]:
+        k = request.k
+        threshold = self.effective_threshold(request.threshold)
+        weights = request.weights
+        if weights is None:
+            cfg = self._rt.config()
+            weights = Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance)
         started = time.perf_counter()
         with self._rt.obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
-                vector, flt, k, threshold, weights, reinforce=reinforce, explain=explain, query=query
-            )
+                vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
+                explain=request.explain, query=request.query,
+            )  # fmt: skip
             self._rt.obs.mark_recall(
                 span,
                 len(hits),

@@ -18,6 +18,7 @@ from ..backend import Backend
 from ..backend.index import IndexManager
 from ..core.keys import KeySpace
 from ..core.models import MemoryItem, item_from_fields
+from ..core.options import ReinforceMode
 from ..core.ranking import Reranker
 from ..core.replies import SearchHit
 from ..core.tunables import ConfigSnapshot
@@ -38,7 +39,7 @@ class Settings:
     fact_source: str = "fact"
     fact_importance: float = 0.7
     dedup: bool = False
-    reinforce_mode: str = "sync"
+    reinforce_mode: ReinforceMode = "sync"
     reinforce_write_interval: float | None = None
     candidate_factor: int = 1
     reranker: Reranker | None = None

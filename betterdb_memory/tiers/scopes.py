@@ -36,7 +36,7 @@ from ..core.query import (
     knn_search_args,
 )
 from ..core.replies import SearchHit, parse_search_reply
-from ..core.validation import check_tags
+from ..core.validation import check_int, check_tags
 from ..errors import ValidationError
 from .runtime import Runtime
 
@@ -254,10 +254,7 @@ class ScopeReader:
             limit = options.limit if limit is None else limit
             offset = options.offset if offset is None else offset
         limit = 20 if limit is None else limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise ValidationError(
-                "limit must be within 1..1000", code="validation.range", details={"argument": "limit"}
-            )
+        limit = check_int(limit, "limit", minimum=1, maximum=1000)
         if cursor is not None:
             if offset is not None:
                 raise ValidationError(
@@ -267,12 +264,7 @@ class ScopeReader:
                 )
             offset = _parse_cursor(cursor)
         offset = 0 if offset is None else offset
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= SCAN_LIMIT:
-            raise ValidationError(
-                f"offset must be within 0..{SCAN_LIMIT}",
-                code="validation.range",
-                details={"argument": "offset"},
-            )
+        offset = check_int(offset, "offset", minimum=0, maximum=SCAN_LIMIT)
         flt = scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
         await self._rt.index.ensure_ready()
         total, hits = await self.scan(

@@ -7,39 +7,18 @@ summaries read the same object.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.context import ContextBudget
+from ..core.models import Sensitivity
 from ..core.tokens import HeuristicTokenCounter, TokenCounter
-from ..core.validation import check_sensitivities
+from ..core.validation import check_int, check_number, check_sensitivities
 from ..errors import ConfigurationError, ValidationError
 from ..extraction import FactExtractor
 from ..summarizers import ExtractiveSummarizer, Summarizer
 
 __all__ = ["SessionConfig"]
-
-
-def _positive_int(name: str, value: object, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigurationError(
-            f"{name} must be an integer >= {minimum}, not {value!r}",
-            code="configuration.range",
-            details={"argument": name},
-        )
-    return value
-
-
-def _positive_number(name: str, value: object, *, allow_zero: bool = False) -> float:
-    out = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan
-    if not math.isfinite(out) or out < 0 or (out == 0 and not allow_zero):
-        raise ConfigurationError(
-            f"{name} must be a positive number, not {value!r}",
-            code="configuration.range",
-            details={"argument": name},
-        )
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +33,7 @@ class SessionConfig:
     fact_extractor: FactExtractor | None
     counter: TokenCounter
     budget: ContextBudget
-    redact: tuple[str, ...]
+    redact: tuple[Sensitivity, ...]
     grace: float
     lock_ttl_ms: int
 
@@ -94,13 +73,13 @@ class SessionConfig:
         Raises:
             ConfigurationError: a value is out of range or of the wrong type.
         """
-        ttl = _positive_number("session_ttl", session_ttl)
-        window = _positive_int("max_session_turns", max_session_turns)
-        batch = _positive_int("summarize_batch", summarize_batch, minimum=0)
+        ttl = check_number(session_ttl, "session_ttl", positive=True, setting=True)
+        window = check_int(max_session_turns, "max_session_turns", minimum=1, setting=True)
+        batch = check_int(summarize_batch, "summarize_batch", minimum=0, setting=True)
         if max_unsummarized is None:
             backlog = 10 * batch
         else:
-            backlog = _positive_int("max_unsummarized", max_unsummarized, minimum=batch)
+            backlog = check_int(max_unsummarized, "max_unsummarized", minimum=batch, setting=True)
         for name, obj, proto in (
             ("summarizer", summarizer, Summarizer),
             ("fact_extractor", fact_extractor, FactExtractor),
@@ -131,8 +110,10 @@ class SessionConfig:
             counter=token_counter if token_counter is not None else HeuristicTokenCounter(),
             budget=budget if budget is not None else ContextBudget(),
             redact=redact_classes,
-            grace=_positive_number("shutdown_grace", shutdown_grace, allow_zero=True),
-            lock_ttl_ms=max(1, int(_positive_number("summary_lock_ttl", summary_lock_ttl) * 1000)),
+            grace=check_number(shutdown_grace, "shutdown_grace", minimum=0.0, setting=True),
+            lock_ttl_ms=max(
+                1, int(check_number(summary_lock_ttl, "summary_lock_ttl", positive=True, setting=True) * 1000)
+            ),
         )
 
     @property

@@ -22,7 +22,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from ..core.codec import as_text
@@ -30,6 +30,7 @@ from ..core.context import ContextUsage, RetrievedContext, allocate
 from ..core.escaping import validate_tag_value
 from ..core.keys import SessionKeys
 from ..core.models import MemoryHit
+from ..core.requests import MemoryInput
 from ..core.tokens import count_tokens
 from ..core.turns import (
     APPEND_TURN,
@@ -46,9 +47,11 @@ from ..core.turns import (
 from ..core.validation import (
     check_content,
     check_importance,
+    check_int,
     check_sensitivities,
     check_sensitivity,
     check_tags,
+    is_int,
 )
 from ..errors import ConfigurationError, TokenBudgetError, ValidationError
 from .long_term import LongTermMemory
@@ -72,13 +75,7 @@ def session_ids(thread_id: object, agent_id: object) -> tuple[str, str | None]:
 
 
 def _check_n(n: object) -> int | None:
-    if n is None:
-        return None
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValidationError(
-            "n must be a positive integer or None", code="validation.range", details={"argument": "n"}
-        )
-    return n
+    return None if n is None else check_int(n, "n", minimum=1)
 
 
 class Sessions:
@@ -258,10 +255,9 @@ class Sessions:
         thread, agent = session_ids(thread_id, agent_id)
         ns = None if namespace is None else validate_tag_value(namespace, name="namespace")
         text = check_content(query, name="query")
-        if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 1:
+        if not is_int(token_budget) or token_budget < 1:
             raise TokenBudgetError(
                 f"token_budget must be a positive integer, not {token_budget!r}",
-                code="validation.budget",
                 details={"argument": "token_budget"},
             )
         cfg = self.config
@@ -345,7 +341,7 @@ class Sessions:
             return []
         facts = await extractor.extract(turns)
         meta = {"source_turn_ids": [t.id for t in turns], "turn_range": [turns[0].seq, turns[-1].seq]}
-        items: list[dict[str, Any]] = []
+        items: list[MemoryInput] = []
         for i, fact in enumerate(facts):
             try:
                 items.append(
@@ -366,10 +362,13 @@ class Sessions:
         return await self._long_term.remember_many(items) if items else []
 
 
-async def _both(turns: Any, hits: Any) -> tuple[list[Turn], list[MemoryHit]]:
+async def _both(
+    turns: Awaitable[list[Turn]], hits: Awaitable[list[MemoryHit]]
+) -> tuple[list[Turn], list[MemoryHit]]:
     """Run both reads concurrently; the first error wins, and the other read is awaited."""
-    got = await asyncio.gather(turns, hits, return_exceptions=True)
-    for result in got:
-        if isinstance(result, BaseException):
-            raise result
-    return got[0], got[1]  # type: ignore[return-value]
+    got_turns, got_hits = await asyncio.gather(turns, hits, return_exceptions=True)
+    if isinstance(got_turns, BaseException):
+        raise got_turns
+    if isinstance(got_hits, BaseException):
+        raise got_hits
+    return got_turns, got_hits

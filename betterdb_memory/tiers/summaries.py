@@ -35,7 +35,7 @@ from ..backend import ScopedLock
 from ..core.codec import to_int
 from ..core.keys import SessionKeys
 from ..core.turns import PENDING_TURNS, SUMMARY_ADVANCE, SUMMARY_FAILED, Turn, decode_turn
-from ..errors import BetterDBMemoryError
+from ..errors import BetterDBMemoryError, ServerError
 from .long_term import LongTermMemory
 from .runtime import Runtime
 from .session_config import SessionConfig
@@ -267,9 +267,9 @@ class RollingSummaries:
         summarizer = self.config.summarizer
         text = await summarizer.summarize(batch)
         if not isinstance(text, str) or not text.strip():
-            raise BetterDBMemoryError(
+            raise ServerError(  # the summariser's answer, as an embedder's nonsense is EmbeddingError
                 f"summarizer {summarizer!r} returned no text",
-                code="summary.empty",
+                code="server.empty_summary",
                 details={"turns": len(batch)},
             )
         first, last = batch[0].seq, batch[-1].seq

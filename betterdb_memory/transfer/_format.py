@@ -50,7 +50,7 @@ from .._version import __version__
 from ..core.codec import as_text, split_tags
 from ..core.keys import Scope, validate_memory_id
 from ..core.record import NewMemory, encode_record
-from ..core.validation import check_importance, check_tags
+from ..core.validation import check_importance, check_kind, check_sensitivity, check_tags, is_int, is_number
 from ..errors import ValidationError
 
 __all__ = [
@@ -178,7 +178,7 @@ class ExportHeader:
         if row.get("format") != FORMAT:
             raise _bad(f"not a {FORMAT} export (format {row.get('format')!r})", line)
         version = row.get("version")
-        if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
+        if not is_int(version) or not 1 <= version <= FORMAT_VERSION:
             raise _bad(
                 f"export format version {version!r}; this library reads versions 1..{FORMAT_VERSION} "
                 "(upgrade betterdb-memory to import it)",
@@ -188,7 +188,7 @@ class ExportHeader:
         return cls(
             store=str(row.get("store") or ""),
             model_id=str(row.get("model_id") or ""),
-            dimensions=dims if isinstance(dims, int) and not isinstance(dims, bool) else 0,
+            dimensions=dims if is_int(dims) else 0,
             vectors=bool(row.get("vectors")),
             exported_at=int(row.get("exported_at") or 0),
             version=version,
@@ -273,7 +273,7 @@ def _opt_int(row: Mapping[str, Any], name: str, line: int) -> int | None:
     value = row.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):
         raise _bad(f"{name} must be an integer (epoch ms / count) or null", line)
     return int(value)
 
@@ -298,10 +298,7 @@ def parse_row(row: object, line: int) -> DocumentRow | KeyRow | EndRow:
             raise _bad("fields must be an object with a 'content' string", line)
         fields = {str(k): decode_value(v, line) for k, v in raw.items() if k != "vector"}
         vector = row.get("vector")
-        if vector is not None and (
-            not isinstance(vector, list)
-            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in vector)
-        ):
+        if vector is not None and (not isinstance(vector, list) or not all(is_number(x) for x in vector)):
             raise _bad("vector must be a list of numbers", line)
         updates = row.get("updates") or []
         if not isinstance(updates, list):
@@ -378,6 +375,8 @@ def legacy_fields(row: Mapping[str, Any], *, half_life_seconds: float, line: int
         )
         importance = check_importance(row.get("importance", 0.5))
         tags = check_tags(row.get("tags") or None)
+        sensitivity = check_sensitivity(row.get("sensitivity") or "none")
+        kind = check_kind(row.get("kind") or "memory")
     except ValidationError as exc:
         raise _bad(exc.message, line) from exc
     memory = NewMemory(
@@ -386,9 +385,9 @@ def legacy_fields(row: Mapping[str, Any], *, half_life_seconds: float, line: int
         importance=importance,
         tags=tags,
         source=row.get("source"),
-        sensitivity=str(row.get("sensitivity") or "none"),
+        sensitivity=sensitivity,
         metadata=dict(row.get("metadata") or {}),
-        kind=str(row.get("kind") or "memory"),
+        kind=kind,
         subject=row.get("subject"),
         date=row.get("date"),
     )

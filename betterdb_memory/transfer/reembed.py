@@ -47,6 +47,7 @@ from ..backend.dialect import probe
 from ..core.codec import as_text, to_int
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD, IndexSpec, create_index_args
+from ..core.validation import check_int
 from ..embedders.base import Embedder
 from ..errors import ConfigurationError, IndexExistsError, IndexNotFoundError
 from ..progress import ProgressSink, check_progress
@@ -127,7 +128,7 @@ class _Run:
     def __init__(self, store: MemoryStore, embedder: Embedder, batch: int, sink: ProgressSink) -> None:
         self.store, self.embedder, self.batch, self.sink = store, embedder, batch, sink
         self.backend, self.keys = store.backend, store.keys
-        self.state_key = f"{store.keys.name}:__mem_reembed"
+        self.state_key = store.keys.reembed
         self.lock_key = f"{self.state_key}:lock"
         self.hist = ConsolidationKeys(store.keys, Scope())
         self.swap = self.backend.register("reembed_swap", _SWAP)
@@ -371,8 +372,7 @@ async def reembed(
         ConsolidationBusyError: another run holds the store's re-embedding lock.
         EmbeddingError / any error of the embedder: nothing is lost; run again.
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ConfigurationError("batch must be a positive integer", code="configuration.range")
+    check_int(batch, "batch", minimum=1)
     sink = check_progress(progress)
     run = _Run(store, embedder, batch, sink)
     backend = store.backend

@@ -208,7 +208,7 @@ async def test_scope_escape_attempts_are_refused(make_store: Callable[..., Memor
     store = make_store()
     others = await _others(store)
     async with Client(create_server(store, scope=FixedScope(namespace="acme", agent_id="bot"))) as client:
-        denied = {"code": "mcp.scope_denied"}
+        denied = {"code": "server.scope_denied"}
         attempts: list[tuple[str, dict[str, Any]]] = [
             ("remember", {"content": "x", "namespace": "other"}),
             ("remember", {"content": "x", "agent_id": "spy"}),
@@ -278,7 +278,9 @@ async def test_a_namespace_alone_keeps_sessions_closed(make_store: Callable[...,
             ("retrieve_context", {"thread_id": "t", "query": "q"}),
         ):
             err = await error(client, tool, **arguments)
-            assert err["code"] == "mcp.scope_denied" and err["details"]["reason"] == "sessions_need_agent_id"
+            assert (
+                err["code"] == "server.scope_denied" and err["details"]["reason"] == "sessions_need_agent_id"
+            )
         assert (await call(client, "remember", content="fine", agent_id="anyone"))["id"]
     assert len(await store.get_recent_turns("t", agent_id="x")) == 1
 
@@ -290,7 +292,9 @@ async def test_the_cli_confines_http_clients_to_its_scope(valkey_url: str, uniqu
     url = next(servers)
     try:
         async with client_with(url, TOKEN) as client:
-            assert (await error(client, "recall", query="x", namespace="other"))["code"] == "mcp.scope_denied"
+            assert (await error(client, "recall", query="x", namespace="other"))[
+                "code"
+            ] == "server.scope_denied"
             mid = (await call(client, "remember", content="Confined."))["id"]
             page = await call(client, "list", namespace="acme", agent_id="bot")
             assert [(i["id"], i["namespace"], i["agent_id"]) for i in page["items"]] == [(mid, "acme", "bot")]

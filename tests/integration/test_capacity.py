@@ -136,13 +136,14 @@ async def test_a_stale_keep_ceiling_still_picks_the_lowest(make_store: Any, clie
     """A ceiling far below the scope (another process evicted) widens, then sorts; one far above
     reads the whole scope in range: either way the lowest keep-score goes."""
     from betterdb_memory.core.keys import Scope
+    from betterdb_memory.core.record import NewMemory
     from betterdb_memory.tiers.victims import _Ceiling
 
     s: MemoryStore = make_store(max_items_per_scope=5, half_life_seconds=3600)
     ids = [
         await s.remember(f"m{i}", importance=0.1 + 0.15 * i, thread_id="z", vector=unit(i)) for i in range(5)
     ]
-    flt = s._capacity.cap_filters([{"scope": Scope.of(thread_id="z"), "tags": []}])[0]
+    flt = s._capacity.cap_filters([NewMemory("m", scope=Scope.of(thread_id="z"))])[0]
     for ceiling in (_Ceiling(-1e9, 1e-9), _Ceiling(1e12, 1.0)):
         s._capacity._victims._ceilings[flt] = ceiling
         keeps = {m: _keep_of(await client.hget(s.keys.doc(m), "keep")) for m in ids}

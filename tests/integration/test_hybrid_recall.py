@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory.core.keys import Scope
+from betterdb_memory.core.query import MemoryFilter
 
 pytestmark = pytest.mark.integration
 
@@ -116,9 +118,8 @@ async def test_text_candidates_zero_keeps_the_knn_alone(client: Any, unique_name
         await store.remember("The weather was mild.", vector=qv, thread_id="k")
         answer = await store.remember("Zanzibarite Priya moves to Porto.", vector=unit(5), thread_id="k")
         await store.index.ensure_ready()
-        assert store._recall._text.request(query, store._recall._filter(
-            thread_id="k", agent_id=None, namespace=None, tags=None
-        ), ["content"], pool=1) is None  # fmt: skip
+        flt = MemoryFilter(scope=Scope(thread_id="k"))
+        assert store._recall._text.request(query, flt, ["content"], pool=1) is None
         hits = await store.recall(query, k=1, threshold=2.0, thread_id="k", reinforce=False)
         assert answer not in [h.item.id for h in hits]  # the KNN of one holds only the nearest
     finally:
@@ -139,7 +140,7 @@ async def test_words_most_memories_hold_leave_the_text_query(client: Any, unique
         )
         await store.index.ensure_ready()
         query = "What does the user say about Zanzibarite?"
-        flt = store._recall._filter(thread_id="c", agent_id=None, namespace=None, tags=None)
+        flt = MemoryFilter(scope=Scope(thread_id="c"))
         first = store._recall._text.request(query, flt, ["content"], pool=2)
         if first is None:  # valkey-search 1.0: no TEXT, KNN only
             return
@@ -176,7 +177,7 @@ async def test_the_text_query_keeps_its_words_under_the_postings_budget(
         answer = await store.remember("We will kayak to Zanzibarite island.", vector=unit(99), thread_id="b")
         await store.index.ensure_ready()
         query = "Who goes to Zanzibarite by kayak?"
-        flt = store._recall._filter(thread_id="b", agent_id=None, namespace=None, tags=None)
+        flt = MemoryFilter(scope=Scope(thread_id="b"))
         if store._recall._text.request(query, flt, ["content"], pool=2) is None:
             return  # valkey-search 1.0: no TEXT, KNN only
         hits = await store.recall(

@@ -103,7 +103,16 @@ async def test_update_changes_only_what_is_given(store: Any) -> None:
     ]
     with pytest.raises(MemoryNotFoundError) as missing:
         await store.update("no-such-memory", importance=0.1)
-    assert missing.value.code == "memory.not_found"
+    assert missing.value.code == "validation.not_found"
+
+
+async def test_memory_not_found_names_the_id(store: Any) -> None:
+    """``MemoryNotFoundError.memory_id`` is the id asked for, not a sentence about it."""
+    with pytest.raises(MemoryNotFoundError) as missing:
+        await store.update("no-such-memory", content="x")
+    assert missing.value.memory_id == "no-such-memory"
+    assert missing.value.details["memory_id"] == "no-such-memory"
+    assert "no-such-memory" in missing.value.message
 
 
 async def test_forget_removes_the_history_too(store: Any) -> None:

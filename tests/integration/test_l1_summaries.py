@@ -191,7 +191,7 @@ async def test_openai_summarizer_http_error_is_counted(make_store: Any) -> None:
     await store.store_turn("t", "q2", "a2")
     with pytest.raises(Exception) as info:
         await store.summarize_session("t")
-    assert getattr(info.value, "code", None) == "llm.connection_failed"
+    assert getattr(info.value, "code", None) == "server.llm_unreachable"
     meta = await store.get_session_metadata("t")
     assert meta.summary_failures >= 1 and meta.retained_turns == 2
     await summarizer.aclose()

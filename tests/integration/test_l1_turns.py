@@ -181,7 +181,7 @@ async def test_close_drains_running_summaries(make_store: Any, unique_name: str)
         (lambda s: s.store_turn(None, "u", "a"), "validation.type"),
         (lambda s: s.store_turn("t", "u", "a", tool_results=[{"tool_name": ""}]), "validation.tool_result"),
         (lambda s: s.get_recent_turns("t", n=0), "validation.range"),
-        (lambda s: s.get_recent_turns("t", n=True), "validation.range"),
+        (lambda s: s.get_recent_turns("t", n=True), "validation.type"),
         (lambda s: s.retrieve_context("t", "q", token_budget=0), "validation.budget"),
         (lambda s: s.retrieve_context("t", "q", token_budget=-5), "validation.budget"),
         (lambda s: s.retrieve_context("t", "q", token_budget=True), "validation.budget"),

@@ -130,7 +130,7 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], str]] = [
     ("recall_by_vector", (OK,), {"agent_id": "a,b"}, "validation.comma"),
     # reads and deletions
     ("list", (), {"limit": 0}, "validation.range"),
-    ("list", (), {"limit": True}, "validation.range"),
+    ("list", (), {"limit": True}, "validation.type"),
     ("list", (), {"limit": 10_001}, "validation.range"),
     ("list", (), {"cursor": "garbage"}, "validation.cursor"),
     ("list", (), {"thread_id": "\t"}, "validation.empty"),

@@ -17,6 +17,7 @@ from betterdb_memory import (
     HashingEmbedder,
     MemoryConfigRefreshConfig,
     MemoryHit,
+    MemoryInput,
     MemoryItem,
     MemoryListOptions,
     MemoryPage,
@@ -73,6 +74,17 @@ async def extras(client: valkey.Valkey) -> None:
     await store.close()
 
 
+async def typed_writes(store: MemoryStore) -> None:
+    """remember_many's mapping form is a TypedDict; sensitivity and kind are closed sets of values."""
+    item: MemoryInput = {"content": "b", "thread_id": "t", "sensitivity": "pii", "tags": ["x"]}
+    ids: list[str] = await store.remember_many(["a", item])
+    await store.remember_many([{"content": "c", "thred_id": "t"}])  # type: ignore[list-item]
+    await store.remember_many([{"thread_id": "t"}])  # type: ignore[list-item]
+    await store.remember("x", sensitivity="secret")  # type: ignore[arg-type]
+    hits: list[MemoryHit] = await store.recall("x", exclude_sensitivity=["pii", "sensitive"])
+    assert ids and hits is not None
+
+
 async def in_tests() -> None:
     async with temporary_store(max_items_per_scope=10) as store:
         await store.remember("x")
@@ -98,7 +110,7 @@ def sync_api(url: str) -> None:
         assert hits and item and page and n and ok and turn and rendered and name
         store.remember(42)  # type: ignore[arg-type]
         store.count("t1")  # type: ignore[call-arg]
-        store.capabilities = None  # type: ignore[assignment]
+        store.capabilities = None  # type: ignore[misc]  # read-only property
     with SyncAgentMemory.connect(url, name="app", embedder=HashingEmbedder(64)) as agent:
         memory: SyncMemoryStore = agent.memory
         erased: int = agent.erase(agent_id="a", thread_id="t1")

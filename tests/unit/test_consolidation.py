@@ -172,7 +172,7 @@ def _noop(items: Any) -> str:
         (("summary", _noop), {}, "validation.empty_scope"),
         (("facts",), {"extract_facts": _noop}, "validation.empty_scope"),
         (("summary", _noop), {"older_than_seconds": -1}, "validation.range"),
-        (("summary", _noop), {"older_than_seconds": float("nan")}, "validation.type"),
+        (("summary", _noop), {"older_than_seconds": float("nan")}, "validation.nonfinite"),
         (("summary", _noop), {"max_importance": 1.5}, "validation.range"),
         (("summary", _noop), {"summary_importance": 2}, "validation.range"),
         (("facts",), {"extract_facts": _noop, "fact_importance": -0.1}, "validation.range"),

@@ -213,11 +213,11 @@ def test_parse_field_errors_carry_field_and_reason() -> None:
     assert parse_field("recall.threshold", "0.25") == 0.25
     with pytest.raises(ValidationError) as info:
         parse_field("recall.threshold", "5")
-    assert info.value.code == "config.invalid"
+    assert info.value.code == "configuration.invalid"
     assert info.value.details["field"] == "recall.threshold"
     with pytest.raises(ValidationError) as unknown:
         parse_field("recall.k", "5")
-    assert unknown.value.code == "config.unknown_field"
+    assert unknown.value.code == "configuration.unknown_field"
 
 
 # An explicit alphabet: number-ish text is where the parsing edge cases are, and it

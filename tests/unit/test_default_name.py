@@ -11,25 +11,27 @@ from pathlib import Path
 
 import pytest
 
-from betterdb_memory import facade, store
+from betterdb_memory import store
 from betterdb_memory.cli import build_parser
+from betterdb_memory.core import keys
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "betterdb_ac"
 
 
 def test_code_and_cli_share_one_default() -> None:
-    assert store.DEFAULT_NAME == facade.DEFAULT_NAME == NAME
+    assert store.DEFAULT_NAME == keys.DEFAULT_NAME == NAME  # defined once, in core.keys
+    assert store.MemoryStore.__init__.__kwdefaults__["name"] == NAME
     parser = build_parser()
     assert parser.parse_args(["list"]).name == NAME
     assert parser.parse_args(["--url", "valkey://x:1", "stats"]).name == NAME
 
 
-def test_readme_documents_that_default() -> None:
-    """The API signatures and the CLI section show the same default."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f'name="{NAME}"' in text
-    cli = text.split("\n## CLI\n", 1)[1].split("\n## ", 1)[0]
+def test_docs_document_that_default() -> None:
+    """The API signatures (docs/guide/api.md) and the CLI page show the same default."""
+    api = (ROOT / "docs" / "guide" / "api.md").read_text(encoding="utf-8")
+    assert f'name="{NAME}"' in api
+    cli = (ROOT / "docs" / "operations" / "cli.md").read_text(encoding="utf-8")
     assert f"default `{NAME}`" in cli
 
 

@@ -57,8 +57,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("observability", frozenset({"observability"})),
     ("tiers", frozenset({"tiers"})),
-    ("store", frozenset({"store", "store_options"})),
-    ("facade", frozenset({"facade", "sync"})),
+    ("store", frozenset({"store", "store_options", "store_info", "_delegate"})),
+    ("facade", frozenset({"facade", "sync", "_sync_bridge"})),
     (
         "edges",
         frozenset(

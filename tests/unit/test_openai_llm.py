@@ -144,12 +144,12 @@ async def test_async_with_leaves_a_callers_client_open(stub: Stub, cls: Any) -> 
 @pytest.mark.parametrize("cls", LLMS)
 @pytest.mark.parametrize("max_retries", [0, 2])
 async def test_retries_are_the_sdks_and_bounded(stub: Stub, cls: Any, max_retries: int) -> None:
-    """A persistent 5xx: exactly max_retries + 1 requests, then llm.http_error with the status."""
+    """A persistent 5xx: exactly max_retries + 1 requests, then server.llm_http_error with the status."""
     stub.fail_next(503, times=10)
     async with cls("m", api_key="k", base_url=stub.url, max_retries=max_retries) as llm:
         with pytest.raises(BetterDBMemoryError) as info:
             await _use(llm)
-    assert info.value.code == "llm.http_error" and info.value.details["status"] == 503
+    assert info.value.code == "server.llm_http_error" and info.value.details["status"] == 503
     assert stub.retry_counts == [str(i) for i in range(max_retries + 1)]
 
 
@@ -179,4 +179,4 @@ async def test_unreachable_endpoint_is_a_connection_error() -> None:
     async with OpenAIFactExtractor("m", api_key="k", base_url="http://127.0.0.1:9/v1", max_retries=0) as llm:
         with pytest.raises(BetterDBMemoryError) as info:
             await llm.extract(TURNS)
-    assert info.value.code == "llm.connection_failed"
+    assert info.value.code == "server.llm_unreachable"

@@ -22,6 +22,7 @@ from betterdb_memory.backend.index import IndexManager
 from betterdb_memory.core.dialect import capabilities_for
 from betterdb_memory.core.keys import KeySpace, Scope
 from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.core.record import NewMemory
 from betterdb_memory.core.tunables import ConfigSnapshot
 from betterdb_memory.core.turns import APPEND_TURN, decode_turn
 from betterdb_memory.errors import StoreClosedError
@@ -137,9 +138,9 @@ async def test_capacity_cap_filters_are_the_distinct_scoped_writes() -> None:
     rt = _runtime()
     scopes, docs = ScopeReader(rt), Documents(rt)
     cap = Capacity(rt, scopes, docs)
-    a = {"scope": Scope(thread_id="a"), "tags": ["x", "y"]}
-    b = {"scope": Scope(thread_id="a"), "tags": ["y", "x"]}  # same filter, tags in another order
-    unscoped = {"scope": Scope(), "tags": []}
+    a = NewMemory("a", scope=Scope(thread_id="a"), tags=("x", "y"))
+    b = NewMemory("b", scope=Scope(thread_id="a"), tags=("y", "x"))  # same filter, tags in another order
+    unscoped = NewMemory("c")
     assert cap.cap_filters([a, b, unscoped]) == [MemoryFilter(scope=Scope(thread_id="a"), tags=("x", "y"))]
 
 
@@ -236,19 +237,20 @@ async def test_recall_clamps_a_distance_a_hair_below_zero() -> None:
 @pytest.mark.parametrize(
     ("option", "bad", "code"),
     [
-        ("relevance_margin", -1, "validation.range"),
-        ("relevance_margin", "x", "validation.type"),
-        ("relevance_margin", float("nan"), "validation.nonfinite"),
-        ("relevance_margin", 3.0, "validation.range"),
-        ("text_candidates", -1, "validation.range"),
-        ("text_candidates", 1001, "validation.range"),
-        ("text_candidates", True, "validation.range"),
+        ("relevance_margin", -1, "configuration.range"),
+        ("relevance_margin", "x", "configuration.type"),
+        ("relevance_margin", float("nan"), "configuration.nonfinite"),
+        ("relevance_margin", 3.0, "configuration.range"),
+        ("text_candidates", -1, "configuration.range"),
+        ("text_candidates", 1001, "configuration.range"),
+        ("text_candidates", True, "configuration.type"),
     ],
 )
 def test_new_store_options_refuse_bad_values_with_a_typed_error(option: str, bad: object, code: str) -> None:
-    from betterdb_memory import ValidationError
+    """A constructor argument is a setting: its mistakes are ConfigurationErrors (core.arguments' rule)."""
+    from betterdb_memory import ConfigurationError
 
-    with pytest.raises(ValidationError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         MemoryStore(client=None, name="opts", embedder=HashingEmbedder(), discovery=False, **{option: bad})  # type: ignore[arg-type]
     assert caught.value.code == code
 

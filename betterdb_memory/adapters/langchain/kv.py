@@ -17,7 +17,8 @@ from typing import Any
 from langchain_core.stores import BaseStore
 
 from ...core.codec import as_text
-from ...errors import ValidationError
+from ...core.validation import check_number
+from ...errors import ConfigurationError, ValidationError
 from ...store import MemoryStore
 from ._runner import AnyStore, StoreRunner
 
@@ -35,9 +36,11 @@ class MemoryStoreKV(BaseStore[str, bytes]):
 
     def __init__(self, store: AnyStore, *, namespace: str = "default", ttl: float | None = None) -> None:
         if not isinstance(namespace, str) or not namespace:
-            raise ValidationError("namespace must be a non-empty string", code="validation.argument")
-        if ttl is not None and not (isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl > 0):
-            raise ValidationError("ttl must be a positive number of seconds", code="validation.range")
+            raise ConfigurationError(
+                "namespace must be a non-empty string", details={"argument": "namespace"}
+            )
+        if ttl is not None:
+            ttl = check_number(ttl, "ttl", positive=True, setting=True)
         self._runner = StoreRunner(store)
         self.namespace = namespace
         self.ttl_ms = None if ttl is None else max(1, int(ttl * 1000))

@@ -69,9 +69,9 @@ class MemoryStoreRetriever(BaseRetriever):
         store: a ``SyncMemoryStore`` (serves ``invoke`` and ``ainvoke``) or a ``MemoryStore``
             (``ainvoke``; ``invoke`` only from other threads while its loop runs); the caller
             closes either.
-        k, threshold, weights, reinforce, thread_id, agent_id, namespace,
-            exclude_sensitivity: ``recall``'s options (None: the store's defaults); a call
-            overrides any of them as keyword arguments (``invoke(q, k=3)``).
+        k, threshold, weights, reinforce, thread_id, agent_id, namespace, exclude_sensitivity:
+            ``recall``'s options (None: the store's defaults); a call overrides any of them
+            as keyword arguments (``invoke(q, k=3)``).
         recall_tags: ``recall``'s ``tags`` (all required). Named apart because a retriever's
             ``tags`` are LangChain's run tags for callbacks and tracing; a call may still
             pass ``invoke(q, tags=[...])`` for the recall.

@@ -11,6 +11,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 
 from ...core.models import MemoryHit, MemoryItem
+from ...core.requests import MemoryInput
 from ...core.scoring import Weights
 from ...errors import ValidationError
 from ...store import MemoryStore
@@ -84,7 +85,7 @@ class MemoryStoreVectorStore(VectorStore):
         texts: Iterable[str],
         metadatas: Sequence[Mapping[str, Any]] | None,
         ids: Sequence[str | None] | None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryInput]:
         texts = list(texts)
         for name, given in (("metadatas", metadatas), ("ids", ids)):
             if given is not None and len(given) != len(texts):
@@ -93,11 +94,14 @@ class MemoryStoreVectorStore(VectorStore):
                     code="validation.length",
                     details={"argument": name},
                 )
-        entries: list[dict[str, Any]] = []
+        entries: list[MemoryInput] = []
+        scope = self.scope
         for i, text in enumerate(texts):
-            entry: dict[str, Any] = {
+            entry: MemoryInput = {
                 "content": text,
-                **{k: v for k, v in self.scope.items() if v is not None},
+                "thread_id": scope["thread_id"],
+                "agent_id": scope["agent_id"],
+                "namespace": scope["namespace"],
             }
             if self.tags:
                 entry["tags"] = self.tags
@@ -308,7 +312,7 @@ class MemoryStoreVectorStore(VectorStore):
         return [(self._document(hit.item), hit.similarity) for hit in hits]
 
 
-async def _write(store: MemoryStore, entries: list[dict[str, Any]]) -> list[str]:
+async def _write(store: MemoryStore, entries: list[MemoryInput]) -> list[str]:
     if not entries:
         return []
     ids = [e.get("id") for e in entries]
@@ -316,7 +320,7 @@ async def _write(store: MemoryStore, entries: list[dict[str, Any]]) -> list[str]
     if len(given) == len(set(given)):
         return await store.remember_many(entries)
     # The same id twice in one call: write in order, so the last one wins as an upsert would.
-    return [await store.remember(**entry) for entry in entries]
+    return [(await store.remember_many([entry]))[0] for entry in entries]
 
 
 async def _get_many(store: MemoryStore, ids: list[str]) -> list[MemoryItem | None]:

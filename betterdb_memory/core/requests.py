@@ -1,0 +1,222 @@
+"""What a call asks the long-term tier for, checked once at the API boundary. Pure; no I/O.
+
+A write and a recall each become one frozen value before anything is embedded or sent,
+whatever form the caller used::
+
+    remember(content, importance=..., ...)    ─┐
+    remember_many(["text", {MemoryInput}])    ─┴─ new_memory() ─▶ NewMemory ─▶ record.encode_record() ─▶ HSET
+    recall(query, k=..., tags=..., ...)       ─┐
+    recall_by_vector(vector, k=..., ...)      ─┴─ recall_request() ─▶ RecallRequest ─▶ one KNN query
+
+Every argument is checked here (``ValidationError`` naming the argument; for
+``remember_many`` also the item's index), so a bad call writes or reads nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence, Sized
+from dataclasses import dataclass
+from typing import Any, Required, TypedDict
+
+from ..errors import ValidationError
+from .codec import validate_vector
+from .escaping import validate_tag_value
+from .keys import Scope, validate_memory_id
+from .models import MemoryKind, Sensitivity
+from .query import MemoryFilter
+from .record import NewMemory
+from .scoring import Weights
+from .validation import (
+    check_content,
+    check_distance_threshold,
+    check_importance,
+    check_k,
+    check_kind,
+    check_metadata,
+    check_sensitivities,
+    check_sensitivity,
+    check_tags,
+    check_ttl,
+)
+
+__all__ = ["DEFAULT_K", "MemoryInput", "RecallRequest", "new_memories", "new_memory", "recall_request"]
+
+#: The reference's default number of hits.
+DEFAULT_K = 8
+
+
+class MemoryInput(TypedDict, total=False):
+    """One ``remember_many`` item in its mapping form: ``remember``'s keyword arguments and ``content``.
+
+    For type checkers (``store.remember_many([{"content": "...", "thread_id": "t"}])`` is
+    checked key by key); at run time any mapping is accepted and checked the same way,
+    an unknown key being a ``ValidationError``. ``kind``, ``subject`` and ``date`` are
+    what consolidation writes (a fact's subject and date); leave them out otherwise.
+    """
+
+    content: Required[str]
+    importance: float | None
+    tags: Sequence[str] | None
+    source: str | None
+    ttl: float | None
+    thread_id: str | None
+    agent_id: str | None
+    namespace: str | None
+    sensitivity: Sensitivity | None
+    metadata: Mapping[str, Any] | None
+    kind: MemoryKind | None
+    subject: str | None
+    date: str | None
+    vector: Sequence[float] | None
+    id: str | None
+
+
+_INPUT_KEYS = frozenset(MemoryInput.__annotations__)
+
+
+def new_memory(
+    content: object,
+    *,
+    dimensions: int,
+    importance: object = None,
+    tags: object = None,
+    source: object = None,
+    ttl: object = None,
+    thread_id: object = None,
+    agent_id: object = None,
+    namespace: object = None,
+    sensitivity: object = None,
+    metadata: object = None,
+    kind: object = None,
+    subject: object = None,
+    date: object = None,
+    vector: object = None,
+    id: object = None,
+) -> NewMemory:
+    """Check one memory's arguments into the record a write stores.
+
+    ``dimensions``: the embedder's vector length, 0 while it is still to be learned
+    (a given vector is then checked for finite values only). The arguments are typed
+    ``object``: the mapping form reaches here unchecked, so each is checked here.
+    """
+    text = check_content(content)
+    scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
+    checked_source = None if source is None else validate_tag_value(source, name="source")
+    checked_kind = "memory" if kind is None else check_kind(kind)
+    if subject is not None and not isinstance(subject, str):
+        raise ValidationError(
+            "subject must be a string", code="validation.type", details={"argument": "subject"}
+        )
+    if date is not None and not isinstance(date, str):
+        raise ValidationError("date must be a string", code="validation.type", details={"argument": "date"})
+    checked_vector = None
+    if vector is not None:
+        size = dimensions or (len(vector) if isinstance(vector, Sized) else -1)
+        checked_vector = validate_vector(vector, dimensions=size)
+    return NewMemory(
+        content=text,
+        scope=scope,
+        importance=check_importance(0.5 if importance is None else importance),
+        tags=check_tags(tags),
+        source=checked_source,
+        ttl=check_ttl(ttl),
+        sensitivity=check_sensitivity("none" if sensitivity is None else sensitivity),
+        metadata=check_metadata(metadata),
+        kind=checked_kind,
+        subject=subject,
+        date=date or None,
+        vector=checked_vector,
+        id=None if id is None else validate_memory_id(id),
+    )
+
+
+def new_memories(items: Iterable[str | Mapping[str, Any]], *, dimensions: int) -> list[NewMemory]:
+    """Check every item of a ``remember_many`` call before anything is embedded or written."""
+    if isinstance(items, str | bytes | Mapping):
+        raise ValidationError(
+            "remember_many takes a list of items (str or mapping), not a single one; use remember()",
+            code="validation.type",
+            details={"argument": "items", "type": type(items).__name__},
+        )
+    out: list[NewMemory] = []
+    for i, item in enumerate(items):
+        try:
+            if isinstance(item, str):
+                out.append(new_memory(item, dimensions=dimensions))
+            elif isinstance(item, Mapping):
+                unknown = set(item) - _INPUT_KEYS
+                if unknown:
+                    raise ValidationError(
+                        f"unknown arguments {sorted(unknown)}",
+                        code="validation.argument",
+                        details={"unknown": sorted(unknown)},
+                    )
+                opts = dict(item)
+                content = opts.pop("content", None)
+                out.append(new_memory(content, dimensions=dimensions, **opts))
+            else:
+                raise ValidationError(
+                    f"item {i} must be a str or a mapping with 'content'", code="validation.type"
+                )
+        except ValidationError as exc:
+            exc.details.setdefault("item", i)
+            raise
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RecallRequest:
+    """What one ``recall`` / ``recall_by_vector`` asks for, checked.
+
+    ``threshold`` / ``weights`` None: the store's, read from the live config when the
+    recall runs. ``query``: the text (``recall``, or ``recall_by_vector(query=)``: it
+    lets the re-ranker see the words); None: a vector alone.
+    """
+
+    flt: MemoryFilter
+    k: int = DEFAULT_K
+    threshold: float | None = None
+    weights: Weights | None = None
+    reinforce: bool = True
+    explain: bool = False
+    query: str | None = None
+
+
+def recall_request(
+    *,
+    query: str | None,
+    k: int | None,
+    threshold: float | None,
+    tags: Sequence[str] | None,
+    weights: Weights | Mapping[str, float] | None,
+    reinforce: bool | None,
+    thread_id: str | None,
+    agent_id: str | None,
+    namespace: str | None,
+    exclude_sensitivity: Sequence[Sensitivity] | None,
+    explain: bool,
+) -> RecallRequest:
+    """The request of a recall's keyword arguments (``query``: already checked, or None).
+
+    Checked in the order the arguments are documented (``k``, ``threshold``,
+    ``weights``, then the filter), so the first bad one is the one reported.
+    """
+    kk = DEFAULT_K if k is None else check_k(k)
+    thr = check_distance_threshold(threshold)
+    w = None
+    if weights is not None:
+        w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
+    flt = MemoryFilter(
+        scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
+        tags=check_tags(tags),
+        exclude_sensitivity=check_sensitivities(exclude_sensitivity),
+    )
+    return RecallRequest(
+        flt=flt,
+        k=kk,
+        threshold=thr,
+        weights=w,
+        reinforce=reinforce is not False,
+        explain=explain,
+        query=query,
+    )
