@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from .backend.commands import Command, ScriptCall, Step, wire
+from .backend.commands import Attempts, Command, ScriptCall, Step, wire
 from .backend.locks import ScopedLock
 from .backend.retry import RetryPolicy
 from .core.dialect import Capabilities, capabilities_for
@@ -121,6 +121,9 @@ class RecordingBackend:
         self.capabilities = capabilities or capabilities_for("redisearch", (2, 10, 0))
         self.default = default
         self.sent: list[RoundTrip] = []
+        #: Extra sends the next pipeline that counts its attempts (``attempts=``) is told
+        #: of: a retry after a fault, whose earlier attempt may have run.
+        self.resends = 0
         self._replies: deque[list[Any]] = deque()
 
     @property
@@ -172,7 +175,11 @@ class RecordingBackend:
         idempotent: bool = True,
         details: Mapping[str, Any] | None = None,
         searches: Sequence[Sequence[Any]] = (),
+        attempts: Attempts | None = None,
     ) -> list[Any]:
+        if attempts is not None:
+            attempts.count += 1 + self.resends
+            self.resends = 0
         trip = RoundTrip(
             operation, tuple(wire(c) for c in commands), tuple(tuple(s) for s in searches), idempotent
         )

@@ -49,7 +49,7 @@ from ..core.dialect import Capabilities
 from ..core.ft_info import parse_ft_info
 from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
-from .commands import ScriptCall, Step, wire
+from .commands import Attempts, ScriptCall, Step, wire
 from .dialect import keyless_route, probe
 from .locks import ScopedLock
 from .reconnects import watch_connections
@@ -280,6 +280,7 @@ class ValkeyBackend:
         idempotent: bool = True,
         details: Mapping[str, Any] | None = None,
         searches: Sequence[Sequence[Any]] = (),
+        attempts: Attempts | None = None,
     ) -> list[Any]:
         """One non-transactional pipeline of ``commands`` (keyed commands, script calls), then ``searches``.
 
@@ -292,6 +293,8 @@ class ValkeyBackend:
 
         async def send() -> list[Any]:
             for attempt in (1, 2):
+                if attempts is not None:
+                    attempts.count += 1
                 pipe = self.client.pipeline(transaction=False)
                 for step in commands:
                     pipe.execute_command(*wire(step))

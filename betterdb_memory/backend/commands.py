@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-__all__ = ["Command", "Script", "ScriptCall", "Step", "score_pairs", "wire"]
+__all__ = ["Attempts", "Command", "Script", "ScriptCall", "Step", "score_pairs", "wire"]
 
 #: One command: its name, then its arguments as sent (``str``, ``bytes``, ``int``, ``float``).
 Command: TypeAlias = tuple[Any, ...]
@@ -66,6 +66,25 @@ class ScriptCall:
 
 #: What a pipeline carries: commands and script calls, in order.
 Step: TypeAlias = Command | ScriptCall
+
+
+@dataclass(slots=True)
+class Attempts:
+    """How many times a round trip went out, filled in by ``Backend.pipeline(..., attempts=)``.
+
+    A write retried after a connection fault cannot know what the attempt it replaced
+    did (its deletes may have run before the reply was lost), so a caller that counts
+    what its commands changed reads ``retried`` to know when the replies tell only what
+    the last attempt found. A ``NOSCRIPT`` re-send counts too: the plain commands before
+    the script ran in the first send.
+    """
+
+    count: int = 0
+
+    @property
+    def retried(self) -> bool:
+        """Whether the round trip went out more than once."""
+        return self.count > 1
 
 
 def wire(step: Step) -> Command:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .commands import ScriptCall, Step
+from .commands import Attempts, ScriptCall, Step
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -63,8 +63,12 @@ class Backend(Protocol):
         idempotent: bool = True,
         details: Mapping[str, Any] | None = None,
         searches: Sequence[Sequence[Any]] = (),
+        attempts: Attempts | None = None,
     ) -> list[Any]:
-        """``commands`` in one pipeline, then ``searches``; their replies, in that order."""
+        """``commands`` in one pipeline, then ``searches``; their replies, in that order.
+
+        ``attempts``, when given, counts how many times the round trip went out.
+        """
         ...
 
     async def index_info(self, index: str, *, cluster_counts: bool = False) -> Any:

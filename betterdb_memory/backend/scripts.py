@@ -176,16 +176,24 @@ return 1
 # -- L1 sessions (tiers.sessions, tiers.summaries) ------------------------------------------
 
 # KEYS: turns, meta, cursor
-# ARGV: turn_json, now, ttl_ms, window, batch (0 = no summaries), cap (max turns held)
+# ARGV: turn_json (without "ts"), now, ttl_ms, window, batch (0 = no summaries), cap (max turns held)
 # Returns {seq, pending}: pending = turns older than the window not yet summarised.
+# The turn's time is fixed here, where its order is: the caller's clock, but never earlier
+# than the session's last turn, so a session's turns are in the order of their timestamps
+# even when many clients append at once (each read its clock before its round trip, and
+# the server orders them as they arrive). Not the server's TIME: the documented
+# least-privilege ACL grants no TIME, and a denied call inside a script fails the append.
 _APPEND_TURN = r"""
 local turns, meta, ckey = KEYS[1], KEYS[2], KEYS[3]
 local ttl = tonumber(ARGV[3])
 local window, batch, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local now = ARGV[2]
+local last = redis.call('HGET', meta, 'last_active')
+if last and tonumber(last) and tonumber(last) > tonumber(now) then now = last end
 local n = redis.call('HINCRBY', meta, 'turn_count', 1)
-redis.call('RPUSH', turns, '{"seq":' .. n .. ',' .. string.sub(ARGV[1], 2))
-redis.call('HSETNX', meta, 'created_at', ARGV[2])
-redis.call('HSET', meta, 'last_active', ARGV[2])
+redis.call('RPUSH', turns, '{"seq":' .. n .. ',"ts":' .. now .. ',' .. string.sub(ARGV[1], 2))
+redis.call('HSETNX', meta, 'created_at', now)
+redis.call('HSET', meta, 'last_active', now)
 local first = n - redis.call('LLEN', turns) + 1
 local cursor = tonumber(redis.call('GET', ckey) or '0')
 local keep_from

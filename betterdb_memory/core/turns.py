@@ -180,24 +180,27 @@ def encode_turn(
     user_message: str,
     assistant_message: str,
     tool_results: Iterable[ToolResult],
-    timestamp: float,
+    timestamp: float | None,
     token_count: int,
 ) -> str:
-    """A turn as the JSON object the append script stores (it prepends ``"seq"``).
+    """A turn as the JSON object the append script stores (it prepends ``"seq"`` and ``"ts"``).
 
     The object must start with ``{`` followed by a key: the script splices
-    ``{"seq":<n>,`` in front of the rest, which numbers the turn inside the same
-    atomic step that assigns ``n``.
+    ``{"seq":<n>,"ts":<time>,`` in front of the rest, which numbers and dates the
+    turn inside the same atomic step that orders it. ``timestamp`` None leaves ``ts``
+    to the script (``store_turn``); a number stores it as given.
     """
+    fields: dict[str, Any] = {
+        "id": turn_id,
+        "user": user_message,
+        "assistant": assistant_message,
+        "tools": [tr.to_json() for tr in tool_results],
+    }
+    if timestamp is not None:
+        fields["ts"] = timestamp
+    fields["tokens"] = token_count
     return json.dumps(
-        {
-            "id": turn_id,
-            "user": user_message,
-            "assistant": assistant_message,
-            "tools": [tr.to_json() for tr in tool_results],
-            "ts": timestamp,
-            "tokens": token_count,
-        },
+        fields,
         ensure_ascii=False,
         separators=(",", ":"),
         allow_nan=False,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backend import scripts
-from ..backend.commands import Step
+from ..backend.commands import Attempts, Step
 from ..core.codec import as_text, to_float, to_int
 from ..core.keys import validate_memory_id
 from ..core.models import MemoryItem, MemoryVersion, item_from_fields
@@ -169,17 +169,26 @@ class Documents:
         return out
 
     async def forget(self, id: str) -> bool:
-        """Delete one memory (with its access counter and update history); True if it existed."""
+        """Delete one memory (with its access counter and update history); True if it existed.
+
+        Retried on connection faults. A retry cannot know what the attempt it replaces
+        did: when that attempt may have reached the server and the retry finds nothing
+        left, the answer is True (the memory is gone, and this call may have deleted
+        it), never a False that would say nothing happened. So True means "existed when
+        the call began, or possibly so after a fault, and is gone now"; False means it
+        did not exist (exact: the first attempt answered).
+        """
         rt = self._rt
         key, counter, updates = rt.keys.doc(id), rt.keys.access(id), rt.keys.updates(id)
-
+        attempts = Attempts()
         with rt.obs.span("forget"):
-            existed = bool(
-                int((await rt.backend.pipeline("forget", [("DEL", key), ("DEL", counter, updates)]))[0])
+            replies = await rt.backend.pipeline(
+                "forget", [("DEL", key), ("DEL", counter, updates)], attempts=attempts
             )
-        if existed:
+            deleted = bool(int(replies[0]))
+        if deleted:
             rt.metrics.add_items(-1)
-        return existed
+        return deleted or attempts.retried
 
     async def delete_ids(
         self, ids: Sequence[str], *, also: Sequence[Step] | None = None, operation: str = "forget"
@@ -187,17 +196,21 @@ class Documents:
         """Delete memories by id in one pipelined round trip; the number that existed.
 
         ``also``: more commands sent after the deletes in the same round trip (the
-        eviction counter, the capacity lock's release).
+        eviction counter, the capacity lock's release). After a retry (an attempt that may
+        have deleted them was cut) the count is every id, all gone now: the retry's own
+        replies would count only what the lost attempt left, and a caller paging on
+        "nothing deleted" (``forget_by_scope``) would stop early. So the count is of ids
+        gone when this returns that existed when their ids were read, as ``forget``'s answer.
         """
         if not ids and also is None:
             return 0
         rt = self._rt
-
         commands: list[Step] = []
         for mid in ids:
             commands += [("DEL", rt.keys.doc(mid)), ("DEL", rt.keys.access(mid), rt.keys.updates(mid))]
-        replies = await rt.backend.pipeline(operation, [*commands, *(also or ())])
-        removed = sum(int(r) for r in replies[0 : 2 * len(ids) : 2])
+        attempts = Attempts()
+        replies = await rt.backend.pipeline(operation, [*commands, *(also or ())], attempts=attempts)
+        removed = len(ids) if attempts.retried else sum(int(r) for r in replies[0 : 2 * len(ids) : 2])
         if removed:
             rt.metrics.add_items(-removed)
         return removed

@@ -1,0 +1,29 @@
+"""``tiers.documents``: deletes count what a retried round trip may have done (recording backend).
+
+The fault itself (a reply cut after the deletes ran) is driven through a fault proxy in
+tests/reliability; here, the rule: after a re-send, a delete's replies tell only what
+the last attempt found, so ``forget`` answers True and ``delete_ids`` counts every id.
+"""
+
+from __future__ import annotations
+
+from tests.unit.parts import build
+
+
+async def test_forget_is_true_when_a_retry_finds_nothing_left() -> None:
+    p = build()
+    p.backend.reply(0, 0)
+    assert await p.docs.forget("m1") is False  # sent once: nothing existed
+    p.backend.resends = 1  # the first attempt's reply was lost: it may have deleted m1
+    p.backend.reply(0, 0)
+    assert await p.docs.forget("m1") is True
+
+
+async def test_delete_ids_counts_every_id_after_a_retry() -> None:
+    p = build()
+    p.backend.reply(1, 1, 0, 0)
+    assert await p.docs.delete_ids(["a", "b"]) == 1
+    p.backend.resends = 1
+    p.backend.reply(0, 0, 0, 0)
+    assert await p.docs.delete_ids(["a", "b"]) == 2
+    assert [t.operation for t in p.backend.sent] == ["forget", "forget"]
