@@ -133,10 +133,11 @@ def _opt(value: Any) -> str | None:
 
 
 def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
-    """A ``MemoryItem`` with only what ranking reads (content, importance, times).
+    """A ``MemoryItem`` with only what ranking reads (content, importance, times, scope).
 
     A recall ranks up to a hundred candidates and returns a few: the winners are read
     whole afterwards (``Documents.fetch``), so the candidates skip the other fields.
+    The scope places a candidate in its thread (``LearnedRanker``'s neighbours).
     """
     return MemoryItem(
         id=memory_id,
@@ -146,6 +147,9 @@ def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
         last_accessed_at=to_int(fields.get("last_accessed_at")),
         access_count=0,
         expires_at=to_int(fields.get("expires_at")) or None,
+        thread_id=_opt(fields.get("threadId")),
+        agent_id=_opt(fields.get("agentId")),
+        namespace=_opt(fields.get("namespace")),
     )
 
 

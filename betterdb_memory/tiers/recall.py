@@ -36,8 +36,11 @@ __all__ = ["DEFAULT_K", "Recall"]
 # The most hits one KNN query may ask for (valkey-search's default maximum k).
 _MAX_KNN = 10_000
 
-# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry.
-_RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last_accessed_at", "expires_at")
+# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry,
+# and the scope (``LearnedRanker``'s neighbours are the memories next to a candidate in its thread).
+_RANKING_FIELDS: tuple[str, ...] = (
+    "content", "importance", "created_at", "last_accessed_at", "expires_at", "threadId", "agentId", "namespace",
+)  # fmt: skip
 
 log = logging.getLogger(__name__)
 
