@@ -38,6 +38,8 @@ _MAX_KNN = 10_000
 
 # What ranking reads: the text (re-ranking), the composite score's inputs, the expiry.
 _RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last_accessed_at", "expires_at")
+# Recency's anchor (``core.validity.last_seen_ms``): a hash field, not in the index schema yet.
+_RANKING_FIELDS += ("valid_from", "access_count")
 
 log = logging.getLogger(__name__)
 
