@@ -101,3 +101,13 @@ docs-check: docs
 		fi; \
 	fi
 	$(PY) scripts/docs_check.py build/site build/docs-check
+
+# The soak (not in CI; issue 30): the model-based test's long profile, then the chaos
+# workload round after round for SOAK_MINUTES (default 30; `make soak SOAK_MINUTES=5`),
+# audited every round, with the process's memory, connections, tasks and keys printed.
+SOAK_MINUTES ?= 30
+MODEL_EXAMPLES ?= 300
+.PHONY: soak
+soak: $(STAMP)
+	BETTERDB_MODEL_EXAMPLES=$(MODEL_EXAMPLES) BETTERDB_MODEL_STEPS=60 $(PY) -m pytest -q -s tests/reliability/test_model.py
+	BETTERDB_SOAK_SECONDS=$$(( $(SOAK_MINUTES) * 60 )) $(PY) -m pytest -q -s tests/reliability/test_soak.py

@@ -419,7 +419,15 @@ class SyncMemoryStore(MemoryStoreBridge):
         return self._await(self._target.get_many, ids)
 
     def forget(self, id: str) -> bool:
-        """Delete one memory (with its access counter and update history); True if it existed."""
+        """Delete one memory (with its access counter and update history); True if it existed.
+
+        Retried on connection faults. A retry cannot know what the attempt it replaces
+        did: when that attempt may have reached the server and the retry finds nothing
+        left, the answer is True (the memory is gone, and this call may have deleted
+        it), never a False that would say nothing happened. So True means "existed when
+        the call began, or possibly so after a fault, and is gone now"; False means it
+        did not exist (exact: the first attempt answered).
+        """
         return self._await(self._target.forget, id)
 
     def history(self, id: str) -> builtins.list[MemoryVersion]:

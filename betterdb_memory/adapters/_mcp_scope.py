@@ -9,7 +9,7 @@ The rule, for each fixed field (``namespace``, ``agent_id``):
 
 - an argument left out takes the fixed value (reads are filtered by it, writes land in it);
 - an argument equal to it passes;
-- any other value is refused with ``PermissionDeniedError`` (code ``mcp.scope_denied``),
+- any other value is refused with ``PermissionDeniedError`` (code ``server.scope_denied``),
   never rewritten: a client asking for another scope learns that it was refused instead
   of silently getting its own scope's answer, which it would take for the other's;
 - a memory named by id (``forget``, ``remember`` with an ``id`` that exists) must lie in

@@ -11,7 +11,7 @@ error's ``[code] message`` and whose ``structuredContent`` is
 Two protections for a server others reach (see ``serve``): over HTTP, a bearer token,
 required when bound to anything but loopback (``_mcp_auth``); and a ``FixedScope``
 (``namespace`` / ``agent_id``) that every tool call is confined to, whatever its
-arguments say (``_mcp_scope``; refusals are tool errors with code ``mcp.scope_denied``).
+arguments say (``_mcp_scope``; refusals are tool errors with code ``server.scope_denied``).
 
 Built on ``mcp`` 2.x (``mcp.server.mcpserver.MCPServer``; the 1.x ``FastMCP`` import is
 gone in 2.x). Install with ``pip install 'betterdb-memory[mcp]'``.

@@ -186,24 +186,27 @@ def encode_turn(
     user_message: str,
     assistant_message: str,
     tool_results: Iterable[ToolResult],
-    timestamp: float,
+    timestamp: float | None,
     token_count: int,
 ) -> str:
-    """A turn as the JSON object the append script stores (it prepends ``"seq"``).
+    """A turn as the JSON object the append script stores (it prepends ``"seq"`` and ``"ts"``).
 
     The object must start with ``{`` followed by a key: the script splices
-    ``{"seq":<n>,`` in front of the rest, which numbers the turn inside the same
-    atomic step that assigns ``n``.
+    ``{"seq":<n>,"ts":<time>,`` in front of the rest, which numbers and dates the
+    turn inside the same atomic step that orders it. ``timestamp`` None leaves ``ts``
+    to the script (``store_turn``); a number stores it as given.
     """
+    fields: dict[str, Any] = {
+        "id": turn_id,
+        "user": user_message,
+        "assistant": assistant_message,
+        "tools": [tr.to_json() for tr in tool_results],
+    }
+    if timestamp is not None:
+        fields["ts"] = timestamp
+    fields["tokens"] = token_count
     return json.dumps(
-        {
-            "id": turn_id,
-            "user": user_message,
-            "assistant": assistant_message,
-            "tools": [tr.to_json() for tr in tool_results],
-            "ts": timestamp,
-            "tokens": token_count,
-        },
+        fields,
         ensure_ascii=False,
         separators=(",", ":"),
         allow_nan=False,
@@ -270,16 +273,24 @@ def session_metadata_from(
 # Every script touches only the keys of one session (one hash slot): legal in a cluster.
 
 # KEYS: turns, meta, cursor
-# ARGV: turn_json, now, ttl_ms, window, batch (0 = no summaries), cap (max turns held)
+# ARGV: turn_json (without "ts"), now, ttl_ms, window, batch (0 = no summaries), cap (max turns held)
 # Returns {seq, pending}: pending = turns older than the window not yet summarised.
+# The turn's time is fixed here, where its order is: the caller's clock, but never earlier
+# than the session's last turn, so a session's turns are in the order of their timestamps
+# even when many clients append at once (each read its clock before its round trip, and
+# the server orders them as they arrive). Not the server's TIME: the documented
+# least-privilege ACL grants no TIME, and a denied call inside a script fails the append.
 APPEND_TURN = r"""
 local turns, meta, ckey = KEYS[1], KEYS[2], KEYS[3]
 local ttl = tonumber(ARGV[3])
 local window, batch, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local now = ARGV[2]
+local last = redis.call('HGET', meta, 'last_active')
+if last and tonumber(last) and tonumber(last) > tonumber(now) then now = last end
 local n = redis.call('HINCRBY', meta, 'turn_count', 1)
-redis.call('RPUSH', turns, '{"seq":' .. n .. ',' .. string.sub(ARGV[1], 2))
-redis.call('HSETNX', meta, 'created_at', ARGV[2])
-redis.call('HSET', meta, 'last_active', ARGV[2])
+redis.call('RPUSH', turns, '{"seq":' .. n .. ',"ts":' .. now .. ',' .. string.sub(ARGV[1], 2))
+redis.call('HSETNX', meta, 'created_at', now)
+redis.call('HSET', meta, 'last_active', now)
 local first = n - redis.call('LLEN', turns) + 1
 local cursor = tonumber(redis.call('GET', ckey) or '0')
 local keep_from

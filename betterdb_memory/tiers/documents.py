@@ -172,19 +172,30 @@ class Documents:
         return out
 
     async def forget(self, id: str) -> bool:
-        """Delete one memory (with its access counter and update history); True if it existed."""
+        """Delete one memory (with its access counter and update history); True if it existed.
+
+        Retried on connection faults. A retry cannot know what the attempt it replaces
+        did: when that attempt may have reached the server and the retry finds nothing
+        left, the answer is True (the memory is gone, and this call may have deleted
+        it), never a False that would say nothing happened. So True means "existed when
+        the call began, or possibly so after a fault, and is gone now"; False means it
+        did not exist (exact: the first attempt answered).
+        """
         rt = self._rt
         key, counter, updates = rt.keys.doc(id), rt.keys.access(id), rt.keys.updates(id)
+        attempts = 0
 
         def build(pipe: Any) -> None:
+            nonlocal attempts
+            attempts += 1
             pipe.delete(key)
             pipe.delete(counter, updates)
 
         with rt.obs.span("forget"):
-            existed = bool(int((await rt.backend.pipeline("forget", build))[0]))
-        if existed:
+            deleted = bool(int((await rt.backend.pipeline("forget", build))[0]))
+        if deleted:
             rt.metrics.add_items(-1)
-        return existed
+        return deleted or attempts > 1
 
     async def delete_ids(
         self, ids: Sequence[str], *, also: Callable[[Any], None] | None = None, operation: str = "forget"
@@ -192,13 +203,20 @@ class Documents:
         """Delete memories by id in one pipelined round trip; the number that existed.
 
         ``also`` queues more commands after the deletes in the same round trip (the
-        capacity lock's release).
+        capacity lock's release). After a retry (an attempt that may have deleted them
+        was cut) the count is every id, all gone now: the retry's own replies would
+        count only what the lost attempt left, and a caller paging on "nothing deleted"
+        (``forget_by_scope``) would stop early. So the count is of ids gone when this
+        returns that existed when their ids were read, as ``forget``'s answer.
         """
         if not ids and also is None:
             return 0
         rt = self._rt
+        attempts = 0
 
         def build(pipe: Any) -> None:
+            nonlocal attempts
+            attempts += 1
             for mid in ids:
                 pipe.delete(rt.keys.doc(mid))
                 pipe.delete(rt.keys.access(mid), rt.keys.updates(mid))
@@ -206,7 +224,7 @@ class Documents:
                 also(pipe)
 
         replies = await rt.backend.pipeline(operation, build)
-        removed = sum(int(r) for r in replies[0 : 2 * len(ids) : 2])
+        removed = sum(int(r) for r in replies[0 : 2 * len(ids) : 2]) if attempts == 1 else len(ids)
         if removed:
             rt.metrics.add_items(-removed)
         return removed

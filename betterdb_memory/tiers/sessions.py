@@ -131,7 +131,9 @@ class Sessions:
         turn_id = uuid.uuid4().hex
         now = time.time()
         tokens = count_tokens(cfg.counter, render_turn(user, assistant, tools))
-        payload = encode_turn(turn_id, user, assistant, tools, now, tokens)
+        # ``ts`` is left to the append script: ``now``, or the session's last turn's time when
+        # that is later (the order is decided there, so the timestamps must be too).
+        payload = encode_turn(turn_id, user, assistant, tools, None, tokens)
         sk = rt.keys.session(agent, thread)
         sessions = rt.keys.agent_sessions(agent)
 
