@@ -81,6 +81,8 @@ class Memory(TypedDict):
     expires_at: int | None
     metadata: dict[str, Any]
     date: str | None
+    valid_from: int
+    valid_until: int | None
 
 
 class Hit(TypedDict):

@@ -41,6 +41,8 @@ _MAX_KNN = 10_000
 _RANKING_FIELDS: tuple[str, ...] = (
     "content", "importance", "created_at", "last_accessed_at", "expires_at", "threadId", "agentId", "namespace",
 )  # fmt: skip
+# Recency's anchor (``core.validity.last_seen_ms``): a hash field, not in the index schema yet.
+_RANKING_FIELDS += ("valid_from", "access_count")
 
 log = logging.getLogger(__name__)
 
