@@ -51,9 +51,10 @@ import valkey.asyncio as avalkey
 from _harness import cpu_count, cpu_model
 
 from betterdb_memory import HashingEmbedder, MemoryStore, Scope
+from betterdb_memory.core.learned_rank import FITTED
 from betterdb_memory.core.models import MemoryItem
 from betterdb_memory.core.query import MemoryFilter
-from betterdb_memory.core.ranking import DEFAULT_ALPHA, HybridRanker
+from betterdb_memory.core.ranking import DEFAULT_ALPHA, HybridRanker, Reranker
 from betterdb_memory.embedders.base import Embedder
 from betterdb_memory.server import EmbeddedServer
 
@@ -259,13 +260,20 @@ async def populate(
     """A fresh store holding every turn (precomputed vectors: the model runs once per text)."""
     store = MemoryStore(
         client=client,
-        name=f"quality-{run_id}-{embedder.model_id.replace(':', '-')}",
+        name=_store_name(embedder, run_id),
         embedder=embedder,
         dedup=False,  # "Caroline: Thanks!" twice is two turns, two dia_ids
         discovery=False,
     )
     await store.ensure_index()
     started = time.perf_counter()
+    # Ids in turn order: a batch shares one created_at, and the id breaks the tie, so the
+    # thread order LearnedRanker's neighbours read is the conversation's.
+    position = Counter[str]()
+    ids = []
+    for t in turns:
+        ids.append(f"{t.conv}-{position[t.conv]:05d}")
+        position[t.conv] += 1
     for i in range(0, len(turns), 500):
         batch = turns[i : i + 500]
         await store.remember_many(
@@ -273,6 +281,7 @@ async def populate(
                 {
                     "content": t.text,
                     "thread_id": t.conv,
+                    "id": ids[i + j],
                     "metadata": {"dia_id": t.dia_id},
                     "vector": vectors[i + j],
                 }
@@ -390,16 +399,31 @@ async def evaluate_api(
     out.timings[f"{label}: recall() x {3 * len(questions)}"] = time.perf_counter() - started
 
 
-async def evaluate_factqa(out: Outcome, label: str, client: Any, embedder: Embedder, run_id: str) -> None:
+def _same_store(client: Any, embedder: Embedder, run_id: str, reranker: Reranker) -> MemoryStore:
+    """Another store on ``populate``'s index (same name and embedder), with ``reranker``."""
+    return MemoryStore(
+        client=client, name=_store_name(embedder, run_id), embedder=embedder, dedup=False, discovery=False,
+        reranker=reranker,
+    )  # fmt: skip
+
+
+def _store_name(embedder: Embedder, run_id: str) -> str:
+    return f"quality-{run_id}-{embedder.model_id.replace(':', '-')}"
+
+
+async def evaluate_factqa(
+    out: Outcome, label: str, client: Any, embedder: Embedder, run_id: str, reranker: Reranker | None
+) -> None:
     """The fact-QA set (``bench/data/factqa.json``): third-person facts, first/second-person questions.
 
-    Through ``recall`` with the store's defaults: recall@5 at the default threshold and
-    off, and the share of its off-topic requests that come back empty.
+    Through ``recall`` with the store's defaults (``reranker``: the one of the row):
+    recall@5 at the default threshold and off, and the share of its off-topic requests
+    that come back empty.
     """
     data = json.loads(FACTQA.read_text("utf-8"))
     store = MemoryStore(
-        client=client, name=f"factqa-{run_id}-{embedder.model_id.replace(':', '-')}", embedder=embedder,
-        discovery=False,
+        client=client, name=f"factqa-{run_id}-{len(out.factqa)}-{embedder.model_id.replace(':', '-')}",
+        embedder=embedder, discovery=False, reranker=reranker if reranker is not None else False,
     )  # fmt: skip
     try:
         ids = await store.remember_many(
@@ -581,12 +605,23 @@ async def main_async(args: argparse.Namespace) -> int:
                 offsets = np.cumsum([0, *[len(corpus.ids[c]) for c in corpus.ids]])
                 exact = {c: tvecs[offsets[i] : offsets[i + 1]] for i, c in enumerate(corpus.ids)}
             print(f"{label}: asking {len(questions)} questions", file=sys.stderr)
+            # The store as it ships; for ONNX also the documented opt-out (same index).
+            stores = [(label, store)]
+            if label.startswith("ONNX"):
+                stores.append(
+                    (
+                        f"{label}, reranker=HybridRanker()",
+                        _same_store(client, embedder, run_id, HybridRanker()),
+                    )
+                )
             try:
                 await evaluate(out, label, store, questions, qvecs, ranker, corpus, exact)
-                await evaluate_api(out, label, store, questions, qvecs)
-                await evaluate_factqa(out, label, client, embedder, run_id)
+                for api_label, api_store in stores:
+                    await evaluate_api(out, api_label, api_store, questions, qvecs)
+                    await evaluate_factqa(out, api_label, client, embedder, run_id, api_store.reranker)
             finally:
-                await store.close()  # the server is thrown away: no cleanup of its keys
+                for _, api_store in stores:
+                    await api_store.close()  # the server is thrown away: no cleanup of its keys
     finally:
         await client.aclose()
         await asyncio.to_thread(server.stop)
@@ -638,10 +673,13 @@ def render(
             "## recall() as it ships (the defaults of each embedder)",
             "",
             "Through the public API: `recall_by_vector(vector, query=question, k=10, thread_id=conversation)`, the "
-            "path `recall` takes: KNN 50 plus the full-text hits of the question's words, fused by `HybridRanker()` "
-            "(alpha 4, k1 0.5, b 0), gated by the embedder's threshold and margin. recall@5: hit@5 at the default "
+            "path `recall` takes: KNN 50 plus the full-text hits of the question's words, re-ranked by the store's "
+            "default re-ranker (`LearnedRanker()` for the shipped ONNX MiniLM, `HybridRanker()` (alpha 4, k1 0.5, "
+            "b 0) for any other embedder; the `reranker=HybridRanker()` row is the documented opt-out), gated by "
+            "the embedder's threshold and margin. recall@5: hit@5 at the default "
             "threshold / with it off (`threshold=2`). Off-topic empty: each question asked of another "
-            "conversation's scope comes back with no memory.",
+            "conversation's scope comes back with no memory. Turns are written in conversation order "
+            "(ids in turn order break the created_at tie of a batch), as `LearnedRanker`'s neighbours need.",
             "",
             "| embedder | hit@1 | hit@5 | hit@10 | MRR@10 | recall@5 default / off | off-topic empty | "
             "fact-QA recall@5 default / off | fact-QA off-topic empty | recall p50 ms |",
@@ -655,6 +693,22 @@ def render(
                 f"{d.hit(5):.3f} / {o.hit(5):.3f} | {out.offtopic_empty[label]:.3f} | "
                 f"{fq_on:.3f} / {fq_off:.3f} | {fq_empty:.3f} | {statistics.median(out.recall_ms[label]):.2f} |"
             )
+        parts += [
+            "",
+            "hit@5 by question category, through `recall()` (default threshold):",
+            "",
+            category_table(
+                [
+                    Result(f"{label}: recall(), defaults", rows["default"].ranks)
+                    for label, rows in out.api.items()
+                ],
+                questions,
+            ),
+            "",
+            "`LearnedRanker`'s weights were fitted on these LoCoMo questions, so its rows above are in-sample. "
+            "The figure to quote is the held-out one (each conversation scored by weights fitted on the nine "
+            f"others, `bench/train_learned_rank.py`): {FITTED}.",
+        ]
         parts += [
             "",
             "Fact-QA: `bench/data/factqa.json` (84 facts about one user and the people around them, in the third "

@@ -60,6 +60,7 @@ from .core.error_codes import CATALOG as ERROR_CODES
 from .core.facts import ConsolidateFactsResult, ConsolidateResult, Fact, FactRecord
 from .core.ft_info import IndexInfo
 from .core.keys import Scope
+from .core.learned_rank import LearnedRanker
 from .core.models import (
     MemoryHit,
     MemoryItem,
@@ -170,6 +171,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "IndexExistsError",
     "IndexInfo",
     "IndexNotFoundError",
+    "LearnedRanker",
     "LlmCacheMessage",
     "LlmCacheParams",
     "LlmCacheResult",

@@ -57,6 +57,7 @@ as after a crash; the next ``connect`` attaches to it).
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -319,6 +320,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         metadata: Mapping[str, Any] | None = None,
         vector: Sequence[float] | None = None,
         id: str | None = None,
+        valid_from: datetime | date | int | str | None = None,
     ) -> str:
         """Store one memory; returns its id (the existing id when deduplicated).
 
@@ -338,6 +340,13 @@ class SyncMemoryStore(MemoryStoreBridge):
                 time, last access and access count carry over, its content is embedded
                 again only if it changed, and the replaced version is kept in its update
                 history (``history``). Dedup does not apply to a write with an id.
+            valid_from: when what it says became true (an aware or naive ``datetime``,
+                naive being UTC; a ``date``; epoch ms; ISO 8601 text; years 1900-9999).
+                Default: now. Recency counts from it until the memory is recalled, so
+                "Ada moved to Berlin in May 2024" written today with
+                ``valid_from="2024-05"`` ranks as old news. Read back as
+                ``MemoryItem.valid_from``. An upsert without it keeps the replaced
+                memory's.
 
         Raises:
             ValidationError: any bad argument; nothing is written.
@@ -357,6 +366,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             metadata=metadata,
             vector=vector,
             id=id,
+            valid_from=valid_from,
         )
 
     def remember_many(self, items: Iterable[str | MemoryInput]) -> builtins.list[str]:

@@ -19,29 +19,39 @@ gone in 2.x). Install with ``pip install 'betterdb-memory[mcp]'``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, Literal
 
-from ..core.models import MemoryHit, MemoryItem
-from ..core.turns import Turn
+from ..core.models import MemoryHit
 from ..core.validation import check_sensitivities, check_sensitivity
-from ..errors import BetterDBMemoryError, ValidationError
+from ..errors import ValidationError
 from ..store import MemoryStore
 from ._extras import missing_extra
 from ._mcp_auth import BearerAuth, check_token, require_token
 from ._mcp_scope import FixedScope
+from ._mcp_shapes import (
+    ContextResult,
+    ForgetResult,
+    ListResult,
+    Memory,
+    RecallResult,
+    RememberResult,
+    StatsResult,
+    StoreTurnResult,
+    TokensUsed,
+    call_tool,
+    hit_out,
+    memory_out,
+    turn_out,
+)
 
 try:
     from mcp.server.mcpserver import MCPServer
-    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+    from mcp.types import CallToolResult, ToolAnnotations
     from pydantic import Field
-    from typing_extensions import TypedDict  # pydantic needs this one below Python 3.12
 except ImportError as _exc:  # pragma: no cover - exercised in a subprocess without the extra
     raise missing_extra("The MCP server (betterdb_memory.adapters.mcp)", "mcp", _exc) from _exc
 
-__all__ = ["TOOL_NAMES", "FixedScope", "create_server", "serve"]
+__all__ = ["TOOL_NAMES", "FixedScope", "Memory", "create_server", "serve"]
 
 #: Every tool the server exposes, in the order ``tools/list`` returns them.
 TOOL_NAMES = ("remember", "recall", "forget", "list", "stats", "store_turn", "retrieve_context")
@@ -54,146 +64,7 @@ INSTRUCTIONS = (
     "token budget for the next prompt."
 )
 
-_T = TypeVar("_T")
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-
-
-# -- wire shapes (the tools' output schemas) ----------------------------------------------
-
-
-class Memory(TypedDict):
-    """A long-term memory as the tools return it (``MemoryItem``'s fields; times in epoch ms)."""
-
-    id: str
-    content: str
-    importance: float
-    created_at: int
-    last_accessed_at: int
-    access_count: int
-    tags: list[str]
-    source: str | None
-    thread_id: str | None
-    agent_id: str | None
-    namespace: str | None
-    sensitivity: str
-    kind: str
-    subject: str | None
-    expires_at: int | None
-    metadata: dict[str, Any]
-    date: str | None
-
-
-class Hit(TypedDict):
-    memory: Memory
-    score: float
-    similarity: float
-    distance: float
-
-
-class RememberResult(TypedDict):
-    id: str
-
-
-class RecallResult(TypedDict):
-    hits: list[Hit]
-
-
-class ForgetResult(TypedDict):
-    deleted: bool
-
-
-class ListResult(TypedDict):
-    items: list[Memory]
-    total: int
-    next_cursor: str | None
-
-
-class StatsResult(TypedDict):
-    name: str
-    index: str
-    items: int
-    evictions: int
-    counters: dict[str, int]
-    engine: str
-    embedder: str
-    dimensions: int
-    index_ready: bool | None
-    config: dict[str, Any]
-
-
-class StoreTurnResult(TypedDict):
-    turn_id: str
-
-
-class TurnOut(TypedDict):
-    seq: int
-    user_message: str
-    assistant_message: str
-    timestamp: float
-
-
-class TokensUsed(TypedDict):
-    memories: int
-    turns: int
-    current_turn: int
-    total: int
-
-
-class ContextResult(TypedDict):
-    text: str
-    memories: list[Hit]
-    turns: list[TurnOut]
-    token_budget: int
-    tokens_used: TokensUsed
-    skipped_memories: int
-    skipped_turns: int
-
-
-# -- conversions ---------------------------------------------------------------------------
-
-
-def memory_out(item: MemoryItem) -> Memory:
-    """A ``MemoryItem`` as the JSON object the tools return."""
-    return cast(Memory, asdict(item))
-
-
-def hit_out(hit: MemoryHit) -> Hit:
-    return Hit(memory=memory_out(hit.item), score=hit.score, similarity=hit.similarity, distance=hit.distance)
-
-
-def turn_out(turn: Turn) -> TurnOut:
-    return TurnOut(
-        seq=turn.seq,
-        user_message=turn.user_message,
-        assistant_message=turn.assistant_message,
-        timestamp=turn.timestamp,
-    )
-
-
-def _ok(payload: Mapping[str, Any]) -> CallToolResult:
-    text = json.dumps(payload, ensure_ascii=False, default=str)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=dict(payload))
-
-
-def error_result(exc: BetterDBMemoryError) -> CallToolResult:
-    """A tool error carrying the store's error code (text for the model, structure for programs)."""
-    error = {
-        "code": exc.code,
-        "message": exc.message,
-        "details": json.loads(json.dumps(exc.details, default=str)),
-    }
-    return CallToolResult(
-        content=[TextContent(type="text", text=str(exc))], structured_content={"error": error}, is_error=True
-    )
-
-
-async def _call(run: Callable[[], Awaitable[_T]], shape: Callable[[_T], Mapping[str, Any]]) -> CallToolResult:
-    """Run one store call; its typed errors become tool errors, everything else propagates."""
-    try:
-        value = await run()
-    except BetterDBMemoryError as exc:
-        return error_result(exc)
-    return _ok(shape(value))
 
 
 # -- argument annotations (the input schema the model sees) ---------------------------------
@@ -276,7 +147,7 @@ def create_server(
                 metadata=metadata, id=id, source=source, **where,
             )  # fmt: skip
 
-        return await _call(run, lambda mid: RememberResult(id=mid))
+        return await call_tool(run, lambda mid: RememberResult(id=mid))
 
     @server.tool(name="recall", annotations=_READ)
     async def recall(
@@ -303,7 +174,7 @@ def create_server(
                 **where,
             )  # fmt: skip
 
-        return await _call(run, lambda hits: RecallResult(hits=[hit_out(h) for h in hits]))
+        return await call_tool(run, lambda hits: RecallResult(hits=[hit_out(h) for h in hits]))
 
     @server.tool(name="forget", annotations=_DELETE)
     async def forget(
@@ -315,7 +186,7 @@ def create_server(
             await in_scope("forget", id)
             return await store.forget(id)
 
-        return await _call(run, lambda ok: ForgetResult(deleted=ok))
+        return await call_tool(run, lambda ok: ForgetResult(deleted=ok))
 
     @server.tool(name="list", annotations=_READ)
     async def list_memories(
@@ -332,7 +203,7 @@ def create_server(
             where = guard.args("list", agent_id=agent_id, namespace=namespace)
             return await store.list(thread_id=thread_id, tags=tags, limit=limit, cursor=cursor, **where)
 
-        return await _call(
+        return await call_tool(
             run,
             lambda page: ListResult(
                 items=[memory_out(i) for i in page.items], total=page.total, next_cursor=page.next_cursor
@@ -364,7 +235,7 @@ def create_server(
                 config=dict(st.config),
             )
 
-        return await _call(run, shape)
+        return await call_tool(run, shape)
 
     @server.tool(name="store_turn", annotations=_WRITE)
     async def store_turn(
@@ -380,7 +251,7 @@ def create_server(
             where = guard.args("store_turn", agent_id=agent_id)
             return await store.store_turn(thread_id, user_message, assistant_message, **where)
 
-        return await _call(run, lambda turn_id: StoreTurnResult(turn_id=turn_id))
+        return await call_tool(run, lambda turn_id: StoreTurnResult(turn_id=turn_id))
 
     @server.tool(name="retrieve_context", annotations=_READ)
     async def retrieve_context(
@@ -411,7 +282,7 @@ def create_server(
                 skipped_turns=ctx.skipped_turns,
             )
 
-        return await _call(run, shape)
+        return await call_tool(run, shape)
 
     return server
 

@@ -82,7 +82,10 @@ local function reinforce(doc, counter, now, half_life, interval)
   if stored == 0 or now - last >= interval then
     local imp = tonumber(redis.call('HGET', doc, 'importance')) or 0.5
     if imp < 0.001 then imp = 0.001 end
-    local keep = now / 1000 / half_life + math.log(imp) / math.log(2)
+    -- Recency counts from the later of the access and valid_from (a plan dated ahead).
+    local seen = tonumber(redis.call('HGET', doc, 'valid_from')) or now
+    if seen < now then seen = now end
+    local keep = seen / 1000 / half_life + math.log(imp) / math.log(2)
     redis.call('HSET', doc, 'last_accessed_at', now, 'access_count', n, 'keep', keep)
   end
   return n

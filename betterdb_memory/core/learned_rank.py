@@ -74,6 +74,7 @@ from .ranking import HybridRanker
 __all__ = [
     "CALIBRATION",
     "FEATURES",
+    "FITTED_MODEL_ID",
     "WEIGHTS",
     "LearnedRanker",
     "Profile",
@@ -125,6 +126,11 @@ CALIBRATION: tuple[float, float] = (0.17660857654016524, -0.36531906784063106)
 FITTED = "pairwise logistic, L2 1, on LoCoMo categories 1-4 (1536 questions, 10 conversations, KNN 50 + full-text pools of the shipped MiniLM); held out by conversation: hit@1 0.470, hit@5 0.734, hit@10 0.803, MRR@10 0.582 (HybridRanker: hit@5 0.656, MRR@10 0.506); bench/train_learned_rank.py --write"
 # -- end fitted ----------------------------------------------------------------------------------
 
+#: The embedder whose cosine distances the weights are fitted on (the shipped ONNX MiniLM,
+#: ``embedders.onnx.MODEL_ID``): the store makes ``LearnedRanker`` its default re-ranker
+#: for it only; another embedder's distances have another spread, so ``HybridRanker``.
+FITTED_MODEL_ID = "onnx:all-MiniLM-L6-v2-int8"
+
 _RANKER = HybridRanker()
 _K1 = 0.5  # HybridRanker's defaults: k1 0.5, b 0
 _WORD = re.compile(r"\w+")
@@ -160,9 +166,16 @@ def profile(text: str) -> Profile:
     )
 
 
-def thread_order(item: MemoryItem) -> tuple[str, str, str, int, str]:
-    """Where a memory sits in its thread: scope, then creation time (the default ``neighbour_key``)."""
-    return (item.namespace or "", item.agent_id or "", item.thread_id or "", item.created_at, item.id)
+def thread_order(item: MemoryItem) -> tuple[str, str, str, int, str] | None:
+    """Where a memory sits in its thread: scope, then creation time (the default ``neighbour_key``).
+
+    None for a memory without a ``thread_id``: it is not a turn of a conversation, so
+    the memories written around it are not its context (facts written in a batch share
+    one ``created_at`` and would be neighbours by id, an arbitrary order).
+    """
+    if not item.thread_id:
+        return None
+    return (item.namespace or "", item.agent_id or "", item.thread_id, item.created_at, item.id)
 
 
 def _ranks(values: Sequence[float], ids: Sequence[str]) -> list[int]:
@@ -178,13 +191,13 @@ def columns(
     contents: Sequence[str],
     distances: Sequence[float],
     ids: Sequence[str],
-    order: Sequence[tuple[object, ...]] | None = None,
+    order: Sequence[tuple[object, ...] | None] | None = None,
 ) -> list[list[float]]:
     """One column per name of ``FEATURES``, one value per candidate (``order``: thread-order keys).
 
     ``order[i]`` places candidate ``i`` in its thread: candidates whose keys agree but
     for the last two items (time, id) share a thread, and are neighbours when adjacent
-    in key order. None: no neighbours.
+    in key order. None (for all, or for one candidate): no neighbours.
     """
     n = len(contents)
     if n == 0:
@@ -225,8 +238,9 @@ def columns(
     prev_z = [0.0] * n
     next_z = [0.0] * n
     if order is not None:
-        seq = sorted(range(n), key=order.__getitem__)
-        thread = [order[i][:-2] for i in seq]  # the key less its last two items (time, id)
+        placed = sorted((key, i) for i, key in enumerate(order) if key is not None)
+        seq = [i for _, i in placed]
+        thread = [key[:-2] for key, _ in placed]  # the key less its last two items (time, id)
         for k in range(len(seq) - 1):
             a, b = seq[k], seq[k + 1]
             if thread[k] == thread[k + 1]:
@@ -270,7 +284,7 @@ def features(
     contents: Sequence[str],
     distances: Sequence[float],
     ids: Sequence[str],
-    order: Sequence[tuple[object, ...]] | None = None,
+    order: Sequence[tuple[object, ...] | None] | None = None,
 ) -> list[list[float]]:
     """One row of ``FEATURES`` per candidate (``columns`` transposed: what the bench fits on)."""
     return [list(row) for row in zip(*columns(query, contents, distances, ids, order), strict=True)]
@@ -283,7 +297,8 @@ class LearnedRanker:
         weights: one weight per name of ``FEATURES`` (default: the fitted ``WEIGHTS``).
         calibration: ``(a, b)`` of the similarity ``sigmoid(a * score + b)``.
         neighbour_key: a memory's place in its thread (``thread_order``: scope, then
-            ``created_at``); None leaves the neighbour features at 0.
+            ``created_at``; None for a memory without a thread); None leaves the
+            neighbour features at 0.
     """
 
     def __init__(
@@ -291,7 +306,7 @@ class LearnedRanker:
         *,
         weights: Sequence[float] = WEIGHTS,
         calibration: tuple[float, float] = CALIBRATION,
-        neighbour_key: Callable[[MemoryItem], tuple[object, ...]] | None = thread_order,
+        neighbour_key: Callable[[MemoryItem], tuple[object, ...] | None] | None = thread_order,
     ) -> None:
         if len(weights) != len(FEATURES):
             raise ValueError(f"{len(FEATURES)} weights expected, got {len(weights)}")

@@ -49,12 +49,22 @@ class MemoryVersion:
         return datetime.fromtimestamp(self.replaced_at / 1000.0, tz=UTC)
 
 
+# ``MemoryItem(valid_from=)`` left out: the item's ``created_at`` (outside the years 1900-9999,
+# so no real date is mistaken for it).
+_FROM_CREATED = -(2**62)
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryItem:
     """One long-term memory, with betterdb-agent-memory's fields and units.
 
     Times are epoch milliseconds (ints), as stored and as the reference returns them;
     ``created`` / ``last_accessed`` give them as aware datetimes.
+
+    ``valid_from``: when what it says became true (``remember(valid_from=)``); a memory
+    written without one (and every memory betterdb-agent-memory wrote) reads its
+    ``created_at``. ``valid_until``: when it stopped being true; None while it is current
+    (every memory, until supersession is wired).
     """
 
     id: str
@@ -74,6 +84,12 @@ class MemoryItem:
     expires_at: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     date: str | None = None
+    valid_from: int = _FROM_CREATED
+    valid_until: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.valid_from == _FROM_CREATED:
+            object.__setattr__(self, "valid_from", self.created_at)
 
     @property
     def created(self) -> datetime:
@@ -132,11 +148,18 @@ def _opt(value: Any) -> str | None:
     return text or None
 
 
+def _valid_from(fields: Mapping[str, Any]) -> int:
+    """The stored ``valid_from`` (ms), or the sentinel that makes it the item's ``created_at``."""
+    text = as_text(fields.get("valid_from"))
+    return to_int(text, _FROM_CREATED) if text else _FROM_CREATED
+
+
 def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
-    """A ``MemoryItem`` with only what ranking reads (content, importance, times).
+    """A ``MemoryItem`` with only what ranking reads (content, importance, times, access count, scope).
 
     A recall ranks up to a hundred candidates and returns a few: the winners are read
     whole afterwards (``Documents.fetch``), so the candidates skip the other fields.
+    The scope places a candidate in its thread (``LearnedRanker``'s neighbours).
     """
     return MemoryItem(
         id=memory_id,
@@ -144,8 +167,12 @@ def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
         importance=to_float(fields.get("importance"), 0.5),
         created_at=to_int(fields.get("created_at")),
         last_accessed_at=to_int(fields.get("last_accessed_at")),
-        access_count=0,
         expires_at=to_int(fields.get("expires_at")) or None,
+        thread_id=_opt(fields.get("threadId")),
+        agent_id=_opt(fields.get("agentId")),
+        namespace=_opt(fields.get("namespace")),
+        valid_from=_valid_from(fields),
+        access_count=to_int(fields.get("access_count")),
     )
 
 
@@ -184,4 +211,5 @@ def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: 
         expires_at=expires or None,
         metadata=metadata if isinstance(metadata, dict) else {},
         date=_opt(fields.get("date")),
+        valid_from=_valid_from(fields),
     )

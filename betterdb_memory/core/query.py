@@ -74,6 +74,7 @@ ITEM_FIELDS: tuple[str, ...] = (
     "kind",
     "metadata",
     "expires_at",
+    "valid_from",
 )
 
 # What a filter's exactness check reads (scope, tags, source, sensitivity, expiry).

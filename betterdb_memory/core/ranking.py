@@ -71,6 +71,7 @@ from .arguments import check_number
 from .models import MemoryHit, MemoryItem
 from .scoring import ScoreParts, Weights
 from .text import fold_suffix, tokenize
+from .validity import last_seen_ms
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -359,7 +360,11 @@ def rank(
         similarity = fused.get(item.id)
         d = distance if similarity is None else 2.0 * (1.0 - similarity)
         sim = min(1.0, max(0.0, 1.0 - d / 2.0))  # scoring.similarity_from_distance
-        last_seen = max(item.created_at / 1000.0, item.last_accessed_at / 1000.0)
+        # validity.last_seen_ms: a missing valid_from reads as created_at, which gives the
+        # seed's max(created_at, last_accessed_at) (the max of ms, then / 1000: same float).
+        last_seen = (
+            last_seen_ms(item.valid_from, item.created_at, item.last_accessed_at, item.access_count) / 1000.0
+        )
         rec = float(0.5 ** (max(0.0, now - last_seen) / half_life_seconds))
         score = ws * sim + wr * rec + wi * item.importance
         scored.append((score, sim, rec, item, distance))

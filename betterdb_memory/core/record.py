@@ -5,7 +5,9 @@ The reference's fields come first, in its order (``content``, ``vector``,
 ``tags`` / ``threadId`` / ``agentId`` / ``namespace`` / ``source`` / ``subject`` /
 ``date`` when set), so betterdb-agent-memory and BetterDB Monitor read the document as
 one of theirs. This library's own fields follow, each written only when it differs
-from what a reader assumes when it is absent: ``keep`` (always: the capacity order),
+from what a reader assumes when it is absent: ``valid_from`` (absent: ``created_at``,
+so a memory written without one is stored and scored exactly as the reference's),
+``keep`` (always: the capacity order),
 ``sensitivity`` (absent: ``none``), ``kind`` (absent: derived from ``source``),
 ``metadata`` (absent: ``{}``), ``expires_at`` (absent: never), ``dedup``.
 
@@ -27,6 +29,7 @@ from .codec import FloatArray, encode_vector, join_tags, normalise
 from .keys import Scope
 from .models import MemoryKind, Sensitivity
 from .scoring import keep_score
+from .validity import last_seen_ms
 
 __all__ = [
     "KINDS",
@@ -49,6 +52,7 @@ class NewMemory:
     (``requests.new_memory``), and ``encode_record`` turns it into the stored fields.
     ``vector``: the caller's embedding, checked (None: the embedder makes it). ``id``:
     the caller's id (None: a new one). ``dedup_hash``: set by a write with dedup on.
+    ``valid_from``: when what it says became true, epoch ms (None: when it is written).
     """
 
     content: str
@@ -65,6 +69,7 @@ class NewMemory:
     dedup_hash: str | None = None
     vector: FloatArray | None = field(default=None, compare=False)
     id: str | None = None
+    valid_from: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,7 @@ class Previous:
     created_at: int
     last_accessed_at: int
     access_count: int
+    valid_from: int | None = None
 
 
 def encode_record(
@@ -89,7 +95,8 @@ def encode_record(
 
     ``previous``: the memory this write replaces (an upsert by id): its creation time,
     last access and access count carry over, so an edit neither makes a memory look
-    new to recency ranking nor resets its reinforcement.
+    new to recency ranking nor resets its reinforcement; so does its ``valid_from``
+    unless this write gives one.
     """
     scope = memory.scope
     created = previous.created_at if previous else now_ms
@@ -116,7 +123,13 @@ def encode_record(
         fields += ["subject", memory.subject]
     if memory.date:
         fields += ["date", memory.date]
-    seen = max(created, accessed)
+    count = previous.access_count if previous else 0
+    valid_from = memory.valid_from
+    if valid_from is None and previous is not None:
+        valid_from = previous.valid_from
+    if valid_from is not None:
+        fields += ["valid_from", str(valid_from)]
+    seen = last_seen_ms(valid_from, created, accessed, count)
     fields += ["keep", repr(keep_score(seen / 1000.0, memory.importance, half_life_seconds))]
     if memory.sensitivity != "none":
         fields += ["sensitivity", memory.sensitivity]

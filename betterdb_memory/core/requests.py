@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any, Required, TypedDict
 
 from ..errors import ValidationError
@@ -26,6 +27,7 @@ from .models import MemoryKind, Sensitivity
 from .query import MemoryFilter
 from .record import NewMemory
 from .scoring import Weights
+from .times import optional_ms
 from .validation import (
     check_content,
     check_distance_threshold,
@@ -39,7 +41,19 @@ from .validation import (
     check_ttl,
 )
 
-__all__ = ["DEFAULT_K", "MemoryInput", "RecallRequest", "new_memories", "new_memory", "recall_request"]
+__all__ = [
+    "DEFAULT_K",
+    "MemoryInput",
+    "RecallRequest",
+    "TimeInput",
+    "new_memories",
+    "new_memory",
+    "recall_request",
+]
+
+#: A point in time as an argument (``valid_from``): an aware or naive ``datetime`` (naive is
+#: UTC), a ``date``, epoch milliseconds, or ISO 8601 text (``core.times.to_ms``).
+TimeInput = datetime | date | int | str
 
 #: The reference's default number of hits.
 DEFAULT_K = 8
@@ -52,6 +66,7 @@ class MemoryInput(TypedDict, total=False):
     checked key by key); at run time any mapping is accepted and checked the same way,
     an unknown key being a ``ValidationError``. ``kind``, ``subject`` and ``date`` are
     what consolidation writes (a fact's subject and date); leave them out otherwise.
+    ``valid_from``: when what it says became true (``remember(valid_from=)``).
     """
 
     content: Required[str]
@@ -69,6 +84,7 @@ class MemoryInput(TypedDict, total=False):
     date: str | None
     vector: Sequence[float] | None
     id: str | None
+    valid_from: TimeInput | None
 
 
 _INPUT_KEYS = frozenset(MemoryInput.__annotations__)
@@ -92,6 +108,7 @@ def new_memory(
     date: object = None,
     vector: object = None,
     id: object = None,
+    valid_from: object = None,
 ) -> NewMemory:
     """Check one memory's arguments into the record a write stores.
 
@@ -127,6 +144,7 @@ def new_memory(
         date=date or None,
         vector=checked_vector,
         id=None if id is None else validate_memory_id(id),
+        valid_from=optional_ms(valid_from, name="valid_from"),
     )
 
 

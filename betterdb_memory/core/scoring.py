@@ -3,7 +3,9 @@
 ``score = w_sim * similarity + w_rec * recency + w_imp * importance`` where
 ``similarity = 1 - cosine_distance / 2`` (0..1, higher is closer) and ``recency``
 is a true half-life: ``0.5 ** (age / half_life)`` with age measured from
-``max(created_at, last_accessed_at)``.
+``max(created_at, last_accessed_at)`` (the seed's rule), or, for a memory written with
+``valid_from``, from that date until it is recalled and from the later of it and the
+last access after (``validity.last_seen_ms``).
 
 The capacity keep-score must order a scope's memories the same way tomorrow as
 today, or choosing a victim means re-scoring the whole scope on every write (the
@@ -24,6 +26,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, ValidationError
 from .arguments import is_number
+from .validity import last_seen_ms
 
 __all__ = [
     "DEFAULT_HALF_LIFE_SECONDS",
@@ -116,9 +119,13 @@ def composite(
     now: float,
     weights: Weights,
     half_life_seconds: float,
+    valid_from: float | None = None,
+    access_count: int = 0,
 ) -> ScoreParts:
+    """One memory's score; times in seconds. ``valid_from`` None: the seed's recency, exactly."""
     sim = similarity_from_distance(distance)
-    score, rec = weighted(sim, max(created_at, last_accessed_at), importance, now, weights, half_life_seconds)
+    seen = last_seen_ms(valid_from, created_at, last_accessed_at, access_count)
+    score, rec = weighted(sim, seen, importance, now, weights, half_life_seconds)
     return ScoreParts(sim, rec, importance, weights, score)
 
 

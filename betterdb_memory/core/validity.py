@@ -25,6 +25,8 @@ Pure: strings and numbers in, strings and numbers out; unit tests assert the exa
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 __all__ = [
     "SUBJECT_KEY",
     "VALID_FROM",
@@ -39,6 +41,8 @@ __all__ = [
 VALID_FROM = "valid_from"  # NUMERIC, epoch ms: when the statement became true
 VALID_UNTIL = "valid_until"  # NUMERIC, epoch ms: set when superseded (history documents only)
 SUBJECT_KEY = "subject_key"  # TAG: digest of (scope, kind, normalised subject)
+
+T = TypeVar("T", int, float)
 
 _NO_VALID_FROM = f"-@{VALID_FROM}:[-inf +inf]"
 
@@ -85,18 +89,24 @@ def valid_from_of(valid_from: int | None, created_at: int) -> int:
     return created_at if valid_from is None else valid_from
 
 
-def last_seen_ms(valid_from: int | None, created_at: int, last_accessed_at: int, access_count: int) -> int:
+def last_seen_ms(valid_from: T | None, created_at: T, last_accessed_at: T, access_count: int) -> T:
     """Where recency counts from: ``valid_from``, or the last access once recalled, whichever is later.
 
-    The composite score's recency (``scoring.recency``) and the capacity keep-score
-    (``scoring.keep_score``) both take this instead of ``max(created_at,
-    last_accessed_at)``. A memory written without ``valid_from`` has ``valid_from ==
-    created_at`` and ``last_accessed_at == created_at`` until recalled, so it scores
-    exactly as the seed contract says; a memory dated in the past starts old and is
-    reinforced by use like any other. Without ``valid_from`` (the reference's
-    documents) it is the seed's own ``max(created_at, last_accessed_at)``, whatever the
-    access count says.
+    The composite score's recency (``scoring.composite``, ``ranking.rank``) and the
+    capacity keep-score (``record.encode_record``, ``tiers.victims``) take this instead
+    of ``max(created_at, last_accessed_at)``. "Recalled" is ``access_count > 0`` or a
+    ``last_accessed_at`` later than ``created_at`` (a write sets the two equal, so
+    anything later is an access; ranking's slim reads may not carry the count). Without
+    ``valid_from`` (the reference's documents, and this library's written without one)
+    it is the seed's own ``max(created_at, last_accessed_at)``, whatever the access
+    count says; with ``valid_from == created_at`` it is the same number, so reading a
+    missing ``valid_from`` as ``created_at`` (``MemoryItem.valid_from``) changes no
+    score. A memory dated in the past starts old and is reinforced by use like any
+    other; one dated in the future (a plan) counts from its date until that passes.
+    Works on ms ints and on second floats alike (one rule for every caller).
     """
     if valid_from is None:
         return max(created_at, last_accessed_at)
-    return max(valid_from, last_accessed_at) if access_count > 0 else valid_from
+    if access_count > 0 or last_accessed_at > created_at:
+        return max(valid_from, last_accessed_at)
+    return valid_from

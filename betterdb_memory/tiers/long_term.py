@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,7 @@ class LongTermMemory:
         metadata: Mapping[str, Any] | None = None,
         vector: Sequence[float] | None = None,
         id: str | None = None,
+        valid_from: datetime | date | int | str | None = None,
     ) -> str:
         """Store one memory; returns its id (the existing id when deduplicated).
 
@@ -106,6 +108,13 @@ class LongTermMemory:
                 time, last access and access count carry over, its content is embedded
                 again only if it changed, and the replaced version is kept in its update
                 history (``history``). Dedup does not apply to a write with an id.
+            valid_from: when what it says became true (an aware or naive ``datetime``,
+                naive being UTC; a ``date``; epoch ms; ISO 8601 text; years 1900-9999).
+                Default: now. Recency counts from it until the memory is recalled, so
+                "Ada moved to Berlin in May 2024" written today with
+                ``valid_from="2024-05"`` ranks as old news. Read back as
+                ``MemoryItem.valid_from``. An upsert without it keeps the replaced
+                memory's.
 
         Raises:
             ValidationError: any bad argument; nothing is written.
@@ -114,7 +123,7 @@ class LongTermMemory:
         memory = new_memory(
             content, dimensions=self._rt.embedder.dimensions, importance=importance, tags=tags, source=source,
             ttl=ttl, thread_id=thread_id, agent_id=agent_id, namespace=namespace, sensitivity=sensitivity,
-            metadata=metadata, vector=vector, id=id,
+            metadata=metadata, vector=vector, id=id, valid_from=valid_from,
         )  # fmt: skip
         return (await self._remember([memory], mark=(importance, ttl)))[0]
 

@@ -36,8 +36,13 @@ __all__ = ["DEFAULT_K", "Recall"]
 # The most hits one KNN query may ask for (valkey-search's default maximum k).
 _MAX_KNN = 10_000
 
-# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry.
-_RANKING_FIELDS: tuple[str, ...] = ("content", "importance", "created_at", "last_accessed_at", "expires_at")
+# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry,
+# and the scope (``LearnedRanker``'s neighbours are the memories next to a candidate in its thread).
+_RANKING_FIELDS: tuple[str, ...] = (
+    "content", "importance", "created_at", "last_accessed_at", "expires_at", "threadId", "agentId", "namespace",
+)  # fmt: skip
+# Recency's anchor (``core.validity.last_seen_ms``): a hash field, not in the index schema yet.
+_RANKING_FIELDS += ("valid_from", "access_count")
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """Writes under a caller's id: what the memory being replaced keeps, and what it leaves behind.
 
 ``remember(..., id=)`` and ``update`` replace the memory stored under that id, if
-any: its creation time, last access and access count carry over, an unchanged text
+any: its creation time, last access, access count and ``valid_from`` (unless the
+write gives one) carry over, an unchanged text
 is not embedded again, and the replaced version goes to the front of the memory's
 update history (``backend.scripts.REPLACE``, kept to ``HISTORY_MAX`` versions). An id
 whose memory another client deleted (betterdb-agent-memory's ``forget`` deletes the
@@ -31,6 +32,7 @@ HISTORY_MAX = 20
 # What an upsert reads of the memory it replaces.
 _UPSERT_FIELDS = (
     "content", "vector", "created_at", "last_accessed_at", "access_count", "importance", "tags", "metadata",
+    "valid_from",
 )  # fmt: skip
 
 
@@ -82,6 +84,7 @@ async def read_existing(rt: Runtime, ids: Sequence[str], now_ms: int) -> tuple[d
                 created_at=to_int(f["created_at"]) or now_ms,
                 last_accessed_at=to_int(f["last_accessed_at"]) or now_ms,
                 access_count=max(to_int(f["access_count"]), to_int(rows[3 * n + 1])),
+                valid_from=to_int(f["valid_from"]) if f["valid_from"] else None,
             ),
             entry=history_entry(
                 content,

@@ -24,10 +24,11 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
-from ..core.codec import to_float
+from ..core.codec import as_text, to_float, to_int
 from ..core.query import MemoryFilter, filter_search_args
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.scoring import keep_score
+from ..core.validity import last_seen_ms
 from .runtime import Runtime
 from .scopes import ScopeReader
 
@@ -104,7 +105,9 @@ class Victims:
         # No keep-score index or no SORTBY: rank the scope in the client.
         half_life = self._rt.config().half_life_seconds
         total, hits = await self._scopes.scan_all(
-            flt, ("importance", "last_accessed_at", "created_at", "keep"), operation="capacity"
+            flt,
+            ("importance", "last_accessed_at", "created_at", "keep", "valid_from", "access_count"),
+            operation="capacity",
         )
         excess = total - cap
         if excess <= 0:
@@ -112,7 +115,16 @@ class Victims:
         ranked: list[tuple[float, str]] = []
         for h in hits:
             f = h.fields
-            seen = max(to_float(f.get("last_accessed_at")), to_float(f.get("created_at"))) / 1000.0
+            vf = as_text(f.get("valid_from"))
+            seen = (
+                last_seen_ms(
+                    to_float(vf) if vf else None,
+                    to_float(f.get("created_at")),
+                    to_float(f.get("last_accessed_at")),
+                    to_int(f.get("access_count")),
+                )
+                / 1000.0
+            )
             score = keep_score(seen or now, to_float(f.get("importance"), 0.5), half_life)
             ranked.append((score, self._rt.keys.memory_id_of(h.key)))
         ranked.sort()

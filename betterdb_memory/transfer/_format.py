@@ -369,6 +369,7 @@ def legacy_fields(row: Mapping[str, Any], *, half_life_seconds: float, line: int
     if not isinstance(content, str) or not content.strip():
         raise _bad("content must be a non-empty string", line)
     created = _opt_int(row, "created_at", line) or 0
+    valid_from = _opt_int(row, "valid_from", line)  # a MemoryItem's: its created_at when never given
     try:
         scope = Scope.of(
             namespace=row.get("namespace"), agent_id=row.get("agent_id"), thread_id=row.get("thread_id")
@@ -390,6 +391,7 @@ def legacy_fields(row: Mapping[str, Any], *, half_life_seconds: float, line: int
         kind=kind,
         subject=row.get("subject"),
         date=row.get("date"),
+        valid_from=valid_from if valid_from != created else None,
     )
     placeholder = np.ones(1, dtype=np.float32)  # the vector is written by the importer
     flat, _ = encode_record(memory, placeholder, now_ms=created, half_life_seconds=half_life_seconds)
