@@ -11,10 +11,18 @@ from tests.unit.parts import build
 NOW_MS = 1_700_000_000_000
 
 
+def _row(**fields: bytes) -> list[bytes | None]:
+    """An HMGET reply of the fields an upsert reads (absent ones: None)."""
+    return [fields.get(name) for name in _UPSERT_FIELDS]
+
+
 async def test_existing_memories_are_read_in_one_round_trip_of_three_commands_per_id() -> None:
     p = build()
     keys = p.rt.keys
-    stored = [b"old text", None, b"1000", b"2000", b"3", b"0.7", b"a,b", b'{"k": 1}']
+    stored = _row(
+        content=b"old text", created_at=b"1000", last_accessed_at=b"2000", access_count=b"3",
+        importance=b"0.7", tags=b"a,b", metadata=b'{"k": 1}',
+    )  # fmt: skip
     p.backend.reply(
         stored, b"5", 1, [None] * len(_UPSERT_FIELDS), b"2", 0, [None] * len(_UPSERT_FIELDS), None, 0
     )
@@ -40,7 +48,9 @@ async def test_existing_memories_are_read_in_one_round_trip_of_three_commands_pe
 async def test_an_upsert_replaces_its_memory_with_one_script_call() -> None:
     p = build()
     keys = p.rt.keys
-    stored = [b"old", None, b"1000", b"2000", b"0", b"0.5", b"", b"{}"]
+    stored = _row(
+        content=b"old", created_at=b"1000", last_accessed_at=b"2000", access_count=b"0", metadata=b"{}"
+    )
     p.backend.reply(stored, None, 0)  # the read: m1 exists
     p.backend.reply(1)  # the replace
     [mid] = await p.long_term.remember_many([{"content": "new", "id": "m1", "ttl": 60}])
