@@ -60,7 +60,7 @@ class Memory:
     agent_id: str | None
     thread_id: str | None
     born: int  # creation order (kept by upserts and updates): the keep-score's time term
-    vector_seed: int
+    vector_seed: int | None  # None once new content was embedded again (the vector is the embedder's)
     expiring: bool = False  # written with a TTL (hours: none expires during a test)
 
     def matches(self, flt: Filter) -> bool:
@@ -159,6 +159,7 @@ class Model:
             m.tags = tuple(sorted(set(tags)))
         if content is not None:
             m.content = content
+            m.vector_seed = None  # update() embeds changed content again: the seed's vector is gone
 
     def forget(self, ids: Iterable[str]) -> int:
         n = 0

@@ -263,13 +263,14 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(flt=filters, probe=st.none() | ids)
     def recall_by_vector(self, flt: Filter, probe: str | None) -> None:
         target = self.model.memories.get(probe) if probe is not None else None
-        seed = target.vector_seed if target is not None else 10**6 + self.seeds
+        own = target.vector_seed if target is not None else None
+        seed = own if own is not None else 10**6 + self.seeds
         hits = self.run(
             self.store.recall_by_vector(vector(seed), k=50, threshold=2.0, reinforce=False, **flt.kwargs())
         )
         want = {m.id for m in self.model.matching(flt)}
         assert {h.item.id for h in hits} == want, "recall returns exactly the scope"
-        if target is not None and target.id in want:
+        if target is not None and own is not None and target.id in want:
             assert hits[0].item.id == target.id, "a memory's own vector finds it first"
 
     # -- L1 ----------------------------------------------------------------------------
