@@ -41,7 +41,7 @@ test-cluster: $(STAMP)
 # and against the SDK's SQLiteSession.
 conformance: $(STAMP)
 	$(PY) -m pytest -q -rs tests/conformance tests/integration/test_adapter_mcp.py \
-		tests/integration/test_adapter_openai_agents.py tests/unit/test_adapter_agent_items.py
+		tests/integration/test_adapter_openai_agents.py tests/unit/test_adapters_agent_items.py
 	$(MAKE) --no-print-directory conformance-langchain
 
 # LangChain's standard suites (langchain-tests: retriever, vector store, embeddings) on the

@@ -4,7 +4,7 @@ The table lives in ``docs/reference/errors.md`` (it was in README.md before READ
 the landing page).
 
 Usage: ``python scripts/gen_error_table.py`` (``--check``: exit 1 when the table is stale,
-changing nothing). ``tests/unit/test_error_codes.py`` runs the same comparison.
+changing nothing). ``tests/unit/test_core_error_codes.py`` runs the same comparison.
 """
 
 from __future__ import annotations

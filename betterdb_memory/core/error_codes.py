@@ -18,7 +18,7 @@ state         ``StoreClosedError``, ``AgentMemoryClosedError``, ``SyncReentrancy
 
 ``validation`` or ``configuration`` for a bad value: ``core.arguments`` says which.
 Each class's ``default_code`` is its own (the code of an error raised without
-``code=``). ``tests/unit/test_error_codes.py`` reads the package source: a code
+``code=``). ``tests/unit/test_core_error_codes.py`` reads the package source: a code
 raised but not listed here, listed but never raised, raised by a class of another
 family, or a README error table out of step with ``readme_table()`` fails it.
 ``RENAMED`` maps the codes of earlier releases to today's.

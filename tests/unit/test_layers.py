@@ -344,3 +344,55 @@ def test_a_cycle_between_folders_is_reported_though_no_module_cycle_exists() -> 
     )
     assert cycles(ours_only(graph)) == []
     assert cycles(part_graph(graph)) == [["backend", "core"]]
+
+
+# -- one idea per module, and tests named after what they test -----------------------------
+
+#: The most lines a hand-written module may hold (one idea; the house style's "a few hundred").
+MAX_MODULE_LINES = 450
+
+UNIT_TESTS = Path(__file__).resolve().parent
+
+#: Unit test files that test the package as a whole (or a file outside it), not one module.
+WHOLE_PACKAGE = {
+    "test_backend_boundary.py": "no client library outside backend/ (walks every module)",
+    "test_bench_temporal_data.py": "bench/temporal_data, outside the package",
+    "test_constants_once.py": "each constant defined once (walks every module)",
+    "test_core_fixtures.py": "the real-reply fixtures' loader, shared by the reply tests",
+    "test_default_name.py": "the default store name across the API, the CLI and the docs",
+    "test_docker_compose.py": "docker/, outside the package",
+    "test_docs_reference.py": "docs/ against the public names",
+    "test_embedder_calibration.py": "every embedder's default threshold on the same pairs",
+    "test_gen_sync.py": "scripts/gen_sync.py, outside the package",
+    "test_layers.py": "the layers, module sizes and these names (walks every module)",
+    "test_mcp_guards.py": "the MCP server's two guards together (_mcp_scope, _mcp_auth)",
+    "test_openai_llm.py": "the OpenAI summariser and fact extractor over one HTTP double",
+    "test_parts.py": "the store's parts built together over a recording backend",
+    "test_public_api.py": "the package's public surface (__all__)",
+    "test_valid_from.py": "valid_from through record, models, requests and ranking",
+}
+
+
+def test_modules_hold_one_idea() -> None:
+    """No hand-written module over ``MAX_MODULE_LINES``; a generated one says so in its first lines."""
+    over = {}
+    for name, path in package_modules().items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) > MAX_MODULE_LINES and not any("GENERATED FILE" in line for line in lines[:3]):
+            over[name] = len(lines)
+    assert not over, f"split these along one idea each (or mark a generated file): {over}"
+
+
+def test_unit_tests_are_named_after_the_module_they_test() -> None:
+    """``tests/unit/test_<module path with underscores>.py`` (``core/ranking.py`` ->
+    ``test_core_ranking.py``; a leading underscore dropped); whole-package tests are listed
+    with a reason in ``WHOLE_PACKAGE``."""
+    names = {"_".join(p.lstrip("_") for p in name.split(".")[1:]) for name in package_modules()}
+    stray = [
+        p.name
+        for p in sorted(UNIT_TESTS.glob("test_*.py"))
+        if p.stem.removeprefix("test_") not in names and p.name not in WHOLE_PACKAGE
+    ]
+    assert not stray, f"name these after their module, or list them in WHOLE_PACKAGE with a reason: {stray}"
+    gone = sorted(set(WHOLE_PACKAGE) - {p.name for p in UNIT_TESTS.glob("test_*.py")})
+    assert not gone, f"WHOLE_PACKAGE names files that no longer exist: {gone}"
