@@ -112,7 +112,7 @@ class MemoryStore(StoreInfo):
             candidates, whose similarity enters the composite score while the
             threshold gates the recall (see ``relevance_margin``): ``LearnedRanker()``
             for the shipped ONNX MiniLM (sixteen features, weights fitted on that
-            model's distances; LoCoMo held out by conversation: hit@5 0.656 -> 0.734),
+            model's distances; its held-out figures are on the benchmark pages),
             ``HybridRanker()`` (BM25-style lexical evidence fused with the dense
             similarity) for any other embedder. ``HybridRanker()`` restores that fusion
             for the ONNX model. ``False``: the dense order
@@ -122,9 +122,9 @@ class MemoryStore(StoreInfo):
         rerank_candidates: KNN candidates fetched when re-ranking (the full-text index adds
             up to 50 more on engines with TEXT fields).
         text_candidates: full-text hits of the query's words a re-ranked recall adds to its
-            KNN candidates (50; 0: the KNN alone). They find memories the KNN misses (LoCoMo
-            hit@5 0.58 -> 0.66) for one more query in the same round trip, whose cost grows
-            with how many memories share the query's words (bench/results/latest.md).
+            KNN candidates (50; 0: the KNN alone). They find memories the KNN misses, for one
+            more query in the same round trip whose cost grows with how many memories share
+            the query's words (bounded: see the benchmark pages for both).
         relevance_margin: with re-ranking, the threshold gates the recall as a whole: it
             answers when the nearest KNN candidate is within the threshold, or stands out
             from the median of the KNN candidates by at least this cosine distance; then

@@ -256,9 +256,9 @@ def _settings(
 def default_reranker(model_id: str) -> Reranker:
     """The re-ranker ``reranker=None`` / ``True`` means for an embedder of ``model_id``.
 
-    ``LearnedRanker`` for the shipped ONNX MiniLM (LoCoMo, held out by conversation:
-    hit@5 0.656 -> 0.734, MRR@10 0.506 -> 0.582); its weights read that model's
-    distances, so any other embedder keeps ``HybridRanker``.
+    ``LearnedRanker`` for the shipped ONNX MiniLM (the better ranking on LoCoMo, held out
+    by conversation: bench/results/quality.md); its weights read that model's distances,
+    so any other embedder keeps ``HybridRanker``.
     """
     return LearnedRanker() if model_id == FITTED_MODEL_ID else HybridRanker()
 

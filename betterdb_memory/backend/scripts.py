@@ -17,8 +17,8 @@ read must decide a write atomically:
 exact access count, read in one step; with ``reinforce`` 1 it also counts an access,
 so a recall reads its hits and reinforces them in one round trip. On RediSearch every
 write to a hash under the index prefix re-indexes the whole document, HNSW vector
-included (measured: ~10 ms per HSET at 5k memories, against ~1 ms for the search
-itself). So a recall must not rewrite the document every time: the exact access count
+included (an order of magnitude more than the search itself: the benchmark pages
+have the figures). So a recall must not rewrite the document every time: the exact access count
 lives in the memory's counter key (``<name>:acc:{<doc key>}``, the document's slot),
 and the document's ``last_accessed_at`` / ``access_count`` / ``keep`` snapshot, what
 recency scoring, BetterDB Monitor and the reference library read, is rewritten on the

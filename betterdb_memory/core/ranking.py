@@ -8,7 +8,7 @@ randomness, and the output does not depend on the order of the input.
 
 Why it is needed: a small sentence model scores a question against the turn that
 answers it only a little above the turns around it (on LoCoMo, all-MiniLM-L6-v2
-ranks an evidence turn first for 19% of questions), while a rare word the two
+ranks an evidence turn first for a minority of questions: the benchmark pages), while a rare word the two
 share (a name, "pottery", "Sweden") is strong evidence. ``bench/quality.py``
 measures the gain; ``bench/results/quality.md`` holds the numbers.
 

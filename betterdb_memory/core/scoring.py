@@ -8,8 +8,8 @@ is a true half-life: ``0.5 ** (age / half_life)`` with age measured from
 last access after (``validity.last_seen_ms``).
 
 The capacity keep-score must order a scope's memories the same way tomorrow as
-today, or choosing a victim means re-scoring the whole scope on every write (the
-reference library's 500-800 ms per write at cap 10k). Additive ``importance +
+today, or choosing a victim means re-scoring the whole scope on every write (what
+the reference library does, at a cost that grows with the scope). Additive ``importance +
 recency`` reorders as time passes; the multiplicative form ``importance *
 recency`` does not, because its logarithm, ``log2(importance) + t / half_life``
 minus a term common to all items, is fixed per item. So the keep-score stored in

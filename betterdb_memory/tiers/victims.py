@@ -3,9 +3,9 @@
 Victims are the memories with the lowest keep-score (``scoring.keep_score``:
 time-invariant, so the order never has to be recomputed), read with ``SORTBY keep
 ASC`` and a LIMIT of the excess. RediSearch answers that from a top-N heap;
-valkey-search sorts every match (25 ms for a scope of 10,000, against 1 ms for its
-count). So once a scope has had an eviction, the next ones ask only below a
-keep-score ceiling (``@keep:[-inf X]``, a range read of the numeric index, 0.2 ms):
+valkey-search sorts every match (a cost that grows with the scope, many times its
+count's). So once a scope has had an eviction, the next ones ask only below a
+keep-score ceiling (``@keep:[-inf X]``, a range read of the numeric index):
 X is the highest keep-score evicted last time plus a span learned per scope. The
 answer is exact whenever the range holds at least the excess (every memory outside
 it scores higher); when it does not, the span widens and the read is repeated, and
