@@ -211,7 +211,7 @@ async def cmd_doctor(store: MemoryStore, args: argparse.Namespace) -> int:
     checks["engine"] = f"{caps.engine} {caps.version_string}"
     checks["capabilities"] = caps.as_list()
     info = await store.index_info()
-    checks["index"] = store.keys.index
+    checks["index"] = store.index.name
     checks["index_ready"] = bool(info and info.ready)
     checks["index_docs"] = info.num_docs if info else 0
     checks["indexing_failures"] = info.indexing_failures if info else None

@@ -192,7 +192,7 @@ class StoreInfo:
         counters = {as_text(k): to_int(v) for k, v in counters_raw.items()}
         return StoreStats(
             name=self.name,
-            index_name=self.keys.index,
+            index_name=self.index.name,
             items=info.num_docs if info else 0,
             evictions=counters.get("evictions", 0),
             counters=counters,

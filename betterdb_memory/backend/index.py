@@ -80,12 +80,20 @@ class IndexManager:
         self.layout = IndexLayout()
         self.ready = False
         self._lock = asyncio.Lock()
+        # The index this process queries: the reference's name until an index switch
+        # (``backend.index_switch``) moves the store to a generation ``<name>:mem:idx:g<n>``.
+        self._name = keys.index
+
+    @property
+    def name(self) -> str:
+        """The index every FT.SEARCH / FT.INFO / FT.AGGREGATE of this store goes to."""
+        return self._name
 
     @property
     def spec(self) -> IndexSpec:
         m, efc, efr = self.hnsw
         return IndexSpec(
-            index=self.keys.index,
+            index=self.name,
             prefix=self.keys.doc_prefix,
             dimensions=self.embedder.dimensions,
             m=m,
@@ -137,7 +145,7 @@ class IndexManager:
         try:
             return await fn()
         except IndexNotFoundError:
-            log.warning("%s: index %s is missing; recreating it", operation, self.keys.index)
+            log.warning("%s: index %s is missing; recreating it", operation, self.name)
             async with self._lock:
                 self.ready = False
                 await self._ensure_locked()
@@ -148,12 +156,12 @@ class IndexManager:
 
         On a cluster ``num_docs`` is the whole cluster's (the primaries' sum).
         """
-        reply = await self.backend.index_info(self.keys.index)
+        reply = await self.backend.index_info(self.name)
         if reply is None:
             return None
         info = parse_ft_info(reply)
         if self.backend.cluster:
-            totals = await self.backend.index_info(self.keys.index, cluster_counts=True)
+            totals = await self.backend.index_info(self.name, cluster_counts=True)
             if totals is not None:
                 info = dataclasses.replace(info, num_docs=parse_ft_info(totals).num_docs)
         return info
@@ -170,7 +178,7 @@ class IndexManager:
             await self._resolve()
         meta_raw = await backend.command("ensure_index", "HGETALL", self.keys.meta)
         self._check_meta({as_text(k): as_text(v) for k, v in meta_raw.items()})
-        reply = await backend.index_info(self.keys.index)
+        reply = await backend.index_info(self.name)
         if reply is None:
             try:
                 await backend.search("ensure_index", create_index_args(self.spec, caps))
@@ -179,7 +187,7 @@ class IndexManager:
                 await self._wait_ready(limit_seconds=30.0)
             except IndexExistsError:
                 pass
-            reply = await backend.index_info(self.keys.index)
+            reply = await backend.index_info(self.name)
         if reply is not None:
             self._adopt(parse_ft_info(reply), parse_index_schema(reply))
         fields = {
@@ -201,7 +209,7 @@ class IndexManager:
         dims = self.embedder.dimensions
         if info.dimensions is not None and info.dimensions != dims:
             raise ConfigurationError(
-                f"index {self.keys.index} holds {info.dimensions}-d vectors but the embedder "
+                f"index {self.name} holds {info.dimensions}-d vectors but the embedder "
                 f"{self.embedder.model_id!r} makes {dims}-d vectors",
                 code="configuration.dimension_mismatch",
                 details={"index_dimensions": info.dimensions, "embedder_dimensions": dims},
@@ -209,7 +217,7 @@ class IndexManager:
         vector = schema.field("vector")
         if schema.fields and (vector is None or vector.type != "VECTOR"):
             raise ConfigurationError(
-                f"index {self.keys.index} has no 'vector' field (fields: {[f.alias for f in schema.fields]}); "
+                f"index {self.name} has no 'vector' field (fields: {[f.alias for f in schema.fields]}); "
                 "it was not made by betterdb-memory or betterdb-agent-memory. Use another store name.",
                 code="configuration.foreign_index",
                 details={"fields": [f.alias for f in schema.fields]},

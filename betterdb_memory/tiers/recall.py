@@ -172,7 +172,7 @@ class Recall:
         check = self._rt.index.needs_check(flt)
         fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
         args = knn_search_args(
-            self._rt.keys.index,
+            self._rt.index.name,
             encode_vector(vector),
             k=k,
             flt=flt,
@@ -195,7 +195,7 @@ class Recall:
             while passing < k and len(hits) >= k and k < _MAX_KNN:
                 k = min(_MAX_KNN, k * 4)
                 args = knn_search_args(
-                    self._rt.keys.index,
+                    self._rt.index.name,
                     encode_vector(vector),
                     k=k,
                     flt=flt,

@@ -249,12 +249,12 @@ class _Run:
         if current is not None and current.dimensions != dims:
             dropped_at = time.monotonic()
             with contextlib.suppress(IndexNotFoundError):
-                await backend.search(_OPERATION, ["FT.DROPINDEX", keys.index])  # no DD: documents stay
+                await backend.search(_OPERATION, ["FT.DROPINDEX", index.name])  # no DD: documents stay
         index.ready = False  # the store's own view of the index is stale from here on
         await self.move_side_vectors("memory", "reembed: switch vectors", total)
         m, efc, efr = index.hnsw
         spec = IndexSpec(
-            index=keys.index,
+            index=index.name,
             prefix=keys.doc_prefix,
             dimensions=dims,
             m=m,
