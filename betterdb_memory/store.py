@@ -264,6 +264,9 @@ class MemoryStore(StoreInfo):
             resolve=lazy.resolve if lazy is not None else None,
             on_ready=self._obs.start,
         )
+        if opts.refresh_seconds is not None:
+            self.index.settle_seconds = opts.refresh_seconds
+        self._obs.live.watch_index(self.keys.meta, self.index.observe_meta)
         rt = Runtime(
             keys=self.keys,
             backend=self.backend,

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..backend import Backend, ValkeyClient, as_backend
 from ..core.arguments import check_number, is_number
+from ..core.codec import as_text
 from ..core.tunables import (
     CONFIG_FIELDS,
     FIELD_WEIGHT_IMPORTANCE,
@@ -92,6 +93,15 @@ class LiveConfig:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._failing = False
+        self._watch: tuple[str, Callable[[str | None, str | None], None]] | None = None
+
+    def watch_index(self, meta_key: str, callback: Callable[[str | None, str | None], None]) -> None:
+        """Also read ``index`` / ``index_gen`` of the store's meta hash on every refresh (same round trip).
+
+        ``callback(index, index_gen)`` learns of an index switch (``backend.index_switch``)
+        within one refresh interval.
+        """
+        self._watch = (meta_key, callback)
 
     def __repr__(self) -> str:
         return f"LiveConfig(key={self.key!r}, current={self._current!r})"
@@ -112,7 +122,14 @@ class LiveConfig:
             BetterDBMemoryError: the server could not be read (translated); the
                 snapshot in force is unchanged.
         """
-        raw = await self._backend.command("config.refresh", "HGETALL", self.key)
+        if self._watch is None:
+            raw = await self._backend.command("config.refresh", "HGETALL", self.key)
+        else:
+            meta_key, seen = self._watch
+            raw, where = await self._backend.pipeline(
+                "config.refresh", [("HGETALL", self.key), ("HMGET", meta_key, "index", "index_gen")]
+            )
+            _call_safely("index", seen, *(as_text(v) if v is not None else None for v in where))
         snapshot, rejections = apply_config_hash(raw, defaults=self.defaults, last_good=self._current)
         new = [r for r in rejections if r not in self._rejections]
         self._rejections = tuple(rejections)
