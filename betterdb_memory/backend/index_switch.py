@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.codec import as_text
-from ..core.ft_info import parse_index_schema
+from ..core.ft_info import parse_ft_info, parse_index_schema
 from ..core.index_gen import (
     BackfillCursor,
     backfill_fields,
@@ -49,7 +49,7 @@ from ..core.index_gen import (
 )
 from ..core.query import create_index_args
 from ..core.replies import parse_search_reply
-from ..errors import IndexExistsError, IndexNotFoundError
+from ..errors import BetterDBMemoryError, IndexExistsError, IndexNotFoundError
 from . import scripts
 from .commands import ScriptCall
 from .locks import ScopedLock
@@ -249,13 +249,24 @@ class IndexSwitch:
         await self._wait_ready(name)
 
     async def _wait_ready(self, name: str) -> None:
+        """Until FT.INFO says the build is done: on a cluster, every shard's (``CLUSTER`` form)."""
         delay = 0.02
-        while True:
-            info = await self.m.info(name)
-            if info is None or info.ready:
-                return
+        while not await self._ready(name):
             await asyncio.sleep(delay)
             delay = min(0.5, delay * 2)
+
+    async def _ready(self, name: str) -> bool:
+        if self.backend.cluster:
+            try:
+                return parse_ft_info(
+                    await self.backend.search(_OPERATION, ["FT.INFO", name, "CLUSTER"])
+                ).ready
+            except IndexNotFoundError:
+                return True
+            except BetterDBMemoryError:
+                pass  # an engine without the CLUSTER form: the node's own state
+        info = await self.m.info(name)
+        return info is None or info.ready
 
     async def _switch(self, expected_gen: int, index: str, digest: str) -> bool:
         call = scripts.INDEX_SWITCH.call(

@@ -130,6 +130,7 @@ def test_help_for_every_command() -> None:
         "import",
         "reembed",
         "doctor",
+        "reindex",
     ):
         proc = subprocess.run(
             [sys.executable, "-m", "betterdb_memory.cli", cmd, "--help"],
@@ -244,3 +245,35 @@ def test_forget_a_whole_scope_with_progress_on_stderr(valkey_url: str, unique_na
     code, _, err = entry_point(*front, "forget")  # neither an id nor a scope
     assert (code == 2 and "validation.empty_scope" in err) or "needs a memory id" in err
     entry_point(*front, "forget", "--thread", "kept")
+
+
+def test_reindex_switches_an_outdated_index_once(
+    capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str
+) -> None:
+    import valkey
+
+    from betterdb_memory.embedders import HashingEmbedder
+    from betterdb_memory.store import MemoryStore
+    from tests.integration.test_index_switch import old_create_args
+
+    store = MemoryStore(
+        client=valkey.asyncio.Valkey.from_url(valkey_url), name=unique_name, embedder=HashingEmbedder()
+    )
+    sync = valkey.Valkey.from_url(valkey_url)
+    try:
+        import asyncio
+
+        async def old_args() -> list[str]:
+            store.index.capabilities = await store.backend.probe()
+            args = old_create_args(store)
+            await store.close()
+            return args
+
+        sync.execute_command(*asyncio.run(old_args()))
+    finally:
+        sync.close()
+    code, out = run(capsys, valkey_url, unique_name, "reindex", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["switched"] and "valid_from" in report["missing"]
+    code, out = run(capsys, valkey_url, unique_name, "reindex", "--json")
+    assert code == 0 and json.loads(out)["switched"] is False

@@ -43,15 +43,20 @@ def old_create_args(store: MemoryStore) -> list[str]:
     return out
 
 
-async def index_names(client: avalkey.Valkey) -> set[str]:
-    return {as_text(n) or "" for n in await client.execute_command("FT._LIST")}
+async def ft(store: MemoryStore, *args: Any) -> Any:
+    """An FT.* command through the store's backend (routed right on a cluster too)."""
+    return await store.backend.search("test", list(args))
+
+
+async def index_names(store: MemoryStore) -> set[str]:
+    return {as_text(n) or "" for n in await ft(store, "FT._LIST")}
 
 
 async def old_store(make_store: Callable[..., MemoryStore], client: avalkey.Valkey) -> MemoryStore:
     """A store on an index with the old schema (created by hand before the store first looks)."""
     probe = make_store()
     probe.index.capabilities = await probe.backend.probe()
-    await client.execute_command(*old_create_args(probe))
+    await ft(probe, *old_create_args(probe))
     await probe.close()
     store = make_store()
     store.index.auto_migrate = False
@@ -109,7 +114,7 @@ async def test_migrate_switches_while_recall_keeps_finding_every_memory(
     # The reference's name carries the new schema; the intermediate generation is gone.
     assert store.index.name == store.keys.index and store.index.outdated == ()
     assert store.index.generation.gen == 2
-    names = await index_names(client)
+    names = await index_names(store)
     assert store.keys.index in names and f"{store.keys.index}:g1" not in names
     info = await store.index_info()
     assert info is not None and set(info.fields) >= _NEW and info.num_docs == n
@@ -133,7 +138,7 @@ async def test_two_migrators_race_and_exactly_one_switches(
     assert [ra.switched, rb.switched].count(True) == 1
     assert ra.index == rb.index == f"{a.keys.index}:g1" and ra.generation == rb.generation == 1
     # keep_reference: the reference's index stays (old schema) beside generation 1.
-    assert {a.keys.index, f"{a.keys.index}:g1"} <= await index_names(client)
+    assert {a.keys.index, f"{a.keys.index}:g1"} <= await index_names(a)
 
 
 async def test_a_second_process_adopts_the_new_generation_and_never_resurrects_the_old(
@@ -155,14 +160,14 @@ async def test_a_second_process_adopts_the_new_generation_and_never_resurrects_t
     c.index.auto_migrate = False
     c.index.capabilities = await c.backend.probe()
     c.index.ready = True  # as if ready before the switch, on the old name
-    await client.execute_command("FT.DROPINDEX", a.keys.index)
+    await ft(a, "FT.DROPINDEX", a.keys.index)
     # The call that finds its index gone fails once (its query was built for the old name),
     # the manager has adopted the generation the meta names by then; the next call answers.
     with contextlib.suppress(IndexNotFoundError):
         await c.recall("memory number 1 about topic 7", k=5)
     assert c.index.name == f"{c.keys.index}:g1"
     assert len(await c.recall("memory number 1 about topic 7", k=5)) == 5
-    assert a.keys.index not in await index_names(client)  # not re-created with the old schema
+    assert a.keys.index not in await index_names(a)  # not re-created with the old schema
 
 
 async def test_a_small_outdated_store_is_migrated_at_first_use(
@@ -192,8 +197,17 @@ async def test_declared_fields_are_backfilled_from_metadata_before_the_switch(
     assert {"meta_priority", "present"} <= set(manager.outdated)
     report = await manager.migrate()
     assert report.switched and report.backfilled == 12
-    reply = await client.execute_command(
-        "FT.SEARCH", manager.name, "@meta_priority:[3 3]", "NOCONTENT", "LIMIT", "0", "100", "DIALECT", "2"
+    reply = await ft(
+        store,
+        "FT.SEARCH",
+        manager.name,
+        "@meta_priority:[3 3]",
+        "NOCONTENT",
+        "LIMIT",
+        "0",
+        "100",
+        "DIALECT",
+        "2",
     )
     assert reply[0] == 2  # priorities 0..4 over 12 memories: i = 3 and 8
     doc: dict[Any, Any] = await client.hgetall(reply[1])

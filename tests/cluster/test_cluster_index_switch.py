@@ -1,0 +1,46 @@
+"""The index switch on a 3-primary valkey-search cluster: the integration tests, on a cluster client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from valkey.asyncio.cluster import ValkeyCluster
+
+from betterdb_memory import HashingEmbedder, MemoryStore
+from tests.integration.test_index_switch import (  # noqa: F401 - collected here, on the cluster
+    test_a_second_process_adopts_the_new_generation_and_never_resurrects_the_old,
+    test_an_old_index_is_detected_and_features_needing_its_missing_fields_are_refused,
+    test_declared_fields_are_backfilled_from_metadata_before_the_switch,
+    test_migrate_switches_while_recall_keeps_finding_every_memory,
+    test_two_migrators_race_and_exactly_one_switches,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def client(cluster_client: ValkeyCluster) -> ValkeyCluster:
+    return cluster_client
+
+
+@pytest.fixture
+async def make_store(
+    cluster_client: ValkeyCluster, unique_name: str
+) -> AsyncIterator[Callable[..., MemoryStore]]:
+    made: list[MemoryStore] = []
+
+    def factory(**options: Any) -> MemoryStore:
+        options.setdefault("client", cluster_client)
+        options.setdefault("name", unique_name)
+        options.setdefault("embedder", HashingEmbedder())
+        store = MemoryStore(**options)
+        made.append(store)
+        return store
+
+    try:
+        yield factory
+    finally:
+        for store in made:
+            await store.close()
