@@ -265,7 +265,7 @@ class MemoryStore(StoreInfo):
             on_ready=self._obs.start,
         )
         if opts.refresh_seconds is not None:
-            self.index.settle_seconds = opts.refresh_seconds
+            self.index.settle_seconds = opts.refresh_seconds + 1.0  # one refresh, and its round trip
         self._obs.live.watch_index(self.keys.meta, self.index.observe_meta)
         rt = Runtime(
             keys=self.keys,

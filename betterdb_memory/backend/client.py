@@ -97,6 +97,10 @@ class ValkeyBackend:
         self._opened = 0
         self._settling = asyncio.Lock()
         watch_connections(client, self._note_open)
+        #: Index names this process queried before an index switch -> the one in use
+        #: (``IndexManager`` keeps it): a query built with the old name just before the
+        #: switch, in flight or retried, reads the new index instead of failing.
+        self.redirects: dict[str, str] = {}
 
     @property
     def decodes(self) -> bool:
@@ -238,6 +242,7 @@ class ValkeyBackend:
         shard that is down or restarting would silently be missing from a recall, a
         count or a scope deletion. With it such a query fails (a typed error) instead.
         """
+        args = self._redirect(args)
         full = self._search_args(args)
 
         async def send() -> list[Any]:
@@ -247,6 +252,13 @@ class ValkeyBackend:
             return (await self._queries([args], send))[0]
 
         return await self._call(operation, run)
+
+    def _redirect(self, args: Sequence[Any]) -> Sequence[Any]:
+        if self.redirects and len(args) > 1 and args[0] in _QUERIES:
+            new = self.redirects.get(as_text(args[1]) or "")
+            if new is not None:
+                return [args[0], new, *args[2:]]
+        return args
 
     def _search_args(self, args: Sequence[Any]) -> list[Any]:
         if self.cluster and args and args[0] == "FT.SEARCH":
@@ -290,6 +302,8 @@ class ValkeyBackend:
         beside it, to a node that answers for the whole cluster, once the pipeline
         returned. ``NOSCRIPT`` reloads the registry and sends the pipeline again.
         """
+        if self.redirects:
+            searches = [self._redirect(s) for s in searches]
 
         async def send() -> list[Any]:
             for attempt in (1, 2):

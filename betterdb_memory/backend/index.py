@@ -177,7 +177,13 @@ class IndexManager:
             log.info("index switch seen: %s -> %s (generation %s)", self.name, index, gen)
             self._stale = True
 
-    async def migrate(self, *, keep_reference: bool = False, wait: float = 3600.0) -> SwitchReport:
+    async def migrate(
+        self,
+        *,
+        keep_reference: bool = False,
+        wait: float = 3600.0,
+        on_phase: Callable[[str], None] | None = None,
+    ) -> SwitchReport:
         """Build an index with this process's full schema beside the one in use and switch to it.
 
         See ``backend.index_switch``; a no-op (``switched=False``) when the index in use
@@ -186,7 +192,7 @@ class IndexManager:
         Raises:
             ConsolidationBusyError: another migration holds the lock for ``wait`` seconds.
         """
-        return await IndexSwitch(self).run(
+        return await IndexSwitch(self, on_phase=on_phase).run(
             keep_reference=keep_reference, wait=wait, settle=self.settle_seconds
         )
 
@@ -282,7 +288,7 @@ class IndexManager:
             meta = {as_text(k): as_text(v) for k, v in meta_raw.items()}
             self._check_meta(meta)
             self.generation = Generation.from_meta(meta, self.keys.index)
-            self._name = self.generation.name
+            self._rename(self.generation.name)
             reply = await backend.index_info(self.name)
             if reply is not None:
                 break
@@ -327,6 +333,18 @@ class IndexManager:
             self._note_outdated()
         if self._on_ready is not None and not backend.closed:
             await self._on_ready(caps.as_list())
+
+    def _rename(self, new: str) -> None:
+        """Query ``new`` from now on; the backend sends queries built for earlier names there too."""
+        old, self._name = self._name, new
+        redirects: dict[str, str] | None = getattr(self.backend, "redirects", None)
+        if redirects is None or old == new:
+            return
+        for k, v in list(redirects.items()):
+            if v == old:
+                redirects[k] = new
+        redirects[old] = new
+        redirects.pop(new, None)
 
     def _note_outdated(self) -> None:
         small = self._num_docs <= AUTO_MIGRATE_MAX_DOCS

@@ -62,8 +62,12 @@ __all__ = ["IndexSwitch", "SwitchReport"]
 log = logging.getLogger(__name__)
 
 _OPERATION = "index_switch"
-#: Documents per backfill page (one FT.SEARCH, one pipeline of writes).
+#: Documents per backfill page (one FT.SEARCH).
 PAGE = 500
+#: Document writes per pipeline: on RediSearch each one re-indexes its whole document
+#: (HNSW included), and a server runs a client's pipelined commands back to back, so a
+#: small batch keeps the recalls of other clients from queueing behind the backfill.
+WRITE_BATCH = 16
 #: The catch-up pass looks this far before the first pass began (clock skew between hosts).
 CATCH_UP_MARGIN_MS = 60_000
 
@@ -100,8 +104,11 @@ class SwitchReport:
 class IndexSwitch:
     """One migration of one store's index (see the module docstring)."""
 
-    def __init__(self, manager: IndexManager) -> None:
+    def __init__(self, manager: IndexManager, *, on_phase: Callable[[str], None] | None = None) -> None:
         self.m = manager
+        # Told each step as it starts (backfill, build, catch_up, switch, reference, done):
+        # progress for the CLI, phases for the benchmark.
+        self.on_phase = on_phase or (lambda phase: None)
         self.backend = manager.backend
         self.keys = manager.keys
         self.state_key, self.lock_key = switch_keys(manager.keys.name)
@@ -140,18 +147,22 @@ class IndexSwitch:
         log.info("index switch: %s lacks %s; building %s", old, list(missing), target)
         started_ms = int(time.time() * 1000)
         t0 = time.monotonic()
+        self.on_phase("backfill")
         backfilled = await self._backfill(old, digest, resume=True, check=check)
         backfill = time.monotonic() - t0
         t1 = time.monotonic()
+        self.on_phase("build")
         await self._build(target)
         build = time.monotonic() - t1
         check()
         t2 = time.monotonic()
+        self.on_phase("catch_up")
         backfilled += await self._backfill(
             old, digest, since=started_ms - CATCH_UP_MARGIN_MS, resume=False, check=check
         )
         backfill += time.monotonic() - t2
         t3 = time.monotonic()
+        self.on_phase("switch")
         switched = await self._switch(gen, target, digest)
         switch = time.monotonic() - t3
         if not switched:
@@ -164,6 +175,7 @@ class IndexSwitch:
         reference = 0.0
         if not keep_reference:
             await asyncio.sleep(settle)
+            self.on_phase("reference")
             t4 = time.monotonic()
             await self._drop(keys.index)
             await self._build(keys.index)
@@ -173,8 +185,8 @@ class IndexSwitch:
                 await m.relocate()
                 await asyncio.sleep(settle)  # the others move back before g<n+1> goes
                 await self._drop(target)
-        with contextlib.suppress(IndexNotFoundError):
-            await backend.command(_OPERATION, "DEL", self.state_key)
+        await backend.command(_OPERATION, "DEL", self.state_key)
+        self.on_phase("done")
         return SwitchReport(
             True,
             m.name,
@@ -216,8 +228,8 @@ class IndexSwitch:
                 if sets or dels:
                     pairs = [x for kv in sets.items() for x in kv]
                     calls.append(scripts.INDEX_BACKFILL.call([hit.key], [str(len(sets)), *pairs, *dels]))
-            if calls:
-                out = await backend.pipeline(_OPERATION, calls)
+            for start in range(0, len(calls), WRITE_BATCH):
+                out = await backend.pipeline(_OPERATION, calls[start : start + WRITE_BATCH])
                 written += sum(1 for r in out if int(r) == 1)
             cursor = cursor.advance(created)
             if resume:

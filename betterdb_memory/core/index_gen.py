@@ -50,10 +50,13 @@ FIELD_GEN = "index_gen"
 FIELD_SCHEMA = "index_schema"
 
 #: An outdated index over at most this many documents is rebuilt at ``ensure_ready``
-#: without being asked (a fraction of a second of engine backfill); a larger one waits
-#: for ``MemoryStore.migrate_index()`` / ``betterdb-memory reindex``, and the features
-#: that need its missing fields raise ``configuration.index_outdated`` until then.
-AUTO_MIGRATE_MAX_DOCS = 5_000
+#: without being asked: the first call waits for two engine builds of a thousand vectors
+#: (a few seconds at most, with declared fields to backfill), where a store that silently
+#: lacks new features would surprise more. A larger one waits for
+#: ``MemoryStore.migrate_index()`` / ``betterdb-memory reindex`` (minutes at 100k: never
+#: silently on a first call), and the features that need its missing fields raise
+#: ``configuration.index_outdated`` until then, naming that command.
+AUTO_MIGRATE_MAX_DOCS = 1_000
 
 # SCHEMA flags that take no argument, and options that take one (both engines).
 _BARE = frozenset({"SORTABLE", "CASESENSITIVE", "UNF", "NOSTEM", "NOINDEX", "WITHSUFFIXTRIE", "INDEXEMPTY"})
