@@ -123,7 +123,7 @@ class IndexManager:
         #: Fields this process's schema has that the index in use lacks (empty: current).
         self.outdated: tuple[str, ...] = ()
         self.auto_migrate = auto_migrate
-        self._num_docs = 0
+        self.num_docs = 0
         self._stale = False  # a switch was seen: re-locate the index before the next query
         self._auto_pending = False
         self._warned = False
@@ -312,7 +312,7 @@ class IndexManager:
         if reply is not None:
             info, schema = parse_ft_info(reply), parse_index_schema(reply)
             self._adopt(info, schema)
-            self._num_docs = info.num_docs
+            self.num_docs = info.num_docs
             self.outdated = missing_fields(wanted, [(f.alias, f.type) for f in schema.fields])
         fields = {
             "dimensions": str(self.embedder.dimensions),
@@ -347,7 +347,7 @@ class IndexManager:
         redirects.pop(new, None)
 
     def _note_outdated(self) -> None:
-        small = self._num_docs <= AUTO_MIGRATE_MAX_DOCS
+        small = self.num_docs <= AUTO_MIGRATE_MAX_DOCS
         if self.auto_migrate and small:
             self._auto_pending = True
         elif not self._warned:
@@ -357,7 +357,7 @@ class IndexManager:
                 "need them are refused until the store switches to a new index: run "
                 "`betterdb-memory reindex` (or await store.migrate_index()); recall keeps working",
                 self.name,
-                self._num_docs,
+                self.num_docs,
                 list(self.outdated),
             )
 

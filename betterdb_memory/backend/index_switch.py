@@ -33,12 +33,15 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..core.codec import as_text
-from ..core.ft_info import parse_ft_info, parse_index_schema
+from ..core.dialect import Capabilities
+from ..core.filter_fields import MetadataFields
+from ..core.ft_info import IndexInfo, parse_ft_info, parse_index_schema
 from ..core.index_gen import (
     BackfillCursor,
+    Generation,
     backfill_fields,
     backfill_page_args,
     backfill_writes,
@@ -47,15 +50,43 @@ from ..core.index_gen import (
     schema_digest,
     switch_keys,
 )
-from ..core.query import create_index_args
+from ..core.keys import KeySpace
+from ..core.query import IndexSpec, create_index_args
 from ..core.replies import parse_search_reply
 from ..errors import BetterDBMemoryError, IndexExistsError, IndexNotFoundError
 from . import scripts
 from .commands import ScriptCall
 from .locks import ScopedLock
+from .protocol import Backend
 
-if TYPE_CHECKING:
-    from .index import IndexManager
+
+class Manager(Protocol):
+    """What a migration needs of the store's ``IndexManager`` (a Protocol: index.py imports this module)."""
+
+    backend: Backend
+    keys: KeySpace
+    metadata_fields: MetadataFields
+    generation: Generation
+    outdated: tuple[str, ...]
+    num_docs: int
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def spec(self) -> IndexSpec: ...
+
+    @property
+    def caps(self) -> Capabilities: ...
+
+    def wanted_fields(self) -> tuple[tuple[str, str], ...]: ...
+
+    async def ensure_ready(self) -> None: ...
+
+    async def relocate(self) -> None: ...
+
+    async def info(self, name: str | None = None) -> IndexInfo | None: ...
+
 
 __all__ = ["IndexSwitch", "SwitchReport"]
 
@@ -104,7 +135,7 @@ class SwitchReport:
 class IndexSwitch:
     """One migration of one store's index (see the module docstring)."""
 
-    def __init__(self, manager: IndexManager, *, on_phase: Callable[[str], None] | None = None) -> None:
+    def __init__(self, manager: Manager, *, on_phase: Callable[[str], None] | None = None) -> None:
         self.m = manager
         # Told each step as it starts (backfill, build, catch_up, switch, reference, done):
         # progress for the CLI, phases for the benchmark.
@@ -142,7 +173,7 @@ class IndexSwitch:
         check = lock.check
         old, gen, missing = m.name, m.generation.gen, m.outdated
         digest = schema_digest(m.wanted_fields())
-        documents = m._num_docs
+        documents = m.num_docs
         target = generation_name(keys.index, gen + 1)
         log.info("index switch: %s lacks %s; building %s", old, list(missing), target)
         started_ms = int(time.time() * 1000)
