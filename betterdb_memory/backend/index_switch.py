@@ -162,9 +162,15 @@ class IndexSwitch:
         await lock.acquire()
         try:
             await m.relocate()  # another migrator may have switched while we waited
-            if not m.outdated:
+            if m.outdated:
+                return await self._migrate(lock, keep_reference=keep_reference, settle=settle)
+            if keep_reference or m.name == self.keys.index:
                 return SwitchReport(False, m.name, m.generation.gen)
-            return await self._migrate(lock, keep_reference=keep_reference, settle=settle)
+            # Current, but on a generation: an earlier ``keep_reference`` run, or one that
+            # stopped before this step. Bring the reference's name up to date and move back.
+            t = time.monotonic()
+            await self._to_reference(m.generation.gen, m.name, schema_digest(m.wanted_fields()), lock, settle)
+            return SwitchReport(True, m.name, m.generation.gen, reference_seconds=time.monotonic() - t)
         finally:
             await lock.release_shielded()
 
@@ -202,20 +208,13 @@ class IndexSwitch:
             return SwitchReport(False, m.name, m.generation.gen, missing, documents)
         await m.relocate()
         if old != keys.index:
+            await asyncio.sleep(settle)  # the others move off it first (live-config refresh)
             await self._drop(old)  # an older generation: only this library knew it
         reference = 0.0
         if not keep_reference:
-            await asyncio.sleep(settle)
-            self.on_phase("reference")
             t4 = time.monotonic()
-            await self._drop(keys.index)
-            await self._build(keys.index)
+            await self._to_reference(gen + 1, target, digest, lock, settle)
             reference = time.monotonic() - t4
-            check()
-            if await self._switch(gen + 1, keys.index, digest):
-                await m.relocate()
-                await asyncio.sleep(settle)  # the others move back before g<n+1> goes
-                await self._drop(target)
         await backend.command(_OPERATION, "DEL", self.state_key)
         self.on_phase("done")
         return SwitchReport(
@@ -232,6 +231,25 @@ class IndexSwitch:
         )
 
     # -- steps ------------------------------------------------------------------------------
+
+    async def _to_reference(
+        self, gen: int, current: str, digest: str, lock: ScopedLock, settle: float
+    ) -> None:
+        """Rebuild the reference's name with the full schema, switch back to it, drop ``current``.
+
+        ``settle`` before the drop (processes still on the reference's name move to
+        ``current`` first) and before dropping ``current`` (they move back first).
+        """
+        keys = self.keys
+        await asyncio.sleep(settle)
+        self.on_phase("reference")
+        await self._drop(keys.index)
+        await self._build(keys.index)
+        lock.check()
+        if await self._switch(gen, keys.index, digest):
+            await self.m.relocate()
+            await asyncio.sleep(settle)
+            await self._drop(current)
 
     async def _backfill(
         self, index: str, digest: str, *, resume: bool, check: Callable[[], None], since: int | None = None

@@ -211,3 +211,19 @@ async def test_declared_fields_are_backfilled_from_metadata_before_the_switch(
     assert as_text(doc[b"present"]) == "priority"
     assert json.loads(as_text(doc[b"metadata"]) or "{}")["priority"] == 3
     assert manager.generation.gen == 2 and manager.name == store.keys.index
+
+
+async def test_after_keep_reference_a_later_migration_moves_back_to_the_reference_name(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    store = await old_store(make_store, client)
+    await fill(store, 6)
+    first = await store.migrate_index(keep_reference=True)
+    assert first.switched and store.index.name == f"{store.keys.index}:g1"
+    again = await store.migrate_index()  # current, but on a generation: the reference is rebuilt
+    assert again.switched and store.index.name == store.keys.index and store.index.generation.gen == 2
+    names = await index_names(store)
+    assert f"{store.keys.index}:g1" not in names
+    info = await store.index_info()
+    assert info is not None and set(info.fields) >= _NEW and info.num_docs == 6
+    assert len(await store.recall("memory number 3 about topic 21", k=6)) == 6
