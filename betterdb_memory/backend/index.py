@@ -329,6 +329,7 @@ class IndexManager:
         self._check_meta({as_text(k): as_text(v) for k, v in out[-1].items()})
         self.ready = True
         self._stale = False
+        self._auto_pending = False  # set again below only while the index is outdated
         if self.outdated:
             self._note_outdated()
         if self._on_ready is not None and not backend.closed:
