@@ -250,28 +250,25 @@ def test_forget_a_whole_scope_with_progress_on_stderr(valkey_url: str, unique_na
 def test_reindex_switches_an_outdated_index_once(
     capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str
 ) -> None:
-    import valkey
+    import asyncio
+
+    import valkey.asyncio as avalkey
 
     from betterdb_memory.embedders import HashingEmbedder
     from betterdb_memory.store import MemoryStore
-    from tests.integration.test_index_switch import old_create_args
+    from tests.integration.test_index_switch import ft, old_create_args
 
-    store = MemoryStore(
-        client=valkey.asyncio.Valkey.from_url(valkey_url), name=unique_name, embedder=HashingEmbedder()
-    )
-    sync = valkey.Valkey.from_url(valkey_url)
-    try:
-        import asyncio
-
-        async def old_args() -> list[str]:
+    async def make_old_index() -> None:
+        client = avalkey.Valkey.from_url(valkey_url)
+        store = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder())
+        try:
             store.index.capabilities = await store.backend.probe()
-            args = old_create_args(store)
+            await ft(store, *old_create_args(store))
+        finally:
             await store.close()
-            return args
+            await client.aclose()
 
-        sync.execute_command(*asyncio.run(old_args()))
-    finally:
-        sync.close()
+    asyncio.run(make_old_index())
     code, out = run(capsys, valkey_url, unique_name, "reindex", "--json")
     report = json.loads(out)
     assert code == 0 and report["switched"] and "valid_from" in report["missing"]
