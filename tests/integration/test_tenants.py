@@ -94,8 +94,11 @@ def _store(client: Any, name: str, **options: Any) -> MemoryStore:
 class Tenants:
     """Two tenants' users, clients and store names, and what B stored."""
 
-    def __init__(self, url: str, a: str, b: str, rules: Callable[[str], Sequence[str]]) -> None:
+    def __init__(
+        self, url: str, a: str, b: str, rules: Callable[[str], Sequence[str]], *, discovery: bool = True
+    ) -> None:
         self.url, self.a, self.b, self.rules = url, a, b, rules
+        self.discovery = discovery  # the tenants' stores register with Monitor (their rules allow it)
         self.user_a, self.user_b = f"u{a}", f"u{b}"
         self.b_ids: list[str] = []
         self.b_own = f"own-{b}"
@@ -122,7 +125,7 @@ async def _populate_b(admin: avalkey.Valkey, t: Tenants) -> None:
     """Tenant B, with its own credentials: memories, an id'd memory with history, L1, facts, stats."""
     await admin.hset(f"{t.b}:__mem_config", "recall.threshold", "1.5")  # Monitor's live config
     client = t.client("b")
-    store = _store(client, t.b)
+    store = _store(client, t.b, discovery=t.discovery)
     try:
         rng = np.random.default_rng(7)
         for i in range(4):
@@ -151,7 +154,8 @@ async def _populate_b(admin: avalkey.Valkey, t: Tenants) -> None:
         )
         assert await store.recall("tea", k=2, threshold=2.0, agent_id="ag")
         await store.stats()
-        assert await admin.hget(REGISTRY, f"{t.b}:mem") is not None  # B is registered with Monitor
+        registered = await admin.hget(REGISTRY, f"{t.b}:mem")
+        assert (registered is not None) == t.discovery  # B is registered with Monitor, if it asked
     finally:
         await store.close()
         await client.aclose()
@@ -442,8 +446,19 @@ async def _prime(store: MemoryStore, admin: avalkey.Valkey) -> None:
 
 
 @pytest.fixture
-async def tenants(admin: avalkey.Valkey, valkey_url: str, unique_name: str) -> AsyncIterator[Tenants]:
-    t = Tenants(valkey_url, f"{unique_name}a", f"{unique_name}b", lambda n: acl_rules(n, create_index=False))
+async def tenants(
+    request: pytest.FixtureRequest, admin: avalkey.Valkey, valkey_url: str, unique_name: str
+) -> AsyncIterator[Tenants]:
+    """Tenants A and B provisioned, B's store populated; ``discovery`` (param, default True): their
+    stores register with Monitor and their rules allow it, or neither."""
+    discovery = bool(getattr(request, "param", True))
+    t = Tenants(
+        valkey_url,
+        f"{unique_name}a",
+        f"{unique_name}b",
+        lambda n: acl_rules(n, create_index=False, discovery=discovery),
+        discovery=discovery,
+    )
     try:
         await _provision(admin, t)
         await _populate_b(admin, t)
@@ -463,7 +478,7 @@ async def _check_isolation(admin: avalkey.Valkey, t: Tenants) -> int:
     facade = AgentMemory(client=a_client, name=t.b, embedder=HashingEmbedder(), discovery=True)
     try:
         # Tenant A's own store works under its rules (the rules are enough, not just restrictive).
-        own = _store(a_client, t.a)
+        own = _store(a_client, t.a, discovery=t.discovery)
         try:
             assert await own.remember("a's own memory", agent_id="ag")
             assert await own.count(agent_id="ag") == 1
@@ -474,7 +489,7 @@ async def _check_isolation(admin: avalkey.Valkey, t: Tenants) -> int:
 
         before = await _snapshot(admin, t)
         b_keys = [k for k in before if not k.startswith("<")]
-        assert len(b_keys) >= 15 and before["<registry>"] is not None
+        assert len(b_keys) >= 15 and (before["<registry>"] is not None) == t.discovery
         await asyncio.sleep(3.0)  # idle times now >= 3 s; a read during the attacks would reset one
         started = time.monotonic()
 
@@ -512,6 +527,7 @@ async def _check_isolation(admin: avalkey.Valkey, t: Tenants) -> int:
     return len(refusals)
 
 
+@pytest.mark.parametrize("tenants", [True, False], ids=["discovery", "no-discovery"], indirect=True)
 async def test_tenant_a_reaches_nothing_of_tenant_b(admin: avalkey.Valkey, tenants: Tenants) -> None:
     """Every public call of a store (and the facade, export, import, raw FT.* and key commands) that
     tenant A points at tenant B's store is refused with PermissionDeniedError; B is unchanged and unread."""
@@ -529,3 +545,91 @@ async def test_a_wider_acl_is_caught(admin: avalkey.Valkey, tenants: Tenants, le
     with pytest.raises(AssertionError, match=r"NOT refused|changed|read B's keys") as caught:
         await _check_isolation(admin, t)
     print(f"\n[tenants] with ~{t.b}:{leak}* granted to A: {str(caught.value)[:300]}")
+
+
+async def test_what_a_tenant_sees_of_another_in_the_monitor_registry(
+    admin: avalkey.Valkey, tenants: Tenants
+) -> None:
+    """With discovery on, the registry is one shared hash: a tenant can read (HGET) and overwrite
+    (HSET) the marker of a store whose name it knows, never list, scan or delete the registry. A
+    marker holds names and markers only: no memory, config or statistic."""
+    t = tenants
+    a = t.client("a")
+    try:
+        raw = await a.hget(REGISTRY, f"{t.b}:mem")
+        assert raw is not None
+        marker = json.loads(raw)
+        assert set(marker) == {
+            "type",
+            "prefix",
+            "version",
+            "protocol_version",
+            "capabilities",
+            "stats_key",
+            "index_name",
+            "started_at",
+            "pid",
+            "hostname",
+        }
+        assert marker["prefix"] == t.b and marker["index_name"] == f"{t.b}:mem:idx"
+        assert await a.hexists(REGISTRY, f"{t.b}:mem")
+        for cmd in (("HGETALL", REGISTRY), ("HKEYS", REGISTRY), ("HVALS", REGISTRY), ("HLEN", REGISTRY)):
+            with pytest.raises(vexc.NoPermissionError):
+                await a.execute_command(*cmd)
+        for cmd in (("HSCAN", REGISTRY, "0"), ("HDEL", REGISTRY, f"{t.b}:mem"), ("DEL", REGISTRY)):
+            with pytest.raises(vexc.NoPermissionError):
+                await a.execute_command(*cmd)
+        # The limit of a shared hash: the marker can be overwritten (Monitor then shows what A wrote;
+        # B's own heartbeat re-registers it only when the field is gone).
+        assert await a.hset(REGISTRY, f"{t.b}:mem", raw) == 0
+    finally:
+        await a.aclose()
+
+
+async def test_the_facade_runs_as_a_tenant_with_its_cache_tiers(
+    admin: avalkey.Valkey, valkey_url: str, unique_name: str
+) -> None:
+    """``acl_rules(name, agent_cache=True, create_index=False)`` is enough for AgentMemory (memory
+    tier, llm / tool / session tiers, both tiers' Monitor discovery) once the index exists."""
+    from betterdb_memory import ToolPolicy
+
+    user = f"f{unique_name}"
+    rules = acl_rules(unique_name, agent_cache=True, create_index=False)
+    await admin.execute_command("ACL", "SETUSER", user, "reset", "on", ">tenant-pw", *rules)
+    store = _store(admin, unique_name, discovery=False, config_refresh=False)
+    try:
+        await store.ensure_index()
+    finally:
+        await store.close()
+    client = avalkey.Valkey.from_url(_user_url(valkey_url, user, "tenant-pw"))
+    agent = AgentMemory(client=client, name=unique_name, embedder=HashingEmbedder(), discovery=True)
+    try:
+        await admin.script_flush()  # the user loads every script itself
+        await agent.initialize()
+        mid = await agent.memory.remember("the user likes tea", thread_id="t", agent_id="a")
+        await agent.memory.store_turn("t", "hi", "hello", agent_id="a")
+        assert await agent.memory.get_recent_turns("t", agent_id="a")
+        request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        await agent.llm.store(request, "hello")
+        assert (await agent.llm.check(request)).hit
+        await agent.tool.set_policy("weather", ToolPolicy(ttl=5))
+        await agent.tool.store("weather", {"city": "Oslo"}, "-3")
+        assert await agent.tool.invalidate_by_tool("weather") == 1
+        await agent.session.set("t", "step", "1")
+        assert await agent.session.get("t", "step") == "1"
+        await agent.erase(agent_id="a", thread_id="t")
+        assert await agent.memory.get(mid) is None
+    finally:
+        await agent.close()
+        await client.aclose()
+    try:
+        log = await admin.execute_command("ACL", "LOG")
+        denied = [e for e in log if user.encode() in e]
+        assert denied == [], f"the facade needed more than acl_rules(agent_cache=True): {denied}"
+    finally:
+        await admin.execute_command("ACL", "DELUSER", user)
+        with contextlib.suppress(vexc.ResponseError):
+            await admin.execute_command("FT.DROPINDEX", f"{unique_name}:mem:idx")
+        async for key in admin.scan_iter(match=f"{unique_name}:*"):
+            await admin.delete(key)
+        await admin.hdel(REGISTRY, f"{unique_name}:mem", unique_name)
