@@ -137,3 +137,15 @@ def test_a_bad_store_name_is_refused() -> None:
         acl_rules("a b")
     with pytest.raises(ValidationError):
         acl_rules("a:mem")
+
+
+def test_the_documented_line_is_the_helpers() -> None:
+    """docs/operations/acl.md shows ``acl_setuser_line`` for ``app`` (discovery apart), verbatim."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "operations" / "acl.md").read_text(
+        encoding="utf-8"
+    )
+    block = page.split("```text\n", 1)[1].split("```", 1)[0]
+    expected = acl_setuser_line("app", user="app-memory", password="password", discovery=False)
+    assert " ".join(block.split()) == expected
