@@ -633,3 +633,32 @@ async def test_the_facade_runs_as_a_tenant_with_its_cache_tiers(
         async for key in admin.scan_iter(match=f"{unique_name}:*"):
             await admin.delete(key)
         await admin.hdel(REGISTRY, f"{unique_name}:mem", unique_name)
+
+
+async def test_an_index_under_the_store_name_over_other_keys_is_refused(
+    admin: avalkey.Valkey, unique_name: str
+) -> None:
+    """A tenant allowed FT.CREATE on valkey-search can take the index name of a store not created
+    yet, over its own keys: the store then refuses that index instead of serving the other
+    tenant's documents as its own (``configuration.foreign_index``)."""
+    from betterdb_memory import ConfigurationError
+    from betterdb_memory.core.query import IndexSpec, create_index_args
+
+    victim, squatter = f"{unique_name}v", f"{unique_name}s"
+    probe = _store(admin, squatter, discovery=False, config_refresh=False)
+    caps = await probe.backend.probe()
+    await probe.close()
+    # The squatter's index: this library's own schema, under the victim's index name.
+    spec = IndexSpec(index=f"{victim}:mem:idx", prefix=f"{squatter}:mem:", dimensions=384)
+    await admin.execute_command(*create_index_args(spec, caps))
+    store = _store(admin, victim, discovery=False, config_refresh=False)
+    try:
+        with pytest.raises(ConfigurationError) as caught:
+            await store.remember("my first memory")
+        assert caught.value.code == "configuration.foreign_index"
+        assert caught.value.details["prefixes"] == [f"{squatter}:mem:"]
+    finally:
+        await store.close()
+        await admin.execute_command("FT.DROPINDEX", f"{victim}:mem:idx")
+        async for key in admin.scan_iter(match=f"{victim}:*"):
+            await admin.delete(key)
