@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 __all__ = [
+    "NOTHING",
     "SUBJECT_KEY",
     "VALID_FROM",
     "VALID_UNTIL",
@@ -47,6 +48,8 @@ SUBJECT_KEY = "subject_key"  # TAG: digest of (scope, kind, normalised subject)
 T = TypeVar("T", int, float)
 
 _NO_VALID_FROM = f"-@{VALID_FROM}:[-inf +inf]"
+#: Matches no memory on either engine (every memory has ``created_at``).
+NOTHING = "-@created_at:[-inf +inf]"
 
 
 def _range(lo: int | None, hi_exclusive: int | None) -> str:
@@ -82,10 +85,14 @@ def history_valid_at(t: int) -> str:
 def window(since: int | None, until: int | None) -> str:
     """Main or history index: memories whose ``valid_from`` falls in ``[since, until)``.
 
-    Returns ``""`` for an unbounded window (no clause to add).
+    Returns ``""`` for an unbounded window (no clause to add). An empty window
+    (``since == until``) is ``NOTHING``: valkey-search rejects an empty range
+    (``[t (t]``: "Start and end values of a numeric field indicate an empty range").
     """
     if since is None and until is None:
         return ""
+    if since is not None and until is not None and since >= until:
+        return NOTHING
     return _with_fallback(_range(since, until))
 
 

@@ -66,6 +66,7 @@ def test_in_time(
         (None, 20, "-(-@valid_from:[-inf (20] -(@created_at:[-inf (20] -@valid_from:[-inf +inf]))"),
         (10, 20, "-(-@valid_from:[10 (20] -(@created_at:[10 (20] -@valid_from:[-inf +inf]))"),
         (-5, 0, "-(-@valid_from:[-5 (0] -(@created_at:[-5 (0] -@valid_from:[-inf +inf]))"),
+        (7, 7, "-@created_at:[-inf +inf]"),  # empty: valkey-search rejects the range [7 (7]
     ],
 )
 def test_window(since: int | None, until: int | None, clause: str) -> None:
