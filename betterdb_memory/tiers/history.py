@@ -25,6 +25,7 @@ from ..core.codec import as_text, encode_vector, to_float
 from ..core.filter_query import require_filter_queries
 from ..core.models import MemoryItem, item_from_fields
 from ..core.query import (
+    CHECK_FIELDS,
     ITEM_FIELDS,
     SCORE_ALIAS,
     MemoryFilter,
@@ -42,6 +43,8 @@ HISTORY_ITEM_FIELDS: tuple[str, ...] = (*ITEM_FIELDS, "valid_until")
 
 # The most a scope page of history deletes at once (``forget_by_scope``).
 _PAGE = 500
+# The most one filter query returns (valkey-search's default maximum; ``scopes.SCAN_LIMIT``).
+SCAN_LIMIT = 10_000
 
 
 class History:
@@ -146,12 +149,22 @@ class History:
         """How many memories were valid at ``flt.as_of``: two ``LIMIT 0 0`` counts, one round trip."""
         rt = self._rt
         require_filter_queries(rt.index.caps, "count(as_of=)")
-        main = filter_search_args(rt.keys.index, flt, layout=rt.index.layout, limit=0)
+        check = rt.index.needs_check(flt)  # another library's index: read the matches, check each
+        main = filter_search_args(
+            rt.keys.index,
+            flt,
+            layout=rt.index.layout,
+            return_fields=CHECK_FIELDS if check else None,
+            limit=SCAN_LIMIT if check else 0,
+        )
         hist = self.filter_args(flt, offset=0, limit=0)
         replies = await rt.index.with_index(
             "count", lambda: rt.backend.pipeline("count", [], searches=[main, hist])
         )
-        return sum(parse_search_reply(r, nocontent=True).total for r in replies)
+        past = parse_search_reply(replies[1], nocontent=True).total
+        if check:
+            return past + sum(1 for h in parse_search_reply(replies[0]).hits if item_matches(h.fields, flt))
+        return past + parse_search_reply(replies[0], nocontent=True).total
 
     # -- get ----------------------------------------------------------------------------------
 

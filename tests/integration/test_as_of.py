@@ -258,3 +258,42 @@ async def test_legacy_fact_history_with_iso_valid_until_is_rewritten_when_the_in
     assert await fresh.count(thread_id="f", as_of=JAN_2022) == 0
     (record,) = await fresh.fact_history("city", thread_id="f")
     assert record.valid_until == datetime(2022, 1, 1, tzinfo=UTC)
+
+
+async def test_on_an_index_the_reference_created_times_are_checked_in_the_client(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey, unique_name: str
+) -> None:
+    """betterdb-agent-memory's index has no valid_from (and case-insensitive TAGs): exact all the same."""
+    from betterdb_memory import HashingEmbedder
+    from betterdb_memory.backend.dialect import probe
+
+    schema = (
+        f"vector VECTOR HNSW 6 TYPE FLOAT32 DIM {HashingEmbedder().dimensions} DISTANCE_METRIC COSINE "
+        "threadId TAG agentId TAG namespace TAG tags TAG SEPARATOR , source TAG importance NUMERIC "
+        "created_at NUMERIC SORTABLE last_accessed_at NUMERIC access_count NUMERIC"
+    ).split()
+    if (await probe(client)).text_fields:
+        schema += ["content", "TEXT"]
+    await client.execute_command(
+        "FT.CREATE",
+        f"{unique_name}:mem:idx",
+        "ON",
+        "HASH",
+        "PREFIX",
+        "1",
+        f"{unique_name}:mem:",
+        "SCHEMA",
+        *schema,
+    )
+    store = make_store()
+    lisbon, berlin = await ada(store)
+    assert not store.layout.valid_from
+    await store.remember("Ada lives in LISBON", thread_id="ADA", valid_from=JAN_2019)  # another scope
+    assert await store.count(thread_id="ada", as_of=JAN_2023) == 1
+    assert await store.count(thread_id="ada", as_of=MAY_2024) == 1
+    assert await store.count(thread_id="ada", since="2024") == 1
+    assert await store.count(thread_id="ada", until="2024") == 0  # Lisbon is history now
+    page = await store.list(thread_id="ada", as_of=JAN_2023)
+    assert ([i.id for i in page.items], page.total) == ([lisbon], 1)
+    hits = await store.recall("Ada", thread_id="ada", threshold=2.0, as_of=MAY_2024, reinforce=False)
+    assert [h.item.id for h in hits] == [berlin]
