@@ -438,12 +438,16 @@ async def _prime(store: MemoryStore, admin: avalkey.Valkey) -> None:
     """Ready ``store``'s index as the administrator (the index exists and fits), then hand the
     store back its own (tenant A's) connection: each method's own commands then reach the server."""
     admin_store = _store(admin, store.name, discovery=False, config_refresh=False)
-    own = store.index.backend
-    store.index.backend = admin_store.backend
+    # The index manager and what it ensures beside the main index (the history index).
+    parts: list[Any] = [store.index, store.index.history]
+    own = [part.backend for part in parts]
+    for part in parts:
+        part.backend = admin_store.backend
     try:
         await store.index.ensure_ready()
     finally:
-        store.index.backend = own
+        for part, backend in zip(parts, own, strict=True):
+            part.backend = backend
         await admin_store.close()
 
 
