@@ -52,6 +52,7 @@ from ..errors import (
     IndexNotFoundError,
     StoreClosedError,
 )
+from .history_index import HistoryIndex
 from .index_switch import IndexSwitch, SwitchReport
 from .protocol import Backend
 
@@ -115,6 +116,7 @@ class IndexManager:
         self.layout = IndexLayout()
         self.ready = False
         self._lock = asyncio.Lock()
+        self.history = HistoryIndex(backend, keys)  # superseded versions (as_of), beside the main index
         # The index this process queries: the reference's name until an index switch
         # (``backend.index_switch``) moves the store to a generation ``<name>:mem:idx:g<n>``.
         self._name = keys.index
@@ -218,6 +220,7 @@ class IndexManager:
             not layout.case_sensitive
             or (bool(flt.exclude_sensitivity) and not layout.sensitivity)
             or (flt.exclude_expired_at is not None and not layout.expires_at)
+            or (flt.has_time and not layout.valid_from)
         )
 
     async def ensure_ready(self) -> None:
@@ -314,6 +317,7 @@ class IndexManager:
             self._adopt(info, schema)
             self.num_docs = info.num_docs
             self.outdated = missing_fields(wanted, [(f.alias, f.type) for f in schema.fields])
+        await self.history.ensure(self.spec, caps)
         fields = {
             "dimensions": str(self.embedder.dimensions),
             "model_id": self.embedder.model_id,
@@ -377,6 +381,15 @@ class IndexManager:
 
     def _adopt(self, info: IndexInfo, schema: IndexSchema) -> None:
         """Check the index in place fits this store, and note which optional fields it has."""
+        if schema.prefixes and set(schema.prefixes) != {self.keys.doc_prefix}:
+            # An index under this store's name over other keys (another tenant's, taken before this
+            # store made its own: valkey-search checks FT.CREATE's prefixes, not its index name).
+            raise ConfigurationError(
+                f"index {self.keys.index} covers the keys {list(schema.prefixes)}, not this store's "
+                f"{self.keys.doc_prefix!r}. Use another store name, or drop that index.",
+                code="configuration.foreign_index",
+                details={"prefixes": list(schema.prefixes)},
+            )
         dims = self.embedder.dimensions
         if info.dimensions is not None and info.dimensions != dims:
             raise ConfigurationError(
