@@ -31,7 +31,7 @@ from ..core.tunables import (
     apply_config_hash,
     parse_field,
 )
-from ..errors import ConfigurationError
+from ..errors import BetterDBMemoryError, ConfigurationError
 from ..lifecycle import Spawn
 
 __all__ = ["LiveConfig"]
@@ -96,7 +96,7 @@ class LiveConfig:
         self._watch: tuple[str, Callable[[str | None, str | None], None]] | None = None
 
     def watch_index(self, meta_key: str, callback: Callable[[str | None, str | None], None]) -> None:
-        """Also read ``index`` / ``index_gen`` of the store's meta hash on every refresh (same round trip).
+        """Also read ``index`` / ``index_gen`` of the store's meta hash on every refresh.
 
         ``callback(index, index_gen)`` learns of an index switch (``backend.index_switch``)
         within one refresh interval.
@@ -122,14 +122,9 @@ class LiveConfig:
             BetterDBMemoryError: the server could not be read (translated); the
                 snapshot in force is unchanged.
         """
-        if self._watch is None:
-            raw = await self._backend.command("config.refresh", "HGETALL", self.key)
-        else:
-            meta_key, seen = self._watch
-            raw, where = await self._backend.pipeline(
-                "config.refresh", [("HGETALL", self.key), ("HMGET", meta_key, "index", "index_gen")]
-            )
-            _call_safely("index", seen, *(as_text(v) if v is not None else None for v in where))
+        raw = await self._backend.command("config.refresh", "HGETALL", self.key)
+        if self._watch is not None:
+            await self._read_index()
         snapshot, rejections = apply_config_hash(raw, defaults=self.defaults, last_good=self._current)
         new = [r for r in rejections if r not in self._rejections]
         self._rejections = tuple(rejections)
@@ -148,6 +143,17 @@ class LiveConfig:
             log.info("live config %s: now %s", self.key, snapshot)
             _call_safely("on_change", self._on_change, snapshot)
         return snapshot
+
+    async def _read_index(self) -> None:
+        """The meta hash's ``index`` / ``index_gen`` for ``watch_index``; a failure never fails the refresh."""
+        assert self._watch is not None
+        meta_key, seen = self._watch
+        try:
+            where = await self._backend.command("config.refresh", "HMGET", meta_key, "index", "index_gen")
+        except BetterDBMemoryError as exc:  # the next refresh, or a missing index, tells us
+            log.debug("live config %s: could not read %s: %s", self.key, meta_key, exc)
+            return
+        _call_safely("index", seen, *(as_text(v) if v is not None else None for v in where))
 
     async def set(self, field: str, value: str | float | int) -> ConfigSnapshot:
         """Validate one value, ``HSET`` it, and refresh (for a CLI ``config set``).
