@@ -353,7 +353,9 @@ class IndexManager:
 
     def _note_outdated(self) -> None:
         small = self.num_docs <= AUTO_MIGRATE_MAX_DOCS
-        if self.auto_migrate and small:
+        # Only an index an older betterdb-memory made (exact TAGs): one betterdb-agent-memory
+        # made is rebuilt only when asked, since its TAGs would turn case-sensitive for it too.
+        if self.auto_migrate and small and self.layout.case_sensitive:
             self._auto_pending = True
         elif not self._warned:
             self._warned = True

@@ -49,8 +49,9 @@ FIELD_INDEX = "index"
 FIELD_GEN = "index_gen"
 FIELD_SCHEMA = "index_schema"
 
-#: An outdated index over at most this many documents is rebuilt at ``ensure_ready``
-#: without being asked: the first call waits for two engine builds of a thousand vectors
+#: An outdated index that an older betterdb-memory made (not one of betterdb-agent-memory:
+#: rebuilding it would make its TAGs case-sensitive for that library too) over at most this
+#: many documents is rebuilt at ``ensure_ready`` without being asked: the first call waits for two engine builds of a thousand vectors
 #: (a few seconds at most, with declared fields to backfill), where a store that silently
 #: lacks new features would surprise more. A larger one waits for
 #: ``MemoryStore.migrate_index()`` / ``betterdb-memory reindex`` (minutes at 100k: never

@@ -179,6 +179,21 @@ async def test_a_small_outdated_store_is_migrated_at_first_use(
     assert info is not None and set(info.fields) >= _NEW
 
 
+async def test_an_index_the_reference_library_made_is_never_rebuilt_unasked(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    probe = make_store()
+    probe.index.capabilities = await probe.backend.probe()
+    # betterdb-agent-memory's schema: the old fields, TAGs without CASESENSITIVE.
+    await ft(probe, *[a for a in old_create_args(probe) if a != "CASESENSITIVE"])
+    store = make_store()  # auto_migrate on, and only a few documents
+    await store.remember("a memory", thread_id="t")
+    assert store.index.name == store.keys.index and set(store.index.outdated) >= _NEW
+    assert not store.layout.case_sensitive
+    report = await store.migrate_index(keep_reference=True)  # asked: it switches
+    assert report.switched and store.index.outdated == ()
+
+
 async def test_declared_fields_are_backfilled_from_metadata_before_the_switch(
     make_store: Callable[..., MemoryStore], client: avalkey.Valkey
 ) -> None:
