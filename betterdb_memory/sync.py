@@ -69,7 +69,7 @@ from .core.dialect import Capabilities
 from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
 from .core.ft_info import IndexInfo
 from .core.keys import DEFAULT_NAME
-from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, Sensitivity, StoreStats
+from .core.models import MemoryHit, MemoryItem, MemoryKind, MemoryPage, MemoryVersion, Sensitivity, StoreStats
 from .core.options import MemoryListOptions, ReinforceMode
 from .core.query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter
 from .core.ranking import Reranker
@@ -321,6 +321,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         vector: Sequence[float] | None = None,
         id: str | None = None,
         valid_from: datetime | date | int | str | None = None,
+        subject: str | None = None,
     ) -> str:
         """Store one memory; returns its id (the existing id when deduplicated).
 
@@ -347,9 +348,19 @@ class SyncMemoryStore(MemoryStoreBridge):
                 ``valid_from="2024-05"`` ranks as old news. Read back as
                 ``MemoryItem.valid_from``. An upsert without it keeps the replaced
                 memory's.
+            subject: what it states ("home city"; matched case- and
+                whitespace-insensitively, at most 256 characters). Within its exact
+                scope and kind a subject has one current memory: a write not older
+                (by ``valid_from``) than the current one supersedes it (the old one
+                leaves recall, list and count, kept with ``valid_until`` in
+                ``fact_history``); an older-dated one enters the history as a past
+                version. Costs the write one more round trip.
 
         Raises:
-            ValidationError: any bad argument; nothing is written.
+            ValidationError: any bad argument (an empty or over-long subject too);
+                nothing is written.
+            ConfigurationError: ``subject`` on an index created without ``subject_key``
+                (``configuration.index_outdated``).
             StoreConnectionError: the server could not be reached (after retries).
         """
         return self._await(
@@ -367,6 +378,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             vector=vector,
             id=id,
             valid_from=valid_from,
+            subject=subject,
         )
 
     def remember_many(self, items: Iterable[str | MemoryInput]) -> builtins.list[str]:
@@ -420,6 +432,9 @@ class SyncMemoryStore(MemoryStoreBridge):
 
     def forget(self, id: str) -> bool:
         """Delete one memory (with its access counter and update history); True if it existed.
+
+        Forgetting the current version of a subject leaves the subject with no current
+        memory: the previous version is not brought back (write it again to undo).
 
         Retried on connection faults. A retry cannot know what the attempt it replaces
         did: when that attempt may have reached the server and the retry finds nothing
@@ -829,14 +844,30 @@ class SyncMemoryStore(MemoryStoreBridge):
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
+        kind: MemoryKind | None = None,
     ) -> builtins.list[FactRecord]:
-        """Every recorded fact of ``subject`` in the exact target scope named, newest first.
+        """Every recorded version of ``subject`` in the exact scope named, newest first.
 
-        The current fact (``current=True``) and the ones it replaced or that were
-        retracted, each with ``valid_until`` and ``superseded_by``.
+        The versions written with ``remember(subject=...)`` and the facts of
+        ``consolidate(mode="facts")`` alike: the current one (``current=True``) and the
+        ones it superseded, past-dated or retracted, each with ``valid_until`` and
+        ``superseded_by``. ``kind``: only that kind's versions (``"fact"``,
+        ``"memory"``...); None: every kind (a fact and a memory of one subject are two
+        subjects, each with its own current version). Newest: by ``valid_from``.
+
+        A version found still in the index though no longer current (a writer that
+        crashed between its round trips) is retired on the way (``tiers.subjects``).
+
+        Raises:
+            ValidationError: an empty or over-long subject, an unknown kind.
         """
         return self._await(
-            self._target.fact_history, subject, thread_id=thread_id, agent_id=agent_id, namespace=namespace
+            self._target.fact_history,
+            subject,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            kind=kind,
         )
 
     def purge_fact_history(

@@ -27,6 +27,7 @@ from .models import MemoryKind, Sensitivity
 from .query import MemoryFilter
 from .record import NewMemory
 from .scoring import Weights
+from .subjects import normalise_subject, subject_key_of
 from .times import optional_ms
 from .validation import (
     check_content,
@@ -64,9 +65,10 @@ class MemoryInput(TypedDict, total=False):
 
     For type checkers (``store.remember_many([{"content": "...", "thread_id": "t"}])`` is
     checked key by key); at run time any mapping is accepted and checked the same way,
-    an unknown key being a ``ValidationError``. ``kind``, ``subject`` and ``date`` are
-    what consolidation writes (a fact's subject and date); leave them out otherwise.
-    ``valid_from``: when what it says became true (``remember(valid_from=)``).
+    an unknown key being a ``ValidationError``. ``kind`` and ``date`` are what
+    consolidation writes (a fact's kind and date); leave them out otherwise.
+    ``valid_from``: when what it says became true (``remember(valid_from=)``);
+    ``subject``: what it states (``remember(subject=)``: the newest version is current).
     """
 
     content: Required[str]
@@ -120,10 +122,11 @@ def new_memory(
     scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
     checked_source = None if source is None else validate_tag_value(source, name="source")
     checked_kind = "memory" if kind is None else check_kind(kind)
-    if subject is not None and not isinstance(subject, str):
-        raise ValidationError(
-            "subject must be a string", code="validation.type", details={"argument": "subject"}
-        )
+    key = None
+    if subject is not None:
+        # Normalised (and bounded) before any I/O; the display text is stored as given.
+        key = subject_key_of(scope.tag, checked_kind, normalise_subject(subject))
+        subject = " ".join(str(subject).split())
     if date is not None and not isinstance(date, str):
         raise ValidationError("date must be a string", code="validation.type", details={"argument": "date"})
     checked_vector = None
@@ -145,6 +148,7 @@ def new_memory(
         vector=checked_vector,
         id=None if id is None else validate_memory_id(id),
         valid_from=optional_ms(valid_from, name="valid_from"),
+        subject_key=key,
     )
 
 

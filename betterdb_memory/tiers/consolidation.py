@@ -72,7 +72,6 @@ log = logging.getLogger(__name__)
 PAGE_SIZE = 1000  # candidates per model call in facts mode
 _MAX_SOURCE_IDS = 200  # ids kept in a digest's metadata (recall returns metadata with every hit)
 _DEFAULT_SUMMARY_IMPORTANCE = 0.7
-_HIST_FIELDS = ("content", "subject", "date", "created_at", "superseded_by", "valid_until", "retracted")
 
 
 async def _invoke(fn: Callable[[list[MemoryItem]], Any], items: list[MemoryItem]) -> Any:
@@ -348,7 +347,7 @@ class Consolidation:
         tally = Tally()
         async with self._scope_lock(ck) as lock:
             items = await self._candidates(sel, ck, "facts")
-            current, _, duplicates = await self._ledger.current_facts(sel)
+            current, _, duplicates, known = await self._ledger.current_facts(sel)
             if duplicates:
                 tally.duplicates += await self._ledger.retire(
                     ck, duplicates, by=None, retracted=False, subjects={}
@@ -361,7 +360,9 @@ class Consolidation:
                     raise ValidationError("extract_facts must return a list of Fact", code="validation.fact")
                 plan = plan_facts(extracted, current)
                 lock.check()
-                current = await self._ledger.apply_plan(ck, sel, plan, page, importance, current, tally)
+                current = await self._ledger.apply_plan(
+                    ck, sel, plan, page, importance, current, tally, known
+                )
                 await self._mark_consumed(ck.consumed["facts"], [i.id for i in page])
         live = [c.ref for c in current.values() if isinstance(c.ref, str)]
         return ConsolidateFactsResult(

@@ -34,6 +34,7 @@ from .capacity import Capacity
 from .documents import Documents
 from .recall import Recall
 from .runtime import Runtime
+from .subjects import Subjects
 from .upserts import HISTORY_MAX, Existing, read_existing
 
 __all__ = ["HISTORY_MAX", "LongTermMemory"]
@@ -47,6 +48,7 @@ class LongTermMemory:
         self._capacity = capacity
         self._recall = recall
         self._docs = docs
+        self.subjects = Subjects(rt)
 
     def _record(
         self,
@@ -89,6 +91,7 @@ class LongTermMemory:
         vector: Sequence[float] | None = None,
         id: str | None = None,
         valid_from: datetime | date | int | str | None = None,
+        subject: str | None = None,
     ) -> str:
         """Store one memory; returns its id (the existing id when deduplicated).
 
@@ -115,15 +118,25 @@ class LongTermMemory:
                 ``valid_from="2024-05"`` ranks as old news. Read back as
                 ``MemoryItem.valid_from``. An upsert without it keeps the replaced
                 memory's.
+            subject: what it states ("home city"; matched case- and
+                whitespace-insensitively, at most 256 characters). Within its exact
+                scope and kind a subject has one current memory: a write not older
+                (by ``valid_from``) than the current one supersedes it (the old one
+                leaves recall, list and count, kept with ``valid_until`` in
+                ``fact_history``); an older-dated one enters the history as a past
+                version. Costs the write one more round trip.
 
         Raises:
-            ValidationError: any bad argument; nothing is written.
+            ValidationError: any bad argument (an empty or over-long subject too);
+                nothing is written.
+            ConfigurationError: ``subject`` on an index created without ``subject_key``
+                (``configuration.index_outdated``).
             StoreConnectionError: the server could not be reached (after retries).
         """
         memory = new_memory(
             content, dimensions=self._rt.embedder.dimensions, importance=importance, tags=tags, source=source,
             ttl=ttl, thread_id=thread_id, agent_id=agent_id, namespace=namespace, sensitivity=sensitivity,
-            metadata=metadata, vector=vector, id=id, valid_from=valid_from,
+            metadata=metadata, vector=vector, id=id, valid_from=valid_from, subject=subject,
         )  # fmt: skip
         return (await self._remember([memory], mark=(importance, ttl)))[0]
 
@@ -243,6 +256,15 @@ class LongTermMemory:
         cap = cfg.max_items_per_scope if capped else None
         cap_filters = self._capacity.cap_filters([memories[i] for i, *_ in records]) if cap else []
         rounds = [self._capacity.plan(flt, len(records)) for flt in cap_filters]
+        # Subjects (tiers.subjects): decided in this round trip, settled in one more.
+        puts = self.subjects.puts([(memories[i], mid, fields) for i, mid, fields, _ in records])
+        subject_steps: list[Step] = []
+        subject_searches: list[list[Any]] = []
+        if puts:
+            self.subjects.check_index()
+            scopes = [memories[i].scope for i, *_ in records if memories[i].subject_key is not None]
+            subject_steps = self.subjects.steps(puts, scopes)
+            subject_searches = self.subjects.searches(puts)
 
         writes: list[Step] = []
         for _, mid, fields, ttl_ms in records:
@@ -264,7 +286,8 @@ class LongTermMemory:
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
         backend = self._rt.backend
-        if len(records) == 1 and not replaced and not leftovers and not records[0][3] and not cap_filters:
+        single = not replaced and not leftovers and not cap_filters and not puts
+        if len(records) == 1 and single and not records[0][3]:
             # The everyday write, one HSET: a plain command costs less than a pipeline of one.
             _, mid, fields, _ = records[0]
             key = self._rt.keys.doc(mid)
@@ -281,10 +304,11 @@ class LongTermMemory:
                         "remember",
                         [
                             *writes,
+                            *subject_steps,
                             *self._capacity.lock_calls(rounds),
                         ],  # the locks: after the writes, before the counts
                         details={"count": len(records)},
-                        searches=self._capacity.searches(rounds),
+                        searches=[*subject_searches, *self._capacity.searches(rounds)],
                     ),
                 )
             except BaseException:
@@ -292,6 +316,17 @@ class LongTermMemory:
                 await self._capacity.release(rounds)
                 raise
         self._rt.metrics.add_items(len(records) - len(replaced))
+        if puts:
+            nw, ns = len(writes), len(subject_steps)
+            nl = len(results) - nw - ns - len(subject_searches) - len(self._capacity.searches(rounds))
+            after = nw + ns + nl
+            await self.subjects.settle(
+                puts,
+                results[nw : nw + len(puts)],
+                results[after : after + len(subject_searches)],
+                now_ms=now_ms,
+            )
+            results = [*results[:nw], *results[nw + ns : after], *results[after + len(subject_searches) :]]
         evicted = 0
         if rounds and cap is not None:
             written = {mid for _, mid, _, _ in records}

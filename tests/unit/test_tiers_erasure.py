@@ -20,9 +20,11 @@ async def test_erase_of_one_thread_deletes_its_session_then_its_memories_then_th
     p.backend.reply(3, 1)  # the session held 3 turns; removed from the agent's set
     p.backend.reply(search_reply(1, (keys.doc("m1"), {})))  # one memory in the scope
     p.backend.reply(1, 1)
+    p.backend.reply({})  # no scope with subjects
     p.backend.reply({})  # no consolidation target
     assert await p.erasure.erase(agent_id="a", thread_id="t") == 4
-    l1, page, deletes, targets = p.backend.sent
+    l1, page, deletes, subjects, targets = p.backend.sent
+    assert subjects.commands == (("HGETALL", keys.subject_scopes),)
     assert (l1.operation, l1.commands) == (
         "erase",
         (

@@ -1,0 +1,245 @@
+"""``remember(subject=)`` on the real engine: one current version per subject, the rest in history.
+
+Also run on valkey-search standalone (scripts/with-valkey-search.sh); the cluster's own
+file is tests/cluster/test_cluster_subjects.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+import valkey.asyncio as avalkey
+
+from betterdb_memory import MemoryStore
+from betterdb_memory.core.subjects import ORPHAN_GRACE_MS, normalise_subject, subject_key_of
+from betterdb_memory.errors import ConfigurationError, ValidationError
+
+pytestmark = pytest.mark.integration
+
+Y2019 = 1_546_300_800_000  # 2019-01-01T00:00:00Z
+Y2022 = 1_640_995_200_000
+Y2024 = 1_704_067_200_000
+
+
+def digest(thread: str | None, subject: str, kind: str = "memory") -> str:
+    from betterdb_memory.core.keys import Scope
+
+    return subject_key_of(Scope(thread_id=thread).tag, kind, normalise_subject(subject))
+
+
+async def ids_of(store: MemoryStore, **scope: str) -> set[str]:
+    return {i.id for i in (await store.list(**scope)).items}
+
+
+async def test_a_newer_version_supersedes_and_the_old_one_leaves_the_index(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    store = make_store()
+    old = await store.remember("Ada lives in Lisbon", thread_id="ada", subject="home city", valid_from=Y2019)
+    new = await store.remember("Ada moved to Berlin", thread_id="ada", subject="Home  CITY", valid_from=Y2024)
+    assert await ids_of(store, thread_id="ada") == {new}
+    assert await store.count(thread_id="ada") == 1
+    hits = await store.recall("Where does Ada live?", thread_id="ada", threshold=2.0, reinforce=False)
+    assert [h.item.id for h in hits] == [new]
+    # the old version is its history document: every field, plus its validity (ms) and successor
+    hist = await client.hgetall(store.keys.hist_doc(old))
+    assert hist[b"content"] == b"Ada lives in Lisbon"
+    assert hist[b"valid_until"] == str(Y2024).encode() and hist[b"superseded_by"] == new.encode()
+    assert hist[b"retracted"] == b"0" and hist[b"valid_from"] == str(Y2019).encode()
+    assert await client.exists(store.keys.doc(old)) == 0
+    d = digest("ada", "home city")
+    assert await client.hget(store.keys.subject(d), "current") == new.encode()
+    doc = await client.hgetall(store.keys.doc(new))
+    assert doc[b"subject_key"] == d.encode() and doc[b"state_from"] == str(Y2024).encode()
+    assert doc[b"subject"] == b"Home CITY"
+    item = await store.get(new)
+    assert item is not None and item.subject == "Home CITY" and item.valid_from == Y2024
+    history = await store.fact_history("home city", thread_id="ada")
+    assert [(r.id, r.current) for r in history] == [(new, True), (old, False)]
+    assert history[1].valid_until is not None and int(history[1].valid_until.timestamp() * 1000) == Y2024
+    assert history[1].superseded_by == new
+
+
+async def test_an_older_dated_write_enters_history_and_supersedes_nothing(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    store = make_store()
+    cur = await store.remember("Ada lives in Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    past = await store.remember("Ada lived in Porto", thread_id="ada", subject="city", valid_from=Y2019)
+    mid = await store.remember("Ada lived in Lisbon", thread_id="ada", subject="city", valid_from=Y2022)
+    assert await ids_of(store, thread_id="ada") == {cur}
+    assert (await client.hget(store.keys.hist_doc(past), "valid_until")) == str(Y2022).encode()
+    assert (await client.hget(store.keys.hist_doc(past), "superseded_by")) == mid.encode()
+    assert (await client.hget(store.keys.hist_doc(mid), "valid_until")) == str(Y2024).encode()
+    history = await store.fact_history("city", thread_id="ada")
+    assert [r.id for r in history] == [cur, mid, past]
+    # the same instant again: the later write wins
+    same = await store.remember(
+        "Ada lives in Berlin-Mitte", thread_id="ada", subject="city", valid_from=Y2024
+    )
+    assert await ids_of(store, thread_id="ada") == {same}
+
+
+async def test_kinds_and_scopes_are_kept_apart(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    mine = await store.remember("I live in Lisbon", thread_id="a", subject="city", valid_from=Y2019)
+    fact = (
+        await store.remember_many(
+            [
+                {
+                    "content": "lives in Berlin",
+                    "thread_id": "a",
+                    "subject": "city",
+                    "kind": "fact",
+                    "valid_from": Y2024,
+                }
+            ]
+        )
+    )[0]
+    other = await store.remember("I live in Rome", thread_id="b", subject="city", valid_from=Y2024)
+    ns = await store.remember(
+        "I live in Oslo", thread_id="a", namespace="n", subject="city", valid_from=Y2024
+    )
+    assert await ids_of(store, thread_id="a") >= {mine, fact, ns}
+    assert await ids_of(store, thread_id="b") == {other}
+
+
+async def test_twenty_concurrent_writers_leave_exactly_one_current(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    store = make_store()
+    ids = await asyncio.gather(
+        *(
+            store.remember(
+                f"Ada lives in city {n}", thread_id="ada", subject="city", valid_from=Y2019 + n % 5
+            )
+            for n in range(20)
+        )
+    )
+    live = await ids_of(store, thread_id="ada")
+    assert len(live) == 1
+    (current,) = live
+    assert await client.hget(store.keys.subject(digest("ada", "city")), "current") == current.encode()
+    assert (await store.get(current)) is not None
+    # the current one carries the latest instant written
+    item = await store.get(current)
+    assert item is not None and item.valid_from == Y2019 + 4
+    history = await store.fact_history("city", thread_id="ada")
+    assert sorted(r.id for r in history) == sorted(ids) and sum(r.current for r in history) == 1
+
+
+async def test_forgetting_the_current_leaves_no_current(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    store = make_store()
+    old = await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+    new = await store.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    assert await store.forget(new) is True
+    assert await ids_of(store, thread_id="ada") == set()
+    assert await client.hget(store.keys.subject(digest("ada", "city")), "current") is None
+    assert [r.id for r in await store.fact_history("city", thread_id="ada")] == [old]
+    # writing the old statement again with its date makes it current again
+    again = await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+    assert await ids_of(store, thread_id="ada") == {again}
+
+
+async def test_bad_subjects_are_typed_errors_before_any_io(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    store = make_store()
+    for bad, code in (
+        ("   ", "validation.empty"),
+        ("x" * 257, "validation.too_long"),
+        (3, "validation.type"),
+    ):
+        with pytest.raises(ValidationError) as err:
+            await store.remember("x", subject=bad)  # type: ignore[arg-type]
+        assert err.value.code == code
+    with pytest.raises(ValidationError) as err:
+        await store.remember_many(["fine", {"content": "x", "subject": ""}])
+    assert err.value.details["item"] == 1
+    assert [k async for k in client.scan_iter(match=f"{store.keys.name}:*")] == []
+
+
+async def test_a_crash_between_the_round_trips_is_repaired_by_the_next_write(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round trip 1 only (the settle lost): two versions visible; the next write retires the stale one."""
+    store = make_store()
+    first = await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+    subjects = store._long_term.subjects
+
+    async def lost(*args: object, **kwargs: object) -> int:
+        return 0
+
+    monkeypatch.setattr(subjects, "settle", lost)
+    second = await store.remember("Porto", thread_id="ada", subject="city", valid_from=Y2022)
+    assert await ids_of(store, thread_id="ada") == {first, second}  # one too many, nothing false
+    assert await client.hget(store.keys.subject(digest("ada", "city")), "current") == second.encode()
+    monkeypatch.undo()
+    third = await store.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    assert await ids_of(store, thread_id="ada") == {third}
+    assert await client.hget(store.keys.hist_doc(first), "valid_until") == str(Y2022).encode()
+    assert await client.hget(store.keys.hist_doc(first), "superseded_by") == second.encode()
+
+
+async def test_a_crash_after_round_trip_1_is_repaired_by_the_next_read(
+    make_store: Callable[..., MemoryStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_store()
+    first = await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+
+    async def lost(*args: object, **kwargs: object) -> int:
+        return 0
+
+    monkeypatch.setattr(store._long_term.subjects, "settle", lost)
+    second = await store.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    monkeypatch.undo()
+    assert await ids_of(store, thread_id="ada") == {first, second}
+    history = await store.fact_history("city", thread_id="ada")
+    assert [(r.id, r.current) for r in history] == [(second, True), (first, False)]
+    assert await ids_of(store, thread_id="ada") == {second}
+
+
+async def test_a_write_that_never_reached_its_pointer_is_put_again(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    """A document with a subject_key no version list knows (a crash after its HSET), older than the grace."""
+    store = make_store()
+    cur = await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+    d = digest("ada", "city")
+    # the orphan: as a writer that died after its HSET would leave it, created long ago
+    orphan = await store.remember("Porto", thread_id="ada", valid_from=Y2022)
+    created = Y2022
+    await client.hset(
+        store.keys.doc(orphan), mapping={"subject": "city", "subject_key": d, "created_at": created}
+    )
+    assert ORPHAN_GRACE_MS < 10**12
+    newest = await store.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    assert await ids_of(store, thread_id="ada") == {newest}
+    assert await client.hget(store.keys.hist_doc(orphan), "superseded_by") == newest.encode()
+    assert await client.hget(store.keys.hist_doc(cur), "valid_until") == str(Y2022).encode()
+
+
+async def test_supersessions_are_counted(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    before = store.metrics._supersessions._value.get()
+    await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+    await store.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    await store.remember("Porto", thread_id="ada", subject="city", valid_from=Y2022)
+    assert store.metrics._supersessions._value.get() - before == 2
+
+
+async def test_subject_on_an_index_without_subject_key_is_refused(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    import dataclasses
+
+    store = make_store()
+    await store.remember("warm up")
+    store.index.layout = dataclasses.replace(store.index.layout, subject_key=False)
+    with pytest.raises(ConfigurationError) as err:
+        await store.remember("x", subject="city")
+    assert err.value.code == "configuration.index_outdated"
