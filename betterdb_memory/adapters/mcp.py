@@ -134,6 +134,12 @@ def create_server(
         metadata: dict[str, Any] | None = None,
         id: Annotated[str | None, Field(description="your own id: a later write with it replaces")] = None,
         source: str | None = None,
+        subject: Annotated[
+            str | None,
+            Field(
+                description="what it states (e.g. 'home city'): the newest version of a subject is current"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RememberResult]:
         """Store a long-term memory; returns its id."""
 
@@ -144,7 +150,7 @@ def create_server(
             return await store.remember(
                 content, importance=importance, tags=tags, thread_id=thread_id, ttl=ttl,
                 sensitivity=None if sensitivity is None else check_sensitivity(sensitivity),
-                metadata=metadata, id=id, source=source, **where,
+                metadata=metadata, id=id, source=source, subject=subject, **where,
             )  # fmt: skip
 
         return await call_tool(run, lambda mid: RememberResult(id=mid))

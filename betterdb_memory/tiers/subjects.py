@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -290,3 +291,59 @@ class Subjects:
                 "forget_by_scope", [("UNLINK", reg), ("HDEL", keys.subject_scopes, as_text(tag))]
             )
         return deleted
+
+    async def adopt(self, rows: Sequence[tuple[str, Mapping[Any, Any], bool]], *, operation: str) -> int:
+        """Rebuild the subject keys of imported documents: (id, stored fields, is a history document).
+
+        A current document is put as any write is (``SUBJECT_PUT``, then round trip 2),
+        so an import into a store that already holds the subject settles like a write;
+        a history document joins its subject's version list. Returns how many retired.
+        """
+        keys = self._rt.keys
+        puts: list[SubjectPut] = []
+        scopes: list[Scope] = []
+        past: list[Step] = []
+        for mid, raw, history in rows:
+            fields = {as_text(k): as_text(v) for k, v in raw.items() if k not in (b"vector", "vector")}
+            digest = fields.get("subject_key")
+            if not digest:
+                continue
+            vf = to_int(fields.get("valid_from") or fields.get("created_at"))
+            if history:
+                past.append(("ZADD", keys.subject_versions(digest), vf, mid))
+                continue
+            scope = Scope(
+                namespace=fields.get("namespace") or None,
+                agent_id=fields.get("agentId") or None,
+                thread_id=fields.get("threadId") or None,
+            )
+            source = fields.get("source")
+            kind = fields.get("kind") or (
+                "summary"
+                if source == "summary"
+                else "fact"
+                if source == self._rt.settings.fact_source
+                else "memory"
+            )
+            s = scope
+            puts.append(
+                SubjectPut(
+                    mid,
+                    digest,
+                    vf,
+                    fields.get("subject", ""),
+                    SubjectPut.scope_of(s.namespace, s.agent_id, s.thread_id),
+                    kind,
+                )
+            )
+            scopes.append(scope)
+        if not puts and not past:
+            return 0
+        searches = self.searches(puts)
+        replies = await self._rt.backend.pipeline(
+            operation, [*self.steps(puts, scopes), *past], searches=searches
+        )
+        now_ms = int(time.time() * 1000)
+        return await self.settle(
+            puts, replies[: len(puts)], replies[len(replies) - len(searches) :], now_ms=now_ms
+        )

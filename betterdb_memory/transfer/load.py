@@ -126,6 +126,10 @@ class _Writer:
 
         if docs or state:
             await self.store.backend.pipeline(_OPERATION, write)
+        # Subjects: pointers and version lists rebuilt from the versions (tiers.subjects).
+        await self.store._long_term.subjects.adopt(
+            [(row.id, row.fields, row.kind == "history") for row in docs], operation=_OPERATION
+        )
         for row in docs:
             self.counts[row.kind] += 1
         self.counts["key"] += len(state)

@@ -13,6 +13,7 @@ import pytest
 import valkey.asyncio as avalkey
 
 from betterdb_memory import MemoryStore
+from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.subjects import ORPHAN_GRACE_MS, normalise_subject, subject_key_of
 from betterdb_memory.errors import ConfigurationError, ValidationError
 
@@ -24,8 +25,6 @@ Y2024 = 1_704_067_200_000
 
 
 def digest(thread: str | None, subject: str, kind: str = "memory") -> str:
-    from betterdb_memory.core.keys import Scope
-
     return subject_key_of(Scope(thread_id=thread).tag, kind, normalise_subject(subject))
 
 
@@ -243,3 +242,59 @@ async def test_subject_on_an_index_without_subject_key_is_refused(
     with pytest.raises(ConfigurationError) as err:
         await store.remember("x", subject="city")
     assert err.value.code == "configuration.index_outdated"
+
+
+async def test_forget_by_scope_and_erase_delete_the_subjects_with_their_history(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    store = make_store()
+    for thread in ("a", "b"):
+        await store.remember("Lisbon", agent_id="ag", thread_id=thread, subject="city", valid_from=Y2019)
+        await store.remember("Berlin", agent_id="ag", thread_id=thread, subject="city", valid_from=Y2024)
+    kept = await store.remember("Rome", agent_id="other", subject="city", valid_from=Y2024)
+    # a subject whose current was forgotten still has history: found through the scope's list
+    gone = await store.remember("Oslo", agent_id="ag", thread_id="c", subject="city", valid_from=Y2019)
+    await store.remember("Bergen", agent_id="ag", thread_id="c", subject="city", valid_from=Y2024)
+    await store.forget((await store.list(agent_id="ag", thread_id="c")).items[0].id)
+    assert await store.forget_by_scope(agent_id="ag", thread_id="a") == 1
+    left = {k async for k in client.scan_iter(match=f"{store.keys.name}:*")}
+    assert not any(b"subj:{" in k and b"thread" in k for k in left)
+    assert await store.fact_history("city", agent_id="ag", thread_id="a") == []
+    assert len(await store.fact_history("city", agent_id="ag", thread_id="b")) == 2
+    assert await store.erase(agent_id="ag") >= 1
+    left = {k.decode() async for k in client.scan_iter(match=f"{store.keys.name}:*")}
+    assert not any(":hist:" in k for k in left), left
+    assert store.keys.hist_doc(gone) not in left
+    kd = subject_key_of(Scope(agent_id="other").tag, "memory", "city")
+    assert {k for k in left if ":subj:" in k} == {
+        store.keys.subject(kd),
+        store.keys.subject_versions(kd),
+        store.keys.subject_scopes,
+        store.keys.subject_scope(Scope(agent_id="other").tag),
+    }
+    assert await store.get(kept) is not None
+
+
+async def test_export_import_carries_subjects_validity_and_history(
+    make_store: Callable[..., MemoryStore], unique_name: str, client: avalkey.Valkey
+) -> None:
+    import io
+
+    from betterdb_memory.transfer import export_store, import_store
+
+    source = make_store()
+    old = await source.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+    new = await source.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    buf = io.StringIO()
+    await export_store(source, buf, vectors=True)
+    target = make_store(name=unique_name + "_b")
+    await import_store(target, buf.getvalue().splitlines())
+    assert await ids_of(target, thread_id="ada") == {new}
+    assert await target.get(new) == await source.get(new)
+    assert await client.hgetall(target.keys.hist_doc(old)) == await client.hgetall(source.keys.hist_doc(old))
+    before = await source.fact_history("city", thread_id="ada")
+    after = await target.fact_history("city", thread_id="ada")
+    assert after == before and [r.id for r in after] == [new, old]
+    # the pointer is rebuilt: the next write supersedes the imported current
+    newest = await target.remember("Paris", thread_id="ada", subject="city", valid_from=Y2024 + 1)
+    assert await ids_of(target, thread_id="ada") == {newest}
