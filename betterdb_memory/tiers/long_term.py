@@ -226,8 +226,8 @@ class LongTermMemory:
             first: dict[tuple[Scope, str], int] = {}
             hashed = list(memories)
             for i, m in enumerate(memories):
-                if m.id is not None:
-                    continue  # a caller's id names the memory: no dedup
+                if m.id is not None or m.subject_key is not None:
+                    continue  # a caller's id names the memory, a subject's version is its own: no dedup
                 hashed[i] = m = dataclasses.replace(m, dedup_hash=dedup_hash(m.content, m.kind))
                 twin_of[i] = first.setdefault((m.scope, m.dedup_hash or ""), i)
             memories = hashed

@@ -298,3 +298,26 @@ async def test_export_import_carries_subjects_validity_and_history(
     # the pointer is rebuilt: the next write supersedes the imported current
     newest = await target.remember("Paris", thread_id="ada", subject="city", valid_from=Y2024 + 1)
     assert await ids_of(target, thread_id="ada") == {newest}
+
+
+async def test_update_keeps_a_current_version_current_and_dedup_never_swallows_a_version(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    store = make_store(dedup=True)
+    lisbon = await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+    berlin = await store.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2022)
+    # moving back: the same text as an old version, a new version (not deduplicated into the old one)
+    back = await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2024)
+    assert back not in (lisbon, berlin) and await ids_of(store, thread_id="ada") == {back}
+    updated = await store.update(back, content="Lisbon, Alfama")
+    assert updated.valid_from == Y2024 and updated.subject == "city"
+    assert await ids_of(store, thread_id="ada") == {back}
+    history = await store.fact_history("city", thread_id="ada")
+    assert [(r.id, r.current) for r in history] == [(back, True), (berlin, False), (lisbon, False)]
+    # a plain memory with the same text is no version of the subject: dedup leaves the write alone
+    plain = await store.remember("I love Porto", thread_id="ada")
+    fav = await store.remember("I love Porto", thread_id="ada", subject="favourite city")
+    assert fav != plain and (await store.fact_history("favourite city", thread_id="ada"))[0].id == fav
+    # an upsert by id with a later date stays the current version
+    again = await store.remember("Porto", thread_id="ada", subject="city", valid_from=Y2024 + 5, id=back)
+    assert again == back and back in await ids_of(store, thread_id="ada")
