@@ -120,7 +120,10 @@ class FactLedger:
             subjects[mid] = subject
             if not as_text(h.fields.get("subject_key")):
                 known.legacy.add(mid)
-            known.starts[mid] = to_int(h.fields.get("valid_from") or h.fields.get("created_at"))
+            # Its start: valid_from, else (a fact from before subjects) its date, else its write.
+            dated = _ms_of(instant)
+            stored = h.fields.get("valid_from")
+            known.starts[mid] = to_int(stored) if stored else dated or to_int(h.fields.get("created_at"))
         return current, subjects, duplicates, known
 
     async def apply_plan(
@@ -326,11 +329,21 @@ class FactLedger:
         if stale:
             await self._long_term.subjects.retire(stale, operation="fact_history")
 
-        def newest(r: FactRecord) -> tuple[float, float, bool]:
-            at = r.valid_from or r.recorded_at
-            return (at.timestamp(), r.recorded_at.timestamp(), r.current)
+        # Newest first by valid_from; versions of one instant in the order they superseded
+        # each other (a version comes after the one that superseded it), then by write time.
+        by_id = {r.id: r for r in records}
 
-        records.sort(key=newest, reverse=True)
+        def hops(r: FactRecord) -> int:
+            n = 0
+            while r.superseded_by in by_id and n < len(by_id):
+                r, n = by_id[r.superseded_by], n + 1
+            return n
+
+        def newest(r: FactRecord) -> tuple[float, int, float]:
+            at = r.valid_from or r.recorded_at
+            return (-at.timestamp(), hops(r), -r.recorded_at.timestamp())
+
+        records.sort(key=newest)
         return records
 
     async def purge_fact_history(

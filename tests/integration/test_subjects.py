@@ -321,3 +321,51 @@ async def test_update_keeps_a_current_version_current_and_dedup_never_swallows_a
     # an upsert by id with a later date stays the current version
     again = await store.remember("Porto", thread_id="ada", subject="city", valid_from=Y2024 + 5, id=back)
     assert again == back and back in await ids_of(store, thread_id="ada")
+
+
+async def test_facts_written_before_subjects_keep_working(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    """A store whose facts predate subjects: no subject_key, history in the ledger's own list. Read both."""
+    from betterdb_memory import Fact
+    from betterdb_memory.core.facts import subject_digest as legacy_digest
+    from betterdb_memory.core.keys import ConsolidationKeys
+
+    store = make_store()
+    facts = {
+        "a": [Fact("home city", "lives in Faro", "2018-01-01")],
+        "b": [Fact("home city", "lives in Lisbon", "2019-01-01")],
+        "c": [Fact("home city", "lives in Berlin", "2024-05-01")],
+    }
+
+    def extract(items: list[object]) -> list[Fact]:
+        return [f for i in items for f in facts.get(getattr(i, "content", ""), [])]
+
+    for text in ("a", "b"):
+        await store.remember(text, thread_id="t")
+        await store.consolidate("facts", extract_facts=extract, thread_id="t")
+    # turn the store into one written before subjects
+    scope = Scope(thread_id="t")
+    d = subject_key_of(scope.tag, "fact", "home city")
+    faro, lisbon = [r.id for r in reversed(await store.fact_history("home city", thread_id="t"))]
+    await client.hdel(store.keys.doc(lisbon), "subject_key", "state_from", "valid_from")
+    await client.hdel(store.keys.hist_doc(faro), "subject_key")
+    await client.delete(store.keys.subject(d), store.keys.subject_versions(d))
+    ck = ConsolidationKeys(store.keys, scope)
+    await client.zadd(ck.history(legacy_digest("home city")), {faro: 1.0, lisbon: 2.0})
+    assert [r.id for r in await store.fact_history("home city", thread_id="t")] == [lisbon, faro]
+    # a newer fact supersedes the legacy current one, which no pointer names
+    await store.remember("c", thread_id="t")
+    res = await store.consolidate("facts", extract_facts=extract, thread_id="t")
+    assert res.superseded == 1
+    history = await store.fact_history("home city", thread_id="t", kind="fact")
+    assert [(r.statement, r.current) for r in history] == [
+        ("lives in Berlin", True),
+        ("lives in Lisbon", False),
+        ("lives in Faro", False),
+    ]
+    assert history[0].valid_from is not None and history[0].valid_from.year == 2024
+    berlin = await store.get(history[0].id)
+    assert berlin is not None and berlin.valid_from == 1_714_521_600_000  # its date, not the run's time
+    assert {i.content for i in (await store.list(thread_id="t")).items} >= {"[2024-05-01] lives in Berlin"}
+    assert "[2019-01-01] lives in Lisbon" not in {i.content for i in (await store.list(thread_id="t")).items}
