@@ -35,6 +35,7 @@ __all__ = [
     "PutReply",
     "Retire",
     "SubjectPut",
+    "next_version",
     "normalise_subject",
     "plan_settle",
     "subject_digest",
@@ -250,3 +251,12 @@ def plan_settle(
                 orphans.append((digest, mid, created if vf is None else vf))
     # A trimmed version still in the main prefix is retired (with the right end) instead.
     return [*out.values(), *(t for t in trims if t.id not in out)], orphans
+
+
+def next_version(
+    versions: Sequence[tuple[str, int]], memory_id: str, pointer: str | None
+) -> tuple[int, str] | None:
+    """(valid_from, id) of the version that followed ``memory_id`` in a subject's version list."""
+    return PutReply(current=False, replaced=None, pointer=pointer, versions=tuple(versions)).after(
+        memory_id, dict(versions)[memory_id]
+    )

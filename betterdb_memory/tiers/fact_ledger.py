@@ -43,7 +43,7 @@ from ..core.keys import ConsolidationKeys, Scope
 from ..core.models import MemoryItem, MemoryKind
 from ..core.query import MemoryFilter
 from ..core.record import KINDS
-from ..core.subjects import PutReply, Retire, normalise_subject, subject_key_of
+from ..core.subjects import Retire, next_version, normalise_subject, subject_key_of
 from ..core.times import to_ms
 from ..core.validation import check_kind
 from ..errors import ValidationError
@@ -143,10 +143,14 @@ class FactLedger:
         retires the version each replaces; a legacy current fact (no pointer names it)
         is retired here. A fact's ``valid_from`` is its date (undated: now), raised to
         the start of the version the plan says it supersedes, so the subject's timeline
-        agrees with the plan's rules (an undated statement supersedes a dated one). A tombstone takes the current fact off its subject
-        and retires it with ``retracted`` set.
+        agrees with the plan's rules (an undated statement supersedes a dated one). A
+        tombstone takes the current fact off its subject and retires it with
+        ``retracted`` set. On an index without ``subject_key`` (made by
+        betterdb-agent-memory, not rebuilt yet) every fact is handled as a legacy one:
+        written without a subject key, retired here, its history in the ledger's list.
         """
         known = known or Known(set(), {})
+        subjects_on = self._rt.index.layout.subject_key
         legacy = known.legacy
         tally.unchanged += plan.unchanged
         tally.unmatched += plan.unmatched
@@ -165,8 +169,13 @@ class FactLedger:
                 [self._fact_item(sel, ops[i], importance, page, starts[i]) for i in puts],
                 capped=False,
                 dedup=False,
+                subjects=subjects_on,
             )
             new_ids = dict(zip(puts, written, strict=True))
+            if not subjects_on:
+                legacy = legacy | set(written)
+                for i in puts:
+                    await self._link_history(ck, ops[i].key, new_ids[i])
             tally.created += written
         state = dict(current)
         for i, op in enumerate(ops):
@@ -177,7 +186,12 @@ class FactLedger:
                 if old is not None:
                     if old in legacy:
                         await self.retire(
-                            ck, [old], by=new_ids[i], retracted=False, subjects={old: op.subject}, until=until
+                            ck,
+                            [old],
+                            by=new_ids[i],
+                            retracted=False,
+                            subjects={old: op.subject},
+                            until=starts[i],
                         )
                     tally.superseded += 1
                 assert op.fact is not None
@@ -316,7 +330,7 @@ class FactLedger:
             owned = owner.get(mid)
             is_current = live and (owned is None or pointers[owned] == mid)
             if live and not is_current and owned is not None:
-                nxt = _after(versions[owned], mid, pointers[owned])
+                nxt = next_version(versions[owned], mid, pointers[owned])
                 if nxt is not None:
                     stale.append(Retire(mid, nxt[0], nxt[1]))
             values = mem_vals if live else hist_vals
@@ -361,29 +375,8 @@ class FactLedger:
         ck = self.keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
         only = None if subject is None else subject_digest(subject_key(subject))
         deleted = await self._purge_history(ck, only)
-        return deleted + await self._purge_subjects(
-            ck.scope, None if subject is None else normalise_subject(subject)
-        )
-
-    async def _purge_subjects(self, scope: Scope, normalised: str | None) -> int:
-        """Delete the superseded fact versions of the scope's subjects (all, or one)."""
-        keys = self._rt.keys
-        if normalised is not None:
-            digests = [subject_key_of(scope.tag, "fact", normalised)]
-        else:
-            raw = await self._one("purge_fact_history", ("HGETALL", keys.subject_scope(scope.tag)))
-            digests = [as_text(d) for d, v in raw.items() if json.loads(as_text(v))[0] == "fact"]
-        deleted = 0
-        for d in digests:
-            current, versions = await self._long_term.subjects.versions(d, operation="purge_fact_history")
-            past = [mid for mid, _ in versions if mid != current]
-            if not past:
-                continue
-            purge: list[Command] = [("DEL", keys.hist_doc(mid)) for mid in past]
-            purge.append(("ZREM", keys.subject_versions(d), *past))
-            rows = await self._rt.backend.pipeline("purge_fact_history", purge)
-            deleted += sum(int(r) for r in rows[: len(past)])
-        return deleted
+        one = None if subject is None else normalise_subject(subject)
+        return deleted + await self._long_term.subjects.purge_past(ck.scope, one, kind="fact")
 
     async def _purge_history(self, ck: ConsolidationKeys, only: str | None) -> int:
         if only is not None:
@@ -439,10 +432,3 @@ def _ms_of(instant: datetime | None) -> int | None:
         return to_ms(instant)
     except ValidationError:
         return None
-
-
-def _after(versions: Sequence[tuple[str, int]], mid: str, pointer: str | None) -> tuple[int, str] | None:
-    """(valid_from, id) of the version that followed ``mid`` in a subject's version list."""
-    return PutReply(current=False, replaced=None, pointer=pointer, versions=tuple(versions)).after(
-        mid, dict(versions)[mid]
-    )

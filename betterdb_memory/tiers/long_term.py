@@ -175,10 +175,21 @@ class LongTermMemory:
         return ids
 
     async def write(
-        self, items: Iterable[str | Mapping[str, Any]], *, capped: bool, dedup: bool | None = None
+        self,
+        items: Iterable[str | Mapping[str, Any]],
+        *,
+        capped: bool,
+        dedup: bool | None = None,
+        subjects: bool = True,
     ) -> tuple[list[str], int, int]:
-        """``write_memories`` of ``remember_many`` items (consolidation's output)."""
+        """``write_memories`` of ``remember_many`` items (consolidation's output).
+
+        ``subjects=False``: their subjects are stored as text only, with no current-version
+        bookkeeping (facts on an index made by the reference, which has no ``subject_key``).
+        """
         memories = new_memories(items, dimensions=self._rt.embedder.dimensions)
+        if not subjects:
+            memories = [dataclasses.replace(m, subject_key=None) for m in memories]
         return await self.write_memories(memories, capped=capped, dedup=dedup)
 
     async def write_memories(

@@ -45,7 +45,7 @@ from ..core.keys import Scope
 from ..core.query import SCORE_ALIAS, VECTOR_FIELD
 from ..core.record import NewMemory
 from ..core.replies import parse_search_reply
-from ..core.subjects import PutReply, Retire, SubjectPut, plan_settle, subject_search_query
+from ..core.subjects import PutReply, Retire, SubjectPut, plan_settle, subject_key_of, subject_search_query
 from ..errors import ConfigurationError, StoreConnectionError
 from .runtime import Runtime
 
@@ -347,3 +347,25 @@ class Subjects:
         return await self.settle(
             puts, replies[: len(puts)], replies[len(replies) - len(searches) :], now_ms=now_ms
         )
+
+    async def purge_past(self, scope: Scope, normalised: str | None, *, kind: str) -> int:
+        """Delete the past versions (history documents) of the scope's subjects of ``kind`` (all, or one)."""
+        keys = self._rt.keys
+        if normalised is not None:
+            digests = [subject_key_of(scope.tag, kind, normalised)]
+        else:
+            raw = await self._rt.backend.command(
+                "purge_fact_history", "HGETALL", keys.subject_scope(scope.tag)
+            )
+            digests = [as_text(d) for d, v in raw.items() if json.loads(as_text(v))[0] == kind]
+        deleted = 0
+        for d in digests:
+            current, versions = await self.versions(d, operation="purge_fact_history")
+            past = [mid for mid, _ in versions if mid != current]
+            if not past:
+                continue
+            purge: list[Step] = [("DEL", keys.hist_doc(mid)) for mid in past]
+            purge.append(("ZREM", keys.subject_versions(d), *past))
+            rows = await self._rt.backend.pipeline("purge_fact_history", purge)
+            deleted += sum(int(r) for r in rows[: len(past)])
+        return deleted

@@ -369,3 +369,28 @@ async def test_facts_written_before_subjects_keep_working(
     assert berlin is not None and berlin.valid_from == 1_714_521_600_000  # its date, not the run's time
     assert {i.content for i in (await store.list(thread_id="t")).items} >= {"[2024-05-01] lives in Berlin"}
     assert "[2019-01-01] lives in Lisbon" not in {i.content for i in (await store.list(thread_id="t")).items}
+
+
+async def test_facts_mode_on_an_index_without_subject_key_uses_the_ledgers_own_lists(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    """An index the reference made (no subject_key): facts still supersede, history still reads."""
+    import dataclasses
+
+    from betterdb_memory import Fact
+
+    store = make_store()
+    await store.remember("warm up", thread_id="other")
+    store.index.layout = dataclasses.replace(store.index.layout, subject_key=False)
+    facts = {"a": [Fact("city", "Lisbon", "2019-01-01")], "b": [Fact("city", "Berlin", "2024-05-01")]}
+
+    def extract(items: list[object]) -> list[Fact]:
+        return [f for i in items for f in facts.get(getattr(i, "content", ""), [])]
+
+    for text in ("a", "b"):
+        await store.remember(text, thread_id="t")
+        await store.consolidate("facts", extract_facts=extract, thread_id="t")
+    history = await store.fact_history("city", thread_id="t")
+    assert [(r.statement, r.current) for r in history] == [("Berlin", True), ("Lisbon", False)]
+    assert history[1].valid_until is not None and history[1].valid_until.year == 2024
+    assert [k async for k in client.scan_iter(match=f"{store.keys.name}:subj:*")] == []
