@@ -200,8 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=L.DEFAULT_CACHE)
     parser.add_argument(
         "--said",
-        action="store_true",
-        help='the dense side embeds turns as `Speaker said, "text"` (core.embed_text), not their content',
+        choices=("said", "said_rule"),
+        default=None,
+        help='the dense side embeds turns as `Speaker said, "text"`: the lab\'s text (caption as "and shared") '
+        "or a rule on the stored content (quality_lab_experiments.said_text), not their content",
     )
     parser.add_argument(
         "--drop", action="append", default=[], help="a feature to leave out (weight 0; repeatable)"
@@ -214,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.said:
         from quality_lab_experiments import context_texts
 
-        ps = L.pools(lab, lab.vectors("turns-said", context_texts(lab, "said")))
+        ps = L.pools(lab, lab.vectors(f"turns-{args.said}", context_texts(lab, args.said)))
     else:
         ps = L.pools(lab)
     x, label, group, turns = build(lab, ps)
@@ -276,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.drop:
         # Each conversation's held-out weights, for bench/quality.py's held-out row through recall().
         # Derived from LoCoMo: kept beside the cached vectors, outside the repository.
-        path = args.cache / ("folds-said.json" if args.said else "folds.json")
+        path = args.cache / (f"folds-{args.said}.json" if args.said else "folds.json")
         path.write_text(json.dumps({"features": list(LR.FEATURES), "weights": folds}), "utf-8")
         print(f"wrote {path}", file=sys.stderr)
     if args.write:

@@ -72,6 +72,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -421,8 +422,8 @@ class LearnedRanker:
         )
         total = [0.0] * len(candidates)
         for w, col in zip(self.weights, cols, strict=True):
-            if w:
-                total = [t + w * x for t, x in zip(total, col, strict=True)]
+            if w and any(col):  # most queries name no date and most candidates have no neighbour
+                total = list(map(operator.add, total, map(w.__mul__, col)))
         return total
 
     def rerank(
