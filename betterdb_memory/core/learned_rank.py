@@ -311,15 +311,20 @@ def columns(
     prev_z = [0.0] * n
     next_z = [0.0] * n
     if order is not None:
-        placed = sorted((key, i) for i, key in enumerate(order) if key is not None)
-        seq = [i for _, i in placed]
-        thread = [key[:-2] for key, _ in placed]  # the key less its last two items (time, id)
-        for k in range(len(seq) - 1):
-            a, b = seq[k], seq[k + 1]
-            if thread[k] == thread[k + 1]:
+        # Grouped by thread (the key less its last two items), each sorted by (time, id): one
+        # comparison of a whole key per pair would re-compare the shared scope strings each time.
+        threads: dict[tuple[object, ...], list[tuple[object, object, int]]] = {}
+        for i, key in enumerate(order):
+            if key is not None:
+                threads.setdefault(key[:-2], []).append((key[-2], key[-1], i))
+        for members in threads.values():
+            members.sort()
+            seq = [i for _, _, i in members]
+            for k in range(len(seq) - 1):
+                a, b = seq[k], seq[k + 1]
                 next_lex[a], prev_lex[b] = lexical[b], lexical[a]
                 next_z[a], prev_z[b] = z[b], z[a]
-                if k + 2 < len(seq) and thread[k] == thread[k + 2]:
+                if k + 2 < len(seq):
                     c = seq[k + 2]
                     next2_lex[a], prev2_lex[c] = lexical[c], lexical[a]
     proximity = [0.0] * n
@@ -386,8 +391,8 @@ class LearnedRanker:
         weights: one weight per name of ``FEATURES`` (default: the fitted ``WEIGHTS``).
         calibration: ``(a, b)`` of the similarity ``sigmoid(a * score + b)``.
         neighbour_key: a memory's place in its thread (``thread_order``: scope, then
-            ``created_at``; None for a memory without a thread); None leaves the
-            neighbour features at 0.
+            ``valid_from`` or ``created_at``; None for a memory that is not a
+            conversation turn); None leaves the neighbour features at 0.
     """
 
     def __init__(
