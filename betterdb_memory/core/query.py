@@ -100,6 +100,9 @@ class IndexSpec:
     ef_construction: int = 200
     ef_runtime: int = 10
     initial_cap: int | None = None
+    # SCHEMA arguments of the store's declared metadata fields (``filter_fields.schema_args``);
+    # empty when the store declares none.
+    extra_schema: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +115,17 @@ class IndexLayout:
     dedup: bool = True
     case_sensitive: bool = True  # TAG fields CASESENSITIVE: counts need no client-side check
     text: bool = True  # ``content`` is a TEXT field (full-text candidates for hybrid recall)
+    # Time-aware fields (issue 26): event time, the subject digest, a state's start.
+    valid_from: bool = True
+    subject_key: bool = True
+    state_from: bool = True
+    # Every field the index holds (``meta_*`` and ``present`` of declared metadata among
+    # them); empty means "not read from FT.INFO" (the index this process creates).
+    fields: frozenset[str] = frozenset()
 
     @classmethod
     def from_fields(cls, fields: Sequence[str], *, case_sensitive: bool) -> IndexLayout:
-        names = set(fields)
+        names = frozenset(fields)
         return cls(
             text="content" in names,
             keep="keep" in names,
@@ -123,7 +133,15 @@ class IndexLayout:
             expires_at="expires_at" in names,
             dedup="dedup" in names,
             case_sensitive=case_sensitive,
+            valid_from="valid_from" in names,
+            subject_key="subject_key" in names,
+            state_from="state_from" in names,
+            fields=names,
         )
+
+    def has(self, fieldname: str) -> bool:
+        """Whether the index holds ``fieldname`` (always True for an index this process made)."""
+        return not self.fields or fieldname in self.fields
 
 
 def create_index_args(spec: IndexSpec, caps: Capabilities) -> list[str]:
@@ -154,6 +172,12 @@ def create_index_args(spec: IndexSpec, caps: Capabilities) -> list[str]:
         "sensitivity", "TAG", *exact,
         "expires_at", "NUMERIC",
         "dedup", "TAG", *exact,
+        # Time-aware memory (issue 26): written only by this library, absent on the
+        # reference's documents (a clause on them falls back to ``created_at``).
+        "valid_from", "NUMERIC",
+        "state_from", "NUMERIC",
+        "subject_key", "TAG", *exact,
+        *spec.extra_schema,
     ]  # fmt: skip
     if caps.text_fields:
         schema += ["content", "TEXT"]

@@ -49,6 +49,7 @@ SCHEMA_WITHOUT_TEXT = [
     "importance", "NUMERIC", "created_at", "NUMERIC", "SORTABLE", "last_accessed_at", "NUMERIC",
     "access_count", "NUMERIC", "keep", "NUMERIC", "SORTABLE", "sensitivity", "TAG", "CASESENSITIVE",
     "expires_at", "NUMERIC", "dedup", "TAG", "CASESENSITIVE",
+    "valid_from", "NUMERIC", "state_from", "NUMERIC", "subject_key", "TAG", "CASESENSITIVE",
 ]  # fmt: skip
 
 
