@@ -47,7 +47,7 @@ inflections folded), IDF is over the candidates (as ``HybridRanker``'s):
   ``prev_z`` / ``next_z``: the neighbours' ``dense_z``.
 - ``month`` / ``year`` / ``day``: the candidate's date (``valid_from``, else
   ``created_at``; UTC) is in a month / year / day the query's time expressions name
-  (``query_dates``: the package's one time parser, ``timewindow``). The month is
+  (``core.query_dates``: the package's one time parser, ``timewindow``). The month is
   matched in any year ("in June" resolves to the latest June). Relative expressions
   ("last month") count from the latest ``created_at`` among the candidates: about
   "now" in a store being written, and no clock read here.
@@ -78,9 +78,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .models import MemoryItem
+from .query_dates import date_columns, query_dates
 from .ranking import HybridRanker
-from .times import from_ms
-from .timewindow import find_time_windows
 
 __all__ = [
     "CALIBRATION",
@@ -89,11 +88,9 @@ __all__ = [
     "WEIGHTS",
     "LearnedRanker",
     "Profile",
-    "QueryDates",
     "columns",
     "features",
     "profile",
-    "query_dates",
     "thread_order",
 ]
 
@@ -204,49 +201,6 @@ def thread_order(item: MemoryItem) -> tuple[str, str, str, tuple[int, int], str]
     return (item.namespace or "", item.agent_id or "", item.thread_id, (when, item.created_at), item.id)
 
 
-@dataclass(frozen=True, slots=True)
-class QueryDates:
-    """What a query's time expressions name: calendar months (1-12), years, and day windows."""
-
-    months: frozenset[int]
-    years: frozenset[int]
-    days: tuple[tuple[int, int], ...]  # [start_ms, end_ms) of each window at most one day long
-
-    def __bool__(self) -> bool:
-        return bool(self.months or self.years or self.days)
-
-
-_DAY_MS = 86_400_000
-
-
-def query_dates(query: str, as_of: int) -> QueryDates:
-    """The months, years and days the query's time expressions fall in (``as_of``: epoch ms).
-
-    The package's one time parser (``timewindow.find_time_windows``) reads the
-    expressions; a window inside one calendar month gives its month ("in May", "on 8
-    May, 2023", "last month"), one inside a calendar year its year ("in 2023", "in May
-    2023"), one at most a day long its day ("on 8 May, 2023", "yesterday"). Vague
-    expressions ("recently") and open bounds ("since March") give nothing. The month is
-    matched without its year: "in May" resolves to the latest May, and a memory dated
-    another May may still be the one meant. Relative expressions count from ``as_of``
-    (UTC calendar).
-    """
-    months: set[int] = set()
-    years: set[int] = set()
-    days: list[tuple[int, int]] = []
-    for w in find_time_windows(query, as_of=as_of):
-        if w.fuzzy or w.start_ms is None or w.end_ms is None or w.end_ms <= w.start_ms:
-            continue
-        if w.end_ms - w.start_ms <= _DAY_MS:
-            days.append((w.start_ms, w.end_ms))
-        lo, hi = from_ms(w.start_ms), from_ms(w.end_ms - 1)
-        if lo.year == hi.year:
-            years.add(lo.year)
-            if lo.month == hi.month:
-                months.add(lo.month)
-    return QueryDates(frozenset(months), frozenset(years), tuple(days))
-
-
 def _ranks(values: Sequence[float], ids: Sequence[str]) -> list[int]:
     """Each value's rank, highest first (ties by id, so the input order never matters)."""
     out = [0] * len(values)
@@ -334,16 +288,10 @@ def columns(
             hits = sorted((q, t) for t in qterms if t in pos for q in pos[t])
             best = min((b[0] - a[0] for a, b in itertools.pairwise(hits) if a[1] != b[1]), default=0)
             proximity[i] = 1.0 / best if best else 0.0
-    month = [0.0] * n
-    year = [0.0] * n
-    day = [0.0] * n
-    named = query_dates(query, as_of) if dates is not None else None
-    if dates is not None and named:
-        for i, ms in enumerate(dates):
-            when = from_ms(ms)
-            month[i] = 1.0 if when.month in named.months else 0.0
-            year[i] = 1.0 if when.year in named.years else 0.0
-            day[i] = 1.0 if any(lo <= ms < hi for lo, hi in named.days) else 0.0
+    if dates is not None:
+        month, year, day = date_columns(query_dates(query, as_of), dates)
+    else:
+        month, year, day = [0.0] * n, [0.0] * n, [0.0] * n
     words = {w.casefold() for w in _WORD.findall(query)} if any(p.speaker for p in profs) else set()
     nq = len(qterms) or 1
     inv_max = 1.0 / max_idf if max_idf > 0 else 0.0
