@@ -394,3 +394,22 @@ async def test_facts_mode_on_an_index_without_subject_key_uses_the_ledgers_own_l
     assert [(r.statement, r.current) for r in history] == [("Berlin", True), ("Lisbon", False)]
     assert history[1].valid_until is not None and history[1].valid_until.year == 2024
     assert [k async for k in client.scan_iter(match=f"{store.keys.name}:subj:*")] == []
+
+
+async def test_as_of_finds_the_version_valid_then_past_dated_writes_included(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """Versions written out of order: as_of sees exactly one per instant, the one valid then."""
+    store = make_store()
+    ids = {}
+    for text, vf in (("Berlin", Y2024), ("Lisbon", Y2019), ("Porto", Y2022)):
+        ids[text] = await store.remember(
+            f"Ada lives in {text}", thread_id="ada", subject="city", valid_from=vf
+        )
+    year = 365 * 86_400_000
+    for instant, text in ((Y2019 + year, "Lisbon"), (Y2022 + year // 2, "Porto"), (Y2024 + year, "Berlin")):
+        page = await store.list(thread_id="ada", as_of=instant)
+        assert [i.id for i in page.items] == [ids[text]], text
+        assert await store.count(thread_id="ada", as_of=instant) == 1
+    old = await store.get(ids["Lisbon"])
+    assert old is not None and old.valid_until == Y2022
