@@ -218,7 +218,9 @@ def create_server(
             st = await store.stats()
             # Under a fixed scope, the memories of that scope only: how many other tenants
             # hold is theirs. The rest (engine, settings, counters) describes the store.
-            return st, (await store.count(**guard.as_dict())) if guard.active else st.items
+            return st, (
+                await store.count(agent_id=guard.agent_id, namespace=guard.namespace)
+            ) if guard.active else st.items
 
         def shape(pair: tuple[Any, int]) -> StatsResult:
             st, items = pair

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .codec import as_text, split_tags
 from .dialect import Capabilities
@@ -37,12 +37,15 @@ __all__ = [
     "IndexLayout",
     "IndexSpec",
     "MemoryFilter",
+    "WhereClause",
     "build_filter",
+    "check_fields",
     "create_index_args",
     "escape_text_term",
     "filter_search_args",
     "item_matches",
     "knn_search_args",
+    "result_matches",
     "text_search_args",
 ]
 
@@ -184,6 +187,25 @@ def create_index_args(spec: IndexSpec, caps: Capabilities) -> list[str]:
     return ["FT.CREATE", spec.index, "ON", "HASH", "PREFIX", "1", spec.prefix, "SCHEMA", *schema]
 
 
+class WhereClause(Protocol):
+    """A compiled ``where=`` filter (``core.where.Where``; named here by what it offers, as this
+    module sits below the filter modules)."""
+
+    @property
+    def text(self) -> str:
+        """The query text: one AND clause (it may begin with ``-``)."""
+        ...
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The HASH fields ``matches`` reads."""
+        ...
+
+    def matches(self, fields: Mapping[str, Any]) -> bool:
+        """The client-side re-check of one result's raw fields."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryFilter:
     """Which memories a query may see. Every user value is escaped on its way in.
@@ -205,6 +227,8 @@ class MemoryFilter:
     # Only memories whose keep-score is at most this (inclusive); sent only to an index
     # with the keep field (capacity's victim search), never checked in the client.
     max_keep: float | None = None
+    # A ``where=`` filter (``core.where``), one more AND clause; always re-checked in the client.
+    where: WhereClause | None = None
 
     @property
     def is_unscoped(self) -> bool:
@@ -244,6 +268,8 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
         parts.append(f"@keep:[-inf {format_number(flt.max_keep)}]")
     if flt.exclude_expired_at is not None and layout.expires_at:
         parts.append(f"-@expires_at:[-inf {int(flt.exclude_expired_at)}]")
+    if flt.where is not None:
+        parts.append(flt.where.text)
     return " ".join(parts)
 
 
@@ -316,6 +342,13 @@ def filter_search_args(
     return args
 
 
+def check_fields(flt: MemoryFilter, check: bool) -> tuple[str, ...]:
+    """What a query must RETURN for ``item_matches``: the scope checks' fields when ``check``
+    (``IndexManager.needs_check``), and the ``where`` filter's always (it is always re-checked)."""
+    out = CHECK_FIELDS if check else ()
+    return out if flt.where is None else (*out, *flt.where.fields)
+
+
 def item_matches(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
     """The exact check of one result's raw fields against the filter.
 
@@ -346,7 +379,16 @@ def item_matches(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
                     return False
             except ValueError:
                 pass
-    return True
+    return flt.where is None or flt.where.matches(fields)
+
+
+def result_matches(fields: Mapping[str, Any], flt: MemoryFilter, check: bool) -> bool:
+    """The client-side check of one result: all of ``item_matches`` when ``check``
+    (``IndexManager.needs_check``), else the ``where`` filter alone (the fields
+    ``check_fields`` asked for)."""
+    if check:
+        return item_matches(fields, flt)
+    return flt.where is None or flt.where.matches(fields)
 
 
 #: Full-text hits a hybrid recall adds to its KNN candidates (per query, or per word).

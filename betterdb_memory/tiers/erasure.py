@@ -9,7 +9,8 @@ erasing an agent first stops the rolling summaries running here for its sessions
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..core.escaping import validate_tag_value
 from ..errors import BetterDBMemoryError, ValidationError
@@ -55,11 +56,18 @@ class Erasure:
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
         progress: ProgressSink | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
-        Refuses an empty selector (no scope field and no tags): deleting everything is
-        not a default. Pages of 500, each one query and one pipelined delete; returns
+        ``where``: only the memories matching this filter too (the language of ``list``);
+        a non-empty one is a selector by itself (``{}`` is not). Each page the index
+        returns is checked again in the client before it is deleted, so an index made by
+        another library can never widen a deletion. Needs filter-only queries
+        (``CommandNotSupportedError`` on valkey-search 1.0).
+
+        Refuses an empty selector (no scope field, no tags, no ``where``): deleting
+        everything is not a default. Pages of 500, each one query and one pipelined delete; returns
         the number deleted. On a connection fault the error's ``details`` carry
         ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
         object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
@@ -68,14 +76,17 @@ class Erasure:
         flt = scope_filter(
             thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False
         )
+        node = self._rt.parse_where(where)
         if progress is not None:
             progress = check_progress(progress)
-        if flt.is_unscoped:
+        if flt.is_unscoped and node is None:
             raise ValidationError(
-                "forget_by_scope needs a thread_id, agent_id, namespace or tags; refusing to delete everything",
+                "forget_by_scope needs a thread_id, agent_id, namespace, tags or where; "
+                "refusing to delete everything",
                 code="validation.empty_scope",
             )
         await self._rt.index.ensure_ready()
+        flt = self._rt.with_where(flt, node, operation="forget_by_scope", filter_only=True)
         deleted = 0
         with self._rt.obs.span("forget_by_scope"):
             try:
@@ -104,7 +115,7 @@ class Erasure:
                         UserWarning,
                         stacklevel=3,
                     )
-                if not flt.tags:
+                if not flt.tags and flt.where is None:  # the whole scope went: its state goes too
                     await self._ledger.forget_scope_state(flt.scope)
             except BetterDBMemoryError as exc:
                 exc.details["operation"] = "forget_by_scope"
