@@ -269,7 +269,9 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
     if flt.exclude_expired_at is not None and layout.expires_at:
         parts.append(f"-@expires_at:[-inf {int(flt.exclude_expired_at)}]")
     if flt.where is not None:
-        parts.append(flt.where.text)
+        # A positive clause goes first: a query starting with a negation gets MATCH_ALL in
+        # front (``_filter_query``), a range over every document the engine then intersects.
+        parts.insert(0 if not flt.where.text.startswith("-") else len(parts), flt.where.text)
     return " ".join(parts)
 
 
