@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from betterdb_memory import MemoryStore
-from betterdb_memory.errors import ConfigurationError, ValidationError
+from betterdb_memory.errors import CommandNotSupportedError, ConfigurationError, ValidationError
 from betterdb_memory.transfer import export_store
+from tests.filter_cases import VALKEY_1_0
 
 pytestmark = pytest.mark.integration
 
@@ -283,3 +284,25 @@ async def test_filtered_list_and_count_are_one_index_query(make_store: Callable[
     page = await store.list(where={"project": {"$in": ["apollo", "gemini"]}}, limit=1)
     assert page.total == 3 and len(page.items) == 1
     assert len(sent) == 1 and sent[0][0] == "FT.SEARCH"
+
+
+async def test_an_engine_without_filter_queries_gets_a_typed_error_never_a_scan(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """valkey-search 1.0 runs no query without KNN: filter-only reads with where are refused, recall works."""
+    store = make_store(metadata_fields=FIELDS)
+    await _seed(store)
+    store.index.capabilities = VALKEY_1_0  # as probed on valkey-search 1.0
+    for call in (
+        lambda: store.list(where={"priority": 1}),
+        lambda: store.count(where={"priority": 1}),
+        lambda: store.forget_by_scope(where={"priority": 1}),
+        lambda: store.consolidate("summary", lambda items: "x", where={"priority": 1}),
+    ):
+        with pytest.raises(CommandNotSupportedError) as info:
+            await call()
+        assert info.value.code == "server.filter_unsupported"
+        assert info.value.details["engine"] == "valkey-search"
+    hits = await store.recall("alpha", where={"priority": 1}, threshold=2.0, reinforce=False)
+    assert {h.item.content for h in hits} == {"alpha", "zeta"}
+    assert await store.count() == 6  # without where: the 1.0 path (a KNN read) as before
