@@ -1,4 +1,4 @@
-"""``MemoryStore.list`` / ``count`` / ``recall_by_vector`` with ``where=`` equal a plain-Python evaluation.
+"""``MemoryStore.list`` / ``count`` / ``recall`` / ``recall_by_vector`` with ``where=`` equal a plain-Python evaluation.
 
 The store-level twin of ``test_filters_differential.py``: the memories go in through
 ``remember_many`` (the real write path: declared fields, ``present``, ``valid_from``),
@@ -8,7 +8,7 @@ over the documents as stored (read back with ``HGETALL``): zero mismatches. The 
 path is checked too: the stored ``meta_*`` / ``present`` fields are exactly what
 ``index_fields`` says the metadata gives.
 
-Profiles: the default (2 stores x 40 filters, each asked three ways: seconds) runs in
+Profiles: the default (2 stores x 40 filters, each asked four ways: seconds) runs in
 every session; ``BETTERDB_FILTERS_DIFFERENTIAL=long`` runs 40 stores x 130 filters
 (5,200 (store, filter) pairs). ``BETTERDB_FILTERS_SEED`` changes the base seed; a
 mismatch prints its seed. On valkey-search: ``scripts/with-valkey-search.sh standalone``.
@@ -87,6 +87,12 @@ async def _one_store(store: MemoryStore, client: Any, seed: int) -> int:
                     vector, where=where, k=1000, threshold=2.0, reinforce=False
                 )
             },
+        }
+        # A text recall: the KNN and the full-text candidates (the where clause inside the text
+        # query's branches), re-ranked.
+        answers["recall"] = {
+            h.item.id
+            for h in await store.recall("memory", where=where, k=1000, threshold=2.0, reinforce=False)
         }
         counted = await store.count(where=where)
         for how, got in answers.items():
