@@ -155,7 +155,7 @@ class TextCandidates:
                 f = hit.fields
                 if mid in known or mid in kept or "content" not in f:
                     continue
-                if (check or flt.where is not None) and not result_matches(f, flt, check):
+                if not result_matches(f, flt, check):
                     continue
                 expires = to_float(f.get("expires_at"))
                 if expires and expires <= now_ms:

@@ -246,7 +246,7 @@ class Recall:
             f = hit.fields
             if SCORE_ALIAS not in f:
                 continue  # expired between match and load
-            if (check or flt.where is not None) and not result_matches(f, flt, check):
+            if not result_matches(f, flt, check):
                 continue
             expires = as_text(f.get("expires_at"))
             if expires and to_float(expires) <= now_ms:

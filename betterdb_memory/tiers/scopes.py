@@ -76,7 +76,6 @@ class ScopeReader:
         caps = self._rt.index.capabilities
         assert caps is not None
         check = self._rt.index.needs_check(flt)
-        recheck = check or flt.where is not None
         want = tuple(dict.fromkeys([*fields, *check_fields(flt, check), *(sortby[:1] if sortby else ())]))
         server_sort = sortby is not None and caps.sortby and caps.filter_queries
         # The server pages only when its matches are the exact ones: with a client-side
@@ -105,7 +104,7 @@ class ScopeReader:
                 return_fields=want,
             )
         result = parse_search_reply(await self.search(args, operation))
-        hits = [h for h in result.hits if not recheck or result_matches(h.fields, flt, check)]
+        hits = [h for h in result.hits if result_matches(h.fields, flt, check)]
         all_fetched = result.total <= len(result.hits)
         total: int | None = None
         if not check and caps.filter_queries:
@@ -130,7 +129,6 @@ class ScopeReader:
         caps = self._rt.index.capabilities
         assert caps is not None
         check = self._rt.index.needs_check(flt)
-        recheck = check or flt.where is not None
         want = tuple(dict.fromkeys([*fields, *check_fields(flt, check)]))
         if caps.filter_queries:
             args: list[Any] = filter_search_args(
@@ -148,7 +146,7 @@ class ScopeReader:
                 return_fields=want or None,
             )  # fmt: skip
         result = parse_search_reply(await self.search(args, operation), nocontent=not want)
-        hits = [h for h in result.hits if not recheck or result_matches(h.fields, flt, check)]
+        hits = [h for h in result.hits if result_matches(h.fields, flt, check)]
         return len(hits), hits
 
     async def scan_ordered(
