@@ -74,7 +74,7 @@ from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, Sensi
 from .core.options import MemoryListOptions, ReinforceMode
 from .core.query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter
 from .core.ranking import Reranker
-from .core.requests import MemoryInput
+from .core.requests import MemoryInput, TimeInput
 from .core.scoring import Weights
 from .core.tunables import ConfigSnapshot
 from .core.turns import SessionMetadata, Turn
@@ -419,11 +419,15 @@ class SyncMemoryStore(MemoryStoreBridge):
         )
 
     def get(self, id: str) -> MemoryItem | None:
-        """The memory with this id, or None (never the raw vector)."""
+        """The memory with this id, or None (never the raw vector).
+
+        A superseded version (its history document) when the memory is no longer
+        current: it carries ``valid_until``.
+        """
         return self._await(self._target.get, id)
 
     def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryItem | None]:
-        """``get`` for many ids in one round trip (exact access counts included)."""
+        """``get`` for many ids in one round trip (exact access counts included; superseded versions too)."""
         return self._await(self._target.get_many, ids)
 
     def forget(self, id: str) -> bool:
@@ -465,6 +469,9 @@ class SyncMemoryStore(MemoryStoreBridge):
         namespace: str | None = None,
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
     ) -> builtins.list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
@@ -481,6 +488,12 @@ class SyncMemoryStore(MemoryStoreBridge):
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
             explain: attach the score's components to each hit.
+            as_of: what was valid at that instant (``valid_from <= as_of < valid_until``),
+                superseded versions included when they were current then (they are not
+                reinforced). Default: no time filter (future-dated memories included).
+            since / until: only memories whose ``valid_from`` (their ``created_at`` when
+                written without one) falls in ``[since, until)``.
+                Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
             where: a filter on metadata and built-in fields, ANDed with the scope and
                 applied inside the KNN query (pre-filtered: the ``k`` nearest matching
                 memories), e.g. ``{"priority": {"$gte": 2}, "source": {"$ne": "web"}}``.
@@ -504,6 +517,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             namespace=namespace,
             exclude_sensitivity=exclude_sensitivity,
             explain=explain,
+            as_of=as_of,
+            since=since,
+            until=until,
             where=where,
         )
 
@@ -522,12 +538,16 @@ class SyncMemoryStore(MemoryStoreBridge):
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
         query: str | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
     ) -> builtins.list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
 
         ``query``: the text the vector was made from; given, the store's ``reranker``
         re-orders the candidates as in ``recall`` (without it: the dense order).
+        ``as_of`` / ``since`` / ``until``: as in ``recall``.
         """
         return self._await(
             self._target.recall_by_vector,
@@ -543,6 +563,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             exclude_sensitivity=exclude_sensitivity,
             explain=explain,
             query=query,
+            as_of=as_of,
+            since=since,
+            until=until,
             where=where,
         )
 
@@ -569,10 +592,15 @@ class SyncMemoryStore(MemoryStoreBridge):
         agent_id: str | None = None,
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
     ) -> int:
         """Number of live memories matching a scope (None = any) and carrying all ``tags``.
 
+        Current memories only, unless ``as_of``: then what was valid at that instant,
+        superseded versions included. ``since`` / ``until``: ``valid_from`` in the window.
         ``where``: a metadata filter, as in ``list`` (one index query, counted by the engine).
         """
         return self._await(
@@ -581,6 +609,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             agent_id=agent_id,
             namespace=namespace,
             tags=tags,
+            as_of=as_of,
+            since=since,
+            until=until,
             where=where,
         )
 
@@ -595,12 +626,17 @@ class SyncMemoryStore(MemoryStoreBridge):
         limit: int | None = None,
         offset: int | None = None,
         cursor: str | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
     ) -> MemoryPage:
         """Memories of a scope, newest first: ``items``, the ``total`` matching, ``next_cursor``.
 
         Takes the reference's ``MemoryListOptions`` or the same fields as keywords.
         ``limit`` defaults to 20 (1..1000); page on with ``offset`` or ``next_cursor``.
+        ``as_of``: what was valid at that instant, superseded versions included (with
+        ``valid_until``). ``since`` / ``until``: ``valid_from`` in ``[since, until)``.
 
         ``where``: a filter on the built-in fields (``thread_id``, ``agent_id``,
         ``namespace``, ``tags``, ``source``, ``importance``, ``created_at``,
@@ -635,6 +671,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             limit=limit,
             offset=offset,
             cursor=cursor,
+            as_of=as_of,
+            since=since,
+            until=until,
             where=where,
         )
 
@@ -646,6 +685,8 @@ class SyncMemoryStore(MemoryStoreBridge):
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
         progress: ProgressSink | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
@@ -654,7 +695,8 @@ class SyncMemoryStore(MemoryStoreBridge):
         a non-empty one is a selector by itself (``{}`` is not). Each page the index
         returns is checked again in the client before it is deleted, so an index made by
         another library can never widen a deletion. Needs filter-only queries
-        (``CommandNotSupportedError`` on valkey-search 1.0).
+        (``CommandNotSupportedError`` on valkey-search 1.0). A ``where`` naming a declared
+        metadata field leaves the superseded versions alone (their index lacks those fields).
 
         Refuses an empty selector (no scope field, no tags, no ``where``): deleting
         everything is not a default. Pages of 500, each one query and one pipelined delete; returns
@@ -662,6 +704,9 @@ class SyncMemoryStore(MemoryStoreBridge):
         ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
         object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
         (``betterdb_memory.progress.Progress`` draws a bar) told of every page deleted.
+        The scope's superseded versions (history documents) go too; they are not counted.
+        ``since`` / ``until``: only memories (and versions) whose ``valid_from`` falls in
+        ``[since, until)``; the consolidation state is then kept.
         """
         return self._await(
             self._target.forget_by_scope,
@@ -670,6 +715,8 @@ class SyncMemoryStore(MemoryStoreBridge):
             namespace=namespace,
             tags=tags,
             progress=progress,
+            since=since,
+            until=until,
             where=where,
         )
 

@@ -12,7 +12,8 @@ from typing import Any
 from .facts import most_sensitive
 from .keys import Scope
 from .models import MemoryItem
-from .query import MemoryFilter, WhereClause
+from .query import MemoryFilter
+from .where_clause import WhereClause
 
 __all__ = ["Selection", "Tally", "output_item"]
 

@@ -17,14 +17,18 @@ Every query carries ``DIALECT 2`` and only the PARAMS it uses; filters are inlin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from .codec import as_text, split_tags
 from .dialect import Capabilities
 from .escaping import escape_tag, format_number
 from .keys import Scope
+from .times import check_window, optional_ms
+from .validity import in_time, time_clause
+from .where_clause import WhereClause
 
 __all__ = [
     "CHECK_FIELDS",
@@ -37,16 +41,14 @@ __all__ = [
     "IndexLayout",
     "IndexSpec",
     "MemoryFilter",
-    "WhereClause",
     "build_filter",
-    "check_fields",
     "create_index_args",
     "escape_text_term",
     "filter_search_args",
     "item_matches",
     "knn_search_args",
-    "result_matches",
     "text_search_args",
+    "with_times",
 ]
 
 SCORE_ALIAS = "__dist"
@@ -89,6 +91,8 @@ CHECK_FIELDS: tuple[str, ...] = (
     "source",
     "sensitivity",
     "expires_at",
+    "created_at",
+    "valid_from",
 )
 
 
@@ -187,25 +191,6 @@ def create_index_args(spec: IndexSpec, caps: Capabilities) -> list[str]:
     return ["FT.CREATE", spec.index, "ON", "HASH", "PREFIX", "1", spec.prefix, "SCHEMA", *schema]
 
 
-class WhereClause(Protocol):
-    """A compiled ``where=`` filter (``core.where.Where``; named here by what it offers, as this
-    module sits below the filter modules)."""
-
-    @property
-    def text(self) -> str:
-        """The query text: one AND clause (it may begin with ``-``)."""
-        ...
-
-    @property
-    def fields(self) -> tuple[str, ...]:
-        """The HASH fields ``matches`` reads."""
-        ...
-
-    def matches(self, fields: Mapping[str, Any]) -> bool:
-        """The client-side re-check of one result's raw fields."""
-        ...
-
-
 @dataclass(frozen=True, slots=True)
 class MemoryFilter:
     """Which memories a query may see. Every user value is escaped on its way in.
@@ -229,10 +214,33 @@ class MemoryFilter:
     max_keep: float | None = None
     # A ``where=`` filter (``core.where``), one more AND clause; always re-checked in the client.
     where: WhereClause | None = None
+    # Time (issue 26, ``core.validity``): ``valid_from`` in ``[valid_since, valid_before)``,
+    # and valid at ``as_of``; ``history``: the filter is for the history index.
+    valid_since: int | None = None
+    valid_before: int | None = None
+    as_of: int | None = None
+    history: bool = False
+
+    @property
+    def has_time(self) -> bool:
+        return self.valid_since is not None or self.valid_before is not None or self.as_of is not None
 
     @property
     def is_unscoped(self) -> bool:
         return self.scope.is_empty and not self.tags
+
+
+def with_times(flt: MemoryFilter, *, as_of: object, since: object, until: object) -> MemoryFilter:
+    """``flt`` narrowed to a time window and an instant, checked (``core.times``) before any I/O.
+
+    Raises:
+        ValidationError: an unparseable or out-of-range time, or ``since`` after ``until``.
+    """
+    lo, hi = check_window(since, until)
+    at = optional_ms(as_of, name="as_of")
+    if lo is None and hi is None and at is None:
+        return flt
+    return dataclasses.replace(flt, valid_since=lo, valid_before=hi, as_of=at)
 
 
 def _tag(fieldname: str, values: Sequence[str]) -> str:
@@ -268,6 +276,8 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
         parts.append(f"@keep:[-inf {format_number(flt.max_keep)}]")
     if flt.exclude_expired_at is not None and layout.expires_at:
         parts.append(f"-@expires_at:[-inf {int(flt.exclude_expired_at)}]")
+    if flt.has_time and layout.valid_from:
+        parts.append(time_clause(flt.valid_since, flt.valid_before, flt.as_of, history=flt.history))
     if flt.where is not None:
         # A positive clause goes first: a query starting with a negation gets MATCH_ALL in
         # front (``_filter_query``), a range over every document the engine then intersects.
@@ -344,13 +354,6 @@ def filter_search_args(
     return args
 
 
-def check_fields(flt: MemoryFilter, check: bool) -> tuple[str, ...]:
-    """What a query must RETURN for ``item_matches``: the scope checks' fields when ``check``
-    (``IndexManager.needs_check``), and the ``where`` filter's always (it is always re-checked)."""
-    out = CHECK_FIELDS if check else ()
-    return out if flt.where is None else (*out, *flt.where.fields)
-
-
 def item_matches(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
     """The exact check of one result's raw fields against the filter.
 
@@ -381,16 +384,23 @@ def item_matches(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
                     return False
             except ValueError:
                 pass
+    if flt.has_time and ("created_at" in fields or "valid_from" in fields) and not _in_time(fields, flt):
+        return False
     return flt.where is None or flt.where.matches(fields)
 
 
-def result_matches(fields: Mapping[str, Any], flt: MemoryFilter, check: bool) -> bool:
-    """The client-side check of one result: all of ``item_matches`` when ``check``
-    (``IndexManager.needs_check``), else the ``where`` filter alone (the fields
-    ``check_fields`` asked for)."""
-    if check:
-        return item_matches(fields, flt)
-    return flt.where is None or flt.where.matches(fields)
+def _in_time(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
+    def ms(name: str) -> int | None:
+        text = as_text(fields.get(name))
+        try:
+            return int(float(text)) if text else None
+        except ValueError:
+            return None
+
+    return in_time(
+        ms("valid_from"), ms("created_at") or 0, ms("valid_until"),
+        since=flt.valid_since, until=flt.valid_before, as_of=flt.as_of,
+    )  # fmt: skip
 
 
 #: Full-text hits a hybrid recall adds to its KNN candidates (per query, or per word).

@@ -27,12 +27,22 @@ from typing import Any, Final
 from ..errors import ValidationError
 from .dialect import Capabilities, capabilities_for
 from .filter_eval import evaluate, referenced_fields
-from .filter_fields import FilterSchema, MetadataFields
+from .filter_fields import DECLARED_PREFIX, PRESENCE_FIELD, FilterSchema, MetadataFields
 from .filter_query import compile_where
 from .filters import TRUE, Node, parse_where
-from .query import IndexLayout
+from .query import CHECK_FIELDS, IndexLayout, MemoryFilter, item_matches
+from .where_clause import WhereClause
 
-__all__ = ["MAX_QUERY_BYTES", "Where", "check_query_size", "compile_for", "parse"]
+__all__ = [
+    "MAX_QUERY_BYTES",
+    "Where",
+    "check_fields",
+    "check_query_size",
+    "compile_for",
+    "names_declared",
+    "parse",
+    "result_matches",
+]
 
 #: Bytes a whole query string may take: valkey-search refuses longer ones. The same bound on
 #: RediSearch, so a filter is accepted or refused alike on every engine.
@@ -100,6 +110,12 @@ def compile_for(node: Node, caps: Capabilities, layout: IndexLayout) -> Where:
     return Where(node, compile_where(node, caps, exact_tags=layout.case_sensitive), fields)
 
 
+def names_declared(where: WhereClause) -> bool:
+    """Whether a filter reads a declared metadata field (which the history index of superseded
+    versions does not hold: ``as_of`` reads and the history half of an erasure cannot use it)."""
+    return any(f.startswith(DECLARED_PREFIX) or f == PRESENCE_FIELD for f in where.fields)
+
+
 #: Bytes a query adds around its filter clauses (``MATCH_ALL``, parentheses, the KNN clause).
 _QUERY_FRAME: Final = 96
 
@@ -118,3 +134,19 @@ def check_query_size(clauses: str) -> None:
             code="validation.filter_size",
             details={"argument": "where", "bytes": size, "max": MAX_QUERY_BYTES},
         )
+
+
+def check_fields(flt: MemoryFilter, check: bool) -> tuple[str, ...]:
+    """What a query must RETURN for ``result_matches``: the scope checks' fields when ``check``
+    (``IndexManager.needs_check``), and the ``where`` filter's always (it is always re-checked)."""
+    out = CHECK_FIELDS if check else ()
+    return out if flt.where is None else (*out, *flt.where.fields)
+
+
+def result_matches(fields: Mapping[str, Any], flt: MemoryFilter, check: bool) -> bool:
+    """The client-side check of one result: all of ``query.item_matches`` when ``check``
+    (``IndexManager.needs_check``), else the ``where`` filter alone (the fields
+    ``check_fields`` asked for)."""
+    if check:
+        return item_matches(fields, flt)
+    return flt.where is None or flt.where.matches(fields)

@@ -13,10 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.escaping import validate_tag_value
+from ..core.query import with_times
+from ..core.requests import TimeInput
+from ..core.where import names_declared
 from ..errors import BetterDBMemoryError, ValidationError
 from ..progress import ProgressSink, check_progress
 from .documents import Documents
 from .fact_ledger import FactLedger
+from .history import History
 from .runtime import Runtime
 from .scopes import ScopeReader, scope_filter
 from .sessions import Sessions
@@ -47,6 +51,7 @@ class Erasure:
         self._ledger = ledger
         self._sessions = sessions
         self._summaries = summaries
+        self._history = History(rt)
 
     async def forget_by_scope(
         self,
@@ -56,6 +61,8 @@ class Erasure:
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
         progress: ProgressSink | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
@@ -64,7 +71,8 @@ class Erasure:
         a non-empty one is a selector by itself (``{}`` is not). Each page the index
         returns is checked again in the client before it is deleted, so an index made by
         another library can never widen a deletion. Needs filter-only queries
-        (``CommandNotSupportedError`` on valkey-search 1.0).
+        (``CommandNotSupportedError`` on valkey-search 1.0). A ``where`` naming a declared
+        metadata field leaves the superseded versions alone (their index lacks those fields).
 
         Refuses an empty selector (no scope field, no tags, no ``where``): deleting
         everything is not a default. Pages of 500, each one query and one pipelined delete; returns
@@ -72,10 +80,14 @@ class Erasure:
         ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
         object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
         (``betterdb_memory.progress.Progress`` draws a bar) told of every page deleted.
+        The scope's superseded versions (history documents) go too; they are not counted.
+        ``since`` / ``until``: only memories (and versions) whose ``valid_from`` falls in
+        ``[since, until)``; the consolidation state is then kept.
         """
-        flt = scope_filter(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False
-        )
+        flt = with_times(
+            scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False),
+            as_of=None, since=since, until=until,
+        )  # fmt: skip
         node = self._rt.parse_where(where)
         if progress is not None:
             progress = check_progress(progress)
@@ -115,7 +127,9 @@ class Erasure:
                         UserWarning,
                         stacklevel=3,
                     )
-                if not flt.tags and flt.where is None:  # the whole scope went: its state goes too
+                if flt.where is None or not names_declared(flt.where):
+                    await self._history.forget(flt)  # the history index has no declared fields
+                if not flt.tags and not flt.has_time and flt.where is None:  # the whole scope went
                     await self._ledger.forget_scope_state(flt.scope)
             except BetterDBMemoryError as exc:
                 exc.details["operation"] = "forget_by_scope"

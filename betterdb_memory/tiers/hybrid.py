@@ -31,13 +31,12 @@ from ..core.models import MemoryItem, item_from_fields, ranking_item
 from ..core.query import (
     VECTOR_FIELD,
     MemoryFilter,
-    check_fields,
     filter_search_args,
-    result_matches,
     text_search_args,
 )
 from ..core.ranking import HybridRanker, Reranker, query_words
 from ..core.replies import parse_search_reply
+from ..core.where import check_fields, result_matches
 from .documents import Documents
 from .runtime import Runtime
 

@@ -26,9 +26,10 @@ from ..core.query import MemoryFilter, build_filter
 from ..core.ranking import Reranker
 from ..core.replies import SearchHit
 from ..core.tunables import ConfigSnapshot
-from ..core.where import check_query_size, compile_for, parse
+from ..core.where import check_query_size, compile_for, names_declared, parse
 from ..embedders.base import Embedder, validate_embeddings
 from ..embedders.lazy import LazyFunctionEmbedder
+from ..errors import ValidationError
 from ..lifecycle import Supervisor
 from ..observability.hub import StoreObservability
 from ..observability.metrics import MemoryMetrics
@@ -110,6 +111,13 @@ class Runtime:
         if filter_only:
             require_filter_queries(caps, f"{operation} with where=")
         out = replace(flt, where=compile_for(node, caps, self.index.layout))
+        if out.as_of is not None and out.where is not None and names_declared(out.where):
+            raise ValidationError(
+                "as_of reads superseded versions from the history index, which does not hold the "
+                "declared metadata fields: filter on built-in fields with as_of",
+                code="validation.filter_field",
+                details={"argument": "where", "reason": "history", "fields": list(out.where.fields)},
+            )
         check_query_size(build_filter(out, self.index.layout))
         return out
 
