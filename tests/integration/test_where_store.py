@@ -10,6 +10,7 @@ selector rules of ``forget_by_scope`` / ``consolidate``, and the cost (a filtere
 from __future__ import annotations
 
 import io
+import time
 import json
 from collections.abc import Callable
 from typing import Any
@@ -306,3 +307,21 @@ async def test_an_engine_without_filter_queries_gets_a_typed_error_never_a_scan(
     hits = await store.recall("alpha", where={"priority": 1}, threshold=2.0, reinforce=False)
     assert {h.item.content for h in hits} == {"alpha", "zeta"}
     assert await store.count() == 6  # without where: the 1.0 path (a KNN read) as before
+
+
+async def test_where_beside_time_windows(make_store: Callable[..., MemoryStore]) -> None:
+    """as_of reads the history index too, which holds no declared field: built-ins only there."""
+    store = make_store(metadata_fields=FIELDS)
+    await _seed(store)
+    now = int(time.time() * 1000) + 1000
+    for call in (
+        lambda: store.list(as_of=now, where={"priority": 1}),
+        lambda: store.count(as_of=now, where={"project": {"$exists": True}}),
+        lambda: store.recall("alpha", as_of=now, where={"priority": 1}),
+    ):
+        with pytest.raises(ValidationError) as info:
+            await call()
+        assert info.value.code == "validation.filter_field" and info.value.details["reason"] == "history"
+    assert await store.count(as_of=now, where={"source": "web"}) == 1
+    assert await store.count(since=0, until=now, where={"priority": {"$gte": 2}}) == 2
+    assert await store.count(since=now, where={"priority": {"$gte": 2}}) == 0
