@@ -10,8 +10,8 @@ selector rules of ``forget_by_scope`` / ``consolidate``, and the cost (a filtere
 from __future__ import annotations
 
 import io
-import time
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
