@@ -67,6 +67,7 @@ from ._sync_bridge import AgentMemoryBridge, MemoryStoreBridge
 from .core.context import RetrievedContext
 from .core.dialect import Capabilities
 from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
+from .core.filter_fields import MetadataFields
 from .core.ft_info import IndexInfo
 from .core.keys import DEFAULT_NAME
 from .core.models import MemoryHit, MemoryItem, MemoryKind, MemoryPage, MemoryVersion, Sensitivity, StoreStats
@@ -140,6 +141,11 @@ class SyncMemoryStore(MemoryStoreBridge):
     def max_items_per_scope(self) -> int | None:
         """The constructor's capacity per scope (None: no cap)."""
         return self._target.max_items_per_scope
+
+    @property
+    def metadata_fields(self) -> MetadataFields:
+        """The declared metadata fields (``metadata_fields=``, checked): what ``where=`` may name."""
+        return self._target.metadata_fields
 
     @property
     def metrics(self) -> MemoryMetrics:
@@ -334,7 +340,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             ttl: seconds until it expires; ``None`` or ``0``: never.
             thread_id / agent_id / namespace: its scope.
             sensitivity: ``none|low|pii|sensitive`` (``recall(exclude_sensitivity=)``).
-            metadata: a JSON-able mapping kept with it.
+            metadata: a JSON-able mapping kept with it. Its keys declared in the store's
+                ``metadata_fields`` are also indexed (``where=``); a declared value of the
+                wrong type is a ``ValidationError`` (``validation.metadata_field``).
             vector: a precomputed embedding (skips the embedder).
             id: your own id for it (letters, digits, ``_.:-``; up to 200), kept as given.
                 A memory with this id already there is replaced (upsert): its creation
@@ -479,6 +487,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> builtins.list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
 
@@ -500,6 +509,15 @@ class SyncMemoryStore(MemoryStoreBridge):
             since / until: only memories whose ``valid_from`` (their ``created_at`` when
                 written without one) falls in ``[since, until)``.
                 Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
+            where: a filter on metadata and built-in fields, ANDed with the scope and
+                applied inside the KNN query (pre-filtered: the ``k`` nearest matching
+                memories), e.g. ``{"priority": {"$gte": 2}, "source": {"$ne": "web"}}``.
+                Operators (MongoDB's meaning): ``$eq $ne $gt $gte $lt $lte $in $nin
+                $exists``, ``$and $or $not``; ``$ne`` / ``$nin`` match memories without
+                the field, a comparison on a missing field is false. Fields: ``thread_id
+                agent_id namespace tags source importance created_at valid_from`` and the
+                store's ``metadata_fields``; the full table is in ``list``'s docstring.
+                A bad filter is a ``ValidationError`` before any I/O.
         """
         return self._await(
             self._target.recall,
@@ -517,6 +535,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             as_of=as_of,
             since=since,
             until=until,
+            where=where,
         )
 
     def recall_by_vector(
@@ -537,6 +556,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> builtins.list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
 
@@ -561,6 +581,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             as_of=as_of,
             since=since,
             until=until,
+            where=where,
         )
 
     def search_candidates(
@@ -589,11 +610,13 @@ class SyncMemoryStore(MemoryStoreBridge):
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> int:
         """Number of live memories matching a scope (None = any) and carrying all ``tags``.
 
         Current memories only, unless ``as_of``: then what was valid at that instant,
         superseded versions included. ``since`` / ``until``: ``valid_from`` in the window.
+        ``where``: a metadata filter, as in ``list`` (one index query, counted by the engine).
         """
         return self._await(
             self._target.count,
@@ -604,6 +627,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             as_of=as_of,
             since=since,
             until=until,
+            where=where,
         )
 
     def list(
@@ -620,6 +644,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> MemoryPage:
         """Memories of a scope, newest first: ``items``, the ``total`` matching, ``next_cursor``.
 
@@ -627,6 +652,29 @@ class SyncMemoryStore(MemoryStoreBridge):
         ``limit`` defaults to 20 (1..1000); page on with ``offset`` or ``next_cursor``.
         ``as_of``: what was valid at that instant, superseded versions included (with
         ``valid_until``). ``since`` / ``until``: ``valid_from`` in ``[since, until)``.
+
+        ``where``: a filter on the built-in fields (``thread_id``, ``agent_id``,
+        ``namespace``, ``tags``, ``source``, ``importance``, ``created_at``,
+        ``valid_from``) and the store's ``metadata_fields``, ANDed with the scope, e.g.
+        ``{"priority": {"$gte": 2}, "project": {"$in": ["apollo", "gemini"]}}``.
+        MongoDB's operators and meaning, answered by the index (never a scan):
+
+        ===============================  ==============================================
+        ``{"f": v}`` / ``$eq``           equal (a tag list field: any of its values)
+        ``$ne``                          not equal; matches memories without ``f``
+        ``$gt $gte $lt $lte``            numeric fields; false when ``f`` is missing
+        ``$in`` / ``$nin``               any of / none of a non-empty list (``$nin``
+                                         matches memories without ``f``)
+        ``$exists``                      ``f`` present (numeric and declared fields)
+        ``$and`` / ``$or``               a non-empty list of filters
+        ``$not``                         one filter
+        ===============================  ==============================================
+
+        Times (``created_at``, ``valid_from``) take epoch ms or a ``datetime``. At most
+        8 levels of ``$and``/``$or``/``$not`` and 128 terms. A mistake (an undeclared
+        field, a wrong-typed value, an unknown operator, an empty list) is a
+        ``ValidationError`` (``validation.filter_*``) before any I/O; an engine without
+        filter-only queries (valkey-search 1.0) raises ``CommandNotSupportedError``.
         """
         return self._await(
             self._target.list,
@@ -641,6 +689,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             as_of=as_of,
             since=since,
             until=until,
+            where=where,
         )
 
     def forget_by_scope(
@@ -653,11 +702,19 @@ class SyncMemoryStore(MemoryStoreBridge):
         progress: ProgressSink | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
-        Refuses an empty selector (no scope field and no tags): deleting everything is
-        not a default. Pages of 500, each one query and one pipelined delete; returns
+        ``where``: only the memories matching this filter too (the language of ``list``);
+        a non-empty one is a selector by itself (``{}`` is not). Each page the index
+        returns is checked again in the client before it is deleted, so an index made by
+        another library can never widen a deletion. Needs filter-only queries
+        (``CommandNotSupportedError`` on valkey-search 1.0). A ``where`` naming a declared
+        metadata field leaves the superseded versions alone (their index lacks those fields).
+
+        Refuses an empty selector (no scope field, no tags, no ``where``): deleting
+        everything is not a default. Pages of 500, each one query and one pipelined delete; returns
         the number deleted. On a connection fault the error's ``details`` carry
         ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
         object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
@@ -675,6 +732,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             progress=progress,
             since=since,
             until=until,
+            where=where,
         )
 
     def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:
@@ -748,6 +806,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         agent_id: str | None = None,
         namespace: str | None = None,
         redact: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> RetrievedContext:
         """Recent turns and relevant long-term memories that fit ``token_budget``.
 
@@ -763,6 +822,8 @@ class SyncMemoryStore(MemoryStoreBridge):
             token_budget: total tokens of the prompt being built (an int > 0).
             namespace: recall filter.
             redact: sensitivity classes to leave out (default: the store's ``redact``).
+            where: a filter on the recalled memories (``recall``'s ``where``); the turns
+                are not filtered.
 
         Raises:
             ValidationError: bad ids, empty query, a budget that is not a positive int,
@@ -776,6 +837,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             agent_id=agent_id,
             namespace=namespace,
             redact=redact,
+            where=where,
         )
 
     def extract_memories(
@@ -820,6 +882,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         agent_id: str | None = None,
         namespace: str | None = None,
         include_summaries: bool = False,
+        where: Mapping[str, Any] | None = None,
     ) -> Any:
         """Fold a selection of memories into one digest, or into current facts.
 
@@ -827,7 +890,8 @@ class SyncMemoryStore(MemoryStoreBridge):
         carrying ALL of ``tags``, created more than ``older_than_seconds`` ago, of
         importance at most ``max_importance``; never facts, never digests in summary
         mode unless ``include_summaries``, never sources an earlier run of the same
-        mode already consolidated into this target. At least one selector is required.
+        mode already consolidated into this target; matching ``where`` (``list``'s filter
+        language; a non-empty one is a selector). At least one selector is required.
         Output goes to the exact scope the selectors name, with the selection's tags.
 
         Args:
@@ -862,6 +926,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             agent_id=agent_id,
             namespace=namespace,
             include_summaries=include_summaries,
+            where=where,
         )
 
     def consolidate_facts(

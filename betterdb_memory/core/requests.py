@@ -22,6 +22,7 @@ from typing import Any, Required, TypedDict
 from ..errors import ValidationError
 from .codec import validate_vector
 from .escaping import validate_tag_value
+from .filters import Node
 from .keys import Scope, validate_memory_id
 from .models import MemoryKind, Sensitivity
 from .query import MemoryFilter, with_times
@@ -202,6 +203,7 @@ class RecallRequest:
     reinforce: bool = True
     explain: bool = False
     query: str | None = None
+    where: Node | None = None  # parsed (``core.where.parse``); compiled once the index is known
 
 
 def recall_request(
@@ -220,8 +222,12 @@ def recall_request(
     as_of: object = None,
     since: object = None,
     until: object = None,
+    where: Node | None = None,
 ) -> RecallRequest:
     """The request of a recall's keyword arguments (``query``: already checked, or None).
+
+    ``where``: the ``where=`` filter, already parsed against the store's declared
+    fields (``core.where.parse``, which needs the store's declaration).
 
     Checked in the order the arguments are documented (``k``, ``threshold``,
     ``weights``, then the filter), so the first bad one is the one reported.
@@ -245,4 +251,5 @@ def recall_request(
         reinforce=reinforce is not False,
         explain=explain,
         query=query,
+        where=where,
     )

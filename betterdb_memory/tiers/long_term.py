@@ -22,12 +22,14 @@ import numpy as np
 from ..backend import scripts
 from ..backend.commands import Step
 from ..core.codec import as_text, encode_vector, validate_vector
+from ..core.filter_fields import index_fields
 from ..core.keys import Scope, validate_memory_id
 from ..core.models import MemoryItem, Sensitivity
 from ..core.query import MemoryFilter, knn_search_args
 from ..core.record import NewMemory, Previous, dedup_hash, encode_record
 from ..core.replies import parse_search_reply
 from ..core.requests import MemoryInput, new_memories, new_memory
+from ..core.validation import check_metadata
 from ..errors import MemoryNotFoundError, ValidationError
 from ..observability.tracing import add_attributes
 from .capacity import Capacity
@@ -73,6 +75,10 @@ class LongTermMemory:
             fact_source=self._rt.settings.fact_source,
             previous=previous,
         )
+        # The declared metadata fields as their own document fields (``meta_*``, ``present``):
+        # checked in ``write_memories`` before any I/O, so this cannot raise.
+        for name, value in index_fields(memory.metadata, self._rt.metadata_fields).items():
+            fields += [name, value]
         return memory_id, fields, ttl_ms
 
     async def remember(
@@ -104,7 +110,9 @@ class LongTermMemory:
             ttl: seconds until it expires; ``None`` or ``0``: never.
             thread_id / agent_id / namespace: its scope.
             sensitivity: ``none|low|pii|sensitive`` (``recall(exclude_sensitivity=)``).
-            metadata: a JSON-able mapping kept with it.
+            metadata: a JSON-able mapping kept with it. Its keys declared in the store's
+                ``metadata_fields`` are also indexed (``where=``); a declared value of the
+                wrong type is a ``ValidationError`` (``validation.metadata_field``).
             vector: a precomputed embedding (skips the embedder).
             id: your own id for it (letters, digits, ``_.:-``; up to 200), kept as given.
                 A memory with this id already there is replaced (upsert): its creation
@@ -202,6 +210,13 @@ class LongTermMemory:
         """
         if not memories:
             return [], 0, 0
+        for i, m in enumerate(memories):
+            try:
+                index_fields(m.metadata, self._rt.metadata_fields, strict=True)
+            except ValidationError as exc:
+                if len(memories) > 1:
+                    exc.details.setdefault("item", i)
+                raise
         given = [m.id for m in memories if m.id is not None]
         if len(set(given)) != len(given):
             twice = sorted({g for g in given if given.count(g) > 1})
@@ -395,6 +410,8 @@ class LongTermMemory:
             ValidationError: a bad argument; nothing is written.
         """
         mid = validate_memory_id(id)
+        if metadata is not None:  # a declared field's value is checked before any I/O
+            index_fields(check_metadata(metadata), self._rt.metadata_fields, strict=True)
         item = (await self._docs.get_many([mid]))[0]
         if item is None:
             raise MemoryNotFoundError(mid, f"no memory with id {mid!r}")
