@@ -25,7 +25,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from ..core.codec import as_text
@@ -103,6 +103,8 @@ class IndexManager:
         hnsw: tuple[int, int, int] = (16, 200, 10),
         resolve: Callable[[], Awaitable[object]] | None = None,
         on_ready: Callable[[list[str]], Awaitable[None]] | None = None,
+        extra_schema: Sequence[str] = (),
+        extra_meta: Mapping[str, str] | None = None,
         metadata_fields: MetadataFields | None = None,
         auto_migrate: bool = True,
     ) -> None:
@@ -112,6 +114,11 @@ class IndexManager:
         self.hnsw = hnsw
         self._resolve = resolve
         self._on_ready = on_ready
+        # The declared metadata fields' SCHEMA arguments, and what a new index records of them.
+        self.metadata_fields = metadata_fields or MetadataFields()
+        # ``extra_schema`` as given, else the declared fields' (the same when both are given).
+        self.extra_schema = tuple(extra_schema) or tuple(schema_args(self.metadata_fields))
+        self.extra_meta = dict(extra_meta or {})
         self.capabilities: Capabilities | None = None
         self.layout = IndexLayout()
         self.ready = False
@@ -121,7 +128,6 @@ class IndexManager:
         # (``backend.index_switch``) moves the store to a generation ``<name>:mem:idx:g<n>``.
         self._name = keys.index
         self.generation = Generation(keys.index)
-        self.metadata_fields = metadata_fields or MetadataFields()
         #: Fields this process's schema has that the index in use lacks (empty: current).
         self.outdated: tuple[str, ...] = ()
         self.auto_migrate = auto_migrate
@@ -147,7 +153,7 @@ class IndexManager:
             m=m,
             ef_construction=efc,
             ef_runtime=efr,
-            extra_schema=tuple(schema_args(self.metadata_fields)),
+            extra_schema=self.extra_schema,
         )
 
     def wanted_fields(self) -> tuple[tuple[str, str], ...]:
@@ -285,6 +291,7 @@ class IndexManager:
         caps = self.capabilities
         if self._resolve is not None:
             await self._resolve()
+        created: dict[str, str] = {}
         reply = None
         for _ in range(3):
             meta_raw = await backend.command("ensure_index", "HGETALL", self.keys.meta)
@@ -303,6 +310,7 @@ class IndexManager:
                     continue
             try:
                 await backend.search("ensure_index", create_index_args(self.spec, caps))
+                created = self.extra_meta
                 # A new index over existing documents (a recreated one) backfills in the
                 # background; wait, bounded, so the next query sees what was stored.
                 await self._wait_ready(limit_seconds=30.0)
@@ -324,6 +332,7 @@ class IndexManager:
             "schema": SCHEMA_VERSION,
             FIELD_INDEX: self.keys.index,
             FIELD_GEN: "0",
+            **created,
         }
         if not self.outdated:
             fields[FIELD_SCHEMA] = schema_digest(wanted)

@@ -66,6 +66,7 @@ class Manager(Protocol):
     backend: Backend
     keys: KeySpace
     metadata_fields: MetadataFields
+    extra_meta: dict[str, str]
     generation: Generation
     outdated: tuple[str, ...]
     num_docs: int
@@ -330,8 +331,9 @@ class IndexSwitch:
         return info is None or info.ready
 
     async def _switch(self, expected_gen: int, index: str, digest: str) -> bool:
+        extra = [x for kv in self.m.extra_meta.items() for x in kv]
         call = scripts.INDEX_SWITCH.call(
-            [self.keys.meta], [str(expected_gen), index, str(expected_gen + 1), digest]
+            [self.keys.meta], [str(expected_gen), index, str(expected_gen + 1), digest, *extra]
         )
         return int(await self.backend.script(_OPERATION, call)) == 1
 

@@ -91,6 +91,8 @@ class Families:
     turns_stored: Counter
     context_tokens: Histogram
     config_rejected: Counter
+    # -- subjects (issue 26): versions superseded on write --
+    supersessions: Counter
 
 
 _C = TypeVar("_C", Counter, Gauge, Histogram)
@@ -201,6 +203,11 @@ def _create_families(registry: CollectorRegistry, prefix: str) -> Families:
         ),
         config_rejected=counter(
             "config_rejected_total", "Live-config values rejected (the last good value was kept)."
+        ),
+        # -- subjects (issue 26) --
+        supersessions=counter(
+            "supersessions_total",
+            "Versions of a subject moved to history because a newer one became current (or came older).",
         ),
     )
 

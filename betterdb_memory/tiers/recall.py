@@ -20,12 +20,19 @@ import numpy as np
 
 from ..core.codec import as_text, encode_vector, to_float, validate_vector
 from ..core.models import MemoryHit, MemoryItem, Sensitivity, item_from_fields, ranking_item
-from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
+from ..core.query import (
+    ITEM_FIELDS,
+    SCORE_ALIAS,
+    MemoryFilter,
+    item_matches,
+    knn_search_args,
+)
 from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
 from ..core.validation import check_content
+from ..core.where import check_fields, result_matches
 from ..observability.tracing import add_attributes
 from .documents import Documents
 from .history import History
@@ -81,6 +88,7 @@ class Recall:
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
 
@@ -102,12 +110,23 @@ class Recall:
             since / until: only memories whose ``valid_from`` (their ``created_at`` when
                 written without one) falls in ``[since, until)``.
                 Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
+            where: a filter on metadata and built-in fields, ANDed with the scope and
+                applied inside the KNN query (pre-filtered: the ``k`` nearest matching
+                memories), e.g. ``{"priority": {"$gte": 2}, "source": {"$ne": "web"}}``.
+                Operators (MongoDB's meaning): ``$eq $ne $gt $gte $lt $lte $in $nin
+                $exists``, ``$and $or $not``; ``$ne`` / ``$nin`` match memories without
+                the field, a comparison on a missing field is false. Fields: ``thread_id
+                agent_id namespace tags source importance created_at valid_from`` and the
+                store's ``metadata_fields``; the full table is in ``list``'s docstring.
+                A bad filter is a ``ValidationError`` before any I/O.
         """
         request = recall_request(
             query=check_content(query, name="query"), k=k, threshold=threshold, tags=tags, weights=weights,
             reinforce=reinforce, thread_id=thread_id, agent_id=agent_id, namespace=namespace,
             exclude_sensitivity=exclude_sensitivity, explain=explain, as_of=as_of, since=since, until=until,
+            where=self._rt.parse_where(where),
         )  # fmt: skip
+        request = await self._with_where(request)
         started = time.perf_counter()
         vector = (await self._rt.embed([request.query or ""]))[0]
         return await self._recall_vector(vector, request, embed_seconds=time.perf_counter() - started)
@@ -130,6 +149,7 @@ class Recall:
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
 
@@ -143,7 +163,7 @@ class Recall:
             query=None if query is None else check_content(query, name="query"), k=k, threshold=threshold,
             tags=tags, weights=weights, reinforce=reinforce, thread_id=thread_id, agent_id=agent_id,
             namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain,
-            as_of=as_of, since=since, until=until,
+            as_of=as_of, since=since, until=until, where=self._rt.parse_where(where),
         )  # fmt: skip
         if self._rt.embedder.dimensions:
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
@@ -151,7 +171,16 @@ class Recall:
         else:
             await self._rt.index.ensure_ready()
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
+        request = await self._with_where(request)
         return await self._recall_vector(vec, request, embed_seconds=0.0)
+
+    async def _with_where(self, request: RecallRequest) -> RecallRequest:
+        """The request with its parsed ``where`` compiled for the index in use (a KNN query)."""
+        if request.where is None:
+            return request
+        await self._rt.index.ensure_ready()
+        flt = self._rt.with_where(request.flt, request.where, operation="recall", filter_only=False)
+        return dataclasses.replace(request, flt=flt)
 
     async def search_candidates(
         self,
@@ -186,7 +215,7 @@ class Recall:
         ``slim``: ``return_fields`` are the ranking fields, and the items ranking items.
         """
         check = self._rt.index.needs_check(flt)
-        fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
+        fields = tuple(dict.fromkeys([*return_fields, *check_fields(flt, check)]))
         args = knn_search_args(
             self._rt.index.name,
             encode_vector(vector),
@@ -235,7 +264,7 @@ class Recall:
             f = hit.fields
             if SCORE_ALIAS not in f:
                 continue  # expired between match and load
-            if check and not item_matches(f, flt):
+            if not result_matches(f, flt, check):
                 continue
             expires = as_text(f.get("expires_at"))
             if expires and to_float(expires) <= now_ms:
