@@ -21,7 +21,7 @@ from betterdb_memory.core.codec import as_text
 from betterdb_memory.core.filter_fields import MetadataFields
 from betterdb_memory.core.query import create_index_args
 from betterdb_memory.embedders import HashingEmbedder
-from betterdb_memory.errors import ConfigurationError
+from betterdb_memory.errors import ConfigurationError, ValidationError
 
 pytestmark = pytest.mark.asyncio
 
@@ -242,3 +242,22 @@ async def test_after_keep_reference_a_later_migration_moves_back_to_the_referenc
     info = await store.index_info()
     assert info is not None and set(info.fields) >= _NEW and info.num_docs == 6
     assert len(await store.recall("memory number 3 about topic 21", k=6)) == 6
+
+
+async def test_a_store_declaring_fields_on_an_old_index_filters_on_them_after_the_switch(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    store = await old_store(make_store, client)
+    await fill(store, 15)  # priorities 0..4, written before the declaration
+    declared = make_store(metadata_fields={"priority": "numeric"})
+    declared.index.auto_migrate = False
+    declared.index.settle_seconds = 0.0
+    with pytest.raises(ValidationError) as err:  # never answered from an index without the field
+        await declared.count(where={"priority": 3})
+    assert err.value.details["reason"] == "indexing"
+    report = await declared.migrate_index()
+    assert report.switched and report.backfilled == 15
+    assert await declared.count(where={"priority": 3}) == 3
+    assert await declared.count(where={"priority": {"$gte": 3}}) == 6
+    meta = {as_text(k): as_text(v) for k, v in (await client.hgetall(store.keys.meta)).items()}
+    assert json.loads(meta["metadata_fields"] or "{}") == {"priority": "numeric"}
