@@ -11,8 +11,8 @@ from valkey.asyncio.cluster import ValkeyCluster
 from betterdb_memory import HashingEmbedder, MemoryStore
 from tests.integration.test_index_switch import (  # noqa: F401 - collected here, on the cluster
     test_a_second_process_adopts_the_new_generation_and_never_resurrects_the_old,
-    test_after_keep_reference_a_later_migration_moves_back_to_the_reference_name,
     test_a_store_declaring_fields_on_an_old_index_filters_on_them_after_the_switch,
+    test_after_keep_reference_a_later_migration_moves_back_to_the_reference_name,
     test_an_index_the_reference_library_made_is_never_rebuilt_unasked,
     test_an_old_index_is_detected_and_features_needing_its_missing_fields_are_refused,
     test_declared_fields_are_backfilled_from_metadata_before_the_switch,
