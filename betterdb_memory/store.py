@@ -137,6 +137,9 @@ class MemoryStore(StoreInfo):
             lag before a recall rewrites it (default: half-life / 200, 1 s..1 min). The
             exact ``access_count`` is always kept (``get`` returns it).
         retry: connection-fault retry policy for idempotent operations.
+        wait_replicas / wait_timeout: replicas that must acknowledge each write (``WAIT``)
+            within ``wait_timeout`` seconds, else ``server.replication_timeout`` (the write
+            is applied on the primary). 0: none, Valkey's asynchronous replication.
         registry / tracer_provider: where metrics and spans go (also via ``telemetry``).
         heartbeat_interval: Monitor heartbeat period (<= 30 s).
         session_ttl ... summary_lock_ttl: the short-term tier's options; see
@@ -187,6 +190,8 @@ class MemoryStore(StoreInfo):
         reinforce_mode: ReinforceMode = "sync",
         reinforce_write_interval: float | None = None,
         retry: RetryPolicy | None = None,
+        wait_replicas: int = 0,
+        wait_timeout: float = 1.0,
         registry: Any = None,
         tracer_provider: Any = None,
         heartbeat_interval: float = 30.0,
@@ -211,6 +216,7 @@ class MemoryStore(StoreInfo):
             dedup=dedup, candidate_factor=candidate_factor, reranker=reranker, rerank_candidates=rerank_candidates,
             relevance_margin=relevance_margin, text_candidates=text_candidates, reinforce_mode=reinforce_mode,
             reinforce_write_interval=reinforce_write_interval, retry=retry, heartbeat_interval=heartbeat_interval,
+            wait_replicas=wait_replicas, wait_timeout=wait_timeout,
         )  # fmt: skip
         session_config = SessionConfig.of(
             session_ttl=session_ttl,
@@ -239,7 +245,7 @@ class MemoryStore(StoreInfo):
         self._owned_server: Any = None
         self._closed = False  # set by the first line of close(); _closed_done once it returns
         self._closed_done = asyncio.Event()
-        self.backend = ValkeyBackend(client, retry=self.retry)
+        self.backend = ValkeyBackend(client, retry=self.retry, wait=opts.wait)
         self.supervisor = Supervisor()
         self._obs = StoreObservability(
             self.backend,

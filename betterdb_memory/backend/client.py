@@ -53,6 +53,7 @@ from .commands import Attempts, ScriptCall, Step, wire
 from .dialect import keyless_route, probe
 from .locks import ScopedLock
 from .reconnects import watch_connections
+from .replication import ReplicaWait, check_acks, wait_fault, waits_for
 from .retry import RetryPolicy, call
 from .translate import is_connection_error
 
@@ -79,11 +80,15 @@ class ValkeyBackend:
         client: a ``valkey.asyncio.Valkey`` or ``ValkeyCluster`` (owned by the caller
             unless ``owned``).
         retry: connection-fault retry policy for idempotent operations.
+        wait: replicas each write must reach before it returns (``replication``); None: none.
     """
 
-    def __init__(self, client: ValkeyClient, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self, client: ValkeyClient, *, retry: RetryPolicy | None = None, wait: ReplicaWait | None = None
+    ) -> None:
         self.client = client
         self.retry = retry or RetryPolicy()
+        self.wait = wait
         self._route = keyless_route(client)
         self.cluster = bool(self._route)
         self.closed = False
@@ -227,7 +232,9 @@ class ValkeyBackend:
         return True  # pragma: no cover - the plain form always answers or raises
 
     async def command(self, operation: str, *args: Any, idempotent: bool = True) -> Any:
-        """One keyed command."""
+        """One keyed command (a write with ``wait`` set goes in a pipeline, beside its ``WAIT``)."""
+        if self.wait is not None and waits_for(operation, [args]):
+            return (await self.pipeline(operation, [args], idempotent=idempotent))[0]
         return await self._call(operation, lambda: self.client.execute_command(*args), idempotent=idempotent)
 
     async def search(self, operation: str, args: Sequence[Any]) -> Any:
@@ -289,7 +296,10 @@ class ValkeyBackend:
         engines index before answering the next command); on a cluster they are sent
         beside it, to a node that answers for the whole cluster, once the pipeline
         returned. ``NOSCRIPT`` reloads the registry and sends the pipeline again.
+        With ``wait`` set and a write among ``commands``, a ``WAIT`` follows the writes on
+        each connection that took one (``replication``); its replies are not returned.
         """
+        wait = self.wait if self.wait is not None and waits_for(operation, commands) else None
 
         async def send() -> list[Any]:
             for attempt in (1, 2):
@@ -298,6 +308,7 @@ class ValkeyBackend:
                 pipe = self.client.pipeline(transaction=False)
                 for step in commands:
                     pipe.execute_command(*wire(step))
+                nodes = await self._queue_waits(pipe, commands, wait) if wait is not None else []
                 if not self.cluster:
                     for args in searches:
                         pipe.execute_command(*args)
@@ -308,6 +319,13 @@ class ValkeyBackend:
                         raise
                     await self.load_scripts()
                     continue
+                except (vexc.ResponseError, vexc.ValkeyClusterException) as exc:
+                    fault = wait_fault(exc, len(commands)) if wait is not None else None
+                    if fault is None:
+                        raise
+                    raise fault from exc
+                if wait is not None:
+                    await self._check_waits(operation, commands, wait, nodes, replies)
                 if self.cluster and searches:
                     replies += await asyncio.gather(
                         *(self.client.execute_command(*self._search_args(a), **self._route) for a in searches)
@@ -320,6 +338,52 @@ class ValkeyBackend:
 
         replies: list[Any] = await self._call(operation, run, idempotent=idempotent, details=details)
         return replies
+
+    async def _queue_waits(self, pipe: Any, commands: Sequence[Step], wait: ReplicaWait) -> list[str]:
+        """Queue one ``WAIT`` after the writes on each node that takes one; those nodes' names.
+
+        A cluster pipeline sends each node's commands in order on one connection of it.
+        """
+        if not self.cluster:
+            pipe.execute_command(*wait.command())
+            return [""]
+        names = list(dict.fromkeys([node.name for node in await self._nodes_of(commands)]))
+        client: Any = self.client
+        for name in names:
+            pipe.execute_command(*wait.command(), target_nodes=client.get_node(node_name=name))
+        return names
+
+    async def _nodes_of(self, commands: Sequence[Step]) -> list[Any]:
+        """The node each command goes to, as valkey-py's cluster pipeline routes it."""
+        client: Any = self.client
+        if client._initialize:
+            await client.initialize()
+        try:
+            return [(await client._determine_nodes(*wire(step)))[0] for step in commands]
+        except vexc.SlotNotCoveredError as exc:  # a failover under way: a connection fault
+            raise vexc.ConnectionError(str(exc)) from exc
+
+    async def _check_waits(
+        self,
+        operation: str,
+        commands: Sequence[Step],
+        wait: ReplicaWait,
+        nodes: list[str],
+        replies: list[Any],
+    ) -> None:
+        """Take the ``WAIT`` replies out of ``replies``; raise when replicas fell short.
+
+        A write redirected mid-pipeline (a failover moved its slot) went to a node no
+        ``WAIT`` followed: a connection fault (retried when idempotent).
+        """
+        start = len(commands)
+        acks = dict(zip(nodes, replies[start : start + len(nodes)], strict=True))
+        del replies[start : start + len(nodes)]
+        if self.cluster and {n.name for n in await self._nodes_of(commands)} != set(nodes):
+            raise vexc.ConnectionError(
+                f"the cluster moved a slot during {operation}: its WAIT did not follow the write"
+            )
+        check_acks(wait, operation, acks)
 
     async def scan(self, operation: str, pattern: str, *, count: int = 1000) -> AsyncIterator[list[str]]:
         """Batches of key names matching ``pattern`` (glob), each name once per SCAN pass.
