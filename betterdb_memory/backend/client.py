@@ -55,6 +55,7 @@ from .locks import ScopedLock
 from .reconnects import watch_connections
 from .replication import ReplicaWait, check_acks, wait_fault, waits_for
 from .retry import RetryPolicy, call
+from .startup_nodes import restore_startup_nodes
 from .translate import is_connection_error
 
 __all__ = ["ScopedLock", "ValkeyBackend", "ValkeyClient", "as_backend", "connect"]
@@ -132,19 +133,21 @@ class ValkeyBackend:
         idempotent: bool = True,
         details: Mapping[str, Any] | None = None,
     ) -> T:
-        """Run ``fn`` with retry (when idempotent) and error translation (private: only
-        this class sends anything; the parts hand it commands).
-
-        Raises:
-            StoreClosedError: after ``close()`` of the store that owns this backend.
-        """
+        """Run ``fn`` with retry (when idempotent) and error translation (private: only this class
+        sends anything). Raises ``StoreClosedError`` after ``close()`` of the owning store."""
         if self.closed:
             raise StoreClosedError(
                 f"the store was closed; {operation} cannot run", details={"operation": operation}
             )
+
+        async def attempt() -> T:
+            if self.cluster:  # valkey-py may have emptied its startup nodes (``startup_nodes``)
+                restore_startup_nodes(self.client)
+            return await fn()
+
         return await call(
             operation,
-            fn,
+            attempt,
             policy=self.retry,
             idempotent=idempotent,
             details=details,
@@ -340,10 +343,8 @@ class ValkeyBackend:
         return replies
 
     async def _queue_waits(self, pipe: Any, commands: Sequence[Step], wait: ReplicaWait) -> list[str]:
-        """Queue one ``WAIT`` after the writes on each node that takes one; those nodes' names.
-
-        A cluster pipeline sends each node's commands in order on one connection of it.
-        """
+        """Queue a ``WAIT`` after the writes on each node that takes one (a cluster pipeline sends
+        a node's commands in order on one connection); those nodes' names."""
         if not self.cluster:
             pipe.execute_command(*wait.command())
             return [""]
@@ -380,9 +381,7 @@ class ValkeyBackend:
         acks = dict(zip(nodes, replies[start : start + len(nodes)], strict=True))
         del replies[start : start + len(nodes)]
         if self.cluster and {n.name for n in await self._nodes_of(commands)} != set(nodes):
-            raise vexc.ConnectionError(
-                f"the cluster moved a slot during {operation}: its WAIT did not follow the write"
-            )
+            raise vexc.ConnectionError(f"a slot moved during {operation}: its WAIT did not follow the write")
         check_acks(wait, operation, acks)
 
     async def scan(self, operation: str, pattern: str, *, count: int = 1000) -> AsyncIterator[list[str]]:
