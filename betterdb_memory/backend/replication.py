@@ -40,8 +40,9 @@ _READS = frozenset(
 )  # fmt: skip
 #: Scripts that read, or write only what may lag (reinforcement counters, locks).
 _UNWAITED_SCRIPTS = frozenset({"fetch", "lock", "unlock", "session_snapshot", "pending_turns"})
-#: Operation prefixes of the index's set-up and of Monitor's bookkeeping (heartbeats, statistics).
-_UNWAITED_OPERATIONS = ("ensure_index", "discovery.", "stats.")
+#: Operations (before any ``.``) of the index's set-up and of Monitor's bookkeeping: heartbeats,
+#: and statistics (a flush that raised is counted again, so a WAIT there would count twice).
+_UNWAITED_OPERATIONS = frozenset({"ensure_index", "discovery", "stats"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +70,7 @@ class ReplicaWait:
 
 def waits_for(operation: str, steps: Sequence[Step]) -> bool:
     """Whether a round trip of ``operation`` carrying ``steps`` writes what must be waited for."""
-    if operation.startswith(_UNWAITED_OPERATIONS):
+    if operation.split(".", 1)[0] in _UNWAITED_OPERATIONS:
         return False
     for step in steps:
         if isinstance(step, ScriptCall):
