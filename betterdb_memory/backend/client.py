@@ -348,11 +348,10 @@ class ValkeyBackend:
         if not self.cluster:
             pipe.execute_command(*wait.command())
             return [""]
-        names = list(dict.fromkeys([node.name for node in await self._nodes_of(commands)]))
-        client: Any = self.client
-        for name in names:
-            pipe.execute_command(*wait.command(), target_nodes=client.get_node(node_name=name))
-        return names
+        nodes = {node.name: node for node in await self._nodes_of(commands)}
+        for node in nodes.values():
+            pipe.execute_command(*wait.command(), target_nodes=node)
+        return list(nodes)
 
     async def _nodes_of(self, commands: Sequence[Step]) -> list[Any]:
         """The node each command goes to, as valkey-py's cluster pipeline routes it."""
