@@ -49,13 +49,13 @@ from ..core.dialect import Capabilities
 from ..core.ft_info import parse_ft_info
 from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
+from .cluster_nodes import load_scripts_on, nodes_of, restore_startup_nodes
 from .commands import Attempts, ScriptCall, Step, wire
 from .dialect import keyless_route, probe
 from .locks import ScopedLock
 from .reconnects import watch_connections
 from .replication import ReplicaWait, check_acks, wait_fault, waits_for
 from .retry import RetryPolicy, call
-from .startup_nodes import restore_startup_nodes
 from .translate import is_connection_error
 
 __all__ = ["ScopedLock", "ValkeyBackend", "ValkeyClient", "as_backend", "connect"]
@@ -118,10 +118,13 @@ class ValkeyBackend:
 
     # -- scripts -----------------------------------------------------------------------------
 
-    async def load_scripts(self) -> None:
-        """Load every script of the registry (``scripts.ALL``; on every primary of a cluster)."""
+    async def load_scripts(self, commands: Sequence[Step] = ()) -> None:
+        """Load every script of the registry (``scripts.ALL``): on every primary of a cluster, and
+        on each node ``commands`` go to (``cluster_nodes.load_scripts_on``)."""
         for script in _scripts.ALL:
             await self.client.script_load(script.source)
+        if self.cluster and commands:
+            await load_scripts_on(self.client, commands, _scripts.ALL)
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -141,7 +144,7 @@ class ValkeyBackend:
             )
 
         async def attempt() -> T:
-            if self.cluster:  # valkey-py may have emptied its startup nodes (``startup_nodes``)
+            if self.cluster:  # valkey-py may have emptied its startup nodes (``cluster_nodes``)
                 restore_startup_nodes(self.client)
             return await fn()
 
@@ -320,7 +323,7 @@ class ValkeyBackend:
                 except vexc.NoScriptError:
                     if attempt == 2:
                         raise
-                    await self.load_scripts()
+                    await self.load_scripts(commands)
                     continue
                 except (vexc.ResponseError, vexc.ValkeyClusterException) as exc:
                     fault = wait_fault(exc, len(commands)) if wait is not None else None
@@ -354,14 +357,7 @@ class ValkeyBackend:
         return list(nodes)
 
     async def _nodes_of(self, commands: Sequence[Step]) -> list[Any]:
-        """The node each command goes to, as valkey-py's cluster pipeline routes it."""
-        client: Any = self.client
-        if client._initialize:
-            await client.initialize()
-        try:
-            return [(await client._determine_nodes(*wire(step)))[0] for step in commands]
-        except vexc.SlotNotCoveredError as exc:  # a failover under way: a connection fault
-            raise vexc.ConnectionError(str(exc)) from exc
+        return await nodes_of(self.client, commands)
 
     async def _check_waits(
         self,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import shutil
 import tempfile
@@ -42,7 +43,16 @@ from tests.engines import engine_dir
 
 from .replicas import ReplicaCluster, free_base
 
+# valkey-py's cluster client leaves a node object of the promoted replica with an open connection
+# behind after a failover (seen 1 run in 3, with and without wait_replicas): it is collected
+# unclosed, inside this module (gc.collect below), and only that warning is let through.
+_LEAKED = [
+    f"ignore:Exception ignored in. <function {where}.__del__:pytest.PytestUnraisableExceptionWarning"
+    for where in ("ClusterNode", "AbstractConnection", "StreamWriter")
+]
+
 pytestmark = [
+    *(pytest.mark.filterwarnings(f) for f in _LEAKED),
     pytest.mark.integration,
     pytest.mark.reliability,
     pytest.mark.slow,
@@ -288,6 +298,7 @@ async def _failover(mode: str) -> AsyncIterator[Outcome]:
     finally:
         cluster.stop()
         shutil.rmtree(rundir, ignore_errors=True)
+        gc.collect()  # the leaked node objects above, while this module's filters apply
 
 
 @pytest.fixture(scope="module")

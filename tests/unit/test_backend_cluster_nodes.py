@@ -1,4 +1,4 @@
-"""``backend.startup_nodes``: a cluster client whose startup nodes were emptied gets its known nodes back."""
+"""``backend.cluster_nodes``: a cluster client whose startup nodes were emptied gets its known nodes back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from valkey.asyncio.cluster import ValkeyCluster
 
-from betterdb_memory.backend.startup_nodes import restore_startup_nodes
+from betterdb_memory.backend.cluster_nodes import restore_startup_nodes
 
 
 def _client(startup: dict[str, object], cache: dict[str, object]) -> object:
