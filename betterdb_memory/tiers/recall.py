@@ -23,11 +23,12 @@ from ..core.models import MemoryHit, MemoryItem, Sensitivity, item_from_fields, 
 from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
 from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
-from ..core.requests import DEFAULT_K, RecallRequest, recall_request
+from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
 from ..core.validation import check_content
 from ..observability.tracing import add_attributes
 from .documents import Documents
+from .history import History
 from .hybrid import TextCandidates
 from .runtime import Runtime
 
@@ -54,6 +55,7 @@ class Recall:
         self._rt = rt
         self._docs = docs
         self._text = TextCandidates(rt, docs)
+        self._history = History(rt)
 
     def effective_threshold(self, threshold: float | None = None) -> float:
         """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
@@ -76,6 +78,9 @@ class Recall:
         namespace: str | None = None,
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
     ) -> list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
 
@@ -91,11 +96,17 @@ class Recall:
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
             explain: attach the score's components to each hit.
+            as_of: what was valid at that instant (``valid_from <= as_of < valid_until``),
+                superseded versions included when they were current then (they are not
+                reinforced). Default: no time filter (future-dated memories included).
+            since / until: only memories whose ``valid_from`` (their ``created_at`` when
+                written without one) falls in ``[since, until)``.
+                Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
         """
         request = recall_request(
             query=check_content(query, name="query"), k=k, threshold=threshold, tags=tags, weights=weights,
             reinforce=reinforce, thread_id=thread_id, agent_id=agent_id, namespace=namespace,
-            exclude_sensitivity=exclude_sensitivity, explain=explain,
+            exclude_sensitivity=exclude_sensitivity, explain=explain, as_of=as_of, since=since, until=until,
         )  # fmt: skip
         started = time.perf_counter()
         vector = (await self._rt.embed([request.query or ""]))[0]
@@ -116,11 +127,15 @@ class Recall:
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
         query: str | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
     ) -> list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
 
         ``query``: the text the vector was made from; given, the store's ``reranker``
         re-orders the candidates as in ``recall`` (without it: the dense order).
+        ``as_of`` / ``since`` / ``until``: as in ``recall``.
         """
         # Every argument is checked before any I/O; the vector's length too, unless it
         # is still to be learned from an embed_fn's first answer.
@@ -128,6 +143,7 @@ class Recall:
             query=None if query is None else check_content(query, name="query"), k=k, threshold=threshold,
             tags=tags, weights=weights, reinforce=reinforce, thread_id=thread_id, agent_id=agent_id,
             namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain,
+            as_of=as_of, since=since, until=until,
         )  # fmt: skip
         if self._rt.embedder.dimensions:
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
@@ -180,6 +196,9 @@ class Recall:
             return_fields=fields,
         )
         backend = self._rt.backend
+        past = flt.as_of is not None  # the history index's half, in the same round trip
+        if past:
+            extra = [*extra, self._history.knn_args(vector, flt, k, fields)]
         replies: list[Any]
         if extra:
             replies = await self._rt.index.with_index(
@@ -229,6 +248,8 @@ class Recall:
             out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
         if expired:
             self._docs.drop_expired(expired)
+        if past:
+            out += self._history.knn_hits(replies.pop(), flt)
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
         return out, replies[1:]
 
@@ -284,7 +305,7 @@ class Recall:
             )  # lexical evidence can only lift what KNN returned
         # Ranking many candidates needs only text and scoring fields; the pure-Python
         # reply parser costs per field, so fetch the full items of the top k afterwards.
-        slim = n > k
+        slim = n > k and flt.as_of is None  # superseded versions are read whole (no FETCH by id)
         fields = _RANKING_FIELDS if slim else ITEM_FIELDS
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
@@ -344,11 +365,12 @@ class Recall:
                 near_miss = self._rt.obs.near_miss(nearest, threshold, checked=gate.near_miss(knn_distances))
             else:
                 near_miss = self._rt.obs.near_miss(nearest, threshold)
-        if reinforce and hits and not merged:
+        current = [h.item.id for h in hits if h.item.valid_until is None]  # never a superseded version
+        if reinforce and current and not merged:
             if self._rt.settings.reinforce_mode == "background":
-                self._rt.spawn(self.reinforce([h.item.id for h in hits], now, half_life))
+                self._rt.spawn(self.reinforce(current, now, half_life))
             else:
-                await self.reinforce([h.item.id for h in hits], now, half_life)
+                await self.reinforce(current, now, half_life)
         return hits, search_seconds, near_miss
 
     def access_interval(self, half_life: float) -> float:

@@ -1,7 +1,7 @@
 """The engine's answer to a ``where`` filter equals the client-side evaluator's, on random stores.
 
 No ``MemoryStore`` (it does not take ``where=`` yet): each store is an index of this
-library's schema (``query.create_index_args``) plus ``valid_from`` and the declared
+library's schema (``query.create_index_args``, ``valid_from`` included) and the declared
 fields (``filter_fields.schema_args``), made with FT.CREATE on the session server, and
 documents written exactly as the write path will write them (``record.encode_record``
 then ``filter_fields.index_fields``; ``valid_from`` on some). Every random filter
@@ -78,8 +78,8 @@ async def _one_store(client: Any, caps: Any, name: str, seed: int) -> int:
     """Build one random store, check FILTERS random filters against it; returns the pairs checked."""
     rng = random.Random(seed)
     prefix, index = f"{name}:mem:", f"{name}:mem:idx"
-    create = create_index_args(IndexSpec(index, prefix, DIM), caps)
-    await client.execute_command(*create, "valid_from", "NUMERIC", *schema_args(DECLARED))
+    create = create_index_args(IndexSpec(index, prefix, DIM, extra_schema=tuple(schema_args(DECLARED))), caps)
+    await client.execute_command(*create)
     docs: dict[str, dict[str, str]] = {}
     try:
         pipe = client.pipeline(transaction=False)
