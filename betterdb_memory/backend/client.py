@@ -47,6 +47,7 @@ import valkey.exceptions as vexc
 from ..core.codec import as_text
 from ..core.dialect import Capabilities
 from ..core.ft_info import parse_ft_info
+from ..core.index_gen import redirect
 from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
 from .cluster_nodes import load_scripts_on, nodes_of, restore_startup_nodes
@@ -103,9 +104,7 @@ class ValkeyBackend:
         self._opened = 0
         self._settling = asyncio.Lock()
         watch_connections(client, self._note_open)
-        #: Index names this process queried before an index switch -> the one in use
-        #: (``IndexManager`` keeps it): a query built with the old name just before the
-        #: switch, in flight or retried, reads the new index instead of failing.
+        #: Index names queried before an index switch -> the one in use (``core.index_gen.redirect``).
         self.redirects: dict[str, str] = {}
 
     @property
@@ -255,7 +254,7 @@ class ValkeyBackend:
         shard that is down or restarting would silently be missing from a recall, a
         count or a scope deletion. With it such a query fails (a typed error) instead.
         """
-        args = self._redirect(args)
+        args = redirect(args, self.redirects)
         full = self._search_args(args)
 
         async def send() -> list[Any]:
@@ -265,13 +264,6 @@ class ValkeyBackend:
             return (await self._queries([args], send))[0]
 
         return await self._call(operation, run)
-
-    def _redirect(self, args: Sequence[Any]) -> Sequence[Any]:
-        if self.redirects and len(args) > 1 and args[0] in _QUERIES:
-            new = self.redirects.get(as_text(args[1]) or "")
-            if new is not None:
-                return [args[0], new, *args[2:]]
-        return args
 
     def _search_args(self, args: Sequence[Any]) -> list[Any]:
         if self.cluster and args and args[0] == "FT.SEARCH":
@@ -317,8 +309,7 @@ class ValkeyBackend:
         With ``wait`` set and a write among ``commands``, a ``WAIT`` follows the writes on
         each connection that took one (``replication``); its replies are not returned.
         """
-        if self.redirects:
-            searches = [self._redirect(s) for s in searches]
+        searches = [redirect(s, self.redirects) for s in searches]
         wait = self.wait if self.wait is not None and waits_for(operation, commands) else None
 
         async def send() -> list[Any]:

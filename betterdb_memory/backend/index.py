@@ -8,15 +8,11 @@ Adopting an index another library created (betterdb-agent-memory): its fields an
 flags are read from FT.INFO; queries then avoid the fields it lacks (``layout``) and
 results are checked exactly in the client (``needs_check``).
 
-Which index: the one the meta hash names (``core.index_gen``: the reference's
-``<name>:mem:idx`` until an index switch moved the store to a generation
-``<name>:mem:idx:g<n>``). An index that lacks fields this process writes is *outdated*:
-queries avoid the missing fields, ``require`` refuses the features that need them
-(``configuration.index_outdated``), and ``migrate`` builds the new index beside it and
-switches (``backend.index_switch``); a small store (``AUTO_MIGRATE_MAX_DOCS``) is migrated
-at ``ensure_ready`` without being asked. A process learns of a switch from the live-config
-refresh (``observe_meta``) or when the index it queried is gone: it re-reads the meta hash
-before creating anything, so it adopts the new generation instead of resurrecting the old.
+Which index: the one the meta hash names (``core.index_gen``). One lacking fields this
+process writes is *outdated*: ``require`` refuses the features that need them, ``migrate``
+builds a new one beside it and switches (``backend.index_switch``). A switch is learnt from
+the live-config refresh (``observe_meta``) or a missing index: the meta is re-read before
+anything is created, so the new generation is adopted, never the old one resurrected.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ from typing import Protocol, TypeVar
 
 from ..core.codec import as_text
 from ..core.dialect import Capabilities
-from ..core.filter_fields import MetadataFields, schema_args
+from ..core.filter_fields import DECLARED_PREFIX, PRESENCE_FIELD, MetadataFields, schema_args
 from ..core.ft_info import IndexInfo, IndexSchema, parse_ft_info, parse_index_schema
 from ..core.index_gen import (
     AUTO_MIGRATE_MAX_DOCS,
@@ -362,9 +358,11 @@ class IndexManager:
 
     def _note_outdated(self) -> None:
         small = self.num_docs <= AUTO_MIGRATE_MAX_DOCS
-        # Only an index an older betterdb-memory made (exact TAGs): one betterdb-agent-memory
-        # made is rebuilt only when asked, since its TAGs would turn case-sensitive for it too.
-        if self.auto_migrate and small and self.layout.case_sensitive:
+        # Only an index an older betterdb-memory made (exact TAGs: betterdb-agent-memory's would
+        # turn case-sensitive for it too), and only for built-in fields: a new declaration's
+        # backfill rewrites every document, which its author starts (``migrate_index``).
+        declared = any(f.startswith(DECLARED_PREFIX) or f == PRESENCE_FIELD for f in self.outdated)
+        if self.auto_migrate and small and self.layout.case_sensitive and not declared:
             self._auto_pending = True
         elif not self._warned:
             self._warned = True

@@ -52,8 +52,6 @@ __all__ = [
     "APPEND_TURN",
     "ERASE_SESSION",
     "FETCH",
-    "INDEX_BACKFILL",
-    "INDEX_SWITCH",
     "LOCK",
     "PENDING_TURNS",
     "REEMBED_SWAP",
@@ -304,28 +302,18 @@ end
 return out
 """
 
-# The index switch (``backend.index_switch``). INDEX_SWITCH: compare-and-set of the index a
-# store queries, so two migrators cannot both switch. KEYS: meta. ARGV: expected generation,
-# new index, new generation, schema digest, then field/value pairs the new index records
-# (the declared metadata fields) -> 1 switched, 0 the generation had moved on.
+# Index switch (``backend.index_switch``). INDEX_SWITCH: compare-and-set on the meta's ``index_gen``
+# (ARGV gen, index, gen+1, digest, pairs). INDEX_BACKFILL: ARGV n, n pairs, deletes; never a stub.
 _INDEX_SWITCH = r"""
-local gen = redis.call('HGET', KEYS[1], 'index_gen') or '0'
-if gen ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'index', ARGV[2], 'index_gen', ARGV[3], 'index_schema', ARGV[4])
-if #ARGV > 4 then redis.call('HSET', KEYS[1], unpack(ARGV, 5)) end
-return 1
-"""
-
-# INDEX_BACKFILL: one document's declared fields, written only while it exists (a memory
-# deleted since the page was read is never resurrected as a stub). KEYS: doc. ARGV: count of
-# pairs to set, the pairs, then the fields to delete -> 1 written, 0 gone.
+if (redis.call('HGET', KEYS[1], 'index_gen') or '0') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'index', ARGV[2], 'index_gen', ARGV[3], 'index_schema', ARGV[4], unpack(ARGV, 5))
+return 1"""
 _INDEX_BACKFILL = r"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local n = tonumber(ARGV[1])
 if n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 2, 1 + 2 * n)) end
 if #ARGV > 1 + 2 * n then redis.call('HDEL', KEYS[1], unpack(ARGV, 2 + 2 * n)) end
-return 1
-"""
+return 1"""
 
 # The transcripts of the framework adapters (``tiers.transcripts``): a LIST of raw items
 # (an OpenAI Agents session's items, a LangChain history's messages) and a mark of how

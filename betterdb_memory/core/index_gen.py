@@ -40,6 +40,7 @@ __all__ = [
     "backfill_writes",
     "generation_name",
     "missing_fields",
+    "redirect",
     "schema_digest",
     "schema_fields",
     "switch_keys",
@@ -102,6 +103,16 @@ def missing_fields(wanted: Sequence[tuple[str, str]], have: Sequence[tuple[str, 
     """
     held = {(n, t.upper()) for n, t in have}
     return tuple(n for n, t in wanted if (n, t.upper()) not in held and n != "content")
+
+
+def redirect(args: Sequence[Any], redirects: Mapping[str, str]) -> Sequence[Any]:
+    """An FT.SEARCH / FT.AGGREGATE built for an index name this process switched away from,
+    sent to the one in use instead (a query in flight or retried across a switch never fails)."""
+    if redirects and len(args) > 1 and args[0] in ("FT.SEARCH", "FT.AGGREGATE"):
+        new = redirects.get(as_text(args[1]) or "")
+        if new is not None:
+            return [args[0], new, *args[2:]]
+    return args
 
 
 def generation_name(reference: str, gen: int) -> str:
