@@ -457,8 +457,17 @@ class SyncMemoryStore(MemoryStoreBridge):
         namespace: str | None = None,
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
+        tz: str | None = None,
     ) -> builtins.list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
+
+        A time expression in the query ("last week", "in May 2023", "since March") is
+        resolved against now in ``tz``'s calendar; the rest of the query is searched and
+        only memories whose ``valid_from`` falls in that window come back, with the
+        memories with a subject still true during it; a vague one ("recently") ranks
+        the memories inside it first without leaving out the others. Without a time
+        expression, statements of the same attribute of the same entity rank the
+        newest by ``valid_from`` first (same-slot supersession).
 
         Args:
             query: text to embed and search by.
@@ -471,7 +480,12 @@ class SyncMemoryStore(MemoryStoreBridge):
                 (default True).
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
-            explain: attach the score's components to each hit.
+            explain: attach the score's components to each hit (with the time window
+                understood, and ``superseded_by`` on a hit ranked below a newer statement).
+            tz: the IANA time zone the query's days are counted in (default UTC).
+
+        Raises:
+            ValidationError: a bad argument, an unknown ``tz`` among them, before any I/O.
         """
         return self._await(
             self._target.recall,
@@ -486,6 +500,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             namespace=namespace,
             exclude_sensitivity=exclude_sensitivity,
             explain=explain,
+            tz=tz,
         )
 
     def recall_by_vector(

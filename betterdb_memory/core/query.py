@@ -205,6 +205,9 @@ class MemoryFilter:
     # Only memories whose keep-score is at most this (inclusive); sent only to an index
     # with the keep field (capacity's victim search), never checked in the client.
     max_keep: float | None = None
+    # Engine clauses ANDed as written (a time window's ``core.validity`` clause): pure
+    # NUMERIC ranges the engine answers exactly, so ``item_matches`` has nothing to check.
+    clauses: tuple[str, ...] = ()
 
     @property
     def is_unscoped(self) -> bool:
@@ -244,6 +247,7 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
         parts.append(f"@keep:[-inf {format_number(flt.max_keep)}]")
     if flt.exclude_expired_at is not None and layout.expires_at:
         parts.append(f"-@expires_at:[-inf {int(flt.exclude_expired_at)}]")
+    parts.extend(flt.clauses)
     return " ".join(parts)
 
 

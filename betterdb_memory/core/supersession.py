@@ -61,10 +61,13 @@ __all__ = [
     "Candidate",
     "Prototypes",
     "SupersessionRule",
+    "effective_scores",
+    "near_pairs",
     "present_order",
     "prototype_texts",
     "rank_superseded",
     "same_exclusive_kind",
+    "same_kind_pairs",
     "superseded_pairs",
 ]
 
@@ -228,17 +231,23 @@ def same_exclusive_kind(kind_scores: FloatArray, prototypes: Prototypes) -> npt.
     return out
 
 
-def superseded_pairs(
-    candidates: Sequence[Candidate], prototypes: Prototypes, rule: SupersessionRule = SupersessionRule()
+def near_pairs(
+    candidates: Sequence[Candidate], rule: SupersessionRule = SupersessionRule()
 ) -> list[tuple[int, int]]:
-    """``(older, newer)`` index pairs of ``candidates`` that state the same exclusive slot."""
+    """``(older, newer)`` index pairs that pass rules 1-2 (same leading name, close statements).
+
+    The cheap half of the rule, run first on every recall: most recalls have no such
+    pair, and then the prototypes (rule 3) are never needed, so a store whose
+    questions never meet two versions of a statement never embeds them.
+    """
     n = len(candidates)
     if n < 2:
         return []
+    leads = [leading_name(c.text) for c in candidates]
+    if sum(lead is not None for lead in leads) < 2:
+        return []
     vecs = _normalised(np.stack([c.vector for c in candidates]).astype(np.float32))
     sims = vecs @ vecs.T
-    same_kind = same_exclusive_kind(prototypes.kind_scores(vecs), prototypes)
-    leads = [leading_name(c.text) for c in candidates]
     found: list[tuple[int, int]] = []
     for i in range(n):
         li = leads[i]
@@ -247,11 +256,29 @@ def superseded_pairs(
         for j in range(i + 1, n):
             a, b = candidates[i].valid_from, candidates[j].valid_from
             lj = leads[j]
-            if a == b or lj is None or sims[i, j] < rule.min_similarity or not same_kind[i, j]:
+            if a == b or lj is None or sims[i, j] < rule.min_similarity:
                 continue
             if same_name(li, lj):
                 found.append((i, j) if a < b else (j, i))
     return found
+
+
+def same_kind_pairs(
+    candidates: Sequence[Candidate], pairs: Sequence[tuple[int, int]], prototypes: Prototypes
+) -> list[tuple[int, int]]:
+    """The ``pairs`` that also pass rule 3 (the same exclusive kind of attribute)."""
+    if not pairs:
+        return []
+    vecs = np.stack([c.vector for c in candidates]).astype(np.float32)
+    same_kind = same_exclusive_kind(prototypes.kind_scores(vecs), prototypes)
+    return [(o, n) for o, n in pairs if same_kind[o, n]]
+
+
+def superseded_pairs(
+    candidates: Sequence[Candidate], prototypes: Prototypes, rule: SupersessionRule = SupersessionRule()
+) -> list[tuple[int, int]]:
+    """``(older, newer)`` index pairs of ``candidates`` that state the same exclusive slot."""
+    return same_kind_pairs(candidates, near_pairs(candidates, rule), prototypes)
 
 
 def present_order(
@@ -269,7 +296,16 @@ def present_order(
 def rank_superseded(
     scores: Sequence[float], valid_from: Sequence[int], pairs: Sequence[tuple[int, int]]
 ) -> list[int]:
-    """Indices best first, given ``(older, newer)`` same-slot pairs.
+    """Indices best first, given ``(older, newer)`` same-slot pairs (by ``effective_scores``)."""
+    effective = effective_scores(scores, valid_from, pairs)
+    # Ties keep the newer first.
+    return sorted(range(len(effective)), key=lambda k: (-effective[k], -valid_from[k]))
+
+
+def effective_scores(
+    scores: Sequence[float], valid_from: Sequence[int], pairs: Sequence[tuple[int, int]]
+) -> list[float]:
+    """The scores the candidates rank by, given ``(older, newer)`` same-slot pairs.
 
     The newer of each pair takes the older's score when that is higher (oldest pairs
     first, so the newest version of a chain v1 < v2 < v3 ends with the best of the
@@ -286,5 +322,4 @@ def rank_superseded(
     for i in sorted(newer_of, key=lambda k: valid_from[k], reverse=True):
         floor = min(effective[j] for j in newer_of[i])
         effective[i] = min(effective[i], float(np.nextafter(floor, -np.inf)))
-    # Ties keep the newer first.
-    return sorted(range(len(effective)), key=lambda k: (-effective[k], -valid_from[k]))
+    return effective

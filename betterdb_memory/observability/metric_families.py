@@ -91,6 +91,8 @@ class Families:
     turns_stored: Counter
     context_tokens: Histogram
     config_rejected: Counter
+    # time-aware recall (issue 26): time in the question
+    time_window_recalls: Counter
 
 
 _C = TypeVar("_C", Counter, Gauge, Histogram)
@@ -201,6 +203,12 @@ def _create_families(registry: CollectorRegistry, prefix: str) -> Families:
         ),
         config_rejected=counter(
             "config_rejected_total", "Live-config values rejected (the last good value was kept)."
+        ),
+        # time-aware recall (issue 26): time in the question
+        time_window_recalls=counter(
+            "time_window_recalls_total",
+            "Recalls whose query held a time expression, by how its window was used (filter or boost).",
+            ("store_name", "mode"),
         ),
     )
 

@@ -20,16 +20,26 @@ import numpy as np
 
 from ..core.codec import as_text, encode_vector, to_float, validate_vector
 from ..core.models import MemoryHit, MemoryItem, Sensitivity, item_from_fields, ranking_item
-from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
+from ..core.query import (
+    CHECK_FIELDS,
+    ITEM_FIELDS,
+    SCORE_ALIAS,
+    VECTOR_FIELD,
+    MemoryFilter,
+    item_matches,
+    knn_search_args,
+)
 from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, recall_request
 from ..core.scoring import Weights
+from ..core.time_recall import TimePlan, search_text, time_plan
 from ..core.validation import check_content
 from ..observability.tracing import add_attributes
 from .documents import Documents
 from .hybrid import TextCandidates
 from .runtime import Runtime
+from .time_recall import TimeRecall
 
 __all__ = ["DEFAULT_K", "Recall"]
 
@@ -54,6 +64,7 @@ class Recall:
         self._rt = rt
         self._docs = docs
         self._text = TextCandidates(rt, docs)
+        self._time = TimeRecall(rt)
 
     def effective_threshold(self, threshold: float | None = None) -> float:
         """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
@@ -76,8 +87,17 @@ class Recall:
         namespace: str | None = None,
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
+        tz: str | None = None,
     ) -> list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
+
+        A time expression in the query ("last week", "in May 2023", "since March") is
+        resolved against now in ``tz``'s calendar; the rest of the query is searched and
+        only memories whose ``valid_from`` falls in that window come back, with the
+        memories with a subject still true during it; a vague one ("recently") ranks
+        the memories inside it first without leaving out the others. Without a time
+        expression, statements of the same attribute of the same entity rank the
+        newest by ``valid_from`` first (same-slot supersession).
 
         Args:
             query: text to embed and search by.
@@ -90,16 +110,25 @@ class Recall:
                 (default True).
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
-            explain: attach the score's components to each hit.
+            explain: attach the score's components to each hit (with the time window
+                understood, and ``superseded_by`` on a hit ranked below a newer statement).
+            tz: the IANA time zone the query's days are counted in (default UTC).
+
+        Raises:
+            ValidationError: a bad argument, an unknown ``tz`` among them, before any I/O.
         """
         request = recall_request(
             query=check_content(query, name="query"), k=k, threshold=threshold, tags=tags, weights=weights,
             reinforce=reinforce, thread_id=thread_id, agent_id=agent_id, namespace=namespace,
             exclude_sensitivity=exclude_sensitivity, explain=explain,
         )  # fmt: skip
+        # as_of: None means now (the recall's as_of argument, when it has one, goes here).
+        plan = time_plan(request.query, as_of=None, tz=tz)
         started = time.perf_counter()
-        vector = (await self._rt.embed([request.query or ""]))[0]
-        return await self._recall_vector(vector, request, embed_seconds=time.perf_counter() - started)
+        vector = (await self._rt.embed([search_text(request.query or "", plan)]))[0]
+        return await self._recall_vector(
+            vector, request, embed_seconds=time.perf_counter() - started, plan=plan
+        )
 
     async def recall_by_vector(
         self,
@@ -135,7 +164,8 @@ class Recall:
         else:
             await self._rt.index.ensure_ready()
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
-        return await self._recall_vector(vec, request, embed_seconds=0.0)
+        # The vector says what it says: no window is read from ``query`` (as_of: None, now).
+        return await self._recall_vector(vec, request, embed_seconds=0.0, plan=TimePlan())
 
     async def search_candidates(
         self,
@@ -164,10 +194,15 @@ class Recall:
         extra: Sequence[Sequence[Any]],
         *,
         slim: bool = False,
+        also: MemoryFilter | None = None,
+        vectors: dict[str, bytes] | None = None,
     ) -> tuple[list[tuple[MemoryItem, float]], list[Any]]:
         """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it.
 
         ``slim``: ``return_fields`` are the ranking fields, and the items ranking items.
+        ``also``: a second KNN query (a time window's states) sent in the same round trip,
+        its hits merged with the first's by distance. ``vectors``: filled with the stored
+        vector of each candidate, when ``return_fields`` asks for it.
         """
         check = self._rt.index.needs_check(flt)
         fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
@@ -180,6 +215,18 @@ class Recall:
             return_fields=fields,
         )
         backend = self._rt.backend
+        if also is not None:
+            extra = [
+                knn_search_args(
+                    self._rt.keys.index,
+                    encode_vector(vector),
+                    k=k,
+                    flt=also,
+                    layout=self._rt.index.layout,
+                    return_fields=fields,
+                ),
+                *extra,
+            ]
         replies: list[Any]
         if extra:
             replies = await self._rt.index.with_index(
@@ -188,6 +235,9 @@ class Recall:
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
         hits = parse_search_reply(replies[0]).hits
+        if also is not None:
+            hits = [*hits, *parse_search_reply(replies[1]).hits]
+            replies = [replies[0], *replies[2:]]
         if check and len(hits) >= k and k < _MAX_KNN:
             # The engine's KNN filled k with memories the exact check may drop (case variants on
             # an index another library created): widen the KNN until k pass or it holds all.
@@ -212,10 +262,12 @@ class Recall:
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
         fact_source = self._rt.settings.fact_source
+        seen: set[str] = set()
         for hit in hits:
             f = hit.fields
-            if SCORE_ALIAS not in f:
-                continue  # expired between match and load
+            if SCORE_ALIAS not in f or hit.key in seen:
+                continue  # expired between match and load, or found by both queries
+            seen.add(hit.key)
             if check and not item_matches(f, flt):
                 continue
             expires = as_text(f.get("expires_at"))
@@ -224,6 +276,8 @@ class Recall:
                 continue
             mid = self._rt.keys.memory_id_of(hit.key)
             item = ranking_item(mid, f) if slim else item_from_fields(mid, f, fact_source=fact_source)
+            if vectors is not None and isinstance(f.get(VECTOR_FIELD), bytes | bytearray):
+                vectors[mid] = bytes(f[VECTOR_FIELD])
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
             # a cosine distance is 0..2, so the similarity stays within 0..1.
             out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
@@ -233,7 +287,12 @@ class Recall:
         return out, replies[1:]
 
     async def _recall_vector(
-        self, vector: np.ndarray[Any, np.dtype[np.float32]], request: RecallRequest, *, embed_seconds: float
+        self,
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        request: RecallRequest,
+        *,
+        embed_seconds: float,
+        plan: TimePlan,
     ) -> list[MemoryHit]:
         k = request.k
         threshold = self.effective_threshold(request.threshold)
@@ -245,7 +304,7 @@ class Recall:
         with self._rt.obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
-                explain=request.explain, query=request.query,
+                explain=request.explain, query=request.query, plan=plan,
             )  # fmt: skip
             self._rt.obs.mark_recall(
                 span,
@@ -262,6 +321,8 @@ class Recall:
             total_seconds=embed_seconds + time.perf_counter() - started,
         )
         self._rt.obs.count({"recalls": 1, "recall_hits": int(bool(hits)), "recall_empty": int(not hits)})
+        if plan.mode is not None:
+            self._rt.metrics.observe_time_window_recall(plan.mode)
         return hits
 
     async def _recall_scored(
@@ -274,6 +335,7 @@ class Recall:
         *,
         reinforce: bool,
         explain: bool,
+        plan: TimePlan,
         query: str | None = None,
     ) -> tuple[list[MemoryHit], float, bool]:
         reranker = self._rt.settings.reranker if query is not None else None
@@ -285,14 +347,17 @@ class Recall:
         # Ranking many candidates needs only text and scoring fields; the pure-Python
         # reply parser costs per field, so fetch the full items of the top k afterwards.
         slim = n > k
-        fields = _RANKING_FIELDS if slim else ITEM_FIELDS
+        fields = self._time.fields(plan, _RANKING_FIELDS if slim else ITEM_FIELDS)
+        # An exact time window: events in it, and (a second query) states valid during it.
+        flt, states = self._time.filters(plan, flt)
+        vectors: dict[str, bytes] = {}
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
         # A re-ranked recall also asks the full-text index, in the same round trip.
         pool = min(n, 10_000)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
         candidates, replies = await self._search(
-            vector, flt, pool, fields, text.searches if text else [], slim=slim
+            vector, flt, pool, fields, text.searches if text else [], slim=slim, also=states, vectors=vectors
         )
         knn_distances = [d for _, d in candidates]
         text_replies = self._text.learn(text, replies) if text is not None else []
@@ -314,7 +379,7 @@ class Recall:
         gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
         hits = rank(
             candidates,
-            k=k,
+            k=len(candidates) if plan.reorders else k,
             threshold=threshold,
             weights=weights,
             half_life_seconds=half_life,
@@ -325,6 +390,8 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
+        if plan.reorders or plan.window is not None:
+            hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors)
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
         if slim and hits:
