@@ -8,7 +8,6 @@ understands for the same query: inside, and a day or more outside.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -153,7 +152,9 @@ async def test_implicit_supersession_puts_the_newer_statement_first(
     store = make_store(embedder=onnx)
     lisbon = await store.remember("Ada lives in Lisbon.", valid_from="2021-09-01", importance=0.9)
     berlin = await store.remember("Ada moved to Berlin in May 2024.", valid_from="2024-05-01", importance=0.9)
-    await store.remember("Ada is vegetarian and allergic to peanuts.", valid_from="2020-02-01", importance=0.9)
+    await store.remember(
+        "Ada is vegetarian and allergic to peanuts.", valid_from="2020-02-01", importance=0.9
+    )
     hits = await store.recall("Where does Ada live?", k=3, threshold=2.0, reinforce=False, explain=True)
     ids = [h.item.id for h in hits]
     assert ids.index(berlin) < ids.index(lisbon)
