@@ -518,11 +518,13 @@ class SyncMemoryStore(MemoryStoreBridge):
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
         query: str | None = None,
+        tz: str | None = None,
     ) -> builtins.list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
 
         ``query``: the text the vector was made from; given, the store's ``reranker``
-        re-orders the candidates as in ``recall`` (without it: the dense order).
+        re-orders the candidates as in ``recall`` (without it: the dense order), and a
+        time expression in it limits the recall to its window as in ``recall``.
         """
         return self._await(
             self._target.recall_by_vector,
@@ -538,6 +540,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             exclude_sensitivity=exclude_sensitivity,
             explain=explain,
             query=query,
+            tz=tz,
         )
 
     def search_candidates(

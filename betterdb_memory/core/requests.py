@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any, Required, TypedDict
 
 from ..errors import ValidationError
@@ -28,6 +28,7 @@ from .query import MemoryFilter
 from .record import NewMemory
 from .scoring import Weights
 from .times import optional_ms
+from .timewindow import resolve_tz
 from .validation import (
     check_content,
     check_distance_threshold,
@@ -198,6 +199,8 @@ class RecallRequest:
     reinforce: bool = True
     explain: bool = False
     query: str | None = None
+    # The calendar of the query's time expression (``recall(tz=)``), checked.
+    tz: tzinfo = UTC
 
 
 def recall_request(
@@ -213,6 +216,7 @@ def recall_request(
     namespace: str | None,
     exclude_sensitivity: Sequence[Sensitivity] | None,
     explain: bool,
+    tz: object = None,
 ) -> RecallRequest:
     """The request of a recall's keyword arguments (``query``: already checked, or None).
 
@@ -237,4 +241,5 @@ def recall_request(
         reinforce=reinforce is not False,
         explain=explain,
         query=query,
+        tz=resolve_tz(tz),
     )

@@ -120,10 +120,10 @@ class Recall:
         request = recall_request(
             query=check_content(query, name="query"), k=k, threshold=threshold, tags=tags, weights=weights,
             reinforce=reinforce, thread_id=thread_id, agent_id=agent_id, namespace=namespace,
-            exclude_sensitivity=exclude_sensitivity, explain=explain,
+            exclude_sensitivity=exclude_sensitivity, explain=explain, tz=tz,
         )  # fmt: skip
         # as_of: None means now (the recall's as_of argument, when it has one, goes here).
-        plan = time_plan(request.query, as_of=None, tz=tz)
+        plan = time_plan(request.query, as_of=None, tz=request.tz)
         started = time.perf_counter()
         vector = (await self._rt.embed([search_text(request.query or "", plan)]))[0]
         return await self._recall_vector(
@@ -145,27 +145,29 @@ class Recall:
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
         query: str | None = None,
+        tz: str | None = None,
     ) -> list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
 
         ``query``: the text the vector was made from; given, the store's ``reranker``
-        re-orders the candidates as in ``recall`` (without it: the dense order).
+        re-orders the candidates as in ``recall`` (without it: the dense order), and a
+        time expression in it limits the recall to its window as in ``recall``.
         """
         # Every argument is checked before any I/O; the vector's length too, unless it
         # is still to be learned from an embed_fn's first answer.
         request = recall_request(
             query=None if query is None else check_content(query, name="query"), k=k, threshold=threshold,
             tags=tags, weights=weights, reinforce=reinforce, thread_id=thread_id, agent_id=agent_id,
-            namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain,
+            namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain, tz=tz,
         )  # fmt: skip
+        plan = time_plan(request.query, as_of=None, tz=request.tz)  # as_of: None means now
         if self._rt.embedder.dimensions:
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
             await self._rt.index.ensure_ready()
         else:
             await self._rt.index.ensure_ready()
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
-        # The vector says what it says: no window is read from ``query`` (as_of: None, now).
-        return await self._recall_vector(vec, request, embed_seconds=0.0, plan=TimePlan())
+        return await self._recall_vector(vec, request, embed_seconds=0.0, plan=plan)
 
     async def search_candidates(
         self,
