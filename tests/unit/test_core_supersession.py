@@ -16,9 +16,11 @@ from betterdb_memory.core.supersession import (
     Candidate,
     Prototypes,
     SupersessionRule,
+    near_pairs,
     present_order,
     prototype_texts,
     rank_superseded,
+    same_kind_pairs,
     superseded_pairs,
 )
 
@@ -120,6 +122,19 @@ def test_both_current_likes_are_not_a_pair() -> None:
     tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
     coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
     assert superseded_pairs([tea, coffee], _protos()) == []
+
+
+def test_the_cheap_half_finds_likes_and_the_kinds_drop_them() -> None:
+    """Rules 1-2 (``near_pairs``) alone take both-current likes for an update; rule 3 does not."""
+    tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
+    coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
+    old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
+    new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
+    cands = [tea, coffee, old, new]
+    near = near_pairs(cands)
+    assert near == [(0, 1), (2, 3)]
+    assert same_kind_pairs(cands, near, _protos()) == [(2, 3)]
+    assert same_kind_pairs(cands, [], _protos()) == []
 
 
 def test_two_attributes_of_one_person_are_not_a_pair() -> None:
