@@ -306,7 +306,8 @@ class Recall:
         with self._rt.obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
-                explain=request.explain, query=request.query, plan=plan,
+                explain=request.explain, plan=plan,
+                query=None if request.query is None else search_text(request.query, plan),
             )  # fmt: skip
             self._rt.obs.mark_recall(
                 span,
