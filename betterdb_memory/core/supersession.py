@@ -238,40 +238,42 @@ def near_pairs(
 
     The cheap half of the rule, run first on every recall: most recalls have no such
     pair, and then the prototypes (rule 3) are never needed, so a store whose
-    questions never meet two versions of a statement never embeds them.
+    questions never meet two versions of a statement never embeds them. Names are read
+    only for candidates in a close pair (a recall ranks up to a few hundred).
     """
     n = len(candidates)
     if n < 2:
         return []
-    leads = [leading_name(c.text) for c in candidates]
-    if sum(lead is not None for lead in leads) < 2:
-        return []
     vecs = _normalised(np.stack([c.vector for c in candidates]).astype(np.float32))
-    sims = vecs @ vecs.T
+    vf = np.asarray([c.valid_from for c in candidates], dtype=np.int64)
+    close = np.triu((vecs @ vecs.T) >= rule.min_similarity, 1) & (vf[:, None] != vf[None, :])
+    leads: dict[int, str | None] = {}
     found: list[tuple[int, int]] = []
-    for i in range(n):
-        li = leads[i]
-        if li is None:
-            continue
-        for j in range(i + 1, n):
-            a, b = candidates[i].valid_from, candidates[j].valid_from
-            lj = leads[j]
-            if a == b or lj is None or sims[i, j] < rule.min_similarity:
-                continue
-            if same_name(li, lj):
-                found.append((i, j) if a < b else (j, i))
+    for i, j in zip(*np.nonzero(close), strict=True):
+        a, b = int(i), int(j)
+        for x in (a, b):
+            if x not in leads:
+                leads[x] = leading_name(candidates[x].text)
+        la, lb = leads[a], leads[b]
+        if la is not None and lb is not None and same_name(la, lb):
+            found.append((a, b) if vf[a] < vf[b] else (b, a))
     return found
 
 
 def same_kind_pairs(
     candidates: Sequence[Candidate], pairs: Sequence[tuple[int, int]], prototypes: Prototypes
 ) -> list[tuple[int, int]]:
-    """The ``pairs`` that also pass rule 3 (the same exclusive kind of attribute)."""
+    """The ``pairs`` that also pass rule 3 (the same exclusive kind of attribute).
+
+    Only the candidates in a pair are compared with the prototypes.
+    """
     if not pairs:
         return []
-    vecs = np.stack([c.vector for c in candidates]).astype(np.float32)
+    rows = sorted({x for pair in pairs for x in pair})
+    at = {x: r for r, x in enumerate(rows)}
+    vecs = np.stack([candidates[x].vector for x in rows]).astype(np.float32)
     same_kind = same_exclusive_kind(prototypes.kind_scores(vecs), prototypes)
-    return [(o, n) for o, n in pairs if same_kind[o, n]]
+    return [(o, n) for o, n in pairs if same_kind[at[o], at[n]]]
 
 
 def superseded_pairs(

@@ -80,6 +80,12 @@ def test_names_of(text: str, names: set[str]) -> None:
         ("In May, Ada moved to Berlin.", "ada"),
         ("What Ada loves most is chess.", "ada"),
         ("Ada and Sam are a couple.", "ada"),
+        # a subjectless diary line starts with a verb, not a name
+        ("Went hiking with Sara.", "sara"),
+        ("Had dinner at Nopa.", "nopa"),
+        ("Presented the roadmap.", None),
+        ("Ahmed moved to Berlin.", "ahmed"),
+        ("Fred lives in Oslo.", "fred"),
         ("I moved to Berlin.", "<self>"),
         ("she moved away", None),
     ],
