@@ -210,9 +210,24 @@ class Prototypes:
 
     def kind_scores(self, vectors: FloatArray) -> FloatArray:
         """Per row of ``vectors``, its best cosine with each kind's prototypes: (n, kinds)."""
-        sims = _normalised(vectors) @ self.vectors.T
+        sims = _products(_normalised(vectors), self.vectors)
         out: FloatArray = np.maximum.reduceat(sims, self.starts, axis=1)
         return out
+
+
+# Rows per matrix product: OpenBLAS goes multi-threaded above a size, and on a busy host
+# its threads wait for a core: a 50 x 384 by 384 x 57 product measured 20 ms in one
+# call and 0.03 ms in blocks of 16 rows (2 cores shared by many processes).
+_BLOCK = 16
+
+
+def _products(a: FloatArray, b: FloatArray) -> FloatArray:
+    """``a @ b.T`` in blocks of ``_BLOCK`` rows (the same numbers; see ``_BLOCK``)."""
+    if len(a) <= _BLOCK:
+        small: FloatArray = a @ b.T
+        return small
+    out: FloatArray = np.concatenate([a[i : i + _BLOCK] @ b.T for i in range(0, len(a), _BLOCK)])
+    return out
 
 
 def _normalised(m: FloatArray) -> FloatArray:
@@ -246,7 +261,7 @@ def near_pairs(
         return []
     vecs = _normalised(np.stack([c.vector for c in candidates]).astype(np.float32))
     vf = np.asarray([c.valid_from for c in candidates], dtype=np.int64)
-    close = np.triu((vecs @ vecs.T) >= rule.min_similarity, 1) & (vf[:, None] != vf[None, :])
+    close = np.triu(_products(vecs, vecs) >= rule.min_similarity, 1) & (vf[:, None] != vf[None, :])
     leads: dict[int, str | None] = {}
     found: list[tuple[int, int]] = []
     for i, j in zip(*np.nonzero(close), strict=True):
