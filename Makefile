@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # ruff, mypy, ...) are the PEP 735 group `dev`, installed with --group (pip >= 25.1).
 EXTRAS ?= embedded,onnx,openai,telemetry,mcp,openai-agents,langgraph,langchain,compat
 
-.PHONY: demo test test-unit test-valkey-search test-cluster conformance conformance-langchain check format bench bench-quality bench-cluster clean venv
+.PHONY: demo test test-unit test-valkey-search test-cluster conformance conformance-langchain check format bench bench-quality bench-cluster bench-1m clean venv
 
 venv: $(STAMP)
 
@@ -65,6 +65,12 @@ bench: $(STAMP)
 	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
 	$(PY) bench/bench_store.py
 	BETTERDB_TELEMETRY=false DO_NOT_TRACK=1 $(PY) bench/bench_compare.py
+
+# Growth to a million memories (not in CI; an hour or more per engine on 2 cores):
+# BENCH_1M_ARGS="--sizes 10k,100k --max-minutes 20" to shorten.
+bench-1m: $(STAMP)
+	cd bench && $(abspath $(PY)) bench_1m.py --engine embedded $(BENCH_1M_ARGS)
+	cd bench && $(abspath $(PY)) bench_1m.py --engine cluster $(BENCH_1M_ARGS)
 
 bench-quality: $(STAMP)
 	$(PY) -m pip install -q -e ".[$(EXTRAS),bench]"
