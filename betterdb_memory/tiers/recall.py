@@ -351,11 +351,12 @@ class Recall:
         # reply parser costs per field, so fetch the full items of the top k afterwards.
         slim = n > k
         fields = self._time.fields(plan, _RANKING_FIELDS if slim else ITEM_FIELDS)
-        # An exact time window: events in it, and (a second query) states valid during it.
-        flt, states = self._time.filters(plan, flt)
         vectors: dict[str, bytes] = {}
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
+        # An exact time window (after ensure_ready: the clauses follow the index's fields):
+        # events in it, and (a second query) states valid during it.
+        flt, states = self._time.filters(plan, flt)
         # A re-ranked recall also asks the full-text index, in the same round trip.
         pool = min(n, 10_000)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
@@ -374,6 +375,7 @@ class Recall:
                 reranker=reranker,
                 farthest=max(knn_distances, default=2.0),
                 slim=slim,
+                vectors=vectors,
             )
         search_seconds = time.perf_counter() - started
         now = time.time()
