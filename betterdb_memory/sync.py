@@ -73,7 +73,7 @@ from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, Sensi
 from .core.options import MemoryListOptions, ReinforceMode
 from .core.query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter
 from .core.ranking import Reranker
-from .core.requests import MemoryInput
+from .core.requests import MemoryInput, TimeInput
 from .core.scoring import Weights
 from .core.tunables import ConfigSnapshot
 from .core.turns import SessionMetadata, Turn
@@ -411,11 +411,15 @@ class SyncMemoryStore(MemoryStoreBridge):
         )
 
     def get(self, id: str) -> MemoryItem | None:
-        """The memory with this id, or None (never the raw vector)."""
+        """The memory with this id, or None (never the raw vector).
+
+        A superseded version (its history document) when the memory is no longer
+        current: it carries ``valid_until``.
+        """
         return self._await(self._target.get, id)
 
     def get_many(self, ids: Sequence[str]) -> builtins.list[MemoryItem | None]:
-        """``get`` for many ids in one round trip (exact access counts included)."""
+        """``get`` for many ids in one round trip (exact access counts included; superseded versions too)."""
         return self._await(self._target.get_many, ids)
 
     def forget(self, id: str) -> bool:
@@ -457,17 +461,16 @@ class SyncMemoryStore(MemoryStoreBridge):
         namespace: str | None = None,
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         tz: str | None = None,
     ) -> builtins.list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
 
-        A time expression in the query ("last week", "in May 2023", "since March") is
-        resolved against now in ``tz``'s calendar; the rest of the query is searched and
-        only memories whose ``valid_from`` falls in that window come back, with the
-        memories with a subject still true during it; a vague one ("recently") ranks
-        the memories inside it first without leaving out the others. Without a time
-        expression, statements of the same attribute of the same entity rank the
-        newest by ``valid_from`` first (same-slot supersession).
+        A time expression in the query ("last week", "since March") keeps the recall to
+        its window (``core.time_recall``); without one, the newest statement of a slot
+        ranks first (same-slot supersession, ``core.supersession``).
 
         Args:
             query: text to embed and search by.
@@ -482,6 +485,13 @@ class SyncMemoryStore(MemoryStoreBridge):
             exclude_sensitivity: leave out memories of these sensitivity classes.
             explain: attach the score's components to each hit (with the time window
                 understood, and ``superseded_by`` on a hit ranked below a newer statement).
+            as_of: what was valid at that instant (``valid_from <= as_of < valid_until``),
+                superseded versions included when they were current then (they are not
+                reinforced). Default: no time filter (future-dated memories included).
+                A time expression in the query counts from it.
+            since / until: only memories whose ``valid_from`` (their ``created_at`` when
+                written without one) falls in ``[since, until)``.
+                Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
             tz: the IANA time zone the query's days are counted in (default UTC).
 
         Raises:
@@ -500,6 +510,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             namespace=namespace,
             exclude_sensitivity=exclude_sensitivity,
             explain=explain,
+            as_of=as_of,
+            since=since,
+            until=until,
             tz=tz,
         )
 
@@ -518,6 +531,9 @@ class SyncMemoryStore(MemoryStoreBridge):
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
         query: str | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         tz: str | None = None,
     ) -> builtins.list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
@@ -525,6 +541,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         ``query``: the text the vector was made from; given, the store's ``reranker``
         re-orders the candidates as in ``recall`` (without it: the dense order), and a
         time expression in it limits the recall to its window as in ``recall``.
+        ``as_of`` / ``since`` / ``until`` / ``tz``: as in ``recall``.
         """
         return self._await(
             self._target.recall_by_vector,
@@ -540,6 +557,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             exclude_sensitivity=exclude_sensitivity,
             explain=explain,
             query=query,
+            as_of=as_of,
+            since=since,
+            until=until,
             tz=tz,
         )
 
@@ -566,10 +586,24 @@ class SyncMemoryStore(MemoryStoreBridge):
         agent_id: str | None = None,
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
     ) -> int:
-        """Number of live memories matching a scope (None = any) and carrying all ``tags``."""
+        """Number of live memories matching a scope (None = any) and carrying all ``tags``.
+
+        Current memories only, unless ``as_of``: then what was valid at that instant,
+        superseded versions included. ``since`` / ``until``: ``valid_from`` in the window.
+        """
         return self._await(
-            self._target.count, thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags
+            self._target.count,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            tags=tags,
+            as_of=as_of,
+            since=since,
+            until=until,
         )
 
     def list(
@@ -583,11 +617,16 @@ class SyncMemoryStore(MemoryStoreBridge):
         limit: int | None = None,
         offset: int | None = None,
         cursor: str | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
     ) -> MemoryPage:
         """Memories of a scope, newest first: ``items``, the ``total`` matching, ``next_cursor``.
 
         Takes the reference's ``MemoryListOptions`` or the same fields as keywords.
         ``limit`` defaults to 20 (1..1000); page on with ``offset`` or ``next_cursor``.
+        ``as_of``: what was valid at that instant, superseded versions included (with
+        ``valid_until``). ``since`` / ``until``: ``valid_from`` in ``[since, until)``.
         """
         return self._await(
             self._target.list,
@@ -599,6 +638,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             limit=limit,
             offset=offset,
             cursor=cursor,
+            as_of=as_of,
+            since=since,
+            until=until,
         )
 
     def forget_by_scope(
@@ -609,6 +651,8 @@ class SyncMemoryStore(MemoryStoreBridge):
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
         progress: ProgressSink | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
@@ -618,6 +662,9 @@ class SyncMemoryStore(MemoryStoreBridge):
         ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
         object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
         (``betterdb_memory.progress.Progress`` draws a bar) told of every page deleted.
+        The scope's superseded versions (history documents) go too; they are not counted.
+        ``since`` / ``until``: only memories (and versions) whose ``valid_from`` falls in
+        ``[since, until)``; the consolidation state is then kept.
         """
         return self._await(
             self._target.forget_by_scope,
@@ -626,6 +673,8 @@ class SyncMemoryStore(MemoryStoreBridge):
             namespace=namespace,
             tags=tags,
             progress=progress,
+            since=since,
+            until=until,
         )
 
     def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:

@@ -24,6 +24,7 @@ from ..core.ft_info import IndexInfo, IndexSchema, parse_ft_info, parse_index_sc
 from ..core.keys import KeySpace
 from ..core.query import IndexLayout, IndexSpec, MemoryFilter, create_index_args
 from ..errors import ConfigurationError, IndexExistsError, IndexNotFoundError, StoreClosedError
+from .history_index import HistoryIndex
 from .protocol import Backend
 
 __all__ = ["SCHEMA_VERSION", "IndexManager"]
@@ -80,6 +81,7 @@ class IndexManager:
         self.layout = IndexLayout()
         self.ready = False
         self._lock = asyncio.Lock()
+        self.history = HistoryIndex(backend, keys)  # superseded versions (as_of), beside the main index
 
     @property
     def spec(self) -> IndexSpec:
@@ -110,6 +112,7 @@ class IndexManager:
             not layout.case_sensitive
             or (bool(flt.exclude_sensitivity) and not layout.sensitivity)
             or (flt.exclude_expired_at is not None and not layout.expires_at)
+            or (flt.has_time and not layout.valid_from)
         )
 
     async def ensure_ready(self) -> None:
@@ -182,6 +185,7 @@ class IndexManager:
             reply = await backend.index_info(self.keys.index)
         if reply is not None:
             self._adopt(parse_ft_info(reply), parse_index_schema(reply))
+        await self.history.ensure(self.spec, caps)
         fields = {
             "dimensions": str(self.embedder.dimensions),
             "model_id": self.embedder.model_id,

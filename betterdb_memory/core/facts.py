@@ -340,6 +340,13 @@ def subject_key(subject: object) -> str:
     return normalise(subject)
 
 
+def _until_of(text: str) -> datetime | None:
+    """A history document's ``valid_until``: epoch ms (written since time support) or ISO text (before)."""
+    if text.isdigit():
+        return datetime.fromtimestamp(int(text) / 1000.0, tz=UTC)
+    return parse_instant(text)
+
+
 def fact_record(mid: str, fields: Mapping[str, Any], current: bool) -> FactRecord:
     date_text = as_text(fields.get("date")) or None
     content = as_text(fields.get("content"))
@@ -355,7 +362,7 @@ def fact_record(mid: str, fields: Mapping[str, Any], current: bool) -> FactRecor
         statement=fact_statement(content, date_text),
         date=date_text,
         valid_from=valid_from,
-        valid_until=parse_instant(until) if until and not current else None,
+        valid_until=_until_of(until) if until and not current else None,
         superseded_by=by or None,
         current=current,
         retracted=as_text(fields.get("retracted")) == "1",

@@ -64,7 +64,7 @@ class MemoryItem:
     ``valid_from``: when what it says became true (``remember(valid_from=)``); a memory
     written without one (and every memory betterdb-agent-memory wrote) reads its
     ``created_at``. ``valid_until``: when it stopped being true; None while it is current
-    (every memory, until supersession is wired).
+    (a superseded version, read by ``get`` or ``as_of``, carries it).
     """
 
     id: str
@@ -154,6 +154,12 @@ def _valid_from(fields: Mapping[str, Any]) -> int:
     return to_int(text, _FROM_CREATED) if text else _FROM_CREATED
 
 
+def _valid_until(fields: Mapping[str, Any]) -> int | None:
+    """A history document's ``valid_until`` (ms); None on a current memory (or unreadable text)."""
+    text = as_text(fields.get("valid_until"))
+    return to_int(text) if text.isdigit() else None
+
+
 def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
     """A ``MemoryItem`` with only what ranking reads (content, importance, times, access count, scope).
 
@@ -212,4 +218,5 @@ def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: 
         metadata=metadata if isinstance(metadata, dict) else {},
         date=_opt(fields.get("date")),
         valid_from=_valid_from(fields),
+        valid_until=_valid_until(fields),
     )

@@ -17,6 +17,7 @@ Every query carries ``DIALECT 2`` and only the PARAMS it uses; filters are inlin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ from .codec import as_text, split_tags
 from .dialect import Capabilities
 from .escaping import escape_tag, format_number
 from .keys import Scope
+from .times import check_window, optional_ms
+from .validity import in_time, time_clause
 
 __all__ = [
     "CHECK_FIELDS",
@@ -44,6 +47,7 @@ __all__ = [
     "item_matches",
     "knn_search_args",
     "text_search_args",
+    "with_times",
 ]
 
 SCORE_ALIAS = "__dist"
@@ -86,6 +90,8 @@ CHECK_FIELDS: tuple[str, ...] = (
     "source",
     "sensitivity",
     "expires_at",
+    "created_at",
+    "valid_from",
 )
 
 
@@ -205,6 +211,17 @@ class MemoryFilter:
     # Only memories whose keep-score is at most this (inclusive); sent only to an index
     # with the keep field (capacity's victim search), never checked in the client.
     max_keep: float | None = None
+    # Time (issue 26, ``core.validity``): ``valid_from`` in ``[valid_since, valid_before)``,
+    # and valid at ``as_of``; ``history``: the filter is for the history index.
+    valid_since: int | None = None
+    valid_before: int | None = None
+    as_of: int | None = None
+    history: bool = False
+
+    @property
+    def has_time(self) -> bool:
+        return self.valid_since is not None or self.valid_before is not None or self.as_of is not None
+
     # Engine clauses ANDed as written (a time window's ``core.validity`` clause): pure
     # NUMERIC ranges the engine answers exactly, so ``item_matches`` has nothing to check.
     clauses: tuple[str, ...] = ()
@@ -212,6 +229,19 @@ class MemoryFilter:
     @property
     def is_unscoped(self) -> bool:
         return self.scope.is_empty and not self.tags
+
+
+def with_times(flt: MemoryFilter, *, as_of: object, since: object, until: object) -> MemoryFilter:
+    """``flt`` narrowed to a time window and an instant, checked (``core.times``) before any I/O.
+
+    Raises:
+        ValidationError: an unparseable or out-of-range time, or ``since`` after ``until``.
+    """
+    lo, hi = check_window(since, until)
+    at = optional_ms(as_of, name="as_of")
+    if lo is None and hi is None and at is None:
+        return flt
+    return dataclasses.replace(flt, valid_since=lo, valid_before=hi, as_of=at)
 
 
 def _tag(fieldname: str, values: Sequence[str]) -> str:
@@ -247,6 +277,8 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
         parts.append(f"@keep:[-inf {format_number(flt.max_keep)}]")
     if flt.exclude_expired_at is not None and layout.expires_at:
         parts.append(f"-@expires_at:[-inf {int(flt.exclude_expired_at)}]")
+    if flt.has_time and layout.valid_from:
+        parts.append(time_clause(flt.valid_since, flt.valid_before, flt.as_of, history=flt.history))
     parts.extend(flt.clauses)
     return " ".join(parts)
 
@@ -350,7 +382,23 @@ def item_matches(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
                     return False
             except ValueError:
                 pass
+    if flt.has_time and ("created_at" in fields or "valid_from" in fields):
+        return _in_time(fields, flt)
     return True
+
+
+def _in_time(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
+    def ms(name: str) -> int | None:
+        text = as_text(fields.get(name))
+        try:
+            return int(float(text)) if text else None
+        except ValueError:
+            return None
+
+    return in_time(
+        ms("valid_from"), ms("created_at") or 0, ms("valid_until"),
+        since=flt.valid_since, until=flt.valid_before, as_of=flt.as_of,
+    )  # fmt: skip
 
 
 #: Full-text hits a hybrid recall adds to its KNN candidates (per query, or per word).

@@ -24,7 +24,7 @@ from .codec import validate_vector
 from .escaping import validate_tag_value
 from .keys import Scope, validate_memory_id
 from .models import MemoryKind, Sensitivity
-from .query import MemoryFilter
+from .query import MemoryFilter, with_times
 from .record import NewMemory
 from .scoring import Weights
 from .times import optional_ms
@@ -216,6 +216,9 @@ def recall_request(
     namespace: str | None,
     exclude_sensitivity: Sequence[Sensitivity] | None,
     explain: bool,
+    as_of: object = None,
+    since: object = None,
+    until: object = None,
     tz: object = None,
 ) -> RecallRequest:
     """The request of a recall's keyword arguments (``query``: already checked, or None).
@@ -233,6 +236,7 @@ def recall_request(
         tags=check_tags(tags),
         exclude_sensitivity=check_sensitivities(exclude_sensitivity),
     )
+    flt = with_times(flt, as_of=as_of, since=since, until=until)
     return RecallRequest(
         flt=flt,
         k=kk,

@@ -92,15 +92,19 @@ class TimePlan:
         return "boost" if self.window.fuzzy else "filter"
 
 
-def time_plan(query: str | None, *, as_of: object = None, tz: object = None) -> TimePlan:
+def time_plan(query: str | None, *, as_of: object = None, tz: object = None, timed: bool = False) -> TimePlan:
     """The plan of a recall of ``query`` (None: a vector alone, no window is looked for).
+
+    ``as_of``: the instant the query's relative expressions count from (default now).
+    ``timed``: the recall already asks about another time (``as_of``, ``since`` /
+    ``until``): it is not a question about the present.
 
     Raises:
         ValidationError: a bad ``tz`` (``validation.timezone``) or ``as_of``, before any I/O.
     """
     resolve_tz(tz)  # checked even when the query has no time expression
     found = None if query is None else parse_time_window(query, as_of=as_of, tz=tz)
-    return TimePlan(window=found, present=as_of is None and found is None)
+    return TimePlan(window=found, present=as_of is None and found is None and not timed)
 
 
 def search_text(query: str, plan: TimePlan) -> str:

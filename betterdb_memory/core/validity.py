@@ -28,11 +28,14 @@ from __future__ import annotations
 from typing import TypeVar
 
 __all__ = [
+    "NOTHING",
     "SUBJECT_KEY",
     "VALID_FROM",
     "VALID_UNTIL",
     "history_valid_at",
+    "in_time",
     "last_seen_ms",
+    "time_clause",
     "valid_at",
     "valid_from_of",
     "window",
@@ -45,6 +48,8 @@ SUBJECT_KEY = "subject_key"  # TAG: digest of (scope, kind, normalised subject)
 T = TypeVar("T", int, float)
 
 _NO_VALID_FROM = f"-@{VALID_FROM}:[-inf +inf]"
+#: Matches no memory on either engine (every memory has ``created_at``).
+NOTHING = "-@created_at:[-inf +inf]"
 
 
 def _range(lo: int | None, hi_exclusive: int | None) -> str:
@@ -69,19 +74,58 @@ def valid_at(t: int) -> str:
 def history_valid_at(t: int) -> str:
     """History index: superseded versions that were current at ``t`` (``valid_from <= t < valid_until``).
 
-    Every history document carries both fields (written when it was retired).
+    Every history document carries ``valid_until`` (written, in ms, when it was retired:
+    without a numeric one RediSearch leaves the document out of the index). Its
+    ``valid_from`` has the main index's fallback: a memory betterdb-agent-memory wrote
+    and this library retired (a fact written before time support) has none.
     """
-    return f"@{VALID_FROM}:[-inf {int(t)}] @{VALID_UNTIL}:[({int(t)} +inf]"
+    return f"{valid_at(t)} @{VALID_UNTIL}:[({int(t)} +inf]"
 
 
 def window(since: int | None, until: int | None) -> str:
     """Main or history index: memories whose ``valid_from`` falls in ``[since, until)``.
 
-    Returns ``""`` for an unbounded window (no clause to add).
+    Returns ``""`` for an unbounded window (no clause to add). An empty window
+    (``since == until``) is ``NOTHING``: valkey-search rejects an empty range
+    (``[t (t]``: "Start and end values of a numeric field indicate an empty range").
     """
     if since is None and until is None:
         return ""
+    if since is not None and until is not None and since >= until:
+        return NOTHING
     return _with_fallback(_range(since, until))
+
+
+def time_clause(since: int | None, until: int | None, as_of: int | None, *, history: bool = False) -> str:
+    """The one clause a ``MemoryFilter``'s time fields add: the window, and validity at ``as_of``.
+
+    ``history``: the clause for the history index (``history_valid_at``), else the main
+    index's (``valid_at``). ``""`` when no time is asked about.
+    """
+    parts = [window(since, until)]
+    if as_of is not None:
+        parts.append(history_valid_at(as_of) if history else valid_at(as_of))
+    return " ".join(p for p in parts if p)
+
+
+def in_time(
+    valid_from: int | None,
+    created_at: int,
+    valid_until: int | None,
+    *,
+    since: int | None = None,
+    until: int | None = None,
+    as_of: int | None = None,
+) -> bool:
+    """The client's check of what ``time_clause`` asks the engine: the window and ``as_of``."""
+    start = valid_from_of(valid_from, created_at)
+    if since is not None and start < since:
+        return False
+    if until is not None and start >= until:
+        return False
+    if as_of is None:
+        return True
+    return start <= as_of and (valid_until is None or as_of < valid_until)
 
 
 def valid_from_of(valid_from: int | None, created_at: int) -> int:

@@ -23,6 +23,7 @@ from ..core.keys import validate_memory_id
 from ..core.models import MemoryItem, MemoryVersion, item_from_fields
 from ..core.query import ITEM_FIELDS
 from ..errors import StoreConnectionError, ValidationError
+from .history import History
 from .runtime import Runtime
 
 __all__ = ["Documents"]
@@ -42,21 +43,30 @@ class Documents:
 
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
+        self._history = History(rt)
 
     async def get(self, id: str) -> MemoryItem | None:
-        """The memory with this id, or None (never the raw vector)."""
+        """The memory with this id, or None (never the raw vector).
+
+        A superseded version (its history document) when the memory is no longer
+        current: it carries ``valid_until``.
+        """
         return (await self.get_many([id]))[0]
 
     async def get_many(self, ids: Sequence[str]) -> list[MemoryItem | None]:
-        """``get`` for many ids in one round trip (exact access counts included)."""
+        """``get`` for many ids in one round trip (exact access counts included; superseded versions too)."""
         if isinstance(ids, str):
             raise ValidationError(
                 "get_many takes a list of ids", code="validation.type", details={"argument": "ids"}
             )
-        return await self.fetch(ids)
+        return await self.fetch(ids, history=True)
 
     async def fetch(
-        self, ids: Sequence[str], *, reinforce: tuple[float, float, float] | None = None
+        self,
+        ids: Sequence[str],
+        *,
+        reinforce: tuple[float, float, float] | None = None,
+        history: bool = False,
     ) -> list[MemoryItem | None]:
         """The memories ``ids`` (None where gone or expired) with exact access counts.
 
@@ -68,11 +78,18 @@ class Documents:
         Not retried with ``reinforce``: a replay would count an access twice. When that
         round trip fails on the connection, the memories are read again without it (the
         access may or may not have been counted: reinforcement is best-effort).
+
+        ``history``: a memory no longer current is read from its history document, in
+        the same round trip (``History.past_items``).
         """
         rt = self._rt
         if not ids:
             return []
-        if reinforce is None:
+        past: list[Any] = []
+        if history:
+            rows = await self._fetch_rows(ids, _READ_ONLY, idempotent=True, also=self._history.reads(ids))
+            rows, past = rows[: len(ids)], rows[len(ids) :]
+        elif reinforce is None:
             rows = await self._fetch_rows(ids, _READ_ONLY, idempotent=True)
         else:
             try:
@@ -102,7 +119,7 @@ class Documents:
             out.append(dataclasses.replace(item, access_count=exact) if exact != item.access_count else item)
         if expired:
             self.drop_expired(expired)
-        return out
+        return self._history.past_items(ids, out, past) if history else out
 
     async def reinforce(self, ids: Sequence[str], now: float, half_life: float, interval: float) -> None:
         """Count an access of each of ``ids`` (``FETCH`` with no fields): one command on a single server.
@@ -121,19 +138,25 @@ class Documents:
         idempotent: bool,
         fields: Sequence[str] = ITEM_FIELDS,
         operation: str = "get",
+        also: Sequence[Step] = (),
     ) -> list[Any]:
+        """One row per id, then the replies of ``also`` (sent in the same round trip)."""
         rt = self._rt
         backend = rt.backend
         args = [*flags, *fields]
         details = {"ids": len(ids)}
         if not backend.cluster:
             keys = [k for mid in ids for k in (rt.keys.doc(mid), rt.keys.access(mid))]
-            rows = await backend.script(operation, scripts.FETCH.call(keys, args), idempotent=idempotent)
-            return list(rows)
+            call = scripts.FETCH.call(keys, args)
+            if not also:
+                return list(await backend.script(operation, call, idempotent=idempotent))
+            replies = await backend.pipeline(operation, [call, *also], idempotent=idempotent, details=details)
+            return [*replies[0], *replies[1:]]
 
         calls = [scripts.FETCH.call([rt.keys.doc(mid), rt.keys.access(mid)], args) for mid in ids]
-        replies = await backend.pipeline(operation, calls, idempotent=idempotent, details=details)
-        return [reply[0] if reply else None for reply in replies]
+        replies = await backend.pipeline(operation, [*calls, *also], idempotent=idempotent, details=details)
+        rows = [reply[0] if reply else None for reply in replies[: len(ids)]]
+        return [*rows, *replies[len(ids) :]]
 
     def drop_expired(self, ids: Sequence[str]) -> None:
         """Delete memories found past their ``expires_at`` (in the background).

@@ -12,10 +12,13 @@ import warnings
 from collections.abc import Sequence
 
 from ..core.escaping import validate_tag_value
+from ..core.query import with_times
+from ..core.requests import TimeInput
 from ..errors import BetterDBMemoryError, ValidationError
 from ..progress import ProgressSink, check_progress
 from .documents import Documents
 from .fact_ledger import FactLedger
+from .history import History
 from .runtime import Runtime
 from .scopes import ScopeReader, scope_filter
 from .sessions import Sessions
@@ -46,6 +49,7 @@ class Erasure:
         self._ledger = ledger
         self._sessions = sessions
         self._summaries = summaries
+        self._history = History(rt)
 
     async def forget_by_scope(
         self,
@@ -55,6 +59,8 @@ class Erasure:
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
         progress: ProgressSink | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
@@ -64,10 +70,14 @@ class Erasure:
         ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
         object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
         (``betterdb_memory.progress.Progress`` draws a bar) told of every page deleted.
+        The scope's superseded versions (history documents) go too; they are not counted.
+        ``since`` / ``until``: only memories (and versions) whose ``valid_from`` falls in
+        ``[since, until)``; the consolidation state is then kept.
         """
-        flt = scope_filter(
-            thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False
-        )
+        flt = with_times(
+            scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False),
+            as_of=None, since=since, until=until,
+        )  # fmt: skip
         if progress is not None:
             progress = check_progress(progress)
         if flt.is_unscoped:
@@ -104,7 +114,8 @@ class Erasure:
                         UserWarning,
                         stacklevel=3,
                     )
-                if not flt.tags:
+                await self._history.forget(flt)
+                if not flt.tags and not flt.has_time:
                     await self._ledger.forget_scope_state(flt.scope)
             except BetterDBMemoryError as exc:
                 exc.details["operation"] = "forget_by_scope"

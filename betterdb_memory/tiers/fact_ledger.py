@@ -36,6 +36,7 @@ from ..core.facts import (
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.models import MemoryItem
 from ..core.query import MemoryFilter
+from ..core.times import now_ms
 from ..errors import ValidationError
 from .long_term import LongTermMemory
 from .runtime import Runtime
@@ -160,7 +161,9 @@ class FactLedger:
     ) -> int:
         """Move facts out of the index into history (RENAME, same slot); the number moved."""
         moved = 0
-        stamp = until or datetime.now(UTC).isoformat()
+        # In ms, as every history document's ``valid_until`` (the history index's NUMERIC field).
+        instant = parse_instant(until) if until else None
+        stamp = str(round(instant.timestamp() * 1000) if instant is not None else now_ms())
         for mid in ids:
             keys = [self._rt.keys.doc(mid), ck.hist_doc(mid), self._rt.keys.access(mid)]
 

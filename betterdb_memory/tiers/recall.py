@@ -20,26 +20,19 @@ import numpy as np
 
 from ..core.codec import as_text, encode_vector, to_float, validate_vector
 from ..core.models import MemoryHit, MemoryItem, Sensitivity, item_from_fields, ranking_item
-from ..core.query import (
-    CHECK_FIELDS,
-    ITEM_FIELDS,
-    SCORE_ALIAS,
-    VECTOR_FIELD,
-    MemoryFilter,
-    item_matches,
-    knn_search_args,
-)
+from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
 from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
-from ..core.requests import DEFAULT_K, RecallRequest, recall_request
+from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
 from ..core.time_recall import TimePlan, search_text, time_plan
 from ..core.validation import check_content
 from ..observability.tracing import add_attributes
 from .documents import Documents
+from .history import History
 from .hybrid import TextCandidates
 from .runtime import Runtime
-from .time_recall import TimeRecall
+from .time_recall import TimeRecall, keep_vector
 
 __all__ = ["DEFAULT_K", "Recall"]
 
@@ -65,6 +58,7 @@ class Recall:
         self._docs = docs
         self._text = TextCandidates(rt, docs)
         self._time = TimeRecall(rt)
+        self._history = History(rt)
 
     def effective_threshold(self, threshold: float | None = None) -> float:
         """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
@@ -87,17 +81,16 @@ class Recall:
         namespace: str | None = None,
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         tz: str | None = None,
     ) -> list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
 
-        A time expression in the query ("last week", "in May 2023", "since March") is
-        resolved against now in ``tz``'s calendar; the rest of the query is searched and
-        only memories whose ``valid_from`` falls in that window come back, with the
-        memories with a subject still true during it; a vague one ("recently") ranks
-        the memories inside it first without leaving out the others. Without a time
-        expression, statements of the same attribute of the same entity rank the
-        newest by ``valid_from`` first (same-slot supersession).
+        A time expression in the query ("last week", "since March") keeps the recall to
+        its window (``core.time_recall``); without one, the newest statement of a slot
+        ranks first (same-slot supersession, ``core.supersession``).
 
         Args:
             query: text to embed and search by.
@@ -112,6 +105,13 @@ class Recall:
             exclude_sensitivity: leave out memories of these sensitivity classes.
             explain: attach the score's components to each hit (with the time window
                 understood, and ``superseded_by`` on a hit ranked below a newer statement).
+            as_of: what was valid at that instant (``valid_from <= as_of < valid_until``),
+                superseded versions included when they were current then (they are not
+                reinforced). Default: no time filter (future-dated memories included).
+                A time expression in the query counts from it.
+            since / until: only memories whose ``valid_from`` (their ``created_at`` when
+                written without one) falls in ``[since, until)``.
+                Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
             tz: the IANA time zone the query's days are counted in (default UTC).
 
         Raises:
@@ -120,10 +120,10 @@ class Recall:
         request = recall_request(
             query=check_content(query, name="query"), k=k, threshold=threshold, tags=tags, weights=weights,
             reinforce=reinforce, thread_id=thread_id, agent_id=agent_id, namespace=namespace,
-            exclude_sensitivity=exclude_sensitivity, explain=explain, tz=tz,
+            exclude_sensitivity=exclude_sensitivity, explain=explain, as_of=as_of, since=since, until=until,
+            tz=tz,
         )  # fmt: skip
-        # as_of: None means now (the recall's as_of argument, when it has one, goes here).
-        plan = time_plan(request.query, as_of=None, tz=request.tz)
+        plan = time_plan(request.query, as_of=request.flt.as_of, tz=request.tz, timed=request.flt.has_time)
         started = time.perf_counter()
         vector = (await self._rt.embed([search_text(request.query or "", plan)]))[0]
         return await self._recall_vector(
@@ -145,6 +145,9 @@ class Recall:
         exclude_sensitivity: Sequence[Sensitivity] | None = None,
         explain: bool = False,
         query: str | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
         tz: str | None = None,
     ) -> list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
@@ -152,15 +155,17 @@ class Recall:
         ``query``: the text the vector was made from; given, the store's ``reranker``
         re-orders the candidates as in ``recall`` (without it: the dense order), and a
         time expression in it limits the recall to its window as in ``recall``.
+        ``as_of`` / ``since`` / ``until`` / ``tz``: as in ``recall``.
         """
         # Every argument is checked before any I/O; the vector's length too, unless it
         # is still to be learned from an embed_fn's first answer.
         request = recall_request(
             query=None if query is None else check_content(query, name="query"), k=k, threshold=threshold,
             tags=tags, weights=weights, reinforce=reinforce, thread_id=thread_id, agent_id=agent_id,
-            namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain, tz=tz,
+            namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain,
+            as_of=as_of, since=since, until=until, tz=tz,
         )  # fmt: skip
-        plan = time_plan(request.query, as_of=None, tz=request.tz)  # as_of: None means now
+        plan = time_plan(request.query, as_of=request.flt.as_of, tz=request.tz, timed=request.flt.has_time)
         if self._rt.embedder.dimensions:
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
             await self._rt.index.ensure_ready()
@@ -202,9 +207,8 @@ class Recall:
         """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it.
 
         ``slim``: ``return_fields`` are the ranking fields, and the items ranking items.
-        ``also``: a second KNN query (a time window's states) sent in the same round trip,
-        its hits merged with the first's by distance. ``vectors``: filled with the stored
-        vector of each candidate, when ``return_fields`` asks for it.
+        ``also``: a time window's states, a second KNN query in the same round trip.
+        ``vectors``: filled with the candidates' stored vectors (when in ``return_fields``).
         """
         check = self._rt.index.needs_check(flt)
         fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
@@ -218,17 +222,10 @@ class Recall:
         )
         backend = self._rt.backend
         if also is not None:
-            extra = [
-                knn_search_args(
-                    self._rt.keys.index,
-                    encode_vector(vector),
-                    k=k,
-                    flt=also,
-                    layout=self._rt.index.layout,
-                    return_fields=fields,
-                ),
-                *extra,
-            ]
+            extra = [self._time.states_args(vector, also, k, fields), *extra]
+        past = flt.as_of is not None  # the history index's half, in the same round trip
+        if past:
+            extra = [*extra, self._history.knn_args(vector, flt, k, fields)]
         replies: list[Any]
         if extra:
             replies = await self._rt.index.with_index(
@@ -278,13 +275,14 @@ class Recall:
                 continue
             mid = self._rt.keys.memory_id_of(hit.key)
             item = ranking_item(mid, f) if slim else item_from_fields(mid, f, fact_source=fact_source)
-            if vectors is not None and isinstance(f.get(VECTOR_FIELD), bytes | bytearray):
-                vectors[mid] = bytes(f[VECTOR_FIELD])
+            keep_vector(vectors, mid, f)
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
             # a cosine distance is 0..2, so the similarity stays within 0..1.
             out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
         if expired:
             self._docs.drop_expired(expired)
+        if past:
+            out += self._history.knn_hits(replies.pop(), flt)
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
         return out, replies[1:]
 
@@ -349,7 +347,7 @@ class Recall:
             )  # lexical evidence can only lift what KNN returned
         # Ranking many candidates needs only text and scoring fields; the pure-Python
         # reply parser costs per field, so fetch the full items of the top k afterwards.
-        slim = n > k
+        slim = n > k and flt.as_of is None  # superseded versions are read whole (no FETCH by id)
         fields = self._time.fields(plan, _RANKING_FIELDS if slim else ITEM_FIELDS)
         vectors: dict[str, bytes] = {}
         started = time.perf_counter()
@@ -416,11 +414,12 @@ class Recall:
                 near_miss = self._rt.obs.near_miss(nearest, threshold, checked=gate.near_miss(knn_distances))
             else:
                 near_miss = self._rt.obs.near_miss(nearest, threshold)
-        if reinforce and hits and not merged:
+        current = [h.item.id for h in hits if h.item.valid_until is None]  # never a superseded version
+        if reinforce and current and not merged:
             if self._rt.settings.reinforce_mode == "background":
-                self._rt.spawn(self.reinforce([h.item.id for h in hits], now, half_life))
+                self._rt.spawn(self.reinforce(current, now, half_life))
             else:
-                await self.reinforce([h.item.id for h in hits], now, half_life)
+                await self.reinforce(current, now, half_life)
         return hits, search_seconds, near_miss
 
     def access_interval(self, half_life: float) -> float:

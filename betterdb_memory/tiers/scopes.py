@@ -34,10 +34,13 @@ from ..core.query import (
     filter_search_args,
     item_matches,
     knn_search_args,
+    with_times,
 )
 from ..core.replies import SearchHit, parse_search_reply
+from ..core.requests import TimeInput
 from ..core.validation import check_int, check_tags
 from ..errors import ValidationError
+from .history import History
 from .runtime import Runtime
 
 __all__ = ["SCAN_LIMIT", "ScopeReader", "scope_filter"]
@@ -53,6 +56,7 @@ class ScopeReader:
 
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
+        self._history = History(rt)
 
     async def search(self, args: Sequence[Any], operation: str) -> Any:
         return await self._rt.index.with_index(operation, lambda: self._rt.backend.search(operation, args))
@@ -210,10 +214,22 @@ class ScopeReader:
         agent_id: str | None = None,
         namespace: str | None = None,
         tags: Sequence[str] | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
     ) -> int:
-        """Number of live memories matching a scope (None = any) and carrying all ``tags``."""
-        flt = scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
+        """Number of live memories matching a scope (None = any) and carrying all ``tags``.
+
+        Current memories only, unless ``as_of``: then what was valid at that instant,
+        superseded versions included. ``since`` / ``until``: ``valid_from`` in the window.
+        """
+        flt = with_times(
+            scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags),
+            as_of=as_of, since=since, until=until,
+        )  # fmt: skip
         await self._rt.index.ensure_ready()
+        if flt.as_of is not None:
+            return await self._history.count_as_of(flt)
         caps = self._rt.index.capabilities
         assert caps is not None
         if caps.filter_queries and not self._rt.index.needs_check(flt):
@@ -234,11 +250,16 @@ class ScopeReader:
         limit: int | None = None,
         offset: int | None = None,
         cursor: str | None = None,
+        as_of: TimeInput | None = None,
+        since: TimeInput | None = None,
+        until: TimeInput | None = None,
     ) -> MemoryPage:
         """Memories of a scope, newest first: ``items``, the ``total`` matching, ``next_cursor``.
 
         Takes the reference's ``MemoryListOptions`` or the same fields as keywords.
         ``limit`` defaults to 20 (1..1000); page on with ``offset`` or ``next_cursor``.
+        ``as_of``: what was valid at that instant, superseded versions included (with
+        ``valid_until``). ``since`` / ``until``: ``valid_from`` in ``[since, until)``.
         """
         if options is not None:
             if not isinstance(options, MemoryListOptions):
@@ -265,8 +286,17 @@ class ScopeReader:
             offset = _parse_cursor(cursor)
         offset = 0 if offset is None else offset
         offset = check_int(offset, "offset", minimum=0, maximum=SCAN_LIMIT)
-        flt = scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags)
+        flt = with_times(
+            scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags),
+            as_of=as_of, since=since, until=until,
+        )  # fmt: skip
         await self._rt.index.ensure_ready()
+        if flt.as_of is not None:
+            found, page = await self._history.list_as_of(
+                flt, offset=offset, limit=limit, scan_limit=SCAN_LIMIT
+            )
+            nxt = offset + len(page)
+            return MemoryPage(page, str(nxt) if nxt < found and page else None, found)
         total, hits = await self.scan(
             flt, ITEM_FIELDS, operation="list", sortby=("created_at", False), offset=offset, limit=limit
         )

@@ -17,17 +17,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from ..core.codec import encode_vector
 from ..core.models import MemoryHit
-from ..core.query import VECTOR_FIELD, MemoryFilter
+from ..core.query import VECTOR_FIELD, MemoryFilter, knn_search_args
 from ..core.scoring import Weights
 from ..core.supersession import Candidate, Prototypes, near_pairs, prototype_texts, same_kind_pairs
 from ..core.time_recall import TimePlan, boost_window, event_clause, state_clause, supersede, with_window
 from .runtime import Runtime
 
-__all__ = ["TimeRecall"]
+__all__ = ["TimeRecall", "keep_vector"]
 
 log = logging.getLogger(__name__)
+
+
+def keep_vector(vectors: dict[str, bytes] | None, memory_id: str, fields: Mapping[str, Any]) -> None:
+    """Keep a search hit's stored vector in ``vectors`` (when asked for, and readable)."""
+    raw = fields.get(VECTOR_FIELD)
+    if vectors is not None and isinstance(raw, bytes | bytearray):
+        vectors[memory_id] = bytes(raw)
 
 
 class TimeRecall:
@@ -51,6 +60,19 @@ class TimeRecall:
         state = state_clause(w, layout)
         states = None if state is None else dataclasses.replace(flt, clauses=(*flt.clauses, state))
         return events, states
+
+    def states_args(
+        self, vector: npt.NDArray[np.float32], states: MemoryFilter, k: int, fields: Sequence[str]
+    ) -> list[str | bytes]:
+        """The states' KNN query, sent with the recall's own in one round trip (merged by key)."""
+        return knn_search_args(
+            self._rt.keys.index,
+            encode_vector(vector),
+            k=k,
+            flt=states,
+            layout=self._rt.index.layout,
+            return_fields=fields,
+        )
 
     def fields(self, plan: TimePlan, fields: Sequence[str]) -> tuple[str, ...]:
         """``fields`` plus the stored vector when the present order needs it (and the client can read it)."""

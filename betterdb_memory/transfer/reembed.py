@@ -250,6 +250,9 @@ class _Run:
             dropped_at = time.monotonic()
             with contextlib.suppress(IndexNotFoundError):
                 await backend.search(_OPERATION, ["FT.DROPINDEX", keys.index])  # no DD: documents stay
+            # The history index holds vectors of the old length too: the next ensure makes it anew.
+            with contextlib.suppress(IndexNotFoundError):
+                await backend.search(_OPERATION, ["FT.DROPINDEX", index.history.name])
         index.ready = False  # the store's own view of the index is stale from here on
         await self.move_side_vectors("memory", "reembed: switch vectors", total)
         m, efc, efr = index.hnsw

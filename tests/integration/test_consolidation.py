@@ -122,7 +122,9 @@ async def test_newer_statement_supersedes_and_history_is_kept(store: Any, client
     (berlin,) = r2.fact_ids
     assert (r2.created, r2.superseded, r2.deleted, r2.facts) == ([berlin], 1, 1, 1)
 
-    assert await store.get(paris) is None
+    # get() reads the superseded version from its history document, with when it ended.
+    old = await store.get(paris)
+    assert old is not None and old.valid_until is not None and old.content.endswith("lives in Paris")
     # Moved (RENAME) out of the index prefix, not deleted: <name>:hist:{<name>:mem:<id>}.
     assert not await client.exists(store.keys.doc(paris))
     assert await client.hget(f"{store.name}:hist:{{{store.keys.doc(paris)}}}", "content") == (

@@ -194,3 +194,37 @@ async def test_a_window_turns_supersession_off(
     )
     assert [h.item.id for h in hits] == [lisbon]
     assert hits[0].explain is not None and hits[0].explain.superseded_by is None
+
+
+async def test_as_of_is_the_question_s_now(make_store: Callable[..., MemoryStore]) -> None:
+    """ "yesterday" with ``as_of`` is the day before it; the as_of filter still holds."""
+    store = make_store()
+    yesterday = await store.remember("I had a dentist appointment.", valid_from="2023-05-09T10:00:00Z")
+    await store.remember("I had a dentist appointment, again.", valid_from="2023-05-02T10:00:00Z")
+    await store.remember("I had a dentist appointment, later.", valid_from="2023-05-11T10:00:00Z")
+    hits = await store.recall(
+        "Which dentist appointment did I have yesterday?",
+        as_of="2023-05-10T12:00:00Z",
+        threshold=2.0,
+        reinforce=False,
+        explain=True,
+    )
+    assert [h.item.id for h in hits] == [yesterday]
+    assert hits[0].explain is not None and hits[0].explain.time_window is not None
+    assert "2023-05-09T00:00:00.000Z" in hits[0].explain.time_window
+
+
+async def test_as_of_turns_supersession_off(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
+) -> None:
+    """A recall as of a time asks about that time: no statement is ranked below a newer one."""
+    store = make_store(embedder=onnx)
+    await store.remember("Ada lives in Lisbon.", valid_from="2021-09-01")
+    await store.remember("Ada moved to Berlin in May 2024.", valid_from="2024-05-01")
+    hits = await store.recall(
+        "Where does Ada live?", as_of="2025-01-01", k=2, threshold=2.0, reinforce=False, explain=True
+    )
+    assert len(hits) == 2
+    assert all(h.explain is not None and h.explain.superseded_by is None for h in hits)
+    now = await store.recall("Where does Ada live?", k=2, threshold=2.0, reinforce=False, explain=True)
+    assert any(h.explain is not None and h.explain.superseded_by is not None for h in now)

@@ -453,3 +453,55 @@ def test_escape_text_term_escapes_everything_but_letters_and_digits() -> None:
     assert escape_text_term("o'neil") == "o\\'neil"
     assert escape_text_term("café2") == "café2"
     assert escape_text_term("a|b)@c") == "a\\|b\\)\\@c"
+
+
+# -- time (issue 26): one appended clause, checked in the client too ---------------------
+
+
+def test_time_fields_add_one_clause_after_the_others() -> None:
+    from betterdb_memory.core.validity import history_valid_at, valid_at, window
+
+    scope = Scope(thread_id="t")
+    assert build_filter(MemoryFilter(scope=scope, valid_since=10, valid_before=20)) == (
+        f"@threadId:{{t}} {window(10, 20)}"
+    )
+    assert build_filter(MemoryFilter(scope=scope, as_of=15)) == f"@threadId:{{t}} {valid_at(15)}"
+    assert build_filter(MemoryFilter(scope=scope, as_of=15, history=True)) == (
+        f"@threadId:{{t}} {history_valid_at(15)}"
+    )
+    # an index without valid_from (the reference's): left to the client's check
+    assert build_filter(MemoryFilter(scope=scope, as_of=15), IndexLayout(valid_from=False)) == "@threadId:{t}"
+    # a filter of the clause alone starts with the match-all (a negation needs something to negate from)
+    args = filter_search_args("i", MemoryFilter(valid_since=10))
+    assert args[2] == f"({MATCH_ALL} {window(10, None)})"
+
+
+def test_with_times_checks_before_anything_is_sent() -> None:
+    from betterdb_memory.core.query import with_times
+
+    base = MemoryFilter()
+    assert with_times(base, as_of=None, since=None, until=None) is base
+    flt = with_times(base, as_of="2024-05-01", since=0, until="2025")
+    assert (flt.as_of, flt.valid_since, flt.valid_before) == (1_714_521_600_000, 0, 1_735_689_600_000)
+    for kwargs, code in [
+        ({"since": "2025", "until": "2024"}, "validation.time_window"),
+        ({"as_of": "yesterday"}, "validation.time_format"),
+        ({"until": 10**15}, "validation.range"),
+        ({"since": 1.5}, "validation.type"),
+    ]:
+        with pytest.raises(ValidationError) as err:
+            with_times(base, **{"as_of": None, "since": None, "until": None, **kwargs})
+        assert err.value.code == code
+
+
+def test_item_matches_checks_the_window_and_the_instant() -> None:
+    doc = {"threadId": "t", "created_at": "100", "valid_from": "50"}
+    assert item_matches(doc, MemoryFilter(valid_since=50, valid_before=51))
+    assert not item_matches(doc, MemoryFilter(valid_since=51))
+    assert not item_matches(doc, MemoryFilter(as_of=49))
+    reference = {"threadId": "t", "created_at": "100"}  # no valid_from: its created_at
+    assert item_matches(reference, MemoryFilter(as_of=100)) and not item_matches(
+        reference, MemoryFilter(as_of=99)
+    )
+    past = {**doc, "valid_until": "70"}
+    assert item_matches(past, MemoryFilter(as_of=69)) and not item_matches(past, MemoryFilter(as_of=70))

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from betterdb_memory.core.validity import history_valid_at, last_seen_ms, valid_at, valid_from_of, window
+from betterdb_memory.core.validity import (
+    history_valid_at,
+    in_time,
+    last_seen_ms,
+    time_clause,
+    valid_at,
+    valid_from_of,
+    window,
+)
 
 
 def test_valid_at_falls_back_to_created_at_for_documents_without_valid_from() -> None:
@@ -14,8 +22,40 @@ def test_valid_at_falls_back_to_created_at_for_documents_without_valid_from() ->
     )
 
 
-def test_history_valid_at_is_half_open() -> None:
-    assert history_valid_at(1700) == "@valid_from:[-inf 1700] @valid_until:[(1700 +inf]"
+def test_history_valid_at_is_half_open_with_the_created_at_fallback() -> None:
+    """A fact retired before time support has no valid_from: it falls back to created_at there too."""
+    assert history_valid_at(1700) == (
+        "-(-@valid_from:[-inf 1700] -(@created_at:[-inf 1700] -@valid_from:[-inf +inf]))"
+        " @valid_until:[(1700 +inf]"
+    )
+
+
+def test_time_clause_joins_window_and_instant() -> None:
+    assert time_clause(None, None, None) == ""
+    assert time_clause(10, 20, None) == window(10, 20)
+    assert time_clause(None, None, 15) == valid_at(15)
+    assert time_clause(10, None, 15, history=True) == f"{window(10, None)} {history_valid_at(15)}"
+    assert time_clause(10, 20, None, history=True) == window(10, 20)
+
+
+@pytest.mark.parametrize(
+    ("valid_from", "created_at", "valid_until", "kw", "expected"),
+    [
+        (None, 5, None, {}, True),
+        (None, 5, None, {"since": 5}, True),
+        (None, 5, None, {"since": 6}, False),
+        (3, 50, None, {"until": 4}, True),
+        (3, 50, None, {"until": 3}, False),  # half-open
+        (10, 1, None, {"as_of": 9}, False),  # future-dated at 9
+        (10, 1, None, {"as_of": 10}, True),
+        (10, 1, 20, {"as_of": 19}, True),
+        (10, 1, 20, {"as_of": 20}, False),  # superseded at 20
+    ],
+)
+def test_in_time(
+    valid_from: int | None, created_at: int, valid_until: int | None, kw: dict[str, int], expected: bool
+) -> None:
+    assert in_time(valid_from, created_at, valid_until, **kw) is expected
 
 
 @pytest.mark.parametrize(
@@ -26,6 +66,7 @@ def test_history_valid_at_is_half_open() -> None:
         (None, 20, "-(-@valid_from:[-inf (20] -(@created_at:[-inf (20] -@valid_from:[-inf +inf]))"),
         (10, 20, "-(-@valid_from:[10 (20] -(@created_at:[10 (20] -@valid_from:[-inf +inf]))"),
         (-5, 0, "-(-@valid_from:[-5 (0] -(@created_at:[-5 (0] -@valid_from:[-inf +inf]))"),
+        (7, 7, "-@created_at:[-inf +inf]"),  # empty: valkey-search rejects the range [7 (7]
     ],
 )
 def test_window(since: int | None, until: int | None, clause: str) -> None:

@@ -20,9 +20,11 @@ async def test_erase_of_one_thread_deletes_its_session_then_its_memories_then_th
     p.backend.reply(3, 1)  # the session held 3 turns; removed from the agent's set
     p.backend.reply(search_reply(1, (keys.doc("m1"), {})))  # one memory in the scope
     p.backend.reply(1, 1)
+    p.backend.reply([1, keys.history_prefix() + "{" + keys.doc("m0") + "}"])  # one past version (NOCONTENT)
+    p.backend.reply(1)
     p.backend.reply({})  # no consolidation target
-    assert await p.erasure.erase(agent_id="a", thread_id="t") == 4
-    l1, page, deletes, targets = p.backend.sent
+    assert await p.erasure.erase(agent_id="a", thread_id="t") == 4  # versions are not counted
+    l1, page, deletes, hist_page, hist_deletes, targets = p.backend.sent
     assert (l1.operation, l1.commands) == (
         "erase",
         (
@@ -36,6 +38,9 @@ async def test_erase_of_one_thread_deletes_its_session_then_its_memories_then_th
         "(@threadId:{t} @agentId:{a})",
     )
     assert deletes.commands == (("DEL", keys.doc("m1")), ("DEL", keys.access("m1"), keys.updates("m1")))
+    # The scope's superseded versions go too, found through the history index.
+    assert hist_page.searches[0][:3] == ("FT.SEARCH", f"{keys.name}:hist:idx", "(@threadId:{t} @agentId:{a})")
+    assert hist_deletes.commands == (("DEL", keys.history_prefix() + "{" + keys.doc("m0") + "}"),)
     assert targets.commands == (("HGETALL", keys.consolidation_targets),)
 
 

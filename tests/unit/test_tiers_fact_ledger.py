@@ -29,7 +29,7 @@ async def test_retire_moves_each_fact_with_the_retire_script_then_links_its_hist
     keys = p.rt.keys
     assert retire1.commands == (
         ("EVALSHA", scripts.RETIRE.sha, 3, keys.doc("f1"), ck.hist_doc("f1"), keys.access("f1"),
-         "2026-01-01T00:00:00", "f9", "0"),
+         "1767225600000", "f9", "0"),  # valid_until in ms: the history index's NUMERIC field
     )  # fmt: skip
     digest = subject_digest("ada's city")
     (zadd, hset) = link.commands
