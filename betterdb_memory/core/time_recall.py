@@ -150,10 +150,10 @@ def with_window(hits: Sequence[MemoryHit], plan: TimePlan) -> list[MemoryHit]:
     ]
 
 
-def _rescored(hit: MemoryHit, score: float, **parts: object) -> MemoryHit:
+def _rescored(hit: MemoryHit, score: float, superseded_by: str | None = None) -> MemoryHit:
     ex: ScoreParts | None = hit.explain
     if ex is not None:
-        ex = dataclasses.replace(ex, score=score, **parts)  # type: ignore[arg-type]
+        ex = dataclasses.replace(ex, score=score, superseded_by=superseded_by or ex.superseded_by)
     return dataclasses.replace(hit, score=score, explain=ex)
 
 
