@@ -20,6 +20,8 @@ the composite score's weights keep their balance.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import functools
 import json
 import re
 import sys
@@ -36,6 +38,17 @@ from betterdb_memory.core.models import MemoryItem
 
 MODULE = Path(LR.__file__)
 FloatArray = npt.NDArray[np.float64]
+# What relative expressions in a question ("last year") count from: the live bench writes the
+# turns today, so a recall's candidates were created "now" (LearnedRanker's as_of is the
+# latest created_at of its candidates). A fixed instant keeps the fit reproducible.
+AS_OF = int(dt.datetime(2026, 12, 1, tzinfo=dt.UTC).timestamp() * 1000)
+
+
+@functools.lru_cache(maxsize=512)
+def session_ms(date: str) -> int:
+    """A LoCoMo session date ("1:56 pm on 8 May, 2023") as epoch ms, UTC: the turns' ``valid_from``."""
+    when = dt.datetime.strptime(date.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1000)
 
 
 def build(
@@ -54,6 +67,8 @@ def build(
             [float(d) for d in p.distance],
             [t.key for t in ts],
             [("", "", t.conv, t.position, t.key) for t in ts],
+            [session_ms(t.date) for t in ts],
+            AS_OF,
         )
         rows += feats
         label += [t.key in q.evidence for t in ts]
@@ -183,18 +198,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="rewrite the constants in the module")
     parser.add_argument("--data", type=Path, default=L.DEFAULT_DATA)
     parser.add_argument("--cache", type=Path, default=L.DEFAULT_CACHE)
+    parser.add_argument(
+        "--said",
+        choices=("said", "said_rule"),
+        default=None,
+        help='the dense side embeds turns as `Speaker said, "text"`: the lab\'s text (caption as "and shared") '
+        "or a rule on the stored content (quality_lab_experiments.said_text), not their content",
+    )
+    parser.add_argument(
+        "--drop", action="append", default=[], help="a feature to leave out (weight 0; repeatable)"
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"skipped: no LoCoMo data at {args.data}", file=sys.stderr)
         return 0
     lab = L.open_lab(args.data, args.cache)
-    ps = L.pools(lab)
+    if args.said:
+        from quality_lab_experiments import context_texts
+
+        ps = L.pools(lab, lab.vectors(f"turns-{args.said}", context_texts(lab, args.said)))
+    else:
+        ps = L.pools(lab)
     x, label, group, turns = build(lab, ps)
+    for name in args.drop:
+        x[:, LR.FEATURES.index(name)] = 0.0
     conv = np.array([lab.data.convs.index(lab.data.questions[g].conv) for g in group])
     held = np.zeros(len(label))
+    folds: dict[str, list[float]] = {}
     for c in np.unique(conv):
         w = fit_pairwise(x[conv != c], label[conv != c], group[conv != c], args.l2)
         held[conv == c] = x[conv == c] @ w
+        folds[lab.data.convs[int(c)]] = w.tolist()
     weights = fit_pairwise(x, label, group, args.l2)
     from quality_lab_experiments import gate_closed
 
@@ -241,6 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"rerank at 100 candidates, median (pure python, warm caches): learned {ms_learned:.3f} ms, HybridRanker {ms_hybrid:.3f} ms"
     )
     print(f"FITTED = {fitted!r}")
+    if not args.drop:
+        # Each conversation's held-out weights, for bench/quality.py's held-out row through recall().
+        # Derived from LoCoMo: kept beside the cached vectors, outside the repository.
+        path = args.cache / (f"folds-{args.said}.json" if args.said else "folds.json")
+        path.write_text(json.dumps({"features": list(LR.FEATURES), "weights": folds}), "utf-8")
+        print(f"wrote {path}", file=sys.stderr)
     if args.write:
         write(weights.tolist(), calibration, fitted)
         print(f"wrote {MODULE}", file=sys.stderr)

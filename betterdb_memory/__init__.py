@@ -54,6 +54,7 @@ from betterdb_agent_cache.types import AnalyticsOptions, TelemetryOptions  # typ
 
 from ._version import __version__
 from .backend.retry import RetryPolicy
+from .core.acl import acl_rules
 from .core.context import ContextBudget, RetrievedContext
 from .core.dialect import Capabilities
 from .core.error_codes import CATALOG as ERROR_CODES
@@ -240,6 +241,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, checked by tests/unit/test_p
     "VectorSizeError",
     "Weights",
     "__version__",
+    "acl_rules",
     "compose_normalizer",
     "default_embedder",
     "default_normalizer",

@@ -14,8 +14,9 @@ subcommand; when both places give one, the one after the subcommand wins, so a s
 command can override what an alias or wrapper script put in front of it.
 
 Subcommands with a module of their own: ``export`` / ``import`` / ``reembed``
-(``_cli_transfer``) and ``mcp`` (``_cli_mcp``: its token and scope); exit codes and
-scope options in ``_cli_common``.
+(``_cli_transfer``), ``mcp`` (``_cli_mcp``: its token and scope) and ``acl``
+(``_cli_acl``: the ACL line of a store's user); exit codes and scope options in
+``_cli_common``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from . import _cli_mcp, _cli_transfer
+from . import _cli_acl, _cli_mcp, _cli_transfer
 from ._cli_common import EXIT_NOT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE, scope_args
 from ._env import resolve_url
 from ._version import __version__
@@ -345,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch", type=int, default=256, help="texts per embedding call")
     sub.add_parser("doctor", help="check engine, index health and model match", parents=[common])
     _cli_mcp.add_parser(sub, common)
+    _cli_acl.add_parser(sub, common)
     return p
 
 
@@ -375,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "acl":  # no server: the rules are the store name's
+            return _cli_acl.cmd_acl(args)
         if args.command == "demo":
             from .demo import run
 

@@ -245,6 +245,9 @@ _SERVER_ERRORS: tuple[tuple[str, type[ServerError]], ...] = (
     ("invalid filter expression", QuerySyntaxError),  # valkey-search
     ("noperm", PermissionDeniedError),  # "NOPERM User x has no permissions to run ..."
     ("no permissions", PermissionDeniedError),
+    # valkey-search, FT.* on an index whose key prefixes the user's ACL does not cover:
+    # "The user does not have permission to access the key prefix" (a plain ERR, not NOPERM).
+    ("does not have permission", PermissionDeniedError),
     ("unknown command", CommandNotSupportedError),
     ("unknown subcommand", CommandNotSupportedError),
 )

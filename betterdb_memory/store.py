@@ -111,7 +111,7 @@ class MemoryStore(StoreInfo):
             scoring. ``True``: the embedder's re-ranker over the KNN and full-text
             candidates, whose similarity enters the composite score while the
             threshold gates the recall (see ``relevance_margin``): ``LearnedRanker()``
-            for the shipped ONNX MiniLM (sixteen features, weights fitted on that
+            for the shipped ONNX MiniLM (nineteen features, weights fitted on that
             model's distances; its held-out figures are on the benchmark pages),
             ``HybridRanker()`` (BM25-style lexical evidence fused with the dense
             similarity) for any other embedder. ``HybridRanker()`` restores that fusion

@@ -202,6 +202,15 @@ class IndexManager:
 
     def _adopt(self, info: IndexInfo, schema: IndexSchema) -> None:
         """Check the index in place fits this store, and note which optional fields it has."""
+        if schema.prefixes and set(schema.prefixes) != {self.keys.doc_prefix}:
+            # An index under this store's name over other keys (another tenant's, taken before this
+            # store made its own: valkey-search checks FT.CREATE's prefixes, not its index name).
+            raise ConfigurationError(
+                f"index {self.keys.index} covers the keys {list(schema.prefixes)}, not this store's "
+                f"{self.keys.doc_prefix!r}. Use another store name, or drop that index.",
+                code="configuration.foreign_index",
+                details={"prefixes": list(schema.prefixes)},
+            )
         dims = self.embedder.dimensions
         if info.dimensions is not None and info.dimensions != dims:
             raise ConfigurationError(

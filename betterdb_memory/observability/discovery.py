@@ -262,6 +262,10 @@ class DiscoveryMarker:
 
     async def _register(self) -> str | None:
         payload = json.dumps(self.marker(), separators=(",", ":"))
+        # The registry is one hash every tenant's ACL user may HGET / HSET (docs/operations/acl.md):
+        # first make sure this user owns the store's heartbeat key, so that a client opened on
+        # another tenant's store name reads and overwrites nothing there (PermissionDeniedError).
+        await self._backend.command("discovery.register", "EXISTS", heartbeat_key(registry_field(self.name)))
         for field in (registry_field(self.name), fallback_registry_field(self.name)):
             existing = await self._backend.command("discovery.register", "HGET", REGISTRY_KEY, field)
             owner = classify_registry_value(existing)

@@ -104,3 +104,48 @@ async def test_memories_without_a_thread_have_no_neighbours(make_store: Callable
     # The case discriminates: neighbours by batch order would give another order.
     by_batch = LearnedRanker(neighbour_key=lambda it: ("", "", "", it.created_at, it.id))
     assert got != _local(by_batch, QUERY, pool)
+
+
+class _Spy:
+    """A re-ranker that records the candidates ``recall`` hands it, then ranks as ``LearnedRanker``."""
+
+    def __init__(self) -> None:
+        self.inner = LearnedRanker()
+        self.seen: list[MemoryItem] = []
+
+    def rerank(
+        self, query: str, candidates: Sequence[tuple[MemoryItem, float]]
+    ) -> list[tuple[MemoryItem, float]]:
+        self.seen = [item for item, _ in candidates]
+        return self.inner.rerank(query, candidates)
+
+
+MAY_8_2023 = 1_683_504_000_000
+JUNE_8_2023 = 1_686_182_400_000
+
+
+async def test_candidates_carry_valid_from_for_the_date_features(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """The slim candidates of a re-ranked recall hold ``valid_from`` (the date features and the thread order read it)."""
+    spy = _Spy()
+    store = make_store(embedder=HashingEmbedder(), reranker=spy)
+    await store.remember_many(
+        [
+            {"content": "Caroline: I painted a sunset by the lake.", "thread_id": "conv", "id": "may",
+             "valid_from": MAY_8_2023},
+            {"content": "Caroline: I painted a sunrise by the lake.", "thread_id": "conv", "id": "june",
+             "valid_from": JUNE_8_2023},
+            {"content": "Caroline: I painted the kitchen walls.", "thread_id": "conv", "id": "undated"},
+        ]
+    )  # fmt: skip
+    await store.recall("What did Caroline paint by the lake?", **OPTIONS)
+    seen = {item.id: item for item in spy.seen}
+    assert seen["may"].valid_from == MAY_8_2023 and seen["june"].valid_from == JUNE_8_2023
+    assert seen["undated"].thread_id == "conv"  # the scope: the thread order's first items
+    # On those candidates the month asked decides between two near-equal turns, both ways.
+    pool = [(item, 0.5) for item in spy.seen]
+    may_first = _local(LearnedRanker(), "What did Caroline paint by the lake in May 2023?", pool)
+    june_first = _local(LearnedRanker(), "What did Caroline paint by the lake in June 2023?", pool)
+    assert may_first.index("may") < may_first.index("june")
+    assert june_first.index("june") < june_first.index("may")

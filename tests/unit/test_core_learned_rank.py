@@ -230,3 +230,96 @@ def test_cost_by_counting(monkeypatch: pytest.MonkeyPatch) -> None:
     ranker.rerank(query, cands)
     assert counting.calls == 1  # every candidate's profile came from the cache
     assert learned_rank.profile.cache_info().misses == 100
+
+
+# -- date features: the query's time expressions (the package's one parser) against valid_from --
+
+MAY_2023 = 1_683_504_000_000  # 2023-05-08T00:00:00Z
+JUNE_2023 = 1_686_182_400_000  # 2023-06-08T00:00:00Z
+MAY_2022 = 1_651_968_000_000  # 2022-05-08T00:00:00Z
+NOW = 1_764_547_200_000  # 2025-12-01T00:00:00Z
+
+
+def _date_cols(query: str, dates: Sequence[int] | None) -> dict[str, list[float]]:
+    cols = columns(
+        query,
+        [it.content for it, _ in CANDIDATES[:3]],
+        [d for _, d in CANDIDATES[:3]],
+        [it.id for it, _ in CANDIDATES[:3]],
+        None,
+        dates,
+        NOW,
+    )
+    return {n: cols[FEATURES.index(n)] for n in ("month", "year", "day")}
+
+
+def test_month_year_and_day_features_match_the_candidates_dates() -> None:
+    dates = [MAY_2023, JUNE_2023, MAY_2022]
+    got = _date_cols("What did Caroline paint on 8 May, 2023?", dates)
+    assert got == {"month": [1.0, 0.0, 1.0], "year": [1.0, 1.0, 0.0], "day": [1.0, 0.0, 0.0]}
+    assert _date_cols("What did Caroline paint in June?", dates)["month"] == [0.0, 1.0, 0.0]
+    # No time expression, or no dates: the date features are 0.
+    zero = {"month": [0.0] * 3, "year": [0.0] * 3, "day": [0.0] * 3}
+    assert _date_cols("What did Caroline paint?", dates) == zero
+    assert _date_cols("What did Caroline paint on 8 May, 2023?", None) == zero
+
+
+def _dated(mid: str, content: str, created: int, valid_from: int | None) -> MemoryItem:
+    return MemoryItem(
+        id=mid, content=content, importance=0.5, created_at=created, last_accessed_at=created,
+        access_count=0, thread_id="t1", valid_from=valid_from,
+    )  # fmt: skip
+
+
+def test_the_ranker_dates_a_candidate_by_valid_from_else_created_at() -> None:
+    """Two equal turns: the one whose valid_from (or, without one, created_at) is in the month asked wins."""
+    query = "What did Caroline paint in May 2023?"
+    text = "Caroline: I painted a sunset."
+    ranker = LearnedRanker(neighbour_key=None)
+    by_valid_from = [(_dated("a", text, NOW, JUNE_2023), 0.5), (_dated("b", text, NOW, MAY_2023), 0.5)]
+    assert [it.id for it, _ in ranker.rerank(query, by_valid_from)] == ["b", "a"]
+    by_created = [(_dated("a", text, MAY_2023, None), 0.5), (_dated("b", text, JUNE_2023, None), 0.5)]
+    assert [it.id for it, _ in ranker.rerank(query, by_created)] == ["a", "b"]
+    # "last month" counts from the latest candidate's created_at (June 2023: May), not the clock
+    # (which would name no candidate's month and leave the tie to the id).
+    june_first = [(_dated("a", text, JUNE_2023, None), 0.5), (_dated("b", text, MAY_2023, None), 0.5)]
+    assert [it.id for it, _ in ranker.rerank("What did Caroline paint last month?", june_first)] == ["b", "a"]
+
+
+def test_thread_order_is_event_time_then_write_time_then_id() -> None:
+    turn = "Caroline: x"
+    late_write_early_event = _dated("z", turn, 500, MAY_2022)
+    early_write_late_event = _dated("a", turn, 100, MAY_2023)
+    same_date_first = _dated("m", turn, 200, MAY_2023)
+    same_date_second = _dated("b", turn, 300, MAY_2023)
+    undated = _dated("u", turn, MAY_2023 + 1, None)
+    keys = {
+        it.id: learned_rank.thread_order(it)
+        for it in (late_write_early_event, early_write_late_event, same_date_first, same_date_second, undated)
+    }
+    assert sorted(keys, key=lambda i: keys[i]) == ["z", "a", "m", "b", "u"]  # type: ignore[arg-type,return-value]
+
+
+def test_only_conversation_turns_have_neighbours() -> None:
+    """A memory outside a thread, or one whose text does not open with "Name:", has no thread place."""
+    assert learned_rank.thread_order(item("f", "Caroline: x", 1, thread=None)) is None
+    assert learned_rank.thread_order(item("f", "Caroline moved to Boston in 2019.", 1)) is None
+    assert learned_rank.thread_order(item("f", "User: I moved to Boston in 2019.", 1)) is not None
+    facts = [
+        (item(f"f{i}", text, 0), d)
+        for i, (text, d) in enumerate(
+            [
+                ("Caroline asked about the painting class.", 0.5),
+                ("Melanie took up pottery last year.", 0.55),
+                ("Caroline's cat is called Miso.", 0.6),
+            ]
+        )
+    ]
+    cols = columns(
+        QUERY,
+        [it.content for it, _ in facts],
+        [d for _, d in facts],
+        [it.id for it, _ in facts],
+        [learned_rank.thread_order(it) for it, _ in facts],
+    )
+    assert cols[FEATURES.index("next_lex")] == [0.0] * 3

@@ -62,7 +62,17 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "edges",
         frozenset(
-            {"adapters", "cli", "_cli_common", "_cli_mcp", "_cli_transfer", "transfer", "testing", "demo"}
+            {
+                "adapters",
+                "cli",
+                "_cli_acl",
+                "_cli_common",
+                "_cli_mcp",
+                "_cli_transfer",
+                "transfer",
+                "testing",
+                "demo",
+            }
         ),
     ),
     ("package", frozenset({""})),
