@@ -305,7 +305,7 @@ class Recall:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
                 explain=request.explain, plan=plan,
-                query=None if request.query is None else search_text(request.query, plan),
+                query=request.query,  # whole: the re-ranker's date features read its time
             )  # fmt: skip
             self._rt.obs.mark_recall(
                 span,
