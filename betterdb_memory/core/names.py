@@ -299,8 +299,17 @@ def names_of(text: str) -> frozenset[str]:
 def leading_name(text: str) -> str | None:
     """The first name of a text: its subject, in English word order ("Ada moved to Berlin").
 
-    Cached by text (a pure function): a store's recalls meet the same memories again.
+    A subjectless line ("Had dinner at Nopa with Ines.", a diary's) has none: its first
+    name is a place or a companion, not its subject, and two such events would be taken
+    for one entity's changing attribute; with no leading name a statement is never
+    superseded (the rule fails safe). Cached by text (a pure function): a store's
+    recalls meet the same memories again.
     """
+    first = _TOKEN.search(text)
+    if first is not None:
+        tok = first.group(0)
+        if tok[0].isupper() and _sentence_verb(text, tok.lower(), first.end()):
+            return None
     return next(_runs(text), None)
 
 
