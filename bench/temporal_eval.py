@@ -15,6 +15,9 @@ folds) and, as a harder check, fitted on half the attribute kinds and scored on 
 other half. The fit maximises current-first with false supersession at most 2% on
 the training part (the goal).
 
+Part C (``temporal_subjects``), the same updates written with subjects on the embedded
+server: the current version must be the only one left (the goal: 100%).
+
 Part B, dated events (``temporal_data.dated_events``): a diary of ~860 events over two
 years; each question is asked on its ``as_of`` day against the events before it.
 Precision@5 inside the window: the share of the top five whose ``valid_from`` falls in
@@ -384,7 +387,7 @@ def run_api(a: PartA, vecs: Matrix, args: argparse.Namespace) -> dict[str, Any]:
 def api_lines(a: PartA, api: dict[str, Any]) -> list[str]:
     ra, rb, fitted = api["a"], api["b"], api["fitted"]
     return [
-        "## C. Through the public API (remember(valid_from=), then the default recall)",
+        "## D. Through the public API (remember(valid_from=), then the default recall)",
         "",
         "The store's default recall path (`recall_by_vector(query=)` with the cached vectors: LearnedRanker, "
         "composite score, time window, same-slot supersession), RediSearch unless `--url` names another server.",
@@ -426,6 +429,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "temporal-cache")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--no-subjects", action="store_true", help="skip part C (needs the embedded server)")
     ap.add_argument(
         "--url", default=os.environ.get("VALKEY_URL"), help="server (default: a temporary embedded one)"
     )
@@ -473,6 +477,12 @@ def main() -> int:
         present_order(cands, protos, default)
     rule_us = (time.perf_counter() - t1) / 200 * 1e6
     b = part_b(args.cache)
+    c = None
+    if not args.no_subjects:
+        from temporal_subjects import part_c
+
+        qvecs = embed([ch.question for ch in a.chains], args.cache)
+        c = asyncio.run(part_c(a, _vecs, qvecs, K))
     api = None if args.offline_only else run_api(a, _vecs, args)
     lines = [
         "# Issue 26: implicit updates and time in the question (offline, ONNX MiniLM)",
@@ -516,6 +526,24 @@ def main() -> int:
         f"Parser cost: {b['parse_us']:.0f} µs per question on average, {b['parse_none_us']:.0f} µs for one without a time expression.",
         "",
     ]
+    if c is not None:
+        n = int(c["chains"])
+        lines += [
+            "## C. The same knowledge updates written with subjects (RediSearch, embedded server)",
+            "",
+            f"Every version of the {n} chains written with `subject=` and its `valid_from` ({int(c['writes'])} writes "
+            f"with the both-current pairs, no subject on those), shuffled ({int(c['past_dated'])} of them past-dated "
+            f"when written), by {8} concurrent writers; {c['write_ms']:.2f} ms per write on average.",
+            "",
+            "| with subjects | result |",
+            "|---|---|",
+            f"| the current version is the only one of its chain left in the index | **{pct(int(c['only_current']), n)}** |",
+            f"| `fact_history` lists every version newest first, the current one marked | {pct(int(c['history_ok']), n)} |",
+            f"| the current version is the chain's first hit for the question (top {K}) | {pct(int(c['top_current']), n)} |",
+            f"| questions whose hits include a superseded version | {int(c['stale_shown'])} |",
+            f"| `count()` | {int(c['count'])} (expected {int(c['expected_count'])}) |",
+            "",
+        ]
     if api is not None:
         lines += api_lines(a, api)
     report = "\n".join(lines)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ._delegate import _Delegate
 from ._env import resolve_url
@@ -37,6 +37,7 @@ from .backend.client import ValkeyBackend, ValkeyClient, connect
 from .backend.index import IndexManager
 from .backend.retry import RetryPolicy
 from .core.context import ContextBudget
+from .core.filter_fields import MetadataFields, schema_args
 from .core.keys import DEFAULT_NAME, KeySpace
 from .core.options import (
     ConsolidationConfig,
@@ -96,6 +97,8 @@ class MemoryStore(StoreInfo):
             memory matching them as a filter (fields it leaves None match any value,
             all its tags must be present), the reference's meaning, and evicts the
             lowest keep-score ones beyond the cap; an unscoped write is never capped.
+        metadata_fields: ``metadata`` keys indexed for ``where=`` (``{"priority": "numeric",
+            "project": "tag"}``; a write whose value does not fit is refused).
         discovery: register with BetterDB Monitor (marker + heartbeat), or a
             ``MemoryDiscoveryConfig``.
         config_refresh: re-read the live config hash (on by default every 5 s;
@@ -157,6 +160,8 @@ class MemoryStore(StoreInfo):
     """The recency half-life."""
     max_items_per_scope: int | None
     """The constructor's capacity per scope (None: no cap)."""
+    metadata_fields: MetadataFields
+    """The declared metadata fields (``metadata_fields=``, checked): what ``where=`` may name."""
 
     def __init__(
         self,
@@ -170,6 +175,7 @@ class MemoryStore(StoreInfo):
         weights: Weights | Mapping[str, float] | None = None,
         half_life_seconds: float | None = None,
         max_items_per_scope: int | None = None,
+        metadata_fields: Mapping[str, Literal["numeric", "tag"]] | None = None,
         discovery: bool | MemoryDiscoveryConfig = True,
         config_refresh: bool | MemoryConfigRefreshConfig | None = None,
         consolidation: bool | ConsolidationConfig | None = None,
@@ -211,6 +217,7 @@ class MemoryStore(StoreInfo):
             dedup=dedup, candidate_factor=candidate_factor, reranker=reranker, rerank_candidates=rerank_candidates,
             relevance_margin=relevance_margin, text_candidates=text_candidates, reinforce_mode=reinforce_mode,
             reinforce_write_interval=reinforce_write_interval, retry=retry, heartbeat_interval=heartbeat_interval,
+            metadata_fields=metadata_fields,
         )  # fmt: skip
         session_config = SessionConfig.of(
             session_ttl=session_ttl,
@@ -230,6 +237,7 @@ class MemoryStore(StoreInfo):
         self.weights = opts.weights
         self.half_life_seconds = opts.defaults.half_life_seconds
         self.max_items_per_scope = opts.defaults.max_items_per_scope
+        self.metadata_fields = opts.metadata_fields
         self.retry = opts.retry
         self._defaults = opts.defaults
         lazy, settings = opts.lazy, opts.settings
@@ -263,6 +271,8 @@ class MemoryStore(StoreInfo):
             hnsw=(hnsw_m, hnsw_ef_construction, hnsw_ef_runtime),
             resolve=lazy.resolve if lazy is not None else None,
             on_ready=self._obs.start,
+            extra_schema=schema_args(opts.metadata_fields),
+            extra_meta={"metadata_fields": opts.metadata_fields.to_json()},
         )
         rt = Runtime(
             keys=self.keys,
@@ -272,6 +282,7 @@ class MemoryStore(StoreInfo):
             obs=self._obs,
             supervisor=self.supervisor,
             settings=settings,
+            metadata_fields=opts.metadata_fields,
         )
         self._rt = rt
         self._docs = Documents(rt)

@@ -15,9 +15,10 @@ with ``HybridRanker`` for any other.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .backend.retry import RetryPolicy
+from .core.filter_fields import MetadataFields
 from .core.learned_rank import FITTED_MODEL_ID, LearnedRanker
 from .core.options import (
     ConsolidationConfig,
@@ -71,6 +72,7 @@ class StoreOptions:
     discovery: bool
     refresh_seconds: float | None
     heartbeat_interval: float
+    metadata_fields: MetadataFields = field(default_factory=MetadataFields)
 
 
 def check_options(
@@ -96,6 +98,7 @@ def check_options(
     reinforce_write_interval: object,
     retry: RetryPolicy | None,
     heartbeat_interval: float,
+    metadata_fields: object = None,
 ) -> StoreOptions:
     """Check ``MemoryStore``'s long-term arguments (see its docstring for their meanings).
 
@@ -103,6 +106,7 @@ def check_options(
         ConfigurationError: an object of the wrong kind (embedder, reranker, options), or
             a value of the wrong type or out of its range.
     """
+    fields = MetadataFields.of(metadata_fields)
     if embedder is not None and embed_fn is not None:
         raise ConfigurationError("pass embed_fn= or embedder=, not both", code="configuration.embedder")
     lazy: LazyFunctionEmbedder | None = None
@@ -168,6 +172,7 @@ def check_options(
         discovery=discovery is not False,
         refresh_seconds=_refresh_seconds(config_refresh),
         heartbeat_interval=heartbeat_interval,
+        metadata_fields=fields,
     )
 
 

@@ -67,9 +67,10 @@ from ._sync_bridge import AgentMemoryBridge, MemoryStoreBridge
 from .core.context import RetrievedContext
 from .core.dialect import Capabilities
 from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
+from .core.filter_fields import MetadataFields
 from .core.ft_info import IndexInfo
 from .core.keys import DEFAULT_NAME
-from .core.models import MemoryHit, MemoryItem, MemoryPage, MemoryVersion, Sensitivity, StoreStats
+from .core.models import MemoryHit, MemoryItem, MemoryKind, MemoryPage, MemoryVersion, Sensitivity, StoreStats
 from .core.options import MemoryListOptions, ReinforceMode
 from .core.query import ITEM_FIELDS, IndexLayout, IndexSpec, MemoryFilter
 from .core.ranking import Reranker
@@ -140,6 +141,11 @@ class SyncMemoryStore(MemoryStoreBridge):
     def max_items_per_scope(self) -> int | None:
         """The constructor's capacity per scope (None: no cap)."""
         return self._target.max_items_per_scope
+
+    @property
+    def metadata_fields(self) -> MetadataFields:
+        """The declared metadata fields (``metadata_fields=``, checked): what ``where=`` may name."""
+        return self._target.metadata_fields
 
     @property
     def metrics(self) -> MemoryMetrics:
@@ -321,6 +327,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         vector: Sequence[float] | None = None,
         id: str | None = None,
         valid_from: datetime | date | int | str | None = None,
+        subject: str | None = None,
     ) -> str:
         """Store one memory; returns its id (the existing id when deduplicated).
 
@@ -333,7 +340,9 @@ class SyncMemoryStore(MemoryStoreBridge):
             ttl: seconds until it expires; ``None`` or ``0``: never.
             thread_id / agent_id / namespace: its scope.
             sensitivity: ``none|low|pii|sensitive`` (``recall(exclude_sensitivity=)``).
-            metadata: a JSON-able mapping kept with it.
+            metadata: a JSON-able mapping kept with it. Its keys declared in the store's
+                ``metadata_fields`` are also indexed (``where=``); a declared value of the
+                wrong type is a ``ValidationError`` (``validation.metadata_field``).
             vector: a precomputed embedding (skips the embedder).
             id: your own id for it (letters, digits, ``_.:-``; up to 200), kept as given.
                 A memory with this id already there is replaced (upsert): its creation
@@ -347,9 +356,19 @@ class SyncMemoryStore(MemoryStoreBridge):
                 ``valid_from="2024-05"`` ranks as old news. Read back as
                 ``MemoryItem.valid_from``. An upsert without it keeps the replaced
                 memory's.
+            subject: what it states ("home city"; matched case- and
+                whitespace-insensitively, at most 256 characters). Within its exact
+                scope and kind a subject has one current memory: a write not older
+                (by ``valid_from``) than the current one supersedes it (the old one
+                leaves recall, list and count, kept with ``valid_until`` in
+                ``fact_history``); an older-dated one enters the history as a past
+                version. Costs the write one more round trip.
 
         Raises:
-            ValidationError: any bad argument; nothing is written.
+            ValidationError: any bad argument (an empty or over-long subject too);
+                nothing is written.
+            ConfigurationError: ``subject`` on an index created without ``subject_key``
+                (``configuration.index_outdated``).
             StoreConnectionError: the server could not be reached (after retries).
         """
         return self._await(
@@ -367,6 +386,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             vector=vector,
             id=id,
             valid_from=valid_from,
+            subject=subject,
         )
 
     def remember_many(self, items: Iterable[str | MemoryInput]) -> builtins.list[str]:
@@ -425,6 +445,9 @@ class SyncMemoryStore(MemoryStoreBridge):
     def forget(self, id: str) -> bool:
         """Delete one memory (with its access counter and update history); True if it existed.
 
+        Forgetting the current version of a subject leaves the subject with no current
+        memory: the previous version is not brought back (write it again to undo).
+
         Retried on connection faults. A retry cannot know what the attempt it replaces
         did: when that attempt may have reached the server and the retry finds nothing
         left, the answer is True (the memory is gone, and this call may have deleted
@@ -464,13 +487,13 @@ class SyncMemoryStore(MemoryStoreBridge):
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
         tz: str | None = None,
     ) -> builtins.list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
 
-        A time expression in the query ("last week", "since March") keeps the recall to
-        its window (``core.time_recall``); without one, the newest statement of a slot
-        ranks first (same-slot supersession, ``core.supersession``).
+        A time expression in the query ("last week") keeps the recall to its window; without
+        one, the newest statement of a slot ranks first (``core.time_recall``).
 
         Args:
             query: text to embed and search by.
@@ -483,8 +506,7 @@ class SyncMemoryStore(MemoryStoreBridge):
                 (default True).
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
-            explain: attach the score's components to each hit (with the time window
-                understood, and ``superseded_by`` on a hit ranked below a newer statement).
+            explain: attach the score's components (and ``time_window``, ``superseded_by``).
             as_of: what was valid at that instant (``valid_from <= as_of < valid_until``),
                 superseded versions included when they were current then (they are not
                 reinforced). Default: no time filter (future-dated memories included).
@@ -492,10 +514,17 @@ class SyncMemoryStore(MemoryStoreBridge):
             since / until: only memories whose ``valid_from`` (their ``created_at`` when
                 written without one) falls in ``[since, until)``.
                 Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
-            tz: the IANA time zone the query's days are counted in (default UTC).
-
-        Raises:
-            ValidationError: a bad argument, an unknown ``tz`` among them, before any I/O.
+            where: a filter on metadata and built-in fields, ANDed with the scope and
+                applied inside the KNN query (pre-filtered: the ``k`` nearest matching
+                memories), e.g. ``{"priority": {"$gte": 2}, "source": {"$ne": "web"}}``.
+                Operators (MongoDB's meaning): ``$eq $ne $gt $gte $lt $lte $in $nin
+                $exists``, ``$and $or $not``; ``$ne`` / ``$nin`` match memories without
+                the field, a comparison on a missing field is false. Fields: ``thread_id
+                agent_id namespace tags source importance created_at valid_from`` and the
+                store's ``metadata_fields``; the full table is in ``list``'s docstring.
+                A bad filter is a ``ValidationError`` before any I/O.
+            tz: the IANA time zone the query's days are counted in (default UTC); an
+                unknown one is a ``ValidationError`` before any I/O.
         """
         return self._await(
             self._target.recall,
@@ -513,6 +542,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             as_of=as_of,
             since=since,
             until=until,
+            where=where,
             tz=tz,
         )
 
@@ -534,6 +564,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
         tz: str | None = None,
     ) -> builtins.list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
@@ -560,6 +591,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             as_of=as_of,
             since=since,
             until=until,
+            where=where,
             tz=tz,
         )
 
@@ -589,11 +621,13 @@ class SyncMemoryStore(MemoryStoreBridge):
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> int:
         """Number of live memories matching a scope (None = any) and carrying all ``tags``.
 
         Current memories only, unless ``as_of``: then what was valid at that instant,
         superseded versions included. ``since`` / ``until``: ``valid_from`` in the window.
+        ``where``: a metadata filter, as in ``list`` (one index query, counted by the engine).
         """
         return self._await(
             self._target.count,
@@ -604,6 +638,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             as_of=as_of,
             since=since,
             until=until,
+            where=where,
         )
 
     def list(
@@ -620,6 +655,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> MemoryPage:
         """Memories of a scope, newest first: ``items``, the ``total`` matching, ``next_cursor``.
 
@@ -627,6 +663,29 @@ class SyncMemoryStore(MemoryStoreBridge):
         ``limit`` defaults to 20 (1..1000); page on with ``offset`` or ``next_cursor``.
         ``as_of``: what was valid at that instant, superseded versions included (with
         ``valid_until``). ``since`` / ``until``: ``valid_from`` in ``[since, until)``.
+
+        ``where``: a filter on the built-in fields (``thread_id``, ``agent_id``,
+        ``namespace``, ``tags``, ``source``, ``importance``, ``created_at``,
+        ``valid_from``) and the store's ``metadata_fields``, ANDed with the scope, e.g.
+        ``{"priority": {"$gte": 2}, "project": {"$in": ["apollo", "gemini"]}}``.
+        MongoDB's operators and meaning, answered by the index (never a scan):
+
+        ===============================  ==============================================
+        ``{"f": v}`` / ``$eq``           equal (a tag list field: any of its values)
+        ``$ne``                          not equal; matches memories without ``f``
+        ``$gt $gte $lt $lte``            numeric fields; false when ``f`` is missing
+        ``$in`` / ``$nin``               any of / none of a non-empty list (``$nin``
+                                         matches memories without ``f``)
+        ``$exists``                      ``f`` present (numeric and declared fields)
+        ``$and`` / ``$or``               a non-empty list of filters
+        ``$not``                         one filter
+        ===============================  ==============================================
+
+        Times (``created_at``, ``valid_from``) take epoch ms or a ``datetime``. At most
+        8 levels of ``$and``/``$or``/``$not`` and 128 terms. A mistake (an undeclared
+        field, a wrong-typed value, an unknown operator, an empty list) is a
+        ``ValidationError`` (``validation.filter_*``) before any I/O; an engine without
+        filter-only queries (valkey-search 1.0) raises ``CommandNotSupportedError``.
         """
         return self._await(
             self._target.list,
@@ -641,6 +700,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             as_of=as_of,
             since=since,
             until=until,
+            where=where,
         )
 
     def forget_by_scope(
@@ -653,11 +713,19 @@ class SyncMemoryStore(MemoryStoreBridge):
         progress: ProgressSink | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
-        Refuses an empty selector (no scope field and no tags): deleting everything is
-        not a default. Pages of 500, each one query and one pipelined delete; returns
+        ``where``: only the memories matching this filter too (the language of ``list``);
+        a non-empty one is a selector by itself (``{}`` is not). Each page the index
+        returns is checked again in the client before it is deleted, so an index made by
+        another library can never widen a deletion. Needs filter-only queries
+        (``CommandNotSupportedError`` on valkey-search 1.0). A ``where`` naming a declared
+        metadata field leaves the superseded versions alone (their index lacks those fields).
+
+        Refuses an empty selector (no scope field, no tags, no ``where``): deleting
+        everything is not a default. Pages of 500, each one query and one pipelined delete; returns
         the number deleted. On a connection fault the error's ``details`` carry
         ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
         object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
@@ -675,6 +743,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             progress=progress,
             since=since,
             until=until,
+            where=where,
         )
 
     def erase(self, *, agent_id: str, thread_id: str | None = None) -> int:
@@ -748,6 +817,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         agent_id: str | None = None,
         namespace: str | None = None,
         redact: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> RetrievedContext:
         """Recent turns and relevant long-term memories that fit ``token_budget``.
 
@@ -763,6 +833,8 @@ class SyncMemoryStore(MemoryStoreBridge):
             token_budget: total tokens of the prompt being built (an int > 0).
             namespace: recall filter.
             redact: sensitivity classes to leave out (default: the store's ``redact``).
+            where: a filter on the recalled memories (``recall``'s ``where``); the turns
+                are not filtered.
 
         Raises:
             ValidationError: bad ids, empty query, a budget that is not a positive int,
@@ -776,6 +848,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             agent_id=agent_id,
             namespace=namespace,
             redact=redact,
+            where=where,
         )
 
     def extract_memories(
@@ -820,6 +893,7 @@ class SyncMemoryStore(MemoryStoreBridge):
         agent_id: str | None = None,
         namespace: str | None = None,
         include_summaries: bool = False,
+        where: Mapping[str, Any] | None = None,
     ) -> Any:
         """Fold a selection of memories into one digest, or into current facts.
 
@@ -827,7 +901,8 @@ class SyncMemoryStore(MemoryStoreBridge):
         carrying ALL of ``tags``, created more than ``older_than_seconds`` ago, of
         importance at most ``max_importance``; never facts, never digests in summary
         mode unless ``include_summaries``, never sources an earlier run of the same
-        mode already consolidated into this target. At least one selector is required.
+        mode already consolidated into this target; matching ``where`` (``list``'s filter
+        language; a non-empty one is a selector). At least one selector is required.
         Output goes to the exact scope the selectors name, with the selection's tags.
 
         Args:
@@ -862,6 +937,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             agent_id=agent_id,
             namespace=namespace,
             include_summaries=include_summaries,
+            where=where,
         )
 
     def consolidate_facts(
@@ -896,14 +972,30 @@ class SyncMemoryStore(MemoryStoreBridge):
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
+        kind: MemoryKind | None = None,
     ) -> builtins.list[FactRecord]:
-        """Every recorded fact of ``subject`` in the exact target scope named, newest first.
+        """Every recorded version of ``subject`` in the exact scope named, newest first.
 
-        The current fact (``current=True``) and the ones it replaced or that were
-        retracted, each with ``valid_until`` and ``superseded_by``.
+        The versions written with ``remember(subject=...)`` and the facts of
+        ``consolidate(mode="facts")`` alike: the current one (``current=True``) and the
+        ones it superseded, past-dated or retracted, each with ``valid_until`` and
+        ``superseded_by``. ``kind``: only that kind's versions (``"fact"``,
+        ``"memory"``...); None: every kind (a fact and a memory of one subject are two
+        subjects, each with its own current version). Newest: by ``valid_from``.
+
+        A version found still in the index though no longer current (a writer that
+        crashed between its round trips) is retired on the way (``tiers.subjects``).
+
+        Raises:
+            ValidationError: an empty or over-long subject, an unknown kind.
         """
         return self._await(
-            self._target.fact_history, subject, thread_id=thread_id, agent_id=agent_id, namespace=namespace
+            self._target.fact_history,
+            subject,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            namespace=namespace,
+            kind=kind,
         )
 
     def purge_fact_history(

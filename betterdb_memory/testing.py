@@ -24,7 +24,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from .backend.commands import Attempts, Command, ScriptCall, Step, wire
 from .backend.locks import ScopedLock
@@ -255,6 +255,7 @@ class StoreOptions(TypedDict, total=False):
     weights: Weights | Mapping[str, float] | None
     half_life_seconds: float | None
     max_items_per_scope: int | None
+    metadata_fields: Mapping[str, Literal["numeric", "tag"]] | None
     discovery: bool | MemoryDiscoveryConfig
     config_refresh: bool | MemoryConfigRefreshConfig | None
     consolidation: bool | ConsolidationConfig | None

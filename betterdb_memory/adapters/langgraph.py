@@ -28,9 +28,10 @@ the store as it was before the batch, then the writes apply, the last put of a k
 winning. ``search`` without ``query`` returns items newest-created first (the store's
 ``list`` order, after the filter); with ``query`` it ranks by the store's recall
 similarity (weights 1/0/0, no threshold, no reinforcement; ``score`` is that
-similarity), then appends unindexed items with ``score=None``. Filters (``$eq``,
-``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``, nested dicts) are checked in the client
-on the items of the prefix: a filtered search reads the prefix page by page.
+similarity), then appends unindexed items with ``score=None``. Filters (``$eq $ne $gt
+$gte $lt $lte``, nested dicts): keys declared in ``filter_fields`` are answered by the
+index (``where=``: cost of the matches), the rest is checked in the client on the pages
+it returns; undeclared, a filtered search reads the whole prefix (``_langgraph_filters``).
 
 Sync calls: built on a ``SyncMemoryStore``, ``batch`` runs on that store's private loop
 (and ``abatch`` waits for it from a worker thread); built on a ``MemoryStore``,
@@ -79,6 +80,7 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess with
         "The LangGraph store (betterdb_memory.adapters.langgraph)", "langgraph", _exc
     ) from _exc
 
+from ._langgraph_filters import declared_filter_fields, indexed_values, split_filter, store_fields
 from ._langgraph_items import (
     META,
     check_labels,
@@ -121,23 +123,31 @@ class LangGraphStore(BaseStore):
             ``dims`` ignored.
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes) for puts that give none,
             ``refresh_on_read`` (default True).
+        filter_fields: value keys the index filters, ``{"status": "tag", "priority":
+            "numeric"}``; the store declares them (``MemoryStore(metadata_fields=
+            LangGraphStore.store_fields(filter_fields))``). A put of a declared key with
+            another type (tag: one string; numeric: int or float) is refused; ``$gt`` on
+            an item without the key matches nothing (``InMemoryStore`` raises).
 
     Raises:
         ValidationError: ``scope`` is not a valid scope value.
-        ConfigurationError: ``index`` carries an ``embed``.
+        ConfigurationError: ``index`` carries an ``embed``; ``filter_fields`` is malformed
+            or not declared by the store.
 
-    Limits: a namespace holds at most 63 labels (one tag per prefix; the store allows 64
-    tags); values must be JSON (no NaN); a filtered or listing read walks the prefix's
-    memories page by page, at most 10,000 + 1,000 of them (the store's ``list`` offset
-    cap); a query search ranks the store's recall candidates (its KNN, at most 1,000),
-    one vector per item (several ``fields`` are embedded together, where LangGraph's own
-    stores keep a vector per field and rank by the best). A TTL refresh on read rewrites
-    the memory (at most once per tenth of its TTL) and so adds a version to its
-    ``history``. A store with ``max_items_per_scope`` caps these memories like any others
-    (each namespace's tags make its own cap scope): give LangGraph a store without a cap.
+    Limits: a namespace holds at most 63 labels (one tag per prefix; the store allows 64 tags);
+    values must be JSON (no NaN); a listing read, or a filter on undeclared keys, walks the
+    matching memories page by page, at most 10,000 + 1,000 of them (``list``'s offset cap); a
+    query search ranks the store's recall candidates (its KNN, at most 1,000), one vector per
+    item (several ``fields`` are embedded together; LangGraph's stores keep one per field). A
+    TTL refresh on read rewrites the memory (at most once per tenth of its TTL), adding a
+    version to its ``history``. A store with ``max_items_per_scope`` caps these memories like
+    any others (each namespace's tags make its own cap scope): use a store without a cap.
     """
 
     supports_ttl: bool = True
+
+    #: ``LangGraphStore.store_fields(filter_fields)``: the ``MemoryStore(metadata_fields=...)`` they need.
+    store_fields = staticmethod(store_fields)
 
     def __init__(
         self,
@@ -146,6 +156,7 @@ class LangGraphStore(BaseStore):
         scope: str = "langgraph",
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        filter_fields: Mapping[str, str] | None = None,
     ) -> None:
         if isinstance(store, SyncMemoryStore):
             self._sync: SyncMemoryStore | None = store
@@ -170,6 +181,7 @@ class LangGraphStore(BaseStore):
         self.index_config = index
         self.fields: list[str] = list((index or {}).get("fields") or ["$"])
         self.ttl_config = ttl
+        self.filter_fields = declared_filter_fields(filter_fields, dict(self.store.metadata_fields.fields))
         self._loop: asyncio.AbstractEventLoop | None = _running_loop()
 
     # -- sync / async entry points ---------------------------------------------------------------
@@ -297,7 +309,7 @@ class LangGraphStore(BaseStore):
             "content": text or json.dumps(value, ensure_ascii=False, sort_keys=True),
             "namespace": self.scope if text else self.unindexed_scope,
             "tags": namespace_tags(self.scope, namespace),
-            "metadata": {META: meta},
+            "metadata": {META: meta, **indexed_values(value, self.filter_fields)},
             "ttl": None if ttl_minutes is None else float(ttl_minutes) * 60.0,
             "source": "langgraph",
         }
@@ -321,12 +333,14 @@ class LangGraphStore(BaseStore):
         with contextlib.suppress(MemoryNotFoundError):  # expired or deleted since it was read
             await self.store.update(mid, ttl=seconds)
 
-    async def _scan(self, prefix: Sequence[str], *, scope: str | None = None) -> AsyncIterator[MemoryItem]:
+    async def _scan(
+        self, prefix: Sequence[str], *, scope: str | None = None, where: Mapping[str, Any] | None = None
+    ) -> AsyncIterator[MemoryItem]:
         """This adapter's memories under ``prefix`` (``scope`` None: indexed and unindexed), newest first."""
         tags = [prefix_tag(self.scope, prefix)]
         offset = 0
         while True:
-            page = await self.store.list(namespace=scope, tags=tags, limit=PAGE, offset=offset)
+            page = await self.store.list(namespace=scope, tags=tags, limit=PAGE, offset=offset, where=where)
             for memory in page.items:
                 if memory.namespace in (self.scope, self.unindexed_scope):
                     yield memory
@@ -337,20 +351,22 @@ class LangGraphStore(BaseStore):
     async def _search(self, op: SearchOp) -> tuple[list[SearchItem], dict[str, MemoryItem]]:
         prefix = tuple(op.namespace_prefix)
         query = op.query if op.query and op.query.strip() else None
+        # The declared keys' part of the filter goes to the index; the rest is checked here.
+        where, rest = split_filter(op.filter, self.filter_fields)
         found: list[tuple[SearchItem, MemoryItem]] = []
         if query is not None:
-            found = await self._ranked(op, prefix, query)
+            found = await self._ranked(op, prefix, query, where, rest)
             wanted = op.offset + op.limit
             if len(found) < wanted:
-                async for memory in self._scan(prefix, scope=self.unindexed_scope):
-                    item = self._matching(memory, prefix, op.filter)
+                async for memory in self._scan(prefix, scope=self.unindexed_scope, where=where):
+                    item = self._matching(memory, prefix, rest)
                     if item is not None:
                         found.append((item, memory))
                         if len(found) >= wanted:
                             break
-        elif op.filter or op.offset + op.limit > PAGE:
-            async for memory in self._scan(prefix):
-                item = self._matching(memory, prefix, op.filter)
+        elif rest or op.offset + op.limit > PAGE:
+            async for memory in self._scan(prefix, where=where):
+                item = self._matching(memory, prefix, rest)
                 if item is not None:
                     found.append((item, memory))
                     if len(found) >= op.offset + op.limit:
@@ -358,7 +374,7 @@ class LangGraphStore(BaseStore):
         else:
             # One page of the store's list, its offset and limit passed through.
             page = await self.store.list(
-                tags=[prefix_tag(self.scope, prefix)], limit=max(op.limit, 1), offset=op.offset
+                tags=[prefix_tag(self.scope, prefix)], limit=max(op.limit, 1), offset=op.offset, where=where
             )
             hits = [(self._matching(m, prefix, None), m) for m in page.items[: op.limit]]
             found = [(item, m) for item, m in hits if item is not None]
@@ -386,7 +402,12 @@ class LangGraphStore(BaseStore):
         return item
 
     async def _ranked(
-        self, op: SearchOp, prefix: tuple[str, ...], query: str
+        self,
+        op: SearchOp,
+        prefix: tuple[str, ...],
+        query: str,
+        where: Mapping[str, Any],
+        rest: Mapping[str, Any],
     ) -> list[tuple[SearchItem, MemoryItem]]:
         """Indexed items under ``prefix`` by recall similarity, the filter applied, enough for the page."""
         wanted = op.offset + op.limit
@@ -394,11 +415,11 @@ class LangGraphStore(BaseStore):
         while True:
             hits = await self.store.recall(
                 query, k=k, threshold=2.0, weights=SIMILARITY_ONLY, reinforce=False,
-                namespace=self.scope, tags=[prefix_tag(self.scope, prefix)],
+                namespace=self.scope, tags=[prefix_tag(self.scope, prefix)], where=where,
             )  # fmt: skip
             found = []
             for hit in hits:
-                item = self._matching(hit.item, prefix, op.filter, score=hit.score)
+                item = self._matching(hit.item, prefix, rest, score=hit.score)
                 if item is not None:
                     found.append((item, hit.item))
             if len(found) >= wanted or len(hits) < k or k >= MAX_K:

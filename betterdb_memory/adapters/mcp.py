@@ -73,6 +73,23 @@ Scope = Annotated[str | None, Field(description="exact scope value; omit for non
 Tags = Annotated[list[str] | None, Field(description="tags; in reads a memory must carry all of them")]
 Thread = Annotated[str, Field(description="the conversation (session) id")]
 Agent = Annotated[str | None, Field(description="the agent the session belongs to (optional)")]
+Where = Annotated[
+    dict[str, Any] | None,
+    Field(
+        description=(
+            'a filter object ANDed with the other arguments, e.g. {"priority": {"$gte": 2}, "project": '
+            '{"$in": ["a", "b"]}}; operators $eq $ne $gt $gte $lt $lte $in $nin $exists, $and $or $not; '
+            "fields: thread_id agent_id namespace tags source importance created_at valid_from and the "
+            "store's declared metadata fields (listed in this tool's description)"
+        )
+    ),
+]
+
+#: What a tool taking ``where`` adds to its description: the filter language and the fields.
+WHERE_HELP = (
+    " where: MongoDB-style operators; $ne and $nin also match memories without the field, a "
+    "comparison on a missing field is false. Declared metadata fields: {fields}."
+)
 
 _READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
@@ -115,6 +132,8 @@ def create_server(
             f" This server is confined to {fixed}: leave those arguments out; other values are refused."
         )
     server: MCPServer = MCPServer(name, version=__version__, instructions=instructions, log_level=log_level)
+    declared = ", ".join(f"{n} ({t})" for n, t in store.metadata_fields) or "none"
+    where_help = WHERE_HELP.format(fields=declared)
 
     async def in_scope(tool: str, id: str) -> None:
         """Refuse a memory id outside the fixed scope (one read; nothing when none is fixed)."""
@@ -134,6 +153,12 @@ def create_server(
         metadata: dict[str, Any] | None = None,
         id: Annotated[str | None, Field(description="your own id: a later write with it replaces")] = None,
         source: str | None = None,
+        subject: Annotated[
+            str | None,
+            Field(
+                description="what it states (e.g. 'home city'): the newest version of a subject is current"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, RememberResult]:
         """Store a long-term memory; returns its id."""
 
@@ -144,12 +169,17 @@ def create_server(
             return await store.remember(
                 content, importance=importance, tags=tags, thread_id=thread_id, ttl=ttl,
                 sensitivity=None if sensitivity is None else check_sensitivity(sensitivity),
-                metadata=metadata, id=id, source=source, **where,
+                metadata=metadata, id=id, source=source, subject=subject, **where,
             )  # fmt: skip
 
         return await call_tool(run, lambda mid: RememberResult(id=mid))
 
-    @server.tool(name="recall", annotations=_READ)
+    @server.tool(
+        name="recall",
+        annotations=_READ,
+        description="Recall memories by meaning, best first (score = similarity, recency and importance)."
+        + where_help,
+    )
     async def recall(
         query: Annotated[str, Field(description="what to look for, in words")],
         k: Annotated[int | None, Field(description="at most this many memories (default 10)")] = None,
@@ -163,15 +193,17 @@ def create_server(
         exclude_sensitivity: Annotated[
             list[str] | None, Field(description="leave out memories of these sensitivities")
         ] = None,
+        where: Where = None,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Recall memories by meaning, best first (score = similarity, recency and importance)."""
 
         async def run() -> list[MemoryHit]:
-            where = guard.args("recall", agent_id=agent_id, namespace=namespace)
+            scoped = guard.args("recall", agent_id=agent_id, namespace=namespace)
+            # ``where`` is ANDed with the (fixed) scope: it can only narrow it.
             return await store.recall(
                 query, k=k, threshold=threshold, tags=tags, thread_id=thread_id,
                 exclude_sensitivity=None if exclude_sensitivity is None else check_sensitivities(exclude_sensitivity),
-                **where,
+                where=where, **scoped,
             )  # fmt: skip
 
         return await call_tool(run, lambda hits: RecallResult(hits=[hit_out(h) for h in hits]))
@@ -188,7 +220,11 @@ def create_server(
 
         return await call_tool(run, lambda ok: ForgetResult(deleted=ok))
 
-    @server.tool(name="list", annotations=_READ)
+    @server.tool(
+        name="list",
+        annotations=_READ,
+        description="List memories newest first, a page at a time." + where_help,
+    )
     async def list_memories(
         thread_id: Scope = None,
         agent_id: Scope = None,
@@ -196,12 +232,15 @@ def create_server(
         tags: Tags = None,
         limit: Annotated[int, Field(description="page size (1..1000)")] = 20,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
+        where: Where = None,
     ) -> Annotated[CallToolResult, ListResult]:
         """List memories newest first, a page at a time."""
 
         async def run() -> Any:
-            where = guard.args("list", agent_id=agent_id, namespace=namespace)
-            return await store.list(thread_id=thread_id, tags=tags, limit=limit, cursor=cursor, **where)
+            scoped = guard.args("list", agent_id=agent_id, namespace=namespace)
+            return await store.list(
+                thread_id=thread_id, tags=tags, limit=limit, cursor=cursor, where=where, **scoped
+            )
 
         return await call_tool(
             run,
@@ -218,7 +257,9 @@ def create_server(
             st = await store.stats()
             # Under a fixed scope, the memories of that scope only: how many other tenants
             # hold is theirs. The rest (engine, settings, counters) describes the store.
-            return st, (await store.count(**guard.as_dict())) if guard.active else st.items
+            return st, (
+                await store.count(agent_id=guard.agent_id, namespace=guard.namespace)
+            ) if guard.active else st.items
 
         def shape(pair: tuple[Any, int]) -> StatsResult:
             st, items = pair

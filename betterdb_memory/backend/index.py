@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from ..core.codec import as_text
@@ -70,6 +70,8 @@ class IndexManager:
         hnsw: tuple[int, int, int] = (16, 200, 10),
         resolve: Callable[[], Awaitable[object]] | None = None,
         on_ready: Callable[[list[str]], Awaitable[None]] | None = None,
+        extra_schema: Sequence[str] = (),
+        extra_meta: Mapping[str, str] | None = None,
     ) -> None:
         self.backend = backend
         self.keys = keys
@@ -77,6 +79,9 @@ class IndexManager:
         self.hnsw = hnsw
         self._resolve = resolve
         self._on_ready = on_ready
+        # The declared metadata fields' SCHEMA arguments, and what a new index records of them.
+        self.extra_schema = tuple(extra_schema)
+        self.extra_meta = dict(extra_meta or {})
         self.capabilities: Capabilities | None = None
         self.layout = IndexLayout()
         self.ready = False
@@ -93,6 +98,7 @@ class IndexManager:
             m=m,
             ef_construction=efc,
             ef_runtime=efr,
+            extra_schema=self.extra_schema,
         )
 
     @property
@@ -174,9 +180,11 @@ class IndexManager:
         meta_raw = await backend.command("ensure_index", "HGETALL", self.keys.meta)
         self._check_meta({as_text(k): as_text(v) for k, v in meta_raw.items()})
         reply = await backend.index_info(self.keys.index)
+        created: dict[str, str] = {}
         if reply is None:
             try:
                 await backend.search("ensure_index", create_index_args(self.spec, caps))
+                created = self.extra_meta
                 # A new index over existing documents (a recreated one) backfills in the
                 # background; wait, bounded, so the next query sees what was stored.
                 await self._wait_ready(limit_seconds=30.0)
@@ -191,6 +199,7 @@ class IndexManager:
             "model_id": self.embedder.model_id,
             "schema": SCHEMA_VERSION,
             "index": self.keys.index,
+            **created,
         }
 
         record = [*(("HSETNX", self.keys.meta, k, v) for k, v in fields.items()), ("HGETALL", self.keys.meta)]

@@ -37,7 +37,7 @@ from .keys import validate_store_name
 __all__ = ["acl_rules", "acl_setuser_line", "names_overlap"]
 
 # Every key family the store writes, under its name (core.keys.KeySpace).
-_STORE_PATTERNS = ("mem", "acc", "upd", "caplock", "cons", "hist", "l1")
+_STORE_PATTERNS = ("mem", "acc", "upd", "caplock", "cons", "hist", "l1", "subj")
 # Every command the store sends, the Lua scripts' own included (ACLs apply inside
 # scripts). ``module|list`` is the engine probe; ``client|setinfo`` only keeps
 # valkey-py's connect handshake out of the ACL log.

@@ -13,6 +13,7 @@ from .facts import most_sensitive
 from .keys import Scope
 from .models import MemoryItem
 from .query import MemoryFilter
+from .where_clause import WhereClause
 
 __all__ = ["Selection", "Tally", "output_item"]
 
@@ -26,6 +27,7 @@ class Selection:
     older_than: float | None
     max_importance: float | None
     include_summaries: bool
+    where: WhereClause | None = None  # a compiled ``where=`` (``core.where``), ANDed
 
     def candidates(self, now_ms: int, exclude: tuple[str, ...]) -> MemoryFilter:
         cutoff = None if self.older_than is None else now_ms - int(self.older_than * 1000)
@@ -36,6 +38,7 @@ class Selection:
             max_created_at=cutoff,
             max_importance=self.max_importance,
             exclude_expired_at=now_ms,
+            where=self.where,
         )
 
 

@@ -164,6 +164,11 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("validation.usage", "ValidationError", "a CLI command used wrongly"),
     # -- configuration: a setting, or the set-up, is wrong ----------------------------------------
     ("configuration.invalid", "ConfigurationError", "a setting is invalid"),
+    (
+        "configuration.index_outdated",
+        "ConfigurationError",
+        "the index lacks a field this call needs (subjects need subject_key): rebuild it",
+    ),
     ("configuration.type", "ConfigurationError", "a setting has the wrong type"),
     ("configuration.range", "ConfigurationError", "a numeric setting is out of its allowed range"),
     ("configuration.nonfinite", "ConfigurationError", "a numeric setting is NaN or infinite"),

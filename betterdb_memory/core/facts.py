@@ -340,14 +340,25 @@ def subject_key(subject: object) -> str:
     return normalise(subject)
 
 
-def _until_of(text: str) -> datetime | None:
-    """A history document's ``valid_until``: epoch ms (written since time support) or ISO text (before)."""
-    if text.isdigit():
+def _instant_of(text: str) -> datetime | None:
+    """A stored time: epoch ms (what this library writes) or ISO text (legacy fact history)."""
+    if not text:
+        return None
+    if text.lstrip("-").isdigit():
         return datetime.fromtimestamp(int(text) / 1000.0, tz=UTC)
-    return parse_instant(text)
+    try:
+        return parse_instant(text)
+    except ValidationError:
+        return None
 
 
 def fact_record(mid: str, fields: Mapping[str, Any], current: bool) -> FactRecord:
+    """One ``fact_history`` entry from a version's stored fields (``current``: it is the live one).
+
+    ``valid_from``: the fact's ``date`` when it has one, else the stored ``valid_from``
+    (ms; a memory written with ``subject=``); ``valid_until``: ms or, in history a
+    previous version wrote, ISO text.
+    """
     date_text = as_text(fields.get("date")) or None
     content = as_text(fields.get("content"))
     until = as_text(fields.get("valid_until"))
@@ -356,13 +367,15 @@ def fact_record(mid: str, fields: Mapping[str, Any], current: bool) -> FactRecor
         valid_from = parse_instant(date_text)
     except ValidationError:
         valid_from = None
+    if valid_from is None:
+        valid_from = _instant_of(as_text(fields.get("valid_from")))
     return FactRecord(
         id=mid,
         subject=as_text(fields.get("subject")),
         statement=fact_statement(content, date_text),
         date=date_text,
         valid_from=valid_from,
-        valid_until=_until_of(until) if until and not current else None,
+        valid_until=None if current else _instant_of(until),
         superseded_by=by or None,
         current=current,
         retracted=as_text(fields.get("retracted")) == "1",

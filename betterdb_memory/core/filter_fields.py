@@ -32,6 +32,7 @@ fields declared ``INDEXMISSING``, which valkey-search rejects. So presence is wr
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -230,6 +231,11 @@ class MetadataFields:
 
     def __len__(self) -> int:
         return len(self.fields)
+
+    def to_json(self) -> str:
+        """The declaration as JSON (``{"name": "numeric" | "tag"}``, keys sorted): what ``N:__mem_meta``
+        records as ``metadata_fields``."""
+        return json.dumps(dict(self.fields), sort_keys=True)
 
     @property
     def digest(self) -> str:

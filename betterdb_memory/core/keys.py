@@ -244,6 +244,29 @@ class KeySpace:
     def history_prefix(self) -> str:
         return f"{self.name}:hist:"
 
+    def hist_doc(self, memory_id: str) -> str:
+        """A superseded version's document: ``<name>:hist:{<doc key>}`` (the document's slot, outside the index)."""
+        return f"{self.history_prefix()}{{{self.doc(memory_id)}}}"
+
+    # -- subjects (tiers.subjects): one slot per subject, tagged by its digest ------------
+
+    def subject(self, digest: str) -> str:
+        """HASH naming a subject's current version: ``<name>:subj:{<digest>}``."""
+        return f"{self.name}:subj:{{{digest}}}"
+
+    def subject_versions(self, digest: str) -> str:
+        """ZSET of every version of a subject (member id, score valid_from), on the pointer's slot."""
+        return f"{self.name}:subj:{{{digest}}}:hist"
+
+    @property
+    def subject_scopes(self) -> str:
+        """HASH of every exact scope that has subjects: scope tag -> JSON [namespace, agent, thread]."""
+        return f"{self.name}:subj:scopes"
+
+    def subject_scope(self, scope_tag: str) -> str:
+        """HASH of one exact scope's subjects: digest -> JSON [kind, normalised subject]."""
+        return f"{self.name}:subj:scope:{{{scope_tag}}}"
+
     # -- L1 -------------------------------------------------------------------------------
 
     def session(self, agent_id: str | None, thread_id: str) -> SessionKeys:

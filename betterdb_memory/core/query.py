@@ -28,6 +28,7 @@ from .escaping import escape_tag, format_number
 from .keys import Scope
 from .times import check_window, optional_ms
 from .validity import in_time, time_clause
+from .where_clause import WhereClause
 
 __all__ = [
     "CHECK_FIELDS",
@@ -211,6 +212,8 @@ class MemoryFilter:
     # Only memories whose keep-score is at most this (inclusive); sent only to an index
     # with the keep field (capacity's victim search), never checked in the client.
     max_keep: float | None = None
+    # A ``where=`` filter (``core.where``), one more AND clause; always re-checked in the client.
+    where: WhereClause | None = None
     # Time (issue 26, ``core.validity``): ``valid_from`` in ``[valid_since, valid_before)``,
     # and valid at ``as_of``; ``history``: the filter is for the history index.
     valid_since: int | None = None
@@ -279,6 +282,10 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
         parts.append(f"-@expires_at:[-inf {int(flt.exclude_expired_at)}]")
     if flt.has_time and layout.valid_from:
         parts.append(time_clause(flt.valid_since, flt.valid_before, flt.as_of, history=flt.history))
+    if flt.where is not None:
+        # A positive clause goes first: a query starting with a negation gets MATCH_ALL in
+        # front (``_filter_query``), a range over every document the engine then intersects.
+        parts.insert(0 if not flt.where.text.startswith("-") else len(parts), flt.where.text)
     parts.extend(flt.clauses)
     return " ".join(parts)
 
@@ -382,9 +389,9 @@ def item_matches(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
                     return False
             except ValueError:
                 pass
-    if flt.has_time and ("created_at" in fields or "valid_from" in fields):
-        return _in_time(fields, flt)
-    return True
+    if flt.has_time and ("created_at" in fields or "valid_from" in fields) and not _in_time(fields, flt):
+        return False
+    return flt.where is None or flt.where.matches(fields)
 
 
 def _in_time(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:

@@ -6,7 +6,10 @@ The reference's fields come first, in its order (``content``, ``vector``,
 ``date`` when set), so betterdb-agent-memory and BetterDB Monitor read the document as
 one of theirs. This library's own fields follow, each written only when it differs
 from what a reader assumes when it is absent: ``valid_from`` (absent: ``created_at``,
-so a memory written without one is stored and scored exactly as the reference's),
+so a memory written without one is stored and scored exactly as the reference's;
+always written with a subject), ``state_from`` and ``subject_key`` (only with a
+subject: a state's start, and the subject's digest the current-version pointer is
+keyed by),
 ``keep`` (always: the capacity order),
 ``sensitivity`` (absent: ``none``), ``kind`` (absent: derived from ``source``),
 ``metadata`` (absent: ``{}``), ``expires_at`` (absent: never), ``dedup``.
@@ -70,6 +73,9 @@ class NewMemory:
     vector: FloatArray | None = field(default=None, compare=False)
     id: str | None = None
     valid_from: int | None = None
+    # The subject's digest (``subjects.subject_key_of``) when the memory names a subject:
+    # the write then also decides which version of the subject is current (tiers.subjects).
+    subject_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +133,12 @@ def encode_record(
     valid_from = memory.valid_from
     if valid_from is None and previous is not None:
         valid_from = previous.valid_from
+    if valid_from is None and memory.subject_key is not None:
+        valid_from = created  # a subject's versions are ordered by it: always written
     if valid_from is not None:
         fields += ["valid_from", str(valid_from)]
+    if memory.subject_key is not None:
+        fields += ["state_from", str(valid_from), "subject_key", memory.subject_key]
     seen = last_seen_ms(valid_from, created, accessed, count)
     fields += ["keep", repr(keep_score(seen / 1000.0, memory.importance, half_life_seconds))]
     if memory.sensitivity != "none":

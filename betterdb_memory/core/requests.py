@@ -15,18 +15,21 @@ Every argument is checked here (``ValidationError`` naming the argument; for
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any, Required, TypedDict
 
 from ..errors import ValidationError
 from .codec import validate_vector
 from .escaping import validate_tag_value
+from .filters import Node
 from .keys import Scope, validate_memory_id
 from .models import MemoryKind, Sensitivity
 from .query import MemoryFilter, with_times
 from .record import NewMemory
 from .scoring import Weights
+from .subjects import normalise_subject, subject_key_of
+from .time_recall import TimePlan, time_plan
 from .times import optional_ms
 from .timewindow import resolve_tz
 from .validation import (
@@ -65,9 +68,10 @@ class MemoryInput(TypedDict, total=False):
 
     For type checkers (``store.remember_many([{"content": "...", "thread_id": "t"}])`` is
     checked key by key); at run time any mapping is accepted and checked the same way,
-    an unknown key being a ``ValidationError``. ``kind``, ``subject`` and ``date`` are
-    what consolidation writes (a fact's subject and date); leave them out otherwise.
-    ``valid_from``: when what it says became true (``remember(valid_from=)``).
+    an unknown key being a ``ValidationError``. ``kind`` and ``date`` are what
+    consolidation writes (a fact's kind and date); leave them out otherwise.
+    ``valid_from``: when what it says became true (``remember(valid_from=)``);
+    ``subject``: what it states (``remember(subject=)``: the newest version is current).
     """
 
     content: Required[str]
@@ -121,10 +125,11 @@ def new_memory(
     scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
     checked_source = None if source is None else validate_tag_value(source, name="source")
     checked_kind = "memory" if kind is None else check_kind(kind)
-    if subject is not None and not isinstance(subject, str):
-        raise ValidationError(
-            "subject must be a string", code="validation.type", details={"argument": "subject"}
-        )
+    key = None
+    if subject is not None:
+        # Normalised (and bounded) before any I/O; the display text is stored as given.
+        key = subject_key_of(scope.tag, checked_kind, normalise_subject(subject))
+        subject = " ".join(str(subject).split())
     if date is not None and not isinstance(date, str):
         raise ValidationError("date must be a string", code="validation.type", details={"argument": "date"})
     checked_vector = None
@@ -146,6 +151,7 @@ def new_memory(
         vector=checked_vector,
         id=None if id is None else validate_memory_id(id),
         valid_from=optional_ms(valid_from, name="valid_from"),
+        subject_key=key,
     )
 
 
@@ -199,8 +205,11 @@ class RecallRequest:
     reinforce: bool = True
     explain: bool = False
     query: str | None = None
+    where: Node | None = None  # parsed (``core.where.parse``); compiled once the index is known
     # The calendar of the query's time expression (``recall(tz=)``), checked.
     tz: tzinfo = UTC
+    # What the recall does about time: the query's window, or a question about the present.
+    plan: TimePlan = field(default_factory=TimePlan)
 
 
 def recall_request(
@@ -219,9 +228,13 @@ def recall_request(
     as_of: object = None,
     since: object = None,
     until: object = None,
+    where: Node | None = None,
     tz: object = None,
 ) -> RecallRequest:
     """The request of a recall's keyword arguments (``query``: already checked, or None).
+
+    ``where``: the ``where=`` filter, already parsed against the store's declared
+    fields (``core.where.parse``, which needs the store's declaration).
 
     Checked in the order the arguments are documented (``k``, ``threshold``,
     ``weights``, then the filter), so the first bad one is the one reported.
@@ -237,6 +250,7 @@ def recall_request(
         exclude_sensitivity=check_sensitivities(exclude_sensitivity),
     )
     flt = with_times(flt, as_of=as_of, since=since, until=until)
+    zone = resolve_tz(tz)
     return RecallRequest(
         flt=flt,
         k=kk,
@@ -245,5 +259,7 @@ def recall_request(
         reinforce=reinforce is not False,
         explain=explain,
         query=query,
-        tz=resolve_tz(tz),
+        where=where,
+        tz=zone,
+        plan=time_plan(query, as_of=flt.as_of, tz=zone, timed=flt.has_time),
     )

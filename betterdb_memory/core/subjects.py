@@ -20,11 +20,28 @@ compared (NFKC and case folding can lengthen a text: ``"ß"`` folds to ``"ss"``)
 from __future__ import annotations
 
 import hashlib
+import json
 import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ValidationError
+from .codec import as_text, to_int
 
-__all__ = ["MAX_SUBJECT_CHARS", "normalise_subject", "subject_digest"]
+__all__ = [
+    "MAX_SUBJECT_CHARS",
+    "ORPHAN_GRACE_MS",
+    "PutReply",
+    "Retire",
+    "SubjectPut",
+    "next_version",
+    "normalise_subject",
+    "plan_settle",
+    "subject_digest",
+    "subject_key_of",
+    "subject_search_query",
+]
 
 MAX_SUBJECT_CHARS = 256
 
@@ -80,3 +97,166 @@ def subject_digest(normalised: str) -> str:
     written by ``remember(subject=...)`` and one reconciled by the facts mode are one.
     """
     return hashlib.blake2b(normalised.encode(), digest_size=10).hexdigest()
+
+
+def subject_key_of(scope_tag: str, kind: str, normalised: str) -> str:
+    """The digest ``D`` of one subject in one exact scope and kind (``subject_key``, ``<name>:subj:{D}``).
+
+    Scope and kind are part of it, so a fact never supersedes a user's memory and a
+    thread's subject never meets another thread's.
+    """
+    return subject_digest(f"{scope_tag}\x00{kind}\x00{normalised}")
+
+
+def subject_search_query(digest: str) -> str:
+    """The filter of every main-prefix document of one subject (a hex digest: nothing to escape)."""
+    return f"@subject_key:{{{digest}}}"
+
+
+#: A document of a subject found in the index but in no version list is left alone this
+#: long after its ``created_at``: it is most likely a concurrent write between its
+#: ``HSET`` and its ``SUBJECT_PUT``; older, it is a write that never reached its pointer.
+ORPHAN_GRACE_MS = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectPut:
+    """One write of a subject: what ``SUBJECT_PUT`` is told (the scope as JSON for the pointer)."""
+
+    id: str
+    digest: str
+    valid_from: int
+    subject: str
+    scope_json: str
+    kind: str
+
+    def args(self) -> list[Any]:
+        return [self.id, str(self.valid_from), self.subject, self.scope_json, self.kind]
+
+    @staticmethod
+    def scope_of(namespace: str | None, agent_id: str | None, thread_id: str | None) -> str:
+        return json.dumps([namespace, agent_id, thread_id], ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PutReply:
+    """``SUBJECT_PUT``'s answer: the decision, the version it replaced, and the versions after it."""
+
+    current: bool  # the write is the subject's current version now
+    replaced: str | None  # the current version it replaced (to retire), if any
+    pointer: str | None  # the pointer's current id after the call
+    versions: tuple[tuple[str, int], ...]  # (id, valid_from) of every version, oldest first
+
+    @classmethod
+    def parse(cls, reply: Sequence[Any]) -> PutReply:
+        decision, replaced, pointer, flat = reply[0], reply[1], reply[2], reply[3]
+        pairs = [(as_text(flat[i]), to_int(flat[i + 1])) for i in range(0, len(flat), 2)]
+        return cls(
+            current=as_text(decision) == "current",
+            replaced=as_text(replaced) or None,
+            pointer=as_text(pointer) or None,
+            versions=tuple(pairs),
+        )
+
+    def before(self, memory_id: str, valid_from: int) -> str | None:
+        """The version that preceded ``memory_id`` (the latest with an earlier ``valid_from``)."""
+        out = None
+        for mid, vf in self.versions:
+            if vf < valid_from and mid != memory_id:
+                out = mid
+        return out
+
+    def after(self, memory_id: str, valid_from: int) -> tuple[int, str] | None:
+        """(valid_from, id) of the version that followed ``memory_id`` (None: none known).
+
+        The first version with a later ``valid_from``; with none later, the current one
+        (same instant: a zero-length validity, the later write won).
+        """
+        for mid, vf in self.versions:
+            if vf > valid_from and mid != memory_id:
+                return vf, mid
+        if self.pointer and self.pointer != memory_id:
+            for mid, vf in self.versions:
+                if mid == self.pointer:
+                    return max(vf, valid_from), mid
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Retire:
+    """A version leaving the main prefix for its history document."""
+
+    id: str
+    valid_until: int
+    superseded_by: str
+    #: A version already in history whose validity a past-dated write shortens
+    #: (``SUBJECT_TRIM``), rather than one to move.
+    trim: bool = False
+
+
+def plan_settle(
+    puts: Sequence[SubjectPut],
+    replies: Sequence[PutReply],
+    hits: Mapping[str, Sequence[tuple[str, int | None, int | None]]],
+    *,
+    now_ms: int,
+) -> tuple[list[Retire], list[tuple[str, str, int]]]:
+    """What round trip 2 of a write with subjects does, from round trip 1's replies. Pure.
+
+    ``hits``: per digest, the subject's documents still under the main prefix as
+    (id, valid_from, created_at). Returns (the versions to retire, the orphans to put
+    again as (digest, id, valid_from)):
+
+    * a write that became current retires the version it replaced (valid until the
+      new ``valid_from``);
+    * a past-dated write retires itself (valid until the next version's) and shortens
+      the version before it, already in history, to end where it begins (``trim``);
+    * a leftover (a version already superseded per the pointer's list but still in the
+      main prefix: a writer that crashed or lost its reply between its round trips) is
+      retired by whoever sees it next;
+    * an orphan (in the index, in no version list, older than ``ORPHAN_GRACE_MS``: a
+      writer that died between its ``HSET`` and its ``SUBJECT_PUT``) is put again.
+    """
+    out: dict[str, Retire] = {}
+    trims: list[Retire] = []
+    last: dict[str, PutReply] = {}
+    written = {p.id for p in puts}
+    for put, rep in zip(puts, replies, strict=True):
+        last[put.digest] = rep
+        if rep.current:
+            if rep.replaced and rep.replaced != put.id:
+                out.setdefault(rep.replaced, Retire(rep.replaced, put.valid_from, put.id))
+        else:
+            nxt = rep.after(put.id, put.valid_from)
+            if nxt is not None:
+                out.setdefault(put.id, Retire(put.id, nxt[0], nxt[1]))
+            prev = rep.before(put.id, put.valid_from)
+            if prev is not None and prev != rep.pointer:
+                trims.append(Retire(prev, put.valid_from, put.id, trim=True))
+    orphans: list[tuple[str, str, int]] = []
+    for digest, found in hits.items():
+        seen = last.get(digest)
+        if seen is None:
+            continue
+        rep = seen
+        known = dict(rep.versions)
+        for mid, vf, created in found:
+            if mid in out or mid == rep.pointer:
+                continue
+            if mid in known:
+                nxt = rep.after(mid, known[mid])
+                if nxt is not None:
+                    out[mid] = Retire(mid, nxt[0], nxt[1])
+            elif mid not in written and created is not None and now_ms - created >= ORPHAN_GRACE_MS:
+                orphans.append((digest, mid, created if vf is None else vf))
+    # A trimmed version still in the main prefix is retired (with the right end) instead.
+    return [*out.values(), *(t for t in trims if t.id not in out)], orphans
+
+
+def next_version(
+    versions: Sequence[tuple[str, int]], memory_id: str, pointer: str | None
+) -> tuple[int, str] | None:
+    """(valid_from, id) of the version that followed ``memory_id`` in a subject's version list."""
+    return PutReply(current=False, replaced=None, pointer=pointer, versions=tuple(versions)).after(
+        memory_id, dict(versions)[memory_id]
+    )

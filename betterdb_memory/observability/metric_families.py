@@ -91,6 +91,8 @@ class Families:
     turns_stored: Counter
     context_tokens: Histogram
     config_rejected: Counter
+    # -- subjects (issue 26): versions superseded on write --
+    supersessions: Counter
     # time-aware recall (issue 26): time in the question
     time_window_recalls: Counter
 
@@ -203,6 +205,11 @@ def _create_families(registry: CollectorRegistry, prefix: str) -> Families:
         ),
         config_rejected=counter(
             "config_rejected_total", "Live-config values rejected (the last good value was kept)."
+        ),
+        # -- subjects (issue 26) --
+        supersessions=counter(
+            "supersessions_total",
+            "Versions of a subject moved to history because a newer one became current (or came older).",
         ),
         # time-aware recall (issue 26): time in the question
         time_window_recalls=counter(

@@ -23,8 +23,9 @@ This library adds (names that never collide with those): ``recall_memories_total
 (the latency split), ``remember_total``, ``dedup_hits_total``,
 ``consolidation_runs_total{mode}``, ``consolidation_items_total{mode,outcome}``,
 ``background_failures_total{task}``, ``turns_stored_total``, ``context_tokens{part}``,
-``config_rejected_total`` and ``time_window_recalls_total{mode}`` (recalls whose query
-held a time expression: ``filter`` for an exact window, ``boost`` for a vague one).
+``config_rejected_total``, ``supersessions_total`` (versions of a subject moved to
+history on write) and ``time_window_recalls_total{mode}`` (recalls whose query held a
+time expression: ``filter`` for an exact window, ``boost`` for a vague one).
 
 ``agent_memory`` is the default prefix; ``prefix=`` changes it, as the reference's
 ``MemoryTelemetryOptions(metrics_prefix=...)`` does.
@@ -144,6 +145,7 @@ class MemoryMetrics:
         self._dedup = f.dedup_hits.labels(n)
         self._turns = f.turns_stored.labels(n)
         self._config_rejected = f.config_rejected.labels(n)
+        self._supersessions = f.supersessions.labels(n)
         self._context = {part: f.context_tokens.labels(n, part) for part in sorted(CONTEXT_PARTS)}
         self._time_window = {
             mode: f.time_window_recalls.labels(n, mode) for mode in sorted(TIME_WINDOW_MODES)
@@ -160,6 +162,12 @@ class MemoryMetrics:
         """Move the item gauge by ``delta`` (written: positive; deleted: negative) between counts."""
         if check_int(delta, "delta"):
             self._items.inc(delta)
+
+    def observe_supersessions(self, n: int) -> None:
+        """Count ``n`` versions of subjects moved to history by writes (``supersessions_total``)."""
+        n = _count("n", n)
+        if n:
+            self._supersessions.inc(n)
 
     def observe_recall(
         self,

@@ -34,12 +34,13 @@ Design (why it looks like this):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from ..backend import ScopedLock
@@ -56,7 +57,7 @@ from ..core.facts import (
 )
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.models import MemoryItem
-from ..core.query import ITEM_FIELDS
+from ..core.query import ITEM_FIELDS, MemoryFilter
 from ..core.validation import check_importance, check_tags
 from ..errors import ValidationError
 from .documents import Documents
@@ -72,7 +73,6 @@ log = logging.getLogger(__name__)
 PAGE_SIZE = 1000  # candidates per model call in facts mode
 _MAX_SOURCE_IDS = 200  # ids kept in a digest's metadata (recall returns metadata with every hit)
 _DEFAULT_SUMMARY_IMPORTANCE = 0.7
-_HIST_FIELDS = ("content", "subject", "date", "created_at", "superseded_by", "valid_until", "retracted")
 
 
 async def _invoke(fn: Callable[[list[MemoryItem]], Any], items: list[MemoryItem]) -> Any:
@@ -127,6 +127,7 @@ class Consolidation:
         agent_id: str | None = None,
         namespace: str | None = None,
         include_summaries: bool = False,
+        where: Mapping[str, Any] | None = None,
     ) -> Any:
         """Fold a selection of memories into one digest, or into current facts.
 
@@ -134,7 +135,8 @@ class Consolidation:
         carrying ALL of ``tags``, created more than ``older_than_seconds`` ago, of
         importance at most ``max_importance``; never facts, never digests in summary
         mode unless ``include_summaries``, never sources an earlier run of the same
-        mode already consolidated into this target. At least one selector is required.
+        mode already consolidated into this target; matching ``where`` (``list``'s filter
+        language; a non-empty one is a selector). At least one selector is required.
         Output goes to the exact scope the selectors name, with the selection's tags.
 
         Args:
@@ -195,13 +197,23 @@ class Consolidation:
             importance = check_importance(
                 self._rt.settings.fact_importance if fact_importance is None else fact_importance
             )
-        if sel.target.is_empty and not sel.tags and sel.older_than is None and sel.max_importance is None:
+        node = self._rt.parse_where(where)
+        if (
+            sel.target.is_empty
+            and not sel.tags
+            and sel.older_than is None
+            and sel.max_importance is None
+            and node is None
+        ):
             raise ValidationError(
-                "consolidate needs a scope, tags, older_than_seconds or max_importance to select memories; "
-                "refusing to fold everything",
+                "consolidate needs a scope, tags, older_than_seconds, max_importance or where to select "
+                "memories; refusing to fold everything",
                 code="validation.empty_scope",
             )
         await self._rt.index.ensure_ready()
+        if node is not None:
+            compiled = self._rt.with_where(MemoryFilter(), node, operation="consolidate", filter_only=True)
+            sel = dataclasses.replace(sel, where=compiled.where)
         with self._rt.obs.span("consolidate" if mode == "summary" else "consolidateFacts") as span:
             result: ConsolidateResult | ConsolidateFactsResult
             if mode == "summary":
@@ -348,7 +360,7 @@ class Consolidation:
         tally = Tally()
         async with self._scope_lock(ck) as lock:
             items = await self._candidates(sel, ck, "facts")
-            current, _, duplicates = await self._ledger.current_facts(sel)
+            current, _, duplicates, known = await self._ledger.current_facts(sel)
             if duplicates:
                 tally.duplicates += await self._ledger.retire(
                     ck, duplicates, by=None, retracted=False, subjects={}
@@ -361,7 +373,9 @@ class Consolidation:
                     raise ValidationError("extract_facts must return a list of Fact", code="validation.fact")
                 plan = plan_facts(extracted, current)
                 lock.check()
-                current = await self._ledger.apply_plan(ck, sel, plan, page, importance, current, tally)
+                current = await self._ledger.apply_plan(
+                    ck, sel, plan, page, importance, current, tally, known
+                )
                 await self._mark_consumed(ck.consumed["facts"], [i.id for i in page])
         live = [c.ref for c in current.values() if isinstance(c.ref, str)]
         return ConsolidateFactsResult(

@@ -194,6 +194,9 @@ class Documents:
     async def forget(self, id: str) -> bool:
         """Delete one memory (with its access counter and update history); True if it existed.
 
+        Forgetting the current version of a subject leaves the subject with no current
+        memory: the previous version is not brought back (write it again to undo).
+
         Retried on connection faults. A retry cannot know what the attempt it replaces
         did: when that attempt may have reached the server and the retry finds nothing
         left, the answer is True (the memory is gone, and this call may have deleted
@@ -206,9 +209,21 @@ class Documents:
         attempts = Attempts()
         with rt.obs.span("forget"):
             replies = await rt.backend.pipeline(
-                "forget", [("DEL", key), ("DEL", counter, updates)], attempts=attempts
+                "forget",
+                [("HGET", key, "subject_key"), ("DEL", key), ("DEL", counter, updates)],
+                attempts=attempts,
             )
-            deleted = bool(int(replies[0]))
+            deleted = bool(int(replies[1]))
+            if replies[0]:
+                # A version of a subject: the subject keeps no current one (the previous is
+                # not brought back) and its version list forgets it (tiers.subjects).
+                await rt.backend.script(
+                    "forget",
+                    scripts.SUBJECT_DROP.call(
+                        [rt.keys.subject(as_text(replies[0])), rt.keys.subject_versions(as_text(replies[0]))],
+                        [id, "0"],
+                    ),
+                )
         if deleted:
             rt.metrics.add_items(-1)
         return deleted or attempts.retried

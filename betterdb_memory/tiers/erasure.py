@@ -9,11 +9,13 @@ erasing an agent first stops the rolling summaries running here for its sessions
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..core.escaping import validate_tag_value
 from ..core.query import with_times
 from ..core.requests import TimeInput
+from ..core.where import names_declared
 from ..errors import BetterDBMemoryError, ValidationError
 from ..progress import ProgressSink, check_progress
 from .documents import Documents
@@ -61,11 +63,19 @@ class Erasure:
         progress: ProgressSink | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> int:
         """Delete every memory matching a scope (None = any) and carrying ALL of ``tags``.
 
-        Refuses an empty selector (no scope field and no tags): deleting everything is
-        not a default. Pages of 500, each one query and one pipelined delete; returns
+        ``where``: only the memories matching this filter too (the language of ``list``);
+        a non-empty one is a selector by itself (``{}`` is not). Each page the index
+        returns is checked again in the client before it is deleted, so an index made by
+        another library can never widen a deletion. Needs filter-only queries
+        (``CommandNotSupportedError`` on valkey-search 1.0). A ``where`` naming a declared
+        metadata field leaves the superseded versions alone (their index lacks those fields).
+
+        Refuses an empty selector (no scope field, no tags, no ``where``): deleting
+        everything is not a default. Pages of 500, each one query and one pipelined delete; returns
         the number deleted. On a connection fault the error's ``details`` carry
         ``deleted`` (the count so far): calling again finishes the job. ``progress``: an
         object with ``begin(label, total)`` / ``advance(n)`` / ``end()``
@@ -78,14 +88,17 @@ class Erasure:
             scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags, live_only=False),
             as_of=None, since=since, until=until,
         )  # fmt: skip
+        node = self._rt.parse_where(where)
         if progress is not None:
             progress = check_progress(progress)
-        if flt.is_unscoped:
+        if flt.is_unscoped and node is None:
             raise ValidationError(
-                "forget_by_scope needs a thread_id, agent_id, namespace or tags; refusing to delete everything",
+                "forget_by_scope needs a thread_id, agent_id, namespace, tags or where; "
+                "refusing to delete everything",
                 code="validation.empty_scope",
             )
         await self._rt.index.ensure_ready()
+        flt = self._rt.with_where(flt, node, operation="forget_by_scope", filter_only=True)
         deleted = 0
         with self._rt.obs.span("forget_by_scope"):
             try:
@@ -114,8 +127,9 @@ class Erasure:
                         UserWarning,
                         stacklevel=3,
                     )
-                await self._history.forget(flt)
-                if not flt.tags and not flt.has_time:
+                if flt.where is None or not names_declared(flt.where):
+                    await self._history.forget(flt)  # the history index has no declared fields
+                if not flt.tags and not flt.has_time and flt.where is None:  # the whole scope went
                     await self._ledger.forget_scope_state(flt.scope)
             except BetterDBMemoryError as exc:
                 exc.details["operation"] = "forget_by_scope"

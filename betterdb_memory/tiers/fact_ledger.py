@@ -1,11 +1,17 @@
 """Current facts and their history: what fact-mode consolidation reads and rewrites.
 
-A subject's current fact is a memory (source ``fact``) in the index. When a newer
-statement supersedes it or a tombstone retracts it, the document is stamped and
-renamed out of the index prefix into its history key (``RETIRE``, same slot), and its
-id is added to the subject's history (a sorted set per target scope), so recall,
-count and Monitor stop seeing it at once while ``fact_history`` can still show it,
-until ``purge_fact_history`` or erasure (``forget_scope_state``) deletes it.
+A subject's current fact is a memory (source ``fact``, kind ``fact``) in the index,
+written with its subject like any ``remember(subject=...)``, so one mechanism decides
+which version is current (``tiers.subjects``: the pointer ``<name>:subj:{D}`` and its
+version list; the superseded version is stamped and renamed out of the index prefix
+into its history document, ``RETIRE``). A tombstone retracts the current fact the same
+way, with ``retracted`` set. ``fact_history`` lists the versions of any subject, of any
+kind, newest first, until ``purge_fact_history`` or erasure deletes them.
+
+Stores written before subjects (the ledger's own ``<name>:cons:{S}:subjects`` and
+``:hist:<digest>`` sorted sets) keep working without a conversion: their current facts
+have no ``subject_key`` and are retired here explicitly when superseded, and
+``fact_history`` reads both lists.
 """
 
 from __future__ import annotations
@@ -13,12 +19,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from ..backend import scripts
 from ..backend.commands import Command, score_pairs
-from ..core.codec import as_text
+from ..core.codec import as_text, to_int
 from ..core.consolidation import Selection, Tally, output_item
 from ..core.facts import (
     CurrentFact,
@@ -34,17 +40,30 @@ from ..core.facts import (
     subject_key,
 )
 from ..core.keys import ConsolidationKeys, Scope
-from ..core.models import MemoryItem
+from ..core.models import MemoryItem, MemoryKind
 from ..core.query import MemoryFilter
-from ..core.times import now_ms
+from ..core.record import KINDS
+from ..core.subjects import Retire, next_version, normalise_subject, subject_key_of
+from ..core.times import to_ms
+from ..core.validation import check_kind
 from ..errors import ValidationError
 from .long_term import LongTermMemory
 from .runtime import Runtime
 from .scopes import ScopeReader
 
-__all__ = ["FactLedger"]
+__all__ = ["FactLedger", "Known"]
 
-_HIST_FIELDS = ("content", "subject", "date", "created_at", "superseded_by", "valid_until", "retracted")
+
+class Known(NamedTuple):
+    """What ``current_facts`` learned beside the plan's input: legacy ids, and each current fact's start (ms)."""
+
+    legacy: set[str]
+    starts: dict[str, int]
+
+
+_HIST_FIELDS = (
+    "content", "subject", "date", "created_at", "superseded_by", "valid_until", "retracted", "valid_from",
+)  # fmt: skip
 
 
 class FactLedger:
@@ -62,15 +81,23 @@ class FactLedger:
         """The reply of one ``command`` (retried: every use here is idempotent)."""
         return (await self._rt.backend.pipeline(operation, [command]))[0]
 
-    async def current_facts(self, sel: Selection) -> tuple[dict[str, CurrentFact], dict[str, str], list[str]]:
-        """(subject key -> current fact, fact id -> subject, ids of duplicate facts) of the target.
+    async def current_facts(
+        self, sel: Selection
+    ) -> tuple[dict[str, CurrentFact], dict[str, str], list[str], Known]:
+        """(subject key -> current fact, fact id -> subject, ids of duplicate facts, ``Known``) of the target.
 
         Read from the index (facts another library wrote count); the oldest fact of a
         subject is its current one, later duplicates (a concurrent run of another
-        library) are retired.
+        library) are retired. Legacy ids: current facts without ``subject_key`` (written
+        before subjects, or by another library), which no subject pointer names.
         """
         flt = MemoryFilter(scope=sel.target, tags=sel.tags, sources=(self._rt.settings.fact_source,))
-        hits = await self._scopes.scan_ordered(flt, ("content", "subject", "date"), operation="consolidate")
+        hits = await self._scopes.scan_ordered(
+            flt,
+            ("content", "subject", "date", "subject_key", "valid_from", "created_at"),
+            operation="consolidate",
+        )
+        known = Known(set(), {})
         current: dict[str, CurrentFact] = {}
         subjects: dict[str, str] = {}
         duplicates: list[str] = []
@@ -91,7 +118,13 @@ class FactLedger:
                 instant = None
             current[key] = CurrentFact(mid, normalise(statement), instant)
             subjects[mid] = subject
-        return current, subjects, duplicates
+            if not as_text(h.fields.get("subject_key")):
+                known.legacy.add(mid)
+            # Its start: valid_from, else (a fact from before subjects) its date, else its write.
+            dated = _ms_of(instant)
+            stored = h.fields.get("valid_from")
+            known.starts[mid] = to_int(stored) if stored else dated or to_int(h.fields.get("created_at"))
+        return current, subjects, duplicates, known
 
     async def apply_plan(
         self,
@@ -102,45 +135,82 @@ class FactLedger:
         importance: float,
         current: dict[str, CurrentFact],
         tally: Tally,
+        known: Known | None = None,
     ) -> dict[str, CurrentFact]:
-        """Write the plan's new facts first, then retire what they replace (write-then-delete)."""
+        """Write the plan's new facts (their subjects retire what they replace), then apply tombstones.
+
+        The new facts go through the subject write path (``tiers.subjects``), which
+        retires the version each replaces; a legacy current fact (no pointer names it)
+        is retired here. A fact's ``valid_from`` is its date (undated: now), raised to
+        the start of the version the plan says it supersedes, so the subject's timeline
+        agrees with the plan's rules (an undated statement supersedes a dated one). A
+        tombstone takes the current fact off its subject and retires it with
+        ``retracted`` set. On an index without ``subject_key`` (made by
+        betterdb-agent-memory, not rebuilt yet) every fact is handled as a legacy one:
+        written without a subject key, retired here, its history in the ledger's list.
+        """
+        known = known or Known(set(), {})
+        subjects_on = self._rt.index.layout.subject_key
+        legacy = known.legacy
         tally.unchanged += plan.unchanged
         tally.unmatched += plan.unmatched
         ops = plan.ops
         puts = [i for i, op in enumerate(ops) if op.action == "put"]
         new_ids: dict[int, str] = {}
+        now_ms = int(time.time() * 1000)
+        starts: dict[str | int, int] = {k: v for k, v in known.starts.items()}
+        for i in puts:
+            op = ops[i]
+            prior = starts.get(op.expected) if op.expected is not None else None
+            own = _ms_of(op.instant) or now_ms
+            starts[i] = own if prior is None else max(own, prior)
         if puts:
             written, _, _ = await self._long_term.write(
-                [self._fact_item(sel, ops[i], importance, page) for i in puts], capped=False, dedup=False
+                [self._fact_item(sel, ops[i], importance, page, starts[i]) for i in puts],
+                capped=False,
+                dedup=False,
+                subjects=subjects_on,
             )
             new_ids = dict(zip(puts, written, strict=True))
+            if not subjects_on:
+                legacy = legacy | set(written)
+                for i in puts:
+                    await self._link_history(ck, ops[i].key, new_ids[i])
             tally.created += written
-        now_iso = datetime.now(UTC).isoformat()
         state = dict(current)
         for i, op in enumerate(ops):
             expected = op.expected
             old = new_ids.get(expected) if isinstance(expected, int) else expected
+            until = _ms_of(op.instant) or now_ms
             if op.action == "put":
                 if old is not None:
-                    await self.retire(
-                        ck, [old], by=new_ids[i], retracted=False, subjects={old: op.subject},
-                        until=op.instant.isoformat() if op.instant else now_iso,
-                    )  # fmt: skip
+                    if old in legacy:
+                        await self.retire(
+                            ck,
+                            [old],
+                            by=new_ids[i],
+                            retracted=False,
+                            subjects={old: op.subject},
+                            until=starts[i],
+                        )
                     tally.superseded += 1
                 assert op.fact is not None
-                await self._link_history(ck, op.key, new_ids[i])
                 state[op.key] = CurrentFact(new_ids[i], normalise(op.fact.statement), op.instant)
             else:
                 if old is not None:
+                    if old not in legacy:
+                        digest = subject_key_of(ck.tag, "fact", normalise_subject(op.subject))
+                        await self._long_term.subjects.drop(digest, old, keep=True, operation="consolidate")
                     await self.retire(
-                        ck, [old], by=None, retracted=True, subjects={old: op.subject},
-                        until=op.instant.isoformat() if op.instant else now_iso,
+                        ck, [old], by=None, retracted=True, subjects={old: op.subject} if old in legacy else {},
+                        until=until,
                     )  # fmt: skip
                     tally.retracted += 1
                 state.pop(op.key, None)
         return state
 
     async def _link_history(self, ck: ConsolidationKeys, subject_key: str, fact_id: str) -> None:
+        """Record a legacy fact's retirement in the ledger's own history list (stores before subjects)."""
         digest = subject_digest(subject_key)
 
         link: list[Command] = [
@@ -157,13 +227,15 @@ class FactLedger:
         by: str | None,
         retracted: bool,
         subjects: Mapping[str, str],
-        until: str | None = None,
+        until: int | None = None,
     ) -> int:
-        """Move facts out of the index into history (RENAME, same slot); the number moved."""
+        """Move facts out of the index into history (RENAME, same slot); the number moved.
+
+        ``until``: their ``valid_until``, epoch ms (default now). ``subjects``: the
+        legacy facts among them, whose history the ledger's own list records.
+        """
         moved = 0
-        # In ms, as every history document's ``valid_until`` (the history index's NUMERIC field).
-        instant = parse_instant(until) if until else None
-        stamp = str(round(instant.timestamp() * 1000) if instant is not None else now_ms())
+        stamp = str(until if until is not None else int(time.time() * 1000))
         for mid in ids:
             keys = [self._rt.keys.doc(mid), ck.hist_doc(mid), self._rt.keys.access(mid)]
 
@@ -178,11 +250,11 @@ class FactLedger:
         return moved
 
     def _fact_item(
-        self, sel: Selection, op: FactOp, importance: float, page: Sequence[MemoryItem]
+        self, sel: Selection, op: FactOp, importance: float, page: Sequence[MemoryItem], valid_from: int
     ) -> dict[str, Any]:
         assert op.fact is not None
         date_text = date_text_of(op.fact.date)
-        return output_item(
+        item = output_item(
             sel,
             op.content,
             importance,
@@ -193,6 +265,8 @@ class FactLedger:
             subject=op.fact.subject.strip(),
             date_text=date_text,
         )
+        item["valid_from"] = valid_from
+        return item
 
     async def fact_history(
         self,
@@ -201,37 +275,90 @@ class FactLedger:
         thread_id: str | None = None,
         agent_id: str | None = None,
         namespace: str | None = None,
+        kind: MemoryKind | None = None,
     ) -> list[FactRecord]:
-        """Every recorded fact of ``subject`` in the exact target scope named, newest first.
+        """Every recorded version of ``subject`` in the exact scope named, newest first.
 
-        The current fact (``current=True``) and the ones it replaced or that were
-        retracted, each with ``valid_until`` and ``superseded_by``.
+        The versions written with ``remember(subject=...)`` and the facts of
+        ``consolidate(mode="facts")`` alike: the current one (``current=True``) and the
+        ones it superseded, past-dated or retracted, each with ``valid_until`` and
+        ``superseded_by``. ``kind``: only that kind's versions (``"fact"``,
+        ``"memory"``...); None: every kind (a fact and a memory of one subject are two
+        subjects, each with its own current version). Newest: by ``valid_from``.
+
+        A version found still in the index though no longer current (a writer that
+        crashed between its round trips) is retired on the way (``tiers.subjects``).
+
+        Raises:
+            ValidationError: an empty or over-long subject, an unknown kind.
         """
-        key = subject_key(subject)
-        ck = self.keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
-        members = await self._one(
-            "fact_history", ("ZRANGE", ck.history(subject_digest(key)), 0, -1, "WITHSCORES")
-        )
-        ids = [(as_text(m), s) for m, s in score_pairs(members)]
-        docs: list[Command] = []
-        for mid, _ in ids:
-            docs += [
-                ("HMGET", ck.hist_doc(mid), *_HIST_FIELDS),
-                ("HMGET", self._rt.keys.doc(mid), *_HIST_FIELDS),
+        normalised = normalise_subject(subject)
+        kinds: tuple[str, ...] = KINDS if kind is None else (check_kind(kind),)
+        scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
+        ck = self.keys_of(scope)
+        keys = self._rt.keys
+        digests = [subject_key_of(scope.tag, k, normalised) for k in kinds]
+        reads: list[Command] = []
+        for d in digests:
+            reads += [
+                ("HGET", keys.subject(d), "current"),
+                ("ZRANGE", keys.subject_versions(d), 0, -1, "WITHSCORES"),
             ]
+        legacy = "fact" in kinds
+        if legacy:
+            reads.append(("ZRANGE", ck.history(subject_digest(normalised)), 0, -1))
+        got = await self._rt.backend.pipeline("fact_history", reads)
+        pointers: dict[str, str | None] = {}
+        versions: dict[str, list[tuple[str, int]]] = {}
+        for n, d in enumerate(digests):
+            pointers[d] = as_text(got[2 * n]) or None
+            versions[d] = [(as_text(m), int(score)) for m, score in score_pairs(got[2 * n + 1])]
+        owner = {mid: d for d in digests for mid, _ in versions[d]}
+        ids = list(owner)
+        ids += [
+            mid for mid in dict.fromkeys(as_text(m) for m in (got[-1] if legacy else [])) if mid not in owner
+        ]
+        docs: list[Command] = []
+        for mid in ids:
+            docs += [("HMGET", keys.hist_doc(mid), *_HIST_FIELDS), ("HMGET", keys.doc(mid), *_HIST_FIELDS)]
         found = await self._rt.backend.pipeline("fact_history", docs) if ids else []
-        records: list[tuple[float, FactRecord]] = []
-        for n, (mid, order) in enumerate(ids):
+        records: list[FactRecord] = []
+        stale: list[Retire] = []
+        for n, mid in enumerate(ids):
             hist_vals, mem_vals = found[2 * n], found[2 * n + 1]
-            is_current = mem_vals[0] is not None
-            values = mem_vals if is_current else hist_vals
+            live = mem_vals[0] is not None
+            owned = owner.get(mid)
+            is_current = live and (owned is None or pointers[owned] == mid)
+            if live and not is_current and owned is not None:
+                nxt = next_version(versions[owned], mid, pointers[owned])
+                if nxt is not None:
+                    stale.append(Retire(mid, nxt[0], nxt[1]))
+            values = mem_vals if live else hist_vals
             if values[0] is None:
                 continue  # forgotten, or purged meanwhile
-            records.append(
-                (order, fact_record(mid, dict(zip(_HIST_FIELDS, values, strict=True)), is_current))
-            )
-        records.sort(key=lambda r: (r[1].recorded_at, r[0], r[1].current), reverse=True)
-        return [r for _, r in records]
+            fields = dict(zip(_HIST_FIELDS, values, strict=True))
+            if live and not is_current and owned is not None and stale and stale[-1].id == mid:
+                fields.update(valid_until=str(stale[-1].valid_until), superseded_by=stale[-1].superseded_by)
+            records.append(fact_record(mid, fields, is_current))
+        if stale:
+            await self._long_term.subjects.retire(stale, operation="fact_history")
+
+        # Newest first by valid_from; versions of one instant in the order they superseded
+        # each other (a version comes after the one that superseded it), then by write time.
+        by_id = {r.id: r for r in records}
+
+        def hops(r: FactRecord) -> int:
+            n = 0
+            while r.superseded_by in by_id and n < len(by_id):
+                r, n = by_id[r.superseded_by], n + 1
+            return n
+
+        def newest(r: FactRecord) -> tuple[float, int, float]:
+            at = r.valid_from or r.recorded_at
+            return (-at.timestamp(), hops(r), -r.recorded_at.timestamp())
+
+        records.sort(key=newest)
+        return records
 
     async def purge_fact_history(
         self,
@@ -247,7 +374,9 @@ class FactLedger:
         """
         ck = self.keys_of(Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id))
         only = None if subject is None else subject_digest(subject_key(subject))
-        return await self._purge_history(ck, only)
+        deleted = await self._purge_history(ck, only)
+        one = None if subject is None else normalise_subject(subject)
+        return deleted + await self._long_term.subjects.purge_past(ck.scope, one, kind="fact")
 
     async def _purge_history(self, ck: ConsolidationKeys, only: str | None) -> int:
         if only is not None:
@@ -278,6 +407,7 @@ class FactLedger:
         Called when ``forget_by_scope`` wipes a scope, so no superseded fact text
         survives the right to erasure.
         """
+        await self._long_term.subjects.forget_scopes(scope)
         targets_key = self._rt.keys.consolidation_targets
         raw = await self._one("forget_by_scope", ("HGETALL", targets_key))
         for tag, value in raw.items():
@@ -292,3 +422,13 @@ class FactLedger:
 
             unlinks: list[Command] = [("UNLINK", key) for key in doomed]
             await self._rt.backend.pipeline("forget_by_scope", [*unlinks, ("HDEL", targets_key, tag)])
+
+
+def _ms_of(instant: datetime | None) -> int | None:
+    """A fact's date as epoch ms for its ``valid_from`` (None: undated, or outside the years 1900-9999)."""
+    if instant is None:
+        return None
+    try:
+        return to_ms(instant)
+    except ValidationError:
+        return None

@@ -29,15 +29,14 @@ from ..core.codec import to_float
 from ..core.frequencies import DocumentFrequencies, TextPlan, word_count_args
 from ..core.models import MemoryItem, item_from_fields, ranking_item
 from ..core.query import (
-    CHECK_FIELDS,
     VECTOR_FIELD,
     MemoryFilter,
     filter_search_args,
-    item_matches,
     text_search_args,
 )
 from ..core.ranking import HybridRanker, Reranker, query_words
 from ..core.replies import parse_search_reply
+from ..core.where import check_fields, result_matches
 from .documents import Documents
 from .runtime import Runtime
 
@@ -97,7 +96,7 @@ class TextCandidates:
             check = self._rt.index.needs_check(flt)
             # The vector gives a text-only hit its exact distance; a decoding client cannot read it.
             vector = () if self._rt.backend.decodes else (VECTOR_FIELD,)
-            want = tuple(dict.fromkeys([*fields, *vector, *(CHECK_FIELDS if check else ())]))
+            want = tuple(dict.fromkeys([*fields, *vector, *check_fields(flt, check)]))
             searches = text_search_args(
                 index,
                 plan.words,
@@ -157,7 +156,7 @@ class TextCandidates:
                 f = hit.fields
                 if mid in known or mid in kept or "content" not in f:
                     continue
-                if check and not item_matches(f, flt):
+                if not result_matches(f, flt, check):
                     continue
                 expires = to_float(f.get("expires_at"))
                 if expires and expires <= now_ms:

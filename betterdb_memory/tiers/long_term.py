@@ -22,18 +22,21 @@ import numpy as np
 from ..backend import scripts
 from ..backend.commands import Step
 from ..core.codec import as_text, encode_vector, validate_vector
+from ..core.filter_fields import index_fields
 from ..core.keys import Scope, validate_memory_id
 from ..core.models import MemoryItem, Sensitivity
 from ..core.query import MemoryFilter, knn_search_args
 from ..core.record import NewMemory, Previous, dedup_hash, encode_record
 from ..core.replies import parse_search_reply
 from ..core.requests import MemoryInput, new_memories, new_memory
+from ..core.validation import check_metadata
 from ..errors import MemoryNotFoundError, ValidationError
 from ..observability.tracing import add_attributes
 from .capacity import Capacity
 from .documents import Documents
 from .recall import Recall
 from .runtime import Runtime
+from .subjects import Subjects
 from .upserts import HISTORY_MAX, Existing, read_existing
 
 __all__ = ["HISTORY_MAX", "LongTermMemory"]
@@ -47,6 +50,7 @@ class LongTermMemory:
         self._capacity = capacity
         self._recall = recall
         self._docs = docs
+        self.subjects = Subjects(rt)
 
     def _record(
         self,
@@ -71,6 +75,10 @@ class LongTermMemory:
             fact_source=self._rt.settings.fact_source,
             previous=previous,
         )
+        # The declared metadata fields as their own document fields (``meta_*``, ``present``):
+        # checked in ``write_memories`` before any I/O, so this cannot raise.
+        for name, value in index_fields(memory.metadata, self._rt.metadata_fields).items():
+            fields += [name, value]
         return memory_id, fields, ttl_ms
 
     async def remember(
@@ -89,6 +97,7 @@ class LongTermMemory:
         vector: Sequence[float] | None = None,
         id: str | None = None,
         valid_from: datetime | date | int | str | None = None,
+        subject: str | None = None,
     ) -> str:
         """Store one memory; returns its id (the existing id when deduplicated).
 
@@ -101,7 +110,9 @@ class LongTermMemory:
             ttl: seconds until it expires; ``None`` or ``0``: never.
             thread_id / agent_id / namespace: its scope.
             sensitivity: ``none|low|pii|sensitive`` (``recall(exclude_sensitivity=)``).
-            metadata: a JSON-able mapping kept with it.
+            metadata: a JSON-able mapping kept with it. Its keys declared in the store's
+                ``metadata_fields`` are also indexed (``where=``); a declared value of the
+                wrong type is a ``ValidationError`` (``validation.metadata_field``).
             vector: a precomputed embedding (skips the embedder).
             id: your own id for it (letters, digits, ``_.:-``; up to 200), kept as given.
                 A memory with this id already there is replaced (upsert): its creation
@@ -115,15 +126,25 @@ class LongTermMemory:
                 ``valid_from="2024-05"`` ranks as old news. Read back as
                 ``MemoryItem.valid_from``. An upsert without it keeps the replaced
                 memory's.
+            subject: what it states ("home city"; matched case- and
+                whitespace-insensitively, at most 256 characters). Within its exact
+                scope and kind a subject has one current memory: a write not older
+                (by ``valid_from``) than the current one supersedes it (the old one
+                leaves recall, list and count, kept with ``valid_until`` in
+                ``fact_history``); an older-dated one enters the history as a past
+                version. Costs the write one more round trip.
 
         Raises:
-            ValidationError: any bad argument; nothing is written.
+            ValidationError: any bad argument (an empty or over-long subject too);
+                nothing is written.
+            ConfigurationError: ``subject`` on an index created without ``subject_key``
+                (``configuration.index_outdated``).
             StoreConnectionError: the server could not be reached (after retries).
         """
         memory = new_memory(
             content, dimensions=self._rt.embedder.dimensions, importance=importance, tags=tags, source=source,
             ttl=ttl, thread_id=thread_id, agent_id=agent_id, namespace=namespace, sensitivity=sensitivity,
-            metadata=metadata, vector=vector, id=id, valid_from=valid_from,
+            metadata=metadata, vector=vector, id=id, valid_from=valid_from, subject=subject,
         )  # fmt: skip
         return (await self._remember([memory], mark=(importance, ttl)))[0]
 
@@ -162,10 +183,21 @@ class LongTermMemory:
         return ids
 
     async def write(
-        self, items: Iterable[str | Mapping[str, Any]], *, capped: bool, dedup: bool | None = None
+        self,
+        items: Iterable[str | Mapping[str, Any]],
+        *,
+        capped: bool,
+        dedup: bool | None = None,
+        subjects: bool = True,
     ) -> tuple[list[str], int, int]:
-        """``write_memories`` of ``remember_many`` items (consolidation's output)."""
+        """``write_memories`` of ``remember_many`` items (consolidation's output).
+
+        ``subjects=False``: their subjects are stored as text only, with no current-version
+        bookkeeping (facts on an index made by the reference, which has no ``subject_key``).
+        """
         memories = new_memories(items, dimensions=self._rt.embedder.dimensions)
+        if not subjects:
+            memories = [dataclasses.replace(m, subject_key=None) for m in memories]
         return await self.write_memories(memories, capped=capped, dedup=dedup)
 
     async def write_memories(
@@ -178,6 +210,13 @@ class LongTermMemory:
         """
         if not memories:
             return [], 0, 0
+        for i, m in enumerate(memories):
+            try:
+                index_fields(m.metadata, self._rt.metadata_fields, strict=True)
+            except ValidationError as exc:
+                if len(memories) > 1:
+                    exc.details.setdefault("item", i)
+                raise
         given = [m.id for m in memories if m.id is not None]
         if len(set(given)) != len(given):
             twice = sorted({g for g in given if given.count(g) > 1})
@@ -213,8 +252,8 @@ class LongTermMemory:
             first: dict[tuple[Scope, str], int] = {}
             hashed = list(memories)
             for i, m in enumerate(memories):
-                if m.id is not None:
-                    continue  # a caller's id names the memory: no dedup
+                if m.id is not None or m.subject_key is not None:
+                    continue  # a caller's id names the memory, a subject's version is its own: no dedup
                 hashed[i] = m = dataclasses.replace(m, dedup_hash=dedup_hash(m.content, m.kind))
                 twin_of[i] = first.setdefault((m.scope, m.dedup_hash or ""), i)
             memories = hashed
@@ -243,6 +282,15 @@ class LongTermMemory:
         cap = cfg.max_items_per_scope if capped else None
         cap_filters = self._capacity.cap_filters([memories[i] for i, *_ in records]) if cap else []
         rounds = [self._capacity.plan(flt, len(records)) for flt in cap_filters]
+        # Subjects (tiers.subjects): decided in this round trip, settled in one more.
+        puts = self.subjects.puts([(memories[i], mid, fields) for i, mid, fields, _ in records])
+        subject_steps: list[Step] = []
+        subject_searches: list[list[Any]] = []
+        if puts:
+            self.subjects.check_index()
+            scopes = [memories[i].scope for i, *_ in records if memories[i].subject_key is not None]
+            subject_steps = self.subjects.steps(puts, scopes)
+            subject_searches = self.subjects.searches(puts)
 
         writes: list[Step] = []
         for _, mid, fields, ttl_ms in records:
@@ -264,7 +312,8 @@ class LongTermMemory:
         # Ids are fixed client-side before the first attempt, so a retry after a
         # dropped connection rewrites the same documents: safe to retry.
         backend = self._rt.backend
-        if len(records) == 1 and not replaced and not leftovers and not records[0][3] and not cap_filters:
+        single = not replaced and not leftovers and not cap_filters and not puts
+        if len(records) == 1 and single and not records[0][3]:
             # The everyday write, one HSET: a plain command costs less than a pipeline of one.
             _, mid, fields, _ = records[0]
             key = self._rt.keys.doc(mid)
@@ -281,10 +330,11 @@ class LongTermMemory:
                         "remember",
                         [
                             *writes,
+                            *subject_steps,
                             *self._capacity.lock_calls(rounds),
                         ],  # the locks: after the writes, before the counts
                         details={"count": len(records)},
-                        searches=self._capacity.searches(rounds),
+                        searches=[*subject_searches, *self._capacity.searches(rounds)],
                     ),
                 )
             except BaseException:
@@ -292,6 +342,17 @@ class LongTermMemory:
                 await self._capacity.release(rounds)
                 raise
         self._rt.metrics.add_items(len(records) - len(replaced))
+        if puts:
+            nw, ns = len(writes), len(subject_steps)
+            nl = len(results) - nw - ns - len(subject_searches) - len(self._capacity.searches(rounds))
+            after = nw + ns + nl
+            await self.subjects.settle(
+                puts,
+                results[nw : nw + len(puts)],
+                results[after : after + len(subject_searches)],
+                now_ms=now_ms,
+            )
+            results = [*results[:nw], *results[nw + ns : after], *results[after + len(subject_searches) :]]
         evicted = 0
         if rounds and cap is not None:
             written = {mid for _, mid, _, _ in records}
@@ -349,6 +410,8 @@ class LongTermMemory:
             ValidationError: a bad argument; nothing is written.
         """
         mid = validate_memory_id(id)
+        if metadata is not None:  # a declared field's value is checked before any I/O
+            index_fields(check_metadata(metadata), self._rt.metadata_fields, strict=True)
         item = (await self._docs.get_many([mid]))[0]
         if item is None:
             raise MemoryNotFoundError(mid, f"no memory with id {mid!r}")

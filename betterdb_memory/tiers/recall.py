@@ -20,13 +20,20 @@ import numpy as np
 
 from ..core.codec import as_text, encode_vector, to_float, validate_vector
 from ..core.models import MemoryHit, MemoryItem, Sensitivity, item_from_fields, ranking_item
-from ..core.query import CHECK_FIELDS, ITEM_FIELDS, SCORE_ALIAS, MemoryFilter, item_matches, knn_search_args
+from ..core.query import (
+    ITEM_FIELDS,
+    SCORE_ALIAS,
+    MemoryFilter,
+    item_matches,
+    knn_search_args,
+)
 from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
-from ..core.time_recall import TimePlan, search_text, time_plan
+from ..core.time_recall import TimePlan, search_text
 from ..core.validation import check_content
+from ..core.where import check_fields, result_matches
 from ..observability.tracing import add_attributes
 from .documents import Documents
 from .history import History
@@ -84,13 +91,13 @@ class Recall:
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
         tz: str | None = None,
     ) -> list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
 
-        A time expression in the query ("last week", "since March") keeps the recall to
-        its window (``core.time_recall``); without one, the newest statement of a slot
-        ranks first (same-slot supersession, ``core.supersession``).
+        A time expression in the query ("last week") keeps the recall to its window; without
+        one, the newest statement of a slot ranks first (``core.time_recall``).
 
         Args:
             query: text to embed and search by.
@@ -103,8 +110,7 @@ class Recall:
                 (default True).
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
-            explain: attach the score's components to each hit (with the time window
-                understood, and ``superseded_by`` on a hit ranked below a newer statement).
+            explain: attach the score's components (and ``time_window``, ``superseded_by``).
             as_of: what was valid at that instant (``valid_from <= as_of < valid_until``),
                 superseded versions included when they were current then (they are not
                 reinforced). Default: no time filter (future-dated memories included).
@@ -112,23 +118,28 @@ class Recall:
             since / until: only memories whose ``valid_from`` (their ``created_at`` when
                 written without one) falls in ``[since, until)``.
                 Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
-            tz: the IANA time zone the query's days are counted in (default UTC).
-
-        Raises:
-            ValidationError: a bad argument, an unknown ``tz`` among them, before any I/O.
+            where: a filter on metadata and built-in fields, ANDed with the scope and
+                applied inside the KNN query (pre-filtered: the ``k`` nearest matching
+                memories), e.g. ``{"priority": {"$gte": 2}, "source": {"$ne": "web"}}``.
+                Operators (MongoDB's meaning): ``$eq $ne $gt $gte $lt $lte $in $nin
+                $exists``, ``$and $or $not``; ``$ne`` / ``$nin`` match memories without
+                the field, a comparison on a missing field is false. Fields: ``thread_id
+                agent_id namespace tags source importance created_at valid_from`` and the
+                store's ``metadata_fields``; the full table is in ``list``'s docstring.
+                A bad filter is a ``ValidationError`` before any I/O.
+            tz: the IANA time zone the query's days are counted in (default UTC); an
+                unknown one is a ``ValidationError`` before any I/O.
         """
         request = recall_request(
             query=check_content(query, name="query"), k=k, threshold=threshold, tags=tags, weights=weights,
             reinforce=reinforce, thread_id=thread_id, agent_id=agent_id, namespace=namespace,
             exclude_sensitivity=exclude_sensitivity, explain=explain, as_of=as_of, since=since, until=until,
-            tz=tz,
+            tz=tz, where=self._rt.parse_where(where),
         )  # fmt: skip
-        plan = time_plan(request.query, as_of=request.flt.as_of, tz=request.tz, timed=request.flt.has_time)
+        request = await self._with_where(request)
         started = time.perf_counter()
-        vector = (await self._rt.embed([search_text(request.query or "", plan)]))[0]
-        return await self._recall_vector(
-            vector, request, embed_seconds=time.perf_counter() - started, plan=plan
-        )
+        vector = (await self._rt.embed([search_text(request.query or "", request.plan)]))[0]
+        return await self._recall_vector(vector, request, embed_seconds=time.perf_counter() - started)
 
     async def recall_by_vector(
         self,
@@ -148,6 +159,7 @@ class Recall:
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
         tz: str | None = None,
     ) -> list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
@@ -163,16 +175,24 @@ class Recall:
             query=None if query is None else check_content(query, name="query"), k=k, threshold=threshold,
             tags=tags, weights=weights, reinforce=reinforce, thread_id=thread_id, agent_id=agent_id,
             namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain,
-            as_of=as_of, since=since, until=until, tz=tz,
+            as_of=as_of, since=since, until=until, tz=tz, where=self._rt.parse_where(where),
         )  # fmt: skip
-        plan = time_plan(request.query, as_of=request.flt.as_of, tz=request.tz, timed=request.flt.has_time)
         if self._rt.embedder.dimensions:
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
             await self._rt.index.ensure_ready()
         else:
             await self._rt.index.ensure_ready()
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
-        return await self._recall_vector(vec, request, embed_seconds=0.0, plan=plan)
+        request = await self._with_where(request)
+        return await self._recall_vector(vec, request, embed_seconds=0.0)
+
+    async def _with_where(self, request: RecallRequest) -> RecallRequest:
+        """The request with its parsed ``where`` compiled for the index in use (a KNN query)."""
+        if request.where is None:
+            return request
+        await self._rt.index.ensure_ready()
+        flt = self._rt.with_where(request.flt, request.where, operation="recall", filter_only=False)
+        return dataclasses.replace(request, flt=flt)
 
     async def search_candidates(
         self,
@@ -207,11 +227,9 @@ class Recall:
         """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it.
 
         ``slim``: ``return_fields`` are the ranking fields, and the items ranking items.
-        ``also``: a time window's states, a second KNN query in the same round trip.
-        ``vectors``: filled with the candidates' stored vectors (when in ``return_fields``).
         """
         check = self._rt.index.needs_check(flt)
-        fields = tuple(dict.fromkeys([*return_fields, *(CHECK_FIELDS if check else ())]))
+        fields = tuple(dict.fromkeys([*return_fields, *check_fields(flt, check)]))
         args = knn_search_args(
             self._rt.keys.index,
             encode_vector(vector),
@@ -234,9 +252,9 @@ class Recall:
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
         hits = parse_search_reply(replies[0]).hits
-        if also is not None:
-            hits = [*hits, *parse_search_reply(replies[1]).hits]
-            replies = [replies[0], *replies[2:]]
+        if also is not None:  # the states' query: the hits the first did not find
+            known = {h.key for h in hits}
+            hits = [*hits, *(h for h in parse_search_reply(replies.pop(1)).hits if h.key not in known)]
         if check and len(hits) >= k and k < _MAX_KNN:
             # The engine's KNN filled k with memories the exact check may drop (case variants on
             # an index another library created): widen the KNN until k pass or it holds all.
@@ -261,13 +279,11 @@ class Recall:
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
         fact_source = self._rt.settings.fact_source
-        seen: set[str] = set()
         for hit in hits:
             f = hit.fields
-            if SCORE_ALIAS not in f or hit.key in seen:
-                continue  # expired between match and load, or found by both queries
-            seen.add(hit.key)
-            if check and not item_matches(f, flt):
+            if SCORE_ALIAS not in f:
+                continue  # expired between match and load
+            if not result_matches(f, flt, check):
                 continue
             expires = as_text(f.get("expires_at"))
             if expires and to_float(expires) <= now_ms:
@@ -287,12 +303,7 @@ class Recall:
         return out, replies[1:]
 
     async def _recall_vector(
-        self,
-        vector: np.ndarray[Any, np.dtype[np.float32]],
-        request: RecallRequest,
-        *,
-        embed_seconds: float,
-        plan: TimePlan,
+        self, vector: np.ndarray[Any, np.dtype[np.float32]], request: RecallRequest, *, embed_seconds: float
     ) -> list[MemoryHit]:
         k = request.k
         threshold = self.effective_threshold(request.threshold)
@@ -304,8 +315,7 @@ class Recall:
         with self._rt.obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
-                explain=request.explain, plan=plan,
-                query=request.query,  # whole: the re-ranker's date features read its time
+                explain=request.explain, query=request.query, plan=request.plan,
             )  # fmt: skip
             self._rt.obs.mark_recall(
                 span,
@@ -322,8 +332,8 @@ class Recall:
             total_seconds=embed_seconds + time.perf_counter() - started,
         )
         self._rt.obs.count({"recalls": 1, "recall_hits": int(bool(hits)), "recall_empty": int(not hits)})
-        if plan.mode is not None:
-            self._rt.metrics.observe_time_window_recall(plan.mode)
+        if request.plan.mode is not None:
+            self._rt.metrics.observe_time_window_recall(request.plan.mode)
         return hits
 
     async def _recall_scored(
@@ -352,9 +362,7 @@ class Recall:
         vectors: dict[str, bytes] = {}
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
-        # An exact time window (after ensure_ready: the clauses follow the index's fields):
-        # events in it, and (a second query) states valid during it.
-        flt, states = self._time.filters(plan, flt)
+        flt, states = self._time.filters(plan, flt)  # a window's events + states (the index's fields)
         # A re-ranked recall also asks the full-text index, in the same round trip.
         pool = min(n, 10_000)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
@@ -393,8 +401,7 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
-        if plan.reorders or plan.window is not None:
-            hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors)
+        hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors)
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
         if slim and hits:

@@ -9,21 +9,27 @@ from a ``Runtime`` over a fake ``Backend``.
 from __future__ import annotations
 
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..backend import Backend
 from ..backend.index import IndexManager
+from ..core.filter_fields import MetadataFields
+from ..core.filter_query import require_filter_queries
+from ..core.filters import Node
 from ..core.keys import KeySpace
 from ..core.models import MemoryItem, item_from_fields
 from ..core.options import ReinforceMode
+from ..core.query import MemoryFilter, build_filter
 from ..core.ranking import Reranker
 from ..core.replies import SearchHit
 from ..core.tunables import ConfigSnapshot
+from ..core.where import check_query_size, compile_for, names_declared, parse
 from ..embedders.base import Embedder, validate_embeddings
 from ..embedders.lazy import LazyFunctionEmbedder
+from ..errors import ValidationError
 from ..lifecycle import Supervisor
 from ..observability.hub import StoreObservability
 from ..observability.metrics import MemoryMetrics
@@ -61,6 +67,7 @@ class Runtime:
         obs: StoreObservability,
         supervisor: Supervisor,
         settings: Settings,
+        metadata_fields: MetadataFields | None = None,
     ) -> None:
         self.keys = keys
         self.backend = backend
@@ -69,6 +76,9 @@ class Runtime:
         self.obs = obs
         self.supervisor = supervisor
         self.settings = settings
+        # The store's declared metadata fields (``metadata_fields=``): written with every
+        # memory (``filter_fields.index_fields``) and filterable by ``where=``.
+        self.metadata_fields = metadata_fields or MetadataFields()
 
     @property
     def metrics(self) -> MemoryMetrics:
@@ -77,6 +87,39 @@ class Runtime:
     def config(self) -> ConfigSnapshot:
         """The tunables in force now (constructor values overlaid by the live config hash)."""
         return self.obs.config()
+
+    def parse_where(self, where: object) -> Node | None:
+        """A ``where=`` argument checked against the declared fields, before any I/O (None: no filter)."""
+        return parse(where, self.metadata_fields)
+
+    def with_where(
+        self, flt: MemoryFilter, node: Node | None, *, operation: str, filter_only: bool
+    ) -> MemoryFilter:
+        """``flt`` with a parsed ``where`` compiled for the index in use (after ``ensure_ready``).
+
+        ``filter_only``: the query has no KNN (list, count, forget, consolidation), which
+        valkey-search 1.0 cannot run: a ``CommandNotSupportedError`` then, never a scan.
+
+        Raises:
+            ValidationError: a field the index in use lacks (``validation.filter_field``,
+                reason ``indexing``), a query too long (``validation.filter_size``).
+            CommandNotSupportedError: ``server.filter_unsupported``.
+        """
+        if node is None:
+            return flt
+        caps = self.index.caps
+        if filter_only:
+            require_filter_queries(caps, f"{operation} with where=")
+        out = replace(flt, where=compile_for(node, caps, self.index.layout))
+        if out.as_of is not None and out.where is not None and names_declared(out.where):
+            raise ValidationError(
+                "as_of reads superseded versions from the history index, which does not hold the "
+                "declared metadata fields: filter on built-in fields with as_of",
+                code="validation.filter_field",
+                details={"argument": "where", "reason": "history", "fields": list(out.where.fields)},
+            )
+        check_query_size(build_filter(out, self.index.layout))
+        return out
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Start background work under the store's supervisor (drained by ``close``)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,17 +28,16 @@ from ..core.keys import Scope
 from ..core.models import MemoryPage
 from ..core.options import MemoryListOptions
 from ..core.query import (
-    CHECK_FIELDS,
     ITEM_FIELDS,
     MemoryFilter,
     filter_search_args,
-    item_matches,
     knn_search_args,
     with_times,
 )
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.requests import TimeInput
 from ..core.validation import check_int, check_tags
+from ..core.where import check_fields, result_matches
 from ..errors import ValidationError
 from .history import History
 from .runtime import Runtime
@@ -80,9 +79,7 @@ class ScopeReader:
         caps = self._rt.index.capabilities
         assert caps is not None
         check = self._rt.index.needs_check(flt)
-        want = tuple(
-            dict.fromkeys([*fields, *(CHECK_FIELDS if check else ()), *(sortby[:1] if sortby else ())])
-        )
+        want = tuple(dict.fromkeys([*fields, *check_fields(flt, check), *(sortby[:1] if sortby else ())]))
         server_sort = sortby is not None and caps.sortby and caps.filter_queries
         # The server pages only when its matches are the exact ones: with a client-side
         # check (another library's case-insensitive index) a page of the engine's
@@ -110,7 +107,7 @@ class ScopeReader:
                 return_fields=want,
             )
         result = parse_search_reply(await self.search(args, operation))
-        hits = [h for h in result.hits if not check or item_matches(h.fields, flt)]
+        hits = [h for h in result.hits if result_matches(h.fields, flt, check)]
         all_fetched = result.total <= len(result.hits)
         total: int | None = None
         if not check and caps.filter_queries:
@@ -135,7 +132,7 @@ class ScopeReader:
         caps = self._rt.index.capabilities
         assert caps is not None
         check = self._rt.index.needs_check(flt)
-        want = tuple(dict.fromkeys([*fields, *(CHECK_FIELDS if check else ())]))
+        want = tuple(dict.fromkeys([*fields, *check_fields(flt, check)]))
         if caps.filter_queries:
             args: list[Any] = filter_search_args(
                 self._rt.keys.index,
@@ -152,7 +149,7 @@ class ScopeReader:
                 return_fields=want or None,
             )  # fmt: skip
         result = parse_search_reply(await self.search(args, operation), nocontent=not want)
-        hits = [h for h in result.hits if not check or item_matches(h.fields, flt)]
+        hits = [h for h in result.hits if result_matches(h.fields, flt, check)]
         return len(hits), hits
 
     async def scan_ordered(
@@ -217,17 +214,21 @@ class ScopeReader:
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> int:
         """Number of live memories matching a scope (None = any) and carrying all ``tags``.
 
         Current memories only, unless ``as_of``: then what was valid at that instant,
         superseded versions included. ``since`` / ``until``: ``valid_from`` in the window.
+        ``where``: a metadata filter, as in ``list`` (one index query, counted by the engine).
         """
         flt = with_times(
             scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags),
             as_of=as_of, since=since, until=until,
         )  # fmt: skip
+        node = self._rt.parse_where(where)
         await self._rt.index.ensure_ready()
+        flt = self._rt.with_where(flt, node, operation="count", filter_only=True)
         if flt.as_of is not None:
             return await self._history.count_as_of(flt)
         caps = self._rt.index.capabilities
@@ -253,6 +254,7 @@ class ScopeReader:
         as_of: TimeInput | None = None,
         since: TimeInput | None = None,
         until: TimeInput | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> MemoryPage:
         """Memories of a scope, newest first: ``items``, the ``total`` matching, ``next_cursor``.
 
@@ -260,6 +262,29 @@ class ScopeReader:
         ``limit`` defaults to 20 (1..1000); page on with ``offset`` or ``next_cursor``.
         ``as_of``: what was valid at that instant, superseded versions included (with
         ``valid_until``). ``since`` / ``until``: ``valid_from`` in ``[since, until)``.
+
+        ``where``: a filter on the built-in fields (``thread_id``, ``agent_id``,
+        ``namespace``, ``tags``, ``source``, ``importance``, ``created_at``,
+        ``valid_from``) and the store's ``metadata_fields``, ANDed with the scope, e.g.
+        ``{"priority": {"$gte": 2}, "project": {"$in": ["apollo", "gemini"]}}``.
+        MongoDB's operators and meaning, answered by the index (never a scan):
+
+        ===============================  ==============================================
+        ``{"f": v}`` / ``$eq``           equal (a tag list field: any of its values)
+        ``$ne``                          not equal; matches memories without ``f``
+        ``$gt $gte $lt $lte``            numeric fields; false when ``f`` is missing
+        ``$in`` / ``$nin``               any of / none of a non-empty list (``$nin``
+                                         matches memories without ``f``)
+        ``$exists``                      ``f`` present (numeric and declared fields)
+        ``$and`` / ``$or``               a non-empty list of filters
+        ``$not``                         one filter
+        ===============================  ==============================================
+
+        Times (``created_at``, ``valid_from``) take epoch ms or a ``datetime``. At most
+        8 levels of ``$and``/``$or``/``$not`` and 128 terms. A mistake (an undeclared
+        field, a wrong-typed value, an unknown operator, an empty list) is a
+        ``ValidationError`` (``validation.filter_*``) before any I/O; an engine without
+        filter-only queries (valkey-search 1.0) raises ``CommandNotSupportedError``.
         """
         if options is not None:
             if not isinstance(options, MemoryListOptions):
@@ -290,7 +315,9 @@ class ScopeReader:
             scope_filter(thread_id=thread_id, agent_id=agent_id, namespace=namespace, tags=tags),
             as_of=as_of, since=since, until=until,
         )  # fmt: skip
+        node = self._rt.parse_where(where)
         await self._rt.index.ensure_ready()
+        flt = self._rt.with_where(flt, node, operation="list", filter_only=True)
         if flt.as_of is not None:
             found, page = await self._history.list_as_of(
                 flt, offset=offset, limit=limit, scan_limit=SCAN_LIMIT

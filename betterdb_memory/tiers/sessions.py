@@ -22,7 +22,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from ..backend import scripts
@@ -221,6 +221,7 @@ class Sessions:
         agent_id: str | None = None,
         namespace: str | None = None,
         redact: Sequence[str] | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> RetrievedContext:
         """Recent turns and relevant long-term memories that fit ``token_budget``.
 
@@ -236,6 +237,8 @@ class Sessions:
             token_budget: total tokens of the prompt being built (an int > 0).
             namespace: recall filter.
             redact: sensitivity classes to leave out (default: the store's ``redact``).
+            where: a filter on the recalled memories (``recall``'s ``where``); the turns
+                are not filtered.
 
         Raises:
             ValidationError: bad ids, empty query, a budget that is not a positive int,
@@ -251,6 +254,7 @@ class Sessions:
             )
         cfg = self.config
         hidden = cfg.redact if redact is None else check_sensitivities(redact)
+        self._rt.parse_where(where)  # checked before any I/O (recall parses it again)
         started = time.perf_counter()
         sk = self._rt.keys.session(agent, thread)
         usable = token_budget - math.floor(token_budget * cfg.budget.system)
@@ -260,8 +264,9 @@ class Sessions:
                 return []
             k = max(4, min(_MAX_CONTEXT_MEMORIES, math.ceil(usable / 40)))
             return await self._recall.recall(
-                text, k=k, agent_id=agent, namespace=ns, exclude_sensitivity=hidden or None, reinforce=False
-            )
+                text, k=k, agent_id=agent, namespace=ns, exclude_sensitivity=hidden or None, reinforce=False,
+                where=where,
+            )  # fmt: skip
 
         turns, hits = await _both(self.read_turns(sk, thread, None), memories())
         newest_first = turns[::-1]

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..backend.commands import Command, score_pairs
 from ..core.codec import as_text, decode_vector, to_int
+from ..core.filter_eval import evaluate
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD
 from ..core.validation import check_tags
+from ..core.where import parse
 from ..progress import ProgressSink, check_progress
 from ._format import (
     STATE_PATTERNS,
@@ -78,6 +80,7 @@ async def export_store(
     namespace: str | None = None,
     tags: Sequence[str] | None = None,
     progress: ProgressSink | None = None,
+    where: Mapping[str, Any] | None = None,
 ) -> ExportResult:
     """Write ``store`` to ``out`` as JSONL (see ``betterdb_memory.transfer``).
 
@@ -90,6 +93,10 @@ async def export_store(
 
     Args:
         vectors: include each document's vector (an import by the same model reuses it).
+        where: only the memories (and history documents) matching this filter too
+            (``MemoryStore.list``'s language), checked on each document as it is read:
+            the export reads the whole key space in any case. Like a scope, it leaves the
+            sessions and consolidation state behind.
         progress: a ``ProgressSink`` (``betterdb_memory.progress.Progress`` for a bar).
 
     Raises:
@@ -99,7 +106,16 @@ async def export_store(
     sink = check_progress(progress)
     scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
     want_tags = check_tags(tags)
-    whole = scope.is_empty and not want_tags
+    node = parse(where, store.metadata_fields)
+    whole = scope.is_empty and not want_tags and node is None
+
+    def selected(fields: Mapping[Any, Any]) -> bool:
+        if whole:
+            return True
+        if not matches_scope(fields, scope, want_tags):
+            return False
+        return node is None or evaluate(node, {as_text(k): v for k, v in fields.items()})
+
     backend, keys = store.backend, store.keys
     model, dims = await _meta(store)
     header = ExportHeader(
@@ -138,7 +154,7 @@ async def export_store(
             if expires and expires <= now_ms:
                 expired += 1
                 continue
-            if not whole and not matches_scope(fields, scope, want_tags):
+            if not selected(fields):
                 continue
             out.write(_json(document_row(
                 "memory", mid, fields,
@@ -165,7 +181,7 @@ async def export_store(
         now_ms = int(time.time() * 1000)
         for n, mid in enumerate(ids):
             fields, pttl = replies[2 * n : 2 * n + 2]
-            if not fields or (not whole and not matches_scope(fields, scope, want_tags)):
+            if not fields or not selected(fields):
                 continue
             out.write(_json(document_row(
                 "history", mid, fields,

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..backend.commands import Command
-from ..core.codec import encode_vector, to_int, validate_vector
+from ..core.codec import as_text, encode_vector, to_int, validate_vector
+from ..core.filter_fields import DECLARED_PREFIX, PRESENCE_FIELD, index_fields
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD
 from ..embedders.base import Embedder
@@ -107,7 +108,8 @@ class _Writer:
         for row, vector in zip(docs, vectors, strict=True):
             key = keys.doc(row.id) if row.kind == "memory" else self.hist.hist_doc(row.id)
             ttl = _remaining(row.expire_at, now_ms)
-            write += [("DEL", key), ("HSET", key, *_pairs({**row.fields, VECTOR_FIELD: vector}))]
+            fields = self._indexed(row) if row.kind == "memory" else row.fields
+            write += [("DEL", key), ("HSET", key, *_pairs({**fields, VECTOR_FIELD: vector}))]
             if ttl:
                 write.append(("PEXPIRE", key, ttl))
             if row.kind == "memory":
@@ -126,10 +128,32 @@ class _Writer:
 
         if docs or state:
             await self.store.backend.pipeline(_OPERATION, write)
+        # Subjects: pointers and version lists rebuilt from the versions (tiers.subjects).
+        await self.store._long_term.subjects.adopt(
+            [(row.id, row.fields, row.kind == "history") for row in docs], operation=_OPERATION
+        )
         for row in docs:
             self.counts[row.kind] += 1
         self.counts["key"] += len(state)
         self.sink.advance(len(docs) + len(state) + skipped)
+
+    def _indexed(self, row: DocumentRow) -> dict[str, str | bytes]:
+        """A memory's fields with its declared metadata fields as the importing store declares them.
+
+        The exported ``meta_*`` / ``present`` (the exporting store's declaration) are dropped
+        and rebuilt from ``metadata``; a value that does not fit is left out (counts as
+        missing to ``where=``), not refused: an old export may hold any metadata.
+        """
+        out = {
+            k: v for k, v in row.fields.items() if not k.startswith(DECLARED_PREFIX) and k != PRESENCE_FIELD
+        }
+        try:
+            metadata = json.loads(as_text(row.fields.get("metadata")) or "null")
+        except ValueError:
+            metadata = None
+        if isinstance(metadata, dict):
+            out.update(index_fields(metadata, self.store.metadata_fields, strict=False))
+        return out
 
     @staticmethod
     def _live(rows: Sequence[Any], now_ms: int) -> list[Any]:

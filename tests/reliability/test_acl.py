@@ -33,12 +33,12 @@ from .conftest import unit
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
 # The store: every key it writes (documents and their index, access counters, capacity
-# locks, consolidation state and fact history, L1 sessions, the store-wide hashes) and
+# locks, consolidation state and fact history, subjects, L1 sessions, the store-wide hashes) and
 # every command, the scripts' included. ``module|list`` is the engine probe;
 # ``client|setinfo`` only keeps valkey-py's connect handshake out of the ACL log.
 STORE_RULES = (
     "~{name}:mem:* ~{name}:acc:* ~{name}:upd:* ~{name}:caplock:* ~{name}:cons:* ~{name}:hist:* ~{name}:l1:* "
-    "~{name}:__mem_* "
+    "~{name}:subj:* ~{name}:__mem_* "
     "+hset +hsetnx +hget +hmget +hgetall +hincrby +hkeys +hdel +get +set +incr +del +unlink +exists "
     "+rename +pexpire +pttl +persist +rpush +lpush +lindex +lrange +llen +ltrim +sadd +srem +smembers "
     "+zadd +zrange +zrem +zmscore "
@@ -155,16 +155,18 @@ async def _exercise(url: str, name: str, *, discovery: bool) -> None:
             "summary", lambda items: "a digest", agent_id="c", delete_sources=False
         )
         assert digest.consolidated == 3 and len(digest.created) == 1
+        # Undated facts: a dated one has an old keep-score (recency from valid_from), and the
+        # agent's scope is at its cap (3), so the next write there would evict it.
         await store.remember("lives in Paris", vector=unit(60), agent_id="c")
         done = await store.consolidate(
-            "facts", extract_facts=lambda items: [Fact("city", "lives in Paris", "2020-01-01")], agent_id="c"
+            "facts", extract_facts=lambda items: [Fact("city", "lives in Paris")], agent_id="c"
         )
         assert len(done.created) == 1
         await store.remember("moved to Berlin", vector=unit(61), agent_id="c")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             moved = await store.consolidate_facts(
-                extract_facts=lambda items: [Fact("city", "lives in Berlin", "2021-01-01")], agent_id="c"
+                extract_facts=lambda items: [Fact("city", "lives in Berlin")], agent_id="c"
             )
         assert moved.superseded == 1
         await store.remember("forget the job", vector=unit(62), agent_id="c")

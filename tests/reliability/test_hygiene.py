@@ -228,9 +228,10 @@ async def test_erase_leaves_no_key_of_the_agent(client: Any, unique_name: str) -
         assert await store.count(agent_id="a") == 0
         assert await store.fact_history("city", agent_id="a") == []
         left = set(await _leftovers(client, store))
-        # Everything left belongs to agent "b" (or is the consolidation target registry,
-        # which still lists b's targets).
-        assert left - keys_b <= {f"{unique_name}:cons:targets"}, sorted(left - keys_b)
+        # Everything left belongs to agent "b" (or is the consolidation target or subject scope
+        # registry, which still lists b's targets and scopes).
+        registries = {f"{unique_name}:cons:targets", f"{unique_name}:subj:scopes"}
+        assert left - keys_b <= registries, sorted(left - keys_b)
         assert await store.count(agent_id="b") > 0
         assert len(await store.fact_history("city", agent_id="b")) == 2
         assert await store.erase(agent_id="b") > 0

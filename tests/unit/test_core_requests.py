@@ -71,10 +71,10 @@ def test_new_memories_checks_every_item_and_names_the_bad_one() -> None:
 
 
 def test_memory_input_holds_remembers_arguments_and_what_consolidation_writes() -> None:
-    """MemoryInput's keys are remember()'s parameters plus kind / subject / date, so the two cannot drift."""
+    """MemoryInput's keys are remember()'s parameters plus kind / date, so the two cannot drift."""
     remember = inspect.signature(MemoryStore.remember).parameters
     keys = set(MemoryInput.__annotations__)
-    assert keys - {"kind", "subject", "date"} == set(remember) - {"self"}
+    assert keys - {"kind", "date"} == set(remember) - {"self"}
     assert MemoryInput.__annotations__.keys() <= set(inspect.signature(new_memory).parameters)
 
 

@@ -12,11 +12,33 @@ from tests.unit.parts import build
 
 async def test_forget_is_true_when_a_retry_finds_nothing_left() -> None:
     p = build()
-    p.backend.reply(0, 0)
+    p.backend.reply(None, 0, 0)
     assert await p.docs.forget("m1") is False  # sent once: nothing existed
     p.backend.resends = 1  # the first attempt's reply was lost: it may have deleted m1
-    p.backend.reply(0, 0)
+    p.backend.reply(None, 0, 0)
     assert await p.docs.forget("m1") is True
+
+
+async def test_forgetting_a_version_of_a_subject_takes_it_off_its_subject() -> None:
+    from betterdb_memory.backend import scripts
+
+    p = build()
+    p.backend.reply(b"d1", 1, 0)
+    p.backend.reply(1)
+    assert await p.docs.forget("m1") is True
+    read, drop = p.backend.sent
+    assert read.commands[0] == ("HGET", p.rt.keys.doc("m1"), "subject_key")
+    assert drop.commands == (
+        (
+            "EVALSHA",
+            scripts.SUBJECT_DROP.sha,
+            2,
+            p.rt.keys.subject("d1"),
+            p.rt.keys.subject_versions("d1"),
+            "m1",
+            "0",
+        ),
+    )
 
 
 async def test_delete_ids_counts_every_id_after_a_retry() -> None:

@@ -22,9 +22,11 @@ async def test_erase_of_one_thread_deletes_its_session_then_its_memories_then_th
     p.backend.reply(1, 1)
     p.backend.reply([1, keys.history_prefix() + "{" + keys.doc("m0") + "}"])  # one past version (NOCONTENT)
     p.backend.reply(1)
+    p.backend.reply({})  # no scope with subjects
     p.backend.reply({})  # no consolidation target
     assert await p.erasure.erase(agent_id="a", thread_id="t") == 4  # versions are not counted
-    l1, page, deletes, hist_page, hist_deletes, targets = p.backend.sent
+    l1, page, deletes, hist_page, hist_deletes, subjects, targets = p.backend.sent
+    assert subjects.commands == (("HGETALL", keys.subject_scopes),)
     assert (l1.operation, l1.commands) == (
         "erase",
         (

@@ -9,6 +9,8 @@ from __future__ import annotations
 from betterdb_memory.backend import scripts
 from betterdb_memory.core.facts import subject_digest, subject_key
 from betterdb_memory.core.keys import Scope
+from betterdb_memory.core.record import KINDS
+from betterdb_memory.core.subjects import subject_key_of
 from betterdb_memory.tiers.fact_ledger import _HIST_FIELDS
 from tests.unit.parts import build
 
@@ -22,14 +24,14 @@ async def test_retire_moves_each_fact_with_the_retire_script_then_links_its_hist
     p.backend.reply(1, 1)  # its history linked
     p.backend.reply(0)  # f2 was gone already
     moved = await p.ledger.retire(
-        ck, ["f1", "f2"], by="f9", retracted=False, subjects={"f1": "Ada's city"}, until="2026-01-01T00:00:00"
+        ck, ["f1", "f2"], by="f9", retracted=False, subjects={"f1": "Ada's city"}, until=1767225600000
     )
     assert moved == 1
     retire1, link, retire2 = p.backend.sent
     keys = p.rt.keys
     assert retire1.commands == (
         ("EVALSHA", scripts.RETIRE.sha, 3, keys.doc("f1"), ck.hist_doc("f1"), keys.access("f1"),
-         "1767225600000", "f9", "0"),  # valid_until in ms: the history index's NUMERIC field
+         "1767225600000", "f9", "0"),
     )  # fmt: skip
     digest = subject_digest("ada's city")
     (zadd, hset) = link.commands
@@ -38,38 +40,90 @@ async def test_retire_moves_each_fact_with_the_retire_script_then_links_its_hist
     assert retire2.commands[0][3:6] == (keys.doc("f2"), ck.hist_doc("f2"), keys.access("f2"))
 
 
-async def test_fact_history_reads_the_ordered_ids_then_both_documents_of_each() -> None:
+async def test_fact_history_reads_every_kinds_versions_and_the_legacy_list_then_both_documents() -> None:
+    """One round trip of pointers and version lists (every kind, and the ledger's legacy list), one of documents."""
     p = build()
     ck = p.ledger.keys_of(SCOPE)
-    key = subject_key("city")
-    old = [b"Ada lives in Porto", b"city", None, b"1000", b"f2", b"2026-01-01T00:00:00+00:00", b"0"]
-    current = [b"Ada lives in Lisbon", b"city", None, b"2000", None, None, b"0"]
-    p.backend.reply([b"f1", b"1.5", b"f2", b"2.5"])  # ZRANGE ... WITHSCORES, flat (RESP2)
-    p.backend.reply(old, [None] * len(_HIST_FIELDS), [None] * len(_HIST_FIELDS), current)
-    records = await p.ledger.fact_history("city", thread_id="t")
+    keys = p.rt.keys
+    digests = [subject_key_of(SCOPE.tag, k, "city") for k in KINDS]
+    fact = KINDS.index("fact")
+    lists: list[object] = []
+    for n, _ in enumerate(digests):
+        lists += [b"f2", [b"f1", b"1000", b"f2", b"2000"]] if n == fact else [None, []]
+    p.backend.reply(*lists, [b"f0"])  # the legacy list holds a fact retired before subjects
+    old = [b"Ada lives in Porto", b"city", None, b"1000", b"f2", b"2000", b"0", b"1000"]
+    current = [b"Ada lives in Lisbon", b"city", None, b"2000", None, None, b"0", b"2000"]
+    legacy = [b"Ada lives in Faro", b"city", None, b"500", b"f1", b"2026-01-01T00:00:00+00:00", b"0", None]
+    none = [None] * len(_HIST_FIELDS)
+    p.backend.reply(old, none, none, current, legacy, none)
+    records = await p.ledger.fact_history("City", thread_id="t")
     ranged, docs = p.backend.sent
-    assert ranged.commands == (("ZRANGE", ck.history(subject_digest(key)), 0, -1, "WITHSCORES"),)
-    assert docs.commands == (
-        ("HMGET", ck.hist_doc("f1"), *_HIST_FIELDS),
-        ("HMGET", p.rt.keys.doc("f1"), *_HIST_FIELDS),
-        ("HMGET", ck.hist_doc("f2"), *_HIST_FIELDS),
-        ("HMGET", p.rt.keys.doc("f2"), *_HIST_FIELDS),
+    expected: list[tuple[object, ...]] = []
+    for d in digests:
+        expected += [
+            ("HGET", keys.subject(d), "current"),
+            ("ZRANGE", keys.subject_versions(d), 0, -1, "WITHSCORES"),
+        ]
+    expected.append(("ZRANGE", ck.history(subject_digest(subject_key("city"))), 0, -1))
+    assert ranged.commands == tuple(expected)
+    assert docs.commands == tuple(
+        c
+        for mid in ("f1", "f2", "f0")
+        for c in (("HMGET", keys.hist_doc(mid), *_HIST_FIELDS), ("HMGET", keys.doc(mid), *_HIST_FIELDS))
     )
     assert [(r.id, r.current, r.statement) for r in records] == [
         ("f2", True, "Ada lives in Lisbon"),
         ("f1", False, "Ada lives in Porto"),
+        ("f0", False, "Ada lives in Faro"),
     ]
+    assert records[1].valid_until is not None and records[1].valid_until.timestamp() == 2.0  # ms, read as ms
+    assert records[2].valid_until is not None and records[2].valid_until.year == 2026  # legacy ISO text
+
+
+async def test_fact_history_retires_a_version_left_in_the_index() -> None:
+    """A read of the subject repairs what a writer that crashed between its round trips left."""
+    p = build()
+    keys = p.rt.keys
+    fact = KINDS.index("fact")
+    lists: list[object] = []
+    for n in range(len(KINDS)):
+        lists += [b"f2", [b"f1", b"1000", b"f2", b"2000"]] if n == fact else [None, []]
+    p.backend.reply(*lists, [])
+    live_old = [b"Porto", b"city", None, b"1000", None, None, None, b"1000"]
+    current = [b"Lisbon", b"city", None, b"2000", None, None, None, b"2000"]
+    none = [None] * len(_HIST_FIELDS)
+    p.backend.reply(none, live_old, none, current)
+    p.backend.reply(1)  # RETIRE f1
+    records = await p.ledger.fact_history("city", thread_id="t")
+    *_, retire = p.backend.sent
+    assert retire.commands == (
+        (
+            "EVALSHA",
+            scripts.RETIRE.sha,
+            3,
+            keys.doc("f1"),
+            keys.hist_doc("f1"),
+            keys.access("f1"),
+            "2000",
+            "f2",
+            "0",
+        ),
+    )
+    assert [(r.id, r.current, r.superseded_by) for r in records] == [("f2", True, None), ("f1", False, "f2")]
 
 
 async def test_purge_deletes_history_documents_and_drops_the_ids_no_memory_holds() -> None:
     p = build()
     ck = p.ledger.keys_of(SCOPE)
+    keys = p.rt.keys
     digest = subject_digest(subject_key("city"))
-    p.backend.reply([b"f1", b"f2"])  # ZRANGE of the subject's history
+    p.backend.reply([b"f1", b"f2"])  # ZRANGE of the subject's legacy history
     p.backend.reply(1, 0, 0, 1)  # f1's history doc deleted, f1 not current; f2 has none, f2 is current
     p.backend.reply(1)  # ZREM
-    assert await p.ledger.purge_fact_history(subject="city", thread_id="t") == 1
-    ranged, purge, zrem = p.backend.sent
+    p.backend.reply(b"f4", [b"f3", b"1", b"f4", b"2"])  # the subject's pointer and versions
+    p.backend.reply(1, 1)  # f3's history doc deleted, ZREM
+    assert await p.ledger.purge_fact_history(subject="city", thread_id="t") == 2
+    ranged, purge, zrem, versions, purge2 = p.backend.sent
     assert ranged.commands == (("ZRANGE", ck.history(digest), 0, -1),)
     assert purge.commands == (
         ("DEL", ck.hist_doc("f1")),
@@ -78,12 +132,21 @@ async def test_purge_deletes_history_documents_and_drops_the_ids_no_memory_holds
         ("EXISTS", p.rt.keys.doc("f2")),
     )
     assert zrem.commands == (("ZREM", ck.history(digest), "f1"),)
+    d = subject_key_of(SCOPE.tag, "fact", "city")
+    assert versions.commands[0] == ("HGET", keys.subject(d), "current")
+    assert purge2.commands == (("DEL", keys.hist_doc("f3")), ("ZREM", keys.subject_versions(d), "f3"))
 
 
-async def test_forgetting_a_scope_unlinks_its_consolidation_state_and_its_target_entry() -> None:
+async def test_forgetting_a_scope_unlinks_its_subjects_and_its_consolidation_state() -> None:
     p = build()
     ck = p.ledger.keys_of(SCOPE)
-    targets = p.rt.keys.consolidation_targets
+    keys = p.rt.keys
+    targets = keys.consolidation_targets
+    p.backend.reply({ck.tag.encode(): b'[null, null, "t"]', b"other": b'[null, null, "u"]'})  # subject scopes
+    p.backend.reply([b"d1"])  # HKEYS of the scope's subjects
+    p.backend.reply(b"m2", [b"m1", b"1", b"m2", b"2"])  # d1's pointer and versions
+    p.backend.reply(1, 0, 1)  # UNLINK the history documents, then the pointer and its list
+    p.backend.reply(1, 1)  # UNLINK the scope's list, HDEL its entry
     p.backend.reply(
         {ck.tag.encode(): b'[null, null, "t"]', b"other": b'[null, null, "u"]'}
     )  # HGETALL targets
@@ -93,6 +156,13 @@ async def test_forgetting_a_scope_unlinks_its_consolidation_state_and_its_target
     state = [*ck.all_state(), ck.history("d1")]
     p.backend.reply(*([1] * (len(state) + 1)))
     await p.ledger.forget_scope_state(SCOPE)
-    *_, unlink = p.backend.sent
+    sent = p.backend.sent
+    assert sent[3].commands == (
+        ("UNLINK", keys.hist_doc("m1")),
+        ("UNLINK", keys.hist_doc("m2")),
+        ("UNLINK", keys.subject("d1"), keys.subject_versions("d1")),
+    )
+    assert sent[4].commands == (("UNLINK", keys.subject_scope(ck.tag)), ("HDEL", keys.subject_scopes, ck.tag))
+    unlink = sent[-1]
     assert unlink.operation == "forget_by_scope"
     assert unlink.commands == (*(("UNLINK", key) for key in state), ("HDEL", targets, ck.tag.encode()))

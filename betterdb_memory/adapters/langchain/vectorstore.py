@@ -1,4 +1,4 @@
-"""LangChain ``VectorStore`` over L2 memories: your ids, upserts, ``get_by_ids``, scope and tag filters."""
+"""LangChain ``VectorStore`` over L2 memories: your ids, upserts, ``get_by_ids``, scope, tag and metadata filters."""
 
 from __future__ import annotations
 
@@ -24,8 +24,10 @@ __all__ = ["MemoryStoreVectorStore"]
 SIMILARITY_ONLY = Weights(similarity=1.0, recency=0.0, importance=0.0)
 #: The cosine-distance ceiling that keeps every hit: a vector store returns the k nearest, however far.
 NO_THRESHOLD = 2.0
-#: What ``filter=`` may name: the store's indexed scope fields and tags (metadata is not indexed).
+#: What ``filter=`` may name as the constructor's scope does: the scope fields and tags.
 FILTER_KEYS = frozenset({"thread_id", "agent_id", "namespace", "tags"})
+#: Built-in fields ``filter=`` passes to the store's ``where=`` (with its declared metadata fields).
+WHERE_KEYS = frozenset({"source", "importance", "created_at", "valid_from", "$and", "$or", "$not"})
 
 
 class MemoryStoreVectorStore(VectorStore):
@@ -48,8 +50,12 @@ class MemoryStoreVectorStore(VectorStore):
     similarity alone, keep the k nearest whatever their distance and do not reinforce;
     the score is the similarity ``1 - distance / 2`` (0..1, higher is closer). ``filter``
     takes ``thread_id`` / ``agent_id`` / ``namespace`` (replacing the constructor's) and
-    ``tags`` (added to the constructor's, all required); metadata fields are not indexed by
-    the store and cannot be filtered on.
+    ``tags`` (added to the constructor's, all required); the store's declared
+    ``metadata_fields``, ``source``, ``importance``, ``created_at``, ``valid_from``, ``$and``
+    / ``$or`` / ``$not``, and a scope field or ``tags`` given an operator object
+    (``{"tags": {"$in": [...]}}``) go to the store's ``where=`` (its operators; ANDed with
+    the constructor's scope, so they only narrow it). Other metadata is not indexed and
+    cannot be filtered on (``validation.filter``).
     """
 
     def __init__(
@@ -266,14 +272,24 @@ class MemoryStoreVectorStore(VectorStore):
 
     def _filter(self, flt: Mapping[str, Any] | None) -> dict[str, Any]:
         flt = dict(flt or {})
+        declared = self._runner.store.metadata_fields.specs
+        where = {
+            k: flt.pop(k)
+            for k in list(flt)
+            if k in WHERE_KEYS or k in declared or (k in FILTER_KEYS and isinstance(flt[k], Mapping))
+        }
         unknown = set(flt) - FILTER_KEYS
         if unknown:
+            allowed = sorted({*FILTER_KEYS, *WHERE_KEYS, *declared})
             raise ValidationError(
-                f"filter keys {sorted(unknown)} are not indexed; a filter takes {sorted(FILTER_KEYS)}",
+                f"filter keys {sorted(unknown)} are not indexed; a filter takes {allowed} "
+                "(declare a metadata key in the store's metadata_fields to filter on it)",
                 code="validation.filter",
                 details={"unknown": sorted(unknown)},
             )
         out: dict[str, Any] = {k: v for k, v in self.scope.items() if v is not None}
+        if where:
+            out["where"] = where
         for name in ("thread_id", "agent_id", "namespace"):
             if flt.get(name) is not None:
                 out[name] = flt[name]

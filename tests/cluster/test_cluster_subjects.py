@@ -1,0 +1,132 @@
+"""Subjects on a 3-primary valkey-search cluster: the new version, the old one and the pointer in different slots.
+
+One current version per subject holds across slots (20 concurrent writers too); a
+writer that lost round trip 2 leaves one version too many, which the next write of the
+subject retires; forget and forget_by_scope clean every slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from valkey.asyncio.cluster import ValkeyCluster
+
+from betterdb_memory import Fact, HashingEmbedder, MemoryStore
+from betterdb_memory.core.keys import Scope
+from betterdb_memory.core.subjects import subject_key_of
+
+pytestmark = pytest.mark.integration
+
+Y2019 = 1_546_300_800_000
+Y2022 = 1_640_995_200_000
+Y2024 = 1_704_067_200_000
+
+
+@pytest.fixture
+async def make_store(
+    cluster_client: ValkeyCluster, unique_name: str
+) -> AsyncIterator[Callable[..., MemoryStore]]:
+    made: list[MemoryStore] = []
+
+    def factory(**options: Any) -> MemoryStore:
+        options.setdefault("client", cluster_client)
+        options.setdefault("name", unique_name)
+        options.setdefault("embedder", HashingEmbedder())
+        options.setdefault("summarize_batch", 0)
+        store = MemoryStore(**options)
+        made.append(store)
+        return store
+
+    try:
+        yield factory
+    finally:
+        for store in made:
+            await store.close()
+
+
+async def live(store: MemoryStore, **scope: str) -> set[str]:
+    return {i.id for i in (await store.list(**scope)).items}
+
+
+async def test_versions_across_slots_keep_one_current(
+    make_store: Callable[..., MemoryStore], cluster_client: ValkeyCluster
+) -> None:
+    store = make_store()
+    ids = [
+        await store.remember(f"Ada lives in city {n}", thread_id="ada", subject="city", valid_from=Y2019 + n)
+        for n in range(6)
+    ]
+    past = await store.remember("Ada lived in Faro", thread_id="ada", subject="city", valid_from=Y2019 - 1)
+    assert await live(store, thread_id="ada") == {ids[-1]}
+    assert await store.count(thread_id="ada") == 1
+    history = await store.fact_history("city", thread_id="ada")
+    assert [r.id for r in history] == [*reversed(ids), past]
+    assert await cluster_client.hget(store.keys.hist_doc(past), "superseded_by") == ids[0].encode()
+
+
+async def test_twenty_concurrent_writers_leave_one_current(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    await asyncio.gather(
+        *(
+            store.remember(f"city {n}", thread_id="ada", subject="city", valid_from=Y2019 + n % 7)
+            for n in range(20)
+        )
+    )
+    assert len(await live(store, thread_id="ada")) == 1
+    assert sum(r.current for r in await store.fact_history("city", thread_id="ada")) == 1
+
+
+async def test_a_lost_round_trip_2_is_repaired_by_the_next_write(
+    make_store: Callable[..., MemoryStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_store()
+    first = await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+
+    async def lost(*args: object, **kwargs: object) -> int:
+        return 0
+
+    monkeypatch.setattr(store._long_term.subjects, "settle", lost)
+    second = await store.remember("Porto", thread_id="ada", subject="city", valid_from=Y2022)
+    monkeypatch.undo()
+    assert await live(store, thread_id="ada") == {first, second}
+    third = await store.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    assert await live(store, thread_id="ada") == {third}
+
+
+async def test_forget_and_forget_by_scope_clean_every_slot(
+    make_store: Callable[..., MemoryStore], cluster_client: ValkeyCluster
+) -> None:
+    store = make_store()
+    await store.remember("Lisbon", thread_id="ada", subject="city", valid_from=Y2019)
+    cur = await store.remember("Berlin", thread_id="ada", subject="city", valid_from=Y2024)
+    d = subject_key_of(Scope(thread_id="ada").tag, "memory", "city")
+    assert await store.forget(cur) is True
+    assert await cluster_client.hget(store.keys.subject(d), "current") is None
+    assert await store.forget_by_scope(thread_id="ada") == 0
+    assert await cluster_client.exists(store.keys.subject(d), store.keys.subject_versions(d)) == 0
+    assert await store.fact_history("city", thread_id="ada") == []
+
+
+async def test_facts_mode_supersedes_through_subjects(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    facts = {
+        "a": [Fact("home city", "lives in Lisbon", "2019-01-01")],
+        "b": [Fact("home city", "lives in Berlin", "2024-05-01")],
+    }
+
+    def extract(items: list[Any]) -> list[Fact]:
+        return [f for i in items for f in facts.get(i.content, [])]
+
+    await store.remember("a", thread_id="t")
+    await store.consolidate("facts", extract_facts=extract, thread_id="t")
+    await store.remember("b", thread_id="t")
+    res = await store.consolidate("facts", extract_facts=extract, thread_id="t")
+    assert res.superseded == 1
+    history = await store.fact_history("home city", thread_id="t", kind="fact")
+    assert [(r.statement, r.current) for r in history] == [
+        ("lives in Berlin", True),
+        ("lives in Lisbon", False),
+    ]
