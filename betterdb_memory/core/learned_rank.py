@@ -90,6 +90,7 @@ __all__ = [
     "Profile",
     "columns",
     "features",
+    "is_turn",
     "profile",
     "thread_order",
 ]
@@ -180,6 +181,16 @@ def profile(text: str) -> Profile:
         math.log1p(len(terms)),
         speaker,
     )
+
+
+def is_turn(text: str) -> bool:
+    """Whether ``text`` is stored as a conversation turn: it opens with a speaker's name and a colon.
+
+    Turns are ranked with their neighbours here, and kept out of same-slot supersession
+    (``tiers.time_recall``): two turns of one speaker on one topic are not two versions
+    of one fact (on LoCoMo, superseding turns cost 11 points of hit@5).
+    """
+    return bool(profile(text).speaker)
 
 
 def thread_order(item: MemoryItem) -> tuple[str, str, str, tuple[int, int], str] | None:

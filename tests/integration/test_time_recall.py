@@ -165,6 +165,20 @@ async def test_implicit_supersession_puts_the_newer_statement_first(
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
+async def test_conversation_turns_are_not_superseded(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
+) -> None:
+    """Turns ("Name: ...") are ranked as they are: one speaker's two turns on a topic are not versions."""
+    store = make_store(embedder=onnx)
+    lisbon = await store.remember("Ada: I live in Lisbon.", valid_from="2021-09-01", importance=0.9)
+    berlin = await store.remember(
+        "Ada: I moved to Berlin in May 2024.", valid_from="2024-05-01", importance=0.9
+    )
+    hits = await store.recall("Where does Ada live?", k=2, threshold=2.0, reinforce=False, explain=True)
+    assert {h.item.id for h in hits} == {lisbon, berlin}
+    assert all(h.explain is not None and h.explain.superseded_by is None for h in hits)
+
+
 async def test_both_current_statements_are_not_demoted(
     make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
 ) -> None:
