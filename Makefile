@@ -33,7 +33,7 @@ test-valkey-search: $(STAMP)
 	@PYTHON=$(PY) bash scripts/with-valkey-search.sh standalone $(PY) -m pytest -q --ignore=tests/cluster
 
 test-cluster: $(STAMP)
-	@PYTHON=$(PY) bash scripts/with-valkey-search.sh cluster $(PY) -m pytest -q tests/cluster
+	@PYTHON=$(PY) bash scripts/with-valkey-search.sh cluster-replicas $(PY) -m pytest -q tests/cluster
 
 # The framework adapters against their frameworks' own checks (also part of `make test`): the
 # MCP server through the mcp SDK's client and the npm @modelcontextprotocol/conformance server

@@ -32,8 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from ._delegate import _Delegate
-from ._env import resolve_url
-from .backend.client import ValkeyBackend, ValkeyClient, connect
+from .backend.client import ValkeyBackend, ValkeyClient
 from .backend.index import IndexManager
 from .backend.retry import RetryPolicy
 from .core.context import ContextBudget
@@ -56,6 +55,7 @@ from .extraction import FactExtractor
 from .lifecycle import StoreState, Supervisor, gated
 from .observability.hub import StoreObservability
 from .observability.telemetry import Telemetry
+from .store_connect import open_owned
 from .store_info import StoreInfo
 from .store_options import DEFAULT_THRESHOLD, check_options
 from .summarizers import Summarizer
@@ -110,24 +110,18 @@ class MemoryStore(StoreInfo):
         dedup: reinforce instead of writing a twin of the same content in the same
             exact scope (off by default, as in the reference).
         candidate_factor: KNN candidates fetched per requested hit (1 by default).
-        reranker: how the KNN candidates of a text ``recall`` are re-ordered before
-            scoring. ``True``: the embedder's re-ranker over the KNN and full-text
-            candidates, whose similarity enters the composite score while the
-            threshold gates the recall (see ``relevance_margin``): ``LearnedRanker()``
-            for the shipped ONNX MiniLM (nineteen features, weights fitted on that
-            model's distances; its held-out figures are on the benchmark pages),
-            ``HybridRanker()`` (BM25-style lexical evidence fused with the dense
-            similarity) for any other embedder. ``HybridRanker()`` restores that fusion
-            for the ONNX model. ``False``: the dense order
+        reranker: how the candidates of a text ``recall`` are re-ordered before scoring.
+            ``True``: the embedder's re-ranker over the KNN and full-text candidates
+            (``LearnedRanker()`` for the shipped ONNX MiniLM, ``HybridRanker()`` for any
+            other embedder), its similarity entering the composite score while the
+            threshold gates the recall (``relevance_margin``). ``False``: the dense order
             and the reference's score exactly. Or any ``Reranker``. Default (``None``):
-            off with an ``embed_fn`` (a drop-in store scores exactly as the reference
-            documents), ``True`` with this library's embedders (measured on LoCoMo).
+            off with an ``embed_fn`` (scores as the reference documents), else ``True``.
         rerank_candidates: KNN candidates fetched when re-ranking (the full-text index adds
             up to 50 more on engines with TEXT fields).
         text_candidates: full-text hits of the query's words a re-ranked recall adds to its
-            KNN candidates (50; 0: the KNN alone). They find memories the KNN misses, for one
-            more query in the same round trip whose cost grows with how many memories share
-            the query's words (bounded: see the benchmark pages for both).
+            KNN candidates (50; 0: the KNN alone): memories the KNN misses, for one more query
+            in the same round trip (its cost: the benchmark pages).
         relevance_margin: with re-ranking, the threshold gates the recall as a whole: it
             answers when the nearest KNN candidate is within the threshold, or stands out
             from the median of the KNN candidates by at least this cosine distance; then
@@ -140,6 +134,9 @@ class MemoryStore(StoreInfo):
             lag before a recall rewrites it (default: half-life / 200, 1 s..1 min). The
             exact ``access_count`` is always kept (``get`` returns it).
         retry: connection-fault retry policy for idempotent operations.
+        wait_replicas / wait_timeout: replicas that must acknowledge each write (``WAIT``)
+            within ``wait_timeout`` seconds, else ``server.replication_timeout`` (the write
+            is applied on the primary). 0: none, Valkey's asynchronous replication.
         registry / tracer_provider: where metrics and spans go (also via ``telemetry``).
         heartbeat_interval: Monitor heartbeat period (<= 30 s).
         session_ttl ... summary_lock_ttl: the short-term tier's options; see
@@ -193,6 +190,8 @@ class MemoryStore(StoreInfo):
         reinforce_mode: ReinforceMode = "sync",
         reinforce_write_interval: float | None = None,
         retry: RetryPolicy | None = None,
+        wait_replicas: int = 0,
+        wait_timeout: float = 1.0,
         registry: Any = None,
         tracer_provider: Any = None,
         heartbeat_interval: float = 30.0,
@@ -218,6 +217,7 @@ class MemoryStore(StoreInfo):
             relevance_margin=relevance_margin, text_candidates=text_candidates, reinforce_mode=reinforce_mode,
             reinforce_write_interval=reinforce_write_interval, retry=retry, heartbeat_interval=heartbeat_interval,
             metadata_fields=metadata_fields,
+            wait_replicas=wait_replicas, wait_timeout=wait_timeout,
         )  # fmt: skip
         session_config = SessionConfig.of(
             session_ttl=session_ttl,
@@ -247,7 +247,7 @@ class MemoryStore(StoreInfo):
         self._owned_server: Any = None
         self._closed = False  # set by the first line of close(); _closed_done once it returns
         self._closed_done = asyncio.Event()
-        self.backend = ValkeyBackend(client, retry=self.retry)
+        self.backend = ValkeyBackend(client, retry=self.retry, wait=opts.wait)
         self.supervisor = Supervisor()
         self._obs = StoreObservability(
             self.backend,
@@ -330,26 +330,15 @@ class MemoryStore(StoreInfo):
         when all ``max_connections`` are busy instead of failing. ``options`` are
         the constructor's keyword arguments (an unknown one is a ``TypeError``).
         """
-        url = resolve_url(url)
-        server = None
-        if url is None:
-            from .server import EmbeddedServer, default_data_dir
-
-            server = EmbeddedServer(data_dir=data_dir or default_data_dir())
-            await asyncio.to_thread(server.start)
-            url = server.url
-        client: Any = None
-        try:
-            client = connect(url, max_connections=max_connections, timeout=socket_timeout)
-            store = cls(client=client, name=name, embedder=embedder, **options)
-        except BaseException:
-            if client is not None:
-                await client.aclose()
-            if server is not None and server._proc is not None:
-                await asyncio.to_thread(server.stop)
-            raise
+        store, server = await open_owned(
+            lambda client: cls(client=client, name=name, embedder=embedder, **options),
+            url,
+            data_dir=data_dir,
+            max_connections=max_connections,
+            socket_timeout=socket_timeout,
+        )
         store._owned_client = True
-        store._owned_server = server if server is not None and server._proc is not None else None
+        store._owned_server = server
         return store
 
     @property

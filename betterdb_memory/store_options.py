@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .backend.replication import ReplicaWait
 from .backend.retry import RetryPolicy
 from .core.filter_fields import MetadataFields
 from .core.learned_rank import FITTED_MODEL_ID, LearnedRanker
@@ -59,7 +60,7 @@ class StoreOptions:
     ``lazy`` is the embedder when it is an ``embed_fn`` whose dimension is learned
     from its first answer. ``refresh_seconds``: None when the live config is not
     re-read. ``heartbeat_interval``: seconds, from ``MemoryDiscoveryConfig`` when it
-    sets one.
+    sets one. ``wait``: the replicas each write waits for (None: ``wait_replicas=0``).
     """
 
     embedder: Embedder | LazyFunctionEmbedder
@@ -73,6 +74,7 @@ class StoreOptions:
     refresh_seconds: float | None
     heartbeat_interval: float
     metadata_fields: MetadataFields = field(default_factory=MetadataFields)
+    wait: ReplicaWait | None = None
 
 
 def check_options(
@@ -99,6 +101,8 @@ def check_options(
     retry: RetryPolicy | None,
     heartbeat_interval: float,
     metadata_fields: object = None,
+    wait_replicas: object = 0,
+    wait_timeout: object = 1.0,
 ) -> StoreOptions:
     """Check ``MemoryStore``'s long-term arguments (see its docstring for their meanings).
 
@@ -173,7 +177,18 @@ def check_options(
         refresh_seconds=_refresh_seconds(config_refresh),
         heartbeat_interval=heartbeat_interval,
         metadata_fields=fields,
+        wait=_replica_wait(wait_replicas, wait_timeout),
     )
+
+
+def _replica_wait(replicas: object, timeout: object) -> ReplicaWait | None:
+    """What ``wait_replicas`` / ``wait_timeout`` ask for: None when no replica is waited for.
+
+    The timeout is checked even when unused, so a typo fails where it is written.
+    """
+    seconds = check_number(timeout, "wait_timeout", positive=True, maximum=3600.0, setting=True)
+    count = check_int(replicas, "wait_replicas", minimum=0, maximum=1000, setting=True)
+    return ReplicaWait(count, seconds) if count else None
 
 
 def _settings(

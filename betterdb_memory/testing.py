@@ -273,6 +273,8 @@ class StoreOptions(TypedDict, total=False):
     reinforce_mode: ReinforceMode
     reinforce_write_interval: float | None
     retry: RetryPolicy | None
+    wait_replicas: int
+    wait_timeout: float
     registry: Any
     tracer_provider: Any
     heartbeat_interval: float

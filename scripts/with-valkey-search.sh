@@ -4,11 +4,12 @@
 # override with VALKEY_SEARCH_ENGINE): "standalone" starts one server on a free port with AOF
 # (appendfsync everysec) and exports VALKEY_URL and BETTERDB_TEST_ENGINE=valkey-search; "cluster"
 # exports VALKEY_SEARCH_ENGINE and BETTERDB_TEST_CLUSTER=1 (tests/cluster/conftest.py starts and
-# stops the cluster itself). The server is stopped whatever happens (trap). When the engine is
+# stops the cluster itself); "cluster-replicas" exports the same and BETTERDB_TEST_REPLICAS=1
+# (tests/cluster/test_cluster_replicas.py starts clusters with a replica per primary). The server is stopped whatever happens (trap). When the engine is
 # absent: one line saying so, exit 0 (it is a test engine of this project, not on users' machines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mode=${1:?usage: with-valkey-search.sh standalone|cluster COMMAND [ARGS...]}; shift
+mode=${1:?usage: with-valkey-search.sh standalone|cluster|cluster-replicas COMMAND [ARGS...]}; shift
 engine=${VALKEY_SEARCH_ENGINE:-../shared/engines/valkey-search}
 if [ ! -x "$engine/start.sh" ]; then
   echo "valkey-search test engine not found at $engine: skipping the $mode run (set VALKEY_SEARCH_ENGINE to use another)"
@@ -18,8 +19,9 @@ engine=$(cd "$engine" && pwd)
 export VALKEY_SEARCH_ENGINE=$engine
 case $mode in
   cluster) export BETTERDB_TEST_CLUSTER=1; exec "$@" ;;
+  cluster-replicas) export BETTERDB_TEST_CLUSTER=1 BETTERDB_TEST_REPLICAS=1; exec "$@" ;;
   standalone) ;;
-  *) echo "usage: with-valkey-search.sh standalone|cluster COMMAND [ARGS...]" >&2; exit 2 ;;
+  *) echo "usage: with-valkey-search.sh standalone|cluster|cluster-replicas COMMAND [ARGS...]" >&2; exit 2 ;;
 esac
 # A free port: bind port 0, read the kernel's choice. Retry if someone takes it before the server does.
 free_port() { "${PYTHON:-python3}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

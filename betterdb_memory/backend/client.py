@@ -49,10 +49,12 @@ from ..core.dialect import Capabilities
 from ..core.ft_info import parse_ft_info
 from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
+from .cluster_nodes import load_scripts_on, nodes_of, restore_startup_nodes
 from .commands import Attempts, ScriptCall, Step, wire
 from .dialect import keyless_route, probe
 from .locks import ScopedLock
 from .reconnects import watch_connections
+from .replication import ReplicaWait, check_acks, wait_fault, waits_for
 from .retry import RetryPolicy, call
 from .translate import is_connection_error
 
@@ -79,11 +81,15 @@ class ValkeyBackend:
         client: a ``valkey.asyncio.Valkey`` or ``ValkeyCluster`` (owned by the caller
             unless ``owned``).
         retry: connection-fault retry policy for idempotent operations.
+        wait: replicas each write must reach before it returns (``replication``); None: none.
     """
 
-    def __init__(self, client: ValkeyClient, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self, client: ValkeyClient, *, retry: RetryPolicy | None = None, wait: ReplicaWait | None = None
+    ) -> None:
         self.client = client
         self.retry = retry or RetryPolicy()
+        self.wait = wait
         self._route = keyless_route(client)
         self.cluster = bool(self._route)
         self.closed = False
@@ -112,10 +118,13 @@ class ValkeyBackend:
 
     # -- scripts -----------------------------------------------------------------------------
 
-    async def load_scripts(self) -> None:
-        """Load every script of the registry (``scripts.ALL``; on every primary of a cluster)."""
+    async def load_scripts(self, commands: Sequence[Step] = ()) -> None:
+        """Load every script of the registry (``scripts.ALL``): on every primary of a cluster, and
+        on each node ``commands`` go to (``cluster_nodes.load_scripts_on``)."""
         for script in _scripts.ALL:
             await self.client.script_load(script.source)
+        if self.cluster and commands:
+            await load_scripts_on(self.client, commands, _scripts.ALL)
 
     # -- commands ------------------------------------------------------------------------------
 
@@ -127,19 +136,21 @@ class ValkeyBackend:
         idempotent: bool = True,
         details: Mapping[str, Any] | None = None,
     ) -> T:
-        """Run ``fn`` with retry (when idempotent) and error translation (private: only
-        this class sends anything; the parts hand it commands).
-
-        Raises:
-            StoreClosedError: after ``close()`` of the store that owns this backend.
-        """
+        """Run ``fn`` with retry (when idempotent) and error translation (private: only this class
+        sends anything). Raises ``StoreClosedError`` after ``close()`` of the owning store."""
         if self.closed:
             raise StoreClosedError(
                 f"the store was closed; {operation} cannot run", details={"operation": operation}
             )
+
+        async def attempt() -> T:
+            if self.cluster:  # valkey-py may have emptied its startup nodes (``cluster_nodes``)
+                restore_startup_nodes(self.client)
+            return await fn()
+
         return await call(
             operation,
-            fn,
+            attempt,
             policy=self.retry,
             idempotent=idempotent,
             details=details,
@@ -227,7 +238,9 @@ class ValkeyBackend:
         return True  # pragma: no cover - the plain form always answers or raises
 
     async def command(self, operation: str, *args: Any, idempotent: bool = True) -> Any:
-        """One keyed command."""
+        """One keyed command (a write with ``wait`` set goes in a pipeline, beside its ``WAIT``)."""
+        if self.wait is not None and waits_for(operation, [args]):
+            return (await self.pipeline(operation, [args], idempotent=idempotent))[0]
         return await self._call(operation, lambda: self.client.execute_command(*args), idempotent=idempotent)
 
     async def search(self, operation: str, args: Sequence[Any]) -> Any:
@@ -289,7 +302,10 @@ class ValkeyBackend:
         engines index before answering the next command); on a cluster they are sent
         beside it, to a node that answers for the whole cluster, once the pipeline
         returned. ``NOSCRIPT`` reloads the registry and sends the pipeline again.
+        With ``wait`` set and a write among ``commands``, a ``WAIT`` follows the writes on
+        each connection that took one (``replication``); its replies are not returned.
         """
+        wait = self.wait if self.wait is not None and waits_for(operation, commands) else None
 
         async def send() -> list[Any]:
             for attempt in (1, 2):
@@ -298,6 +314,7 @@ class ValkeyBackend:
                 pipe = self.client.pipeline(transaction=False)
                 for step in commands:
                     pipe.execute_command(*wire(step))
+                nodes = await self._queue_waits(pipe, commands, wait) if wait is not None else []
                 if not self.cluster:
                     for args in searches:
                         pipe.execute_command(*args)
@@ -306,8 +323,15 @@ class ValkeyBackend:
                 except vexc.NoScriptError:
                     if attempt == 2:
                         raise
-                    await self.load_scripts()
+                    await self.load_scripts(commands)
                     continue
+                except (vexc.ResponseError, vexc.ValkeyClusterException) as exc:
+                    fault = wait_fault(exc, len(commands)) if wait is not None else None
+                    if fault is None:
+                        raise
+                    raise fault from exc
+                if wait is not None:
+                    await self._check_waits(operation, commands, wait, nodes, replies)
                 if self.cluster and searches:
                     replies += await asyncio.gather(
                         *(self.client.execute_command(*self._search_args(a), **self._route) for a in searches)
@@ -320,6 +344,40 @@ class ValkeyBackend:
 
         replies: list[Any] = await self._call(operation, run, idempotent=idempotent, details=details)
         return replies
+
+    async def _queue_waits(self, pipe: Any, commands: Sequence[Step], wait: ReplicaWait) -> list[str]:
+        """Queue a ``WAIT`` after the writes on each node that takes one (a cluster pipeline sends
+        a node's commands in order on one connection); those nodes' names."""
+        if not self.cluster:
+            pipe.execute_command(*wait.command())
+            return [""]
+        nodes = {node.name: node for node in await self._nodes_of(commands)}
+        for node in nodes.values():
+            pipe.execute_command(*wait.command(), target_nodes=node)
+        return list(nodes)
+
+    async def _nodes_of(self, commands: Sequence[Step]) -> list[Any]:
+        return await nodes_of(self.client, commands)
+
+    async def _check_waits(
+        self,
+        operation: str,
+        commands: Sequence[Step],
+        wait: ReplicaWait,
+        nodes: list[str],
+        replies: list[Any],
+    ) -> None:
+        """Take the ``WAIT`` replies out of ``replies``; raise when replicas fell short.
+
+        A write redirected mid-pipeline (a failover moved its slot) went to a node no
+        ``WAIT`` followed: a connection fault (retried when idempotent).
+        """
+        start = len(commands)
+        acks = dict(zip(nodes, replies[start : start + len(nodes)], strict=True))
+        del replies[start : start + len(nodes)]
+        if self.cluster and {n.name for n in await self._nodes_of(commands)} != set(nodes):
+            raise vexc.ConnectionError(f"a slot moved during {operation}: its WAIT did not follow the write")
+        check_acks(wait, operation, acks)
 
     async def scan(self, operation: str, pattern: str, *, count: int = 1000) -> AsyncIterator[list[str]]:
         """Batches of key names matching ``pattern`` (glob), each name once per SCAN pass.

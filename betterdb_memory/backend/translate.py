@@ -8,6 +8,7 @@ matched in ``errors.classify_server_error`` (pure text, both engines' wordings).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any
 
 import valkey.exceptions as vexc
@@ -41,9 +42,9 @@ def translate(
         return exc
     if isinstance(exc, vexc.TimeoutError | TimeoutError):
         return StoreTimeoutError(f"{operation}: timed out talking to Valkey ({exc})", details=info)
-    if isinstance(exc, vexc.ConnectionError | ConnectionError | OSError | _CLUSTER_UNAVAILABLE):
+    if isinstance(exc, vexc.ConnectionError | ConnectionError | OSError | _CLUSTER_UNAVAILABLE) or _lost(exc):
         return StoreConnectionError(f"{operation}: connection to Valkey failed ({exc})", details=info)
-    if isinstance(exc, vexc.ResponseError) and str(exc).startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN")):
+    if isinstance(exc, vexc.ResponseError) and _unavailable(str(exc)):
         return StoreConnectionError(f"{operation}: the cluster cannot serve this now ({exc})", details=info)
     if isinstance(exc, vexc.ResponseError):
         text = str(exc)
@@ -58,17 +59,47 @@ def translate(
 def is_connection_error(exc: BaseException) -> bool:
     """True for the backend exceptions that mean "could not reach the server" (or the cluster
     cannot serve the slot for now: CLUSTERDOWN, TRYAGAIN, MASTERDOWN), worth a retry."""
-    return isinstance(
-        exc,
-        vexc.ConnectionError
-        | vexc.TimeoutError
-        | ConnectionError
-        | TimeoutError
-        | OSError
-        | _CLUSTER_UNAVAILABLE,
-    ) or (
-        isinstance(exc, vexc.ResponseError) and str(exc).startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN"))
+    connection = vexc.ConnectionError | vexc.TimeoutError | ConnectionError | TimeoutError | OSError
+    if isinstance(exc, connection | _CLUSTER_UNAVAILABLE):
+        return True
+    if isinstance(exc, vexc.ResponseError):
+        return _unavailable(str(exc))
+    return _lost(exc)
+
+
+# How valkey-search's coordinator answers a search whose fan-out could not reach a shard: the
+# gRPC transport's own words (seen: "recvmsg:Connection reset by peer" from a primary killed
+# mid-query). A shard that is down or failing over: the connection family, retried.
+_SHARD_UNREACHABLE = ("connection reset by peer", "connection refused", "failed to connect", "socket closed")
+
+
+def _unavailable(text: str) -> bool:
+    """A server's answer that means the cluster cannot serve this now (worth a retry)."""
+    lowered = text.lower()
+    return text.startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN")) or any(
+        phrase in lowered for phrase in _SHARD_UNREACHABLE
     )
+
+
+def _lost(exc: BaseException) -> bool:
+    """A connection torn down under its user, or a cluster client that reached no node."""
+    if isinstance(exc, vexc.ValkeyClusterException):
+        return "cannot be connected" in str(exc)
+    return _torn_down(exc)
+
+
+def _torn_down(exc: BaseException) -> bool:
+    """An ``AttributeError`` raised inside valkey-py's asyncio connection: its reader or writer was
+    set to None by another task that disconnected it mid-use (seen when a cluster primary is
+    killed under load: the cluster client resets the dead node's connections while another
+    task is still opening one). The connection is gone: a connection fault, retried as one."""
+    if not isinstance(exc, AttributeError) or exc.__traceback__ is None:
+        return False
+    tb = exc.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    where = PurePath(tb.tb_frame.f_code.co_filename)  # valkey/asyncio/connection.py
+    return where.stem == "connection" and where.parent.parts[-2:] == ("valkey", "asyncio")
 
 
 # A cluster that cannot serve a slot for now (a primary failed and no replica took over

@@ -84,6 +84,11 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
         "the server does not know a command (no search module?)",
     ),
     ("server.no_permission", "PermissionDeniedError", "the server's ACL refused a command or key"),
+    (
+        "server.replication_timeout",
+        "ServerError",
+        "a write is applied on the primary but fewer replicas than wait_replicas confirmed it",
+    ),
     ("server.filter_unsupported", "CommandNotSupportedError", "the engine cannot run this where filter"),
     (
         "server.scope_denied",

@@ -57,7 +57,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("observability", frozenset({"observability"})),
     ("tiers", frozenset({"tiers"})),
-    ("store", frozenset({"store", "store_options", "store_info", "_delegate"})),
+    ("store", frozenset({"store", "store_options", "store_info", "store_connect", "_delegate"})),
     ("facade", frozenset({"facade", "sync", "_sync_bridge"})),
     (
         "edges",

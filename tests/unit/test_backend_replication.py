@@ -1,0 +1,130 @@
+"""``backend.replication``: which round trips wait for replicas, the WAIT they send, what a short count raises."""
+
+from __future__ import annotations
+
+import pytest
+import valkey.exceptions as vexc
+
+from betterdb_memory import HashingEmbedder
+from betterdb_memory.backend import scripts
+from betterdb_memory.backend.replication import ReplicaWait, check_acks, wait_fault, waits_for
+from betterdb_memory.errors import ConfigurationError, ServerError
+from betterdb_memory.store_options import check_options
+
+WAIT = ReplicaWait(1, 0.25)
+
+
+@pytest.mark.parametrize(
+    ("operation", "steps"),
+    [
+        ("remember", [("HSET", "k", "content", "x"), ("PEXPIRE", "k", 10)]),
+        ("forget", [("DEL", "k")]),
+        ("store_turn", [scripts.APPEND_TURN.call(["a", "b"], ["x"])]),
+        ("get", [("HGETALL", "k"), ("DEL", "k")]),  # a read that deletes what it found expired
+        ("config.set", [("HSET", "cfg", "threshold", "0.3")]),
+    ],
+)
+def test_a_round_trip_with_a_write_waits(operation: str, steps: list[object]) -> None:
+    assert waits_for(operation, steps)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("operation", "steps"),
+    [
+        ("get", [("HGETALL", "k"), ("EXISTS", "k"), ("hmget", "k", "f")]),
+        ("recall", [scripts.FETCH.call(["d", "c"], ["1"])]),  # reinforcement may lag
+        ("consolidate", [scripts.LOCK.call(["lock"], ["t", 1000])]),
+        ("discovery.heartbeat", [("HSET", "registry", "x", "y")]),
+        ("stats.incr", [("HINCRBY", "stats", "x", 1)]),
+        ("stats", [("HINCRBY", "stats", "x", 1)]),  # a failed flush is re-counted: never raise after it
+        ("ensure_index", [("HSET", "marker", "v", "1")]),
+        ("remember", []),
+    ],
+)
+def test_reads_and_bookkeeping_do_not_wait(operation: str, steps: list[object]) -> None:
+    assert not waits_for(operation, steps)  # type: ignore[arg-type]
+
+
+def test_the_wait_command_rounds_its_timeout_up_and_never_sends_zero() -> None:
+    assert ReplicaWait(2, 0.25).command() == ("WAIT", 2, 250)
+    assert ReplicaWait(1, 0.0001).command() == ("WAIT", 1, 1)  # WAIT n 0 would block for ever
+    assert ReplicaWait(1, 0.0015).timeout_ms == 2
+
+
+def test_enough_acknowledgements_on_every_node_pass() -> None:
+    check_acks(ReplicaWait(1, 1.0), "remember", {"a:1": 1, "b:2": 2})
+    check_acks(ReplicaWait(1, 1.0), "remember", {})
+
+
+def test_a_node_short_of_replicas_raises_replication_timeout_with_what_is_known() -> None:
+    with pytest.raises(ServerError) as info:
+        check_acks(ReplicaWait(2, 0.5), "remember_many", {"a:1": 2, "b:2": 1, "c:3": 0})
+    err = info.value
+    assert err.code == "server.replication_timeout"
+    assert err.details == {
+        "operation": "remember_many",
+        "replicas": 2,
+        "acknowledged": 0,
+        "timeout_ms": 500,
+        "nodes": {"b:2": 1, "c:3": 0},
+    }
+    assert "applied on the primary" in err.message
+
+
+def test_a_pipeline_that_failed_at_its_wait_is_a_connection_fault() -> None:
+    """The node became a replica (or the cluster client re-routed): the write is unconfirmed, retry it."""
+    demoted = vexc.ResponseError(
+        "Command # 3 (WAIT 1 250) of pipeline caused error: WAIT cannot be used with replica instances."
+    )
+    fault = wait_fault(demoted, writes=2)
+    assert isinstance(fault, vexc.ConnectionError)
+    rerouted = vexc.ValkeyClusterException("Too many targets for command ('WAIT', 1, 250)")
+    assert isinstance(wait_fault(rerouted, writes=1), vexc.ConnectionError)
+
+
+def test_a_failed_write_is_not_mistaken_for_a_failed_wait() -> None:
+    """A write whose own content says "(WAIT " fails as itself."""
+    own = vexc.ResponseError("Command # 1 (WAIT 1 2) of pipeline caused error: WRONGTYPE")
+    assert wait_fault(own, writes=1) is None
+    assert wait_fault(vexc.ResponseError("WRONGTYPE Operation against a key"), writes=1) is None
+
+
+def _options(**given: object) -> object:
+    base: dict[str, object] = dict(
+        embed_fn=None, embedder=HashingEmbedder(), dimensions=None, default_threshold=None, weights=None,
+        half_life_seconds=None, max_items_per_scope=None, discovery=False, config_refresh=False,
+        consolidation=None, telemetry=None, dedup=False, candidate_factor=1, reranker=None,
+        rerank_candidates=50, relevance_margin=None, text_candidates=50, reinforce_mode="sync",
+        reinforce_write_interval=None, retry=None, heartbeat_interval=30.0,
+    )  # fmt: skip
+    base.update(given)
+    return check_options(**base)  # type: ignore[arg-type]
+
+
+def test_no_replica_is_waited_for_by_default() -> None:
+    assert _options().wait is None  # type: ignore[attr-defined]
+    assert _options(wait_replicas=0, wait_timeout=5).wait is None  # type: ignore[attr-defined]
+
+
+def test_wait_replicas_builds_the_wait() -> None:
+    assert _options(wait_replicas=2, wait_timeout=0.5).wait == ReplicaWait(2, 0.5)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("given", "code", "argument"),
+    [
+        ({"wait_replicas": -1}, "configuration.range", "wait_replicas"),
+        ({"wait_replicas": "1"}, "configuration.type", "wait_replicas"),
+        ({"wait_replicas": True}, "configuration.type", "wait_replicas"),
+        ({"wait_replicas": 1, "wait_timeout": 0}, "configuration.range", "wait_timeout"),
+        ({"wait_replicas": 1, "wait_timeout": float("nan")}, "configuration.nonfinite", "wait_timeout"),
+        ({"wait_timeout": "1s"}, "configuration.type", "wait_timeout"),
+    ],
+)
+def test_bad_wait_options_raise_configuration_errors(
+    given: dict[str, object], code: str, argument: str
+) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        _options(**given)
+    assert info.value.code == code
+    assert info.value.details["argument"] == argument

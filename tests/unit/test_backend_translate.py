@@ -1,0 +1,64 @@
+"""``backend.translate``: valkey-py's exceptions in the library's tree (the rest is in test_errors.py)."""
+
+from __future__ import annotations
+
+import pytest
+import valkey.exceptions as vexc
+from valkey.asyncio.connection import Connection
+
+from betterdb_memory.backend.translate import is_connection_error, translate
+from betterdb_memory.errors import BetterDBMemoryError, StoreConnectionError
+
+
+async def _torn_down_send() -> AttributeError:
+    """What valkey-py raises when another task disconnected the connection mid-send."""
+    conn = Connection()
+    assert conn._writer is None  # as disconnect() leaves it
+    with pytest.raises(AttributeError) as info:
+        await conn._send_packed_command([b"PING\r\n"])
+    return info.value
+
+
+async def test_a_connection_torn_down_under_a_send_is_a_connection_fault() -> None:
+    """Seen when a cluster primary is killed under load; it must be retried and typed, not internal."""
+    exc = await _torn_down_send()
+    assert is_connection_error(exc)
+    err = translate(exc, operation="remember")
+    assert isinstance(err, StoreConnectionError)
+    assert err.code == "connection.failed" and err.details["operation"] == "remember"
+
+
+def test_an_attribute_error_elsewhere_stays_internal() -> None:
+    with pytest.raises(AttributeError) as info:
+        None.missing  # type: ignore[attr-defined]  # noqa: B018
+    assert not is_connection_error(info.value)
+    err = translate(info.value, operation="remember")
+    assert type(err) is BetterDBMemoryError and err.code == "internal"
+
+
+def test_a_cluster_client_that_reaches_no_node_is_a_connection_fault() -> None:
+    exc = vexc.ValkeyClusterException(
+        "Valkey Cluster cannot be connected. Please provide at least one reachable node: None"
+    )
+    assert is_connection_error(exc)
+    assert isinstance(translate(exc, operation="get"), StoreConnectionError)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "recvmsg:Connection reset by peer",  # seen: a primary killed while a search fanned out to it
+        "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:51000: Connection refused",
+        "CLUSTERDOWN The cluster is down",
+    ],
+)
+def test_a_search_whose_fan_out_could_not_reach_a_shard_is_a_connection_fault(text: str) -> None:
+    exc = vexc.ResponseError(text)
+    assert is_connection_error(exc)
+    assert isinstance(translate(exc, operation="recall"), StoreConnectionError)
+
+
+def test_other_server_errors_stay_server_errors() -> None:
+    exc = vexc.ResponseError("Invalid filter expression: `@x:{y}`. `x` is not indexed as a tag field")
+    assert not is_connection_error(exc)
+    assert not isinstance(translate(exc, operation="recall"), StoreConnectionError)
