@@ -5,13 +5,17 @@ temporary data dir (set ``VALKEY_URL`` to use your own server instead) and embed
 offline ONNX model (all-MiniLM-L6-v2). Every number it prints comes from a real call:
 
 1. **engine**: what the library probed and how long start-up took.
-2. **facts injected**: ``remember`` with importance, tags and metadata.
+2. **facts injected**: ``remember`` with importance, tags, metadata and the date each
+   became true (``valid_from``).
 3. **conversation**: a scripted agent loop. Before each reply the agent assembles its
    context (``retrieve_context``); after it, the turn is stored (``store_turn``). The
    replies are scripted (no LLM), the memory calls are not.
 4. **context under a budget**: the next prompt's memories and turns with tokens per
    part, budget, utilisation and assembly time.
 5. **recall, explained**: composite scores split into similarity, recency, importance.
+   "Where does Ada live?" answers Berlin: of two statements of one attribute of one
+   person, the newer by ``valid_from`` ranks first (same-slot supersession, no subject,
+   no LLM). A question with a time in it ("in 2022") searches that window only.
 6. **consolidation, facts mode**: a deterministic extractor turns two home-city memories
    into facts; the newer supersedes the older and ``fact_history`` shows both.
 7. **metrics**: the ``agent_memory_*`` Prometheus samples these calls produced, read from a
@@ -48,12 +52,19 @@ BUDGET = 150
 # where similarity = 1 - distance / 2).
 THRESHOLD = 0.9
 
-# (content, importance, tags, metadata): what the agent already knows about Ada.
-FACTS: tuple[tuple[str, float, list[str], dict[str, str]], ...] = (
-    ("Ada lives in Lisbon.", 0.9, ["profile", "home"], {"subject": "home city", "as_of": "2021-09-01"}),
-    ("Ada is vegetarian and allergic to peanuts.", 0.9, ["profile", "diet"], {}),
-    ("Ada prefers short answers as bullet lists.", 0.7, ["preference"], {}),
-    ("Ada's team deploys to production every Thursday afternoon.", 0.4, ["work"], {}),
+# (content, importance, tags, metadata, valid_from): what the agent already knows about Ada,
+# each with the date it learned it (when the statement became true: ``valid_from``).
+FACTS: tuple[tuple[str, float, list[str], dict[str, str], str], ...] = (
+    (
+        "Ada lives in Lisbon.",
+        0.9,
+        ["profile", "home"],
+        {"subject": "home city", "as_of": "2021-09-01"},
+        "2021-09-01",
+    ),
+    ("Ada is vegetarian and allergic to peanuts.", 0.9, ["profile", "diet"], {}, "2021-09-01"),
+    ("Ada prefers short answers as bullet lists.", 0.7, ["preference"], {}, "2022-03-14"),
+    ("Ada's team deploys to production every Thursday afternoon.", 0.4, ["work"], {}, "2023-01-09"),
 )
 
 # (user message, scripted reply, memory the agent writes after the turn or None).
@@ -68,7 +79,7 @@ CONVERSATION: tuple[tuple[str, str, tuple[str, dict[str, str]] | None], ...] = (
 )
 
 NEXT_MESSAGE = "Find a vegetarian dinner place near my home for Friday."
-QUESTIONS = ("Where does Ada live?", "What should Ada not eat?")
+QUESTIONS = ("Where does Ada live?", "What should Ada not eat?", "What did Ada ask of me in 2022?")
 
 
 def heading(text: str) -> None:
@@ -99,9 +110,17 @@ async def show_engine(store: MemoryStore, started: float) -> None:
 
 async def inject_facts(store: MemoryStore) -> None:
     heading("facts injected (remember)")
-    for content, importance, tags, metadata in FACTS:
-        await store.remember(content, importance=importance, tags=tags, metadata=metadata, agent_id=AGENT)
-        print(f"  importance={importance:.1f}  tags={','.join(tags):<16} {content}")
+    for content, importance, tags, metadata, valid_from in FACTS:
+        # A statement with a date says when it became true (valid_from), as a user would.
+        await store.remember(
+            content,
+            importance=importance,
+            tags=tags,
+            metadata=metadata,
+            agent_id=AGENT,
+            valid_from=valid_from,
+        )
+        print(f"  since {valid_from}  importance={importance:.1f}  tags={','.join(tags):<16} {content}")
 
 
 async def converse(store: MemoryStore) -> None:
@@ -116,7 +135,12 @@ async def converse(store: MemoryStore) -> None:
         if learned is not None:
             content, metadata = learned
             await store.remember(
-                content, importance=0.9, tags=["profile", "home"], metadata=metadata, agent_id=AGENT
+                content,
+                importance=0.9,
+                tags=["profile", "home"],
+                metadata=metadata,
+                agent_id=AGENT,
+                valid_from=metadata.get("as_of"),
             )
             print(f"             [remembered: {content}]")
 
@@ -152,6 +176,7 @@ async def show_recall(store: MemoryStore) -> None:
     for question in QUESTIONS:
         hits = await store.recall(question, k=3, agent_id=AGENT, explain=True)
         print(f"  Q: {question}")
+        content = {hit.item.id: hit.item.content for hit in hits}
         for hit in hits:
             parts = hit.explain
             assert parts is not None  # explain=True
@@ -159,6 +184,11 @@ async def show_recall(store: MemoryStore) -> None:
                 f"    {hit.score:.3f} = sim {parts.similarity:.3f} | rec {parts.recency:.3f}"
                 f" | imp {parts.importance:.2f}   {hit.item.content}"
             )
+            if parts.time_window is not None and hit is hits[0]:
+                print(f"          time window understood: {parts.time_window}")
+            if parts.superseded_by is not None:
+                newer = content.get(parts.superseded_by, parts.superseded_by)
+                print(f"          superseded by the newer statement of the same attribute: {newer}")
         if not hits:
             print("    (nothing within the distance threshold)")
 
@@ -176,7 +206,11 @@ async def show_consolidation(store: MemoryStore) -> None:
         state = "current   " if rec.current else "superseded"
         until = f"  (valid until {rec.valid_until:%Y-%m-%d})" if rec.valid_until else ""
         print(f"    {state} since {rec.date}: {rec.statement}{until}")
-    print("  (recall above ranked both cities by similarity; the fact history knows which is current)")
+    print(
+        "  (recall above answered Berlin with no subject and no LLM: same-slot supersession ranks the\n"
+        "   newer statement of one attribute of one person above the older, by valid_from; the fact\n"
+        "   history keeps both versions with their validity)"
+    )
 
 
 def show_metrics(registry: CollectorRegistry, store_name: str) -> None:

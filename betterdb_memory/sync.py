@@ -488,8 +488,12 @@ class SyncMemoryStore(MemoryStoreBridge):
         since: TimeInput | None = None,
         until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
+        tz: str | None = None,
     ) -> builtins.list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
+
+        A time expression in the query ("last week") keeps the recall to its window; without
+        one, the newest statement of a slot ranks first (``core.time_recall``).
 
         Args:
             query: text to embed and search by.
@@ -502,10 +506,11 @@ class SyncMemoryStore(MemoryStoreBridge):
                 (default True).
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
-            explain: attach the score's components to each hit.
+            explain: attach the score's components (and ``time_window``, ``superseded_by``).
             as_of: what was valid at that instant (``valid_from <= as_of < valid_until``),
                 superseded versions included when they were current then (they are not
                 reinforced). Default: no time filter (future-dated memories included).
+                A time expression in the query counts from it.
             since / until: only memories whose ``valid_from`` (their ``created_at`` when
                 written without one) falls in ``[since, until)``.
                 Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
@@ -518,6 +523,8 @@ class SyncMemoryStore(MemoryStoreBridge):
                 agent_id namespace tags source importance created_at valid_from`` and the
                 store's ``metadata_fields``; the full table is in ``list``'s docstring.
                 A bad filter is a ``ValidationError`` before any I/O.
+            tz: the IANA time zone the query's days are counted in (default UTC); an
+                unknown one is a ``ValidationError`` before any I/O.
         """
         return self._await(
             self._target.recall,
@@ -536,6 +543,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             since=since,
             until=until,
             where=where,
+            tz=tz,
         )
 
     def recall_by_vector(
@@ -557,12 +565,14 @@ class SyncMemoryStore(MemoryStoreBridge):
         since: TimeInput | None = None,
         until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
+        tz: str | None = None,
     ) -> builtins.list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
 
         ``query``: the text the vector was made from; given, the store's ``reranker``
-        re-orders the candidates as in ``recall`` (without it: the dense order).
-        ``as_of`` / ``since`` / ``until``: as in ``recall``.
+        re-orders the candidates as in ``recall`` (without it: the dense order), and a
+        time expression in it limits the recall to its window as in ``recall``.
+        ``as_of`` / ``since`` / ``until`` / ``tz``: as in ``recall``.
         """
         return self._await(
             self._target.recall_by_vector,
@@ -582,6 +592,7 @@ class SyncMemoryStore(MemoryStoreBridge):
             since=since,
             until=until,
             where=where,
+            tz=tz,
         )
 
     def search_candidates(

@@ -9,6 +9,7 @@ starters, or a number other than a year; "I", "me", "my" and "the user" are the 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -120,6 +121,171 @@ _TOKEN = re.compile(r"[A-Za-z][\w'’-]*|\d+(?:[.,]\d+)?")
 _YEAR = re.compile(r"(?:19|2[01])\d\d")
 SELF_NAME = "<self>"
 
+# A diary line has no subject ("Went hiking with Sara.", "Had dinner at Nopa."): its
+# first word is a verb, capitalised as a sentence starter, and must not become the
+# line's name (every "Went ..." would be one entity). Common verbs that start such
+# lines, past and present; a first word ending in "-ed" followed by a function word
+# ("Presented the roadmap", "Hiked up the hill") is taken for one too. A name that
+# happens to end in -ed ("Ahmed moved") is followed by its verb, not a function word.
+_VERBS = frozenset(
+    [
+        "went",
+        "go",
+        "goes",
+        "had",
+        "has",
+        "have",
+        "got",
+        "get",
+        "gets",
+        "took",
+        "take",
+        "takes",
+        "spent",
+        "spend",
+        "bought",
+        "buy",
+        "ate",
+        "eat",
+        "did",
+        "do",
+        "does",
+        "made",
+        "make",
+        "makes",
+        "met",
+        "meet",
+        "saw",
+        "see",
+        "read",
+        "wrote",
+        "write",
+        "swam",
+        "swim",
+        "ran",
+        "run",
+        "drove",
+        "drive",
+        "flew",
+        "fly",
+        "rode",
+        "ride",
+        "sent",
+        "send",
+        "gave",
+        "give",
+        "found",
+        "find",
+        "left",
+        "leave",
+        "kept",
+        "keep",
+        "paid",
+        "pay",
+        "sold",
+        "sell",
+        "won",
+        "win",
+        "lost",
+        "lose",
+        "slept",
+        "sleep",
+        "drank",
+        "drink",
+        "sang",
+        "sing",
+        "began",
+        "begin",
+        "came",
+        "come",
+        "brought",
+        "bring",
+        "thought",
+        "think",
+        "told",
+        "tell",
+        "felt",
+        "feel",
+        "heard",
+        "hear",
+        "caught",
+        "catch",
+        "taught",
+        "teach",
+        "fed",
+        "built",
+        "build",
+        "cut",
+        "put",
+        "set",
+        "let",
+        "hit",
+        "finished",
+        "played",
+        "grabbed",
+        "started",
+        "tried",
+        "watched",
+        "called",
+        "visited",
+        "cooked",
+        "walked",
+        "worked",
+        "booked",
+        "ordered",
+        "picked",
+        "cleaned",
+        "fixed",
+        "moved",
+        "joined",
+        "signed",
+        "baked",
+    ]
+)
+_FUNCTION_WORDS = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "to",
+        "at",
+        "in",
+        "on",
+        "with",
+        "for",
+        "my",
+        "our",
+        "his",
+        "her",
+        "their",
+        "some",
+        "up",
+        "out",
+        "off",
+        "back",
+        "over",
+        "through",
+        "around",
+        "into",
+        "from",
+        "about",
+        "by",
+        "two",
+        "three",
+    ]
+)
+_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)")
+
+
+def _sentence_verb(text: str, low: str, end: int) -> bool:
+    """The text's first word ``low`` is a verb starting a subjectless line (see ``_VERBS``)."""
+    if low in _VERBS:
+        return True
+    if not low.endswith("ed") or len(low) < 5:
+        return False
+    nxt = _NEXT_WORD.match(text, end)
+    return nxt is not None and nxt.group(1) in _FUNCTION_WORDS
+
 
 def names_of(text: str) -> frozenset[str]:
     """The names in a text, case-folded, as runs of adjacent name words ("ada moreau").
@@ -129,8 +295,21 @@ def names_of(text: str) -> frozenset[str]:
     return frozenset(name_runs(text))
 
 
+@functools.lru_cache(maxsize=8192)
 def leading_name(text: str) -> str | None:
-    """The first name of a text: its subject, in English word order ("Ada moved to Berlin")."""
+    """The first name of a text: its subject, in English word order ("Ada moved to Berlin").
+
+    A subjectless line ("Had dinner at Nopa with Ines.", a diary's) has none: its first
+    name is a place or a companion, not its subject, and two such events would be taken
+    for one entity's changing attribute; with no leading name a statement is never
+    superseded (the rule fails safe). Cached by text (a pure function): a store's
+    recalls meet the same memories again.
+    """
+    first = _TOKEN.search(text)
+    if first is not None:
+        tok = first.group(0)
+        if tok[0].isupper() and _sentence_verb(text, tok.lower(), first.end()):
+            return None
     return next(_runs(text), None)
 
 
@@ -150,8 +329,10 @@ def _runs(text: str) -> Iterator[str]:
     """``name_runs`` lazily: each name as soon as it is complete (``leading_name`` stops at one)."""
     run: list[str] = []
     last_end = -2
+    first = True
     for m in _TOKEN.finditer(text):
         tok = m.group(0)
+        at_start, first = first, False
         low = tok.lower().replace("’", "'")
         if low in _SELF or (low == "user" and text[max(0, m.start() - 4) : m.start()].lower() == "the "):
             if run:
@@ -164,7 +345,12 @@ def _runs(text: str) -> Iterator[str]:
         if possessive:
             low = low[:-2]
         is_name = not _YEAR.fullmatch(low) and (
-            tok[0].isdigit() or (tok[0].isupper() and low not in _NOT_NAMES)
+            tok[0].isdigit()
+            or (
+                tok[0].isupper()
+                and low not in _NOT_NAMES
+                and not (at_start and not possessive and _sentence_verb(text, low, m.end()))
+            )
         )
         adjacent = last_end >= 0 and text[last_end : m.start()].strip(" ") == ""
         if run and not (is_name and adjacent):

@@ -225,6 +225,10 @@ class MemoryFilter:
     def has_time(self) -> bool:
         return self.valid_since is not None or self.valid_before is not None or self.as_of is not None
 
+    # Engine clauses ANDed as written (a time window's ``core.validity`` clause): pure
+    # NUMERIC ranges the engine answers exactly, so ``item_matches`` has nothing to check.
+    clauses: tuple[str, ...] = ()
+
     @property
     def is_unscoped(self) -> bool:
         return self.scope.is_empty and not self.tags
@@ -282,6 +286,7 @@ def build_filter(flt: MemoryFilter, layout: IndexLayout = IndexLayout()) -> str:
         # A positive clause goes first: a query starting with a negation gets MATCH_ALL in
         # front (``_filter_query``), a range over every document the engine then intersects.
         parts.insert(0 if not flt.where.text.startswith("-") else len(parts), flt.where.text)
+    parts.extend(flt.clauses)
     return " ".join(parts)
 
 

@@ -15,8 +15,8 @@ Every argument is checked here (``ValidationError`` naming the argument; for
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Sized
-from dataclasses import dataclass
-from datetime import date, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any, Required, TypedDict
 
 from ..errors import ValidationError
@@ -29,7 +29,9 @@ from .query import MemoryFilter, with_times
 from .record import NewMemory
 from .scoring import Weights
 from .subjects import normalise_subject, subject_key_of
+from .time_recall import TimePlan, time_plan
 from .times import optional_ms
+from .timewindow import resolve_tz
 from .validation import (
     check_content,
     check_distance_threshold,
@@ -204,6 +206,10 @@ class RecallRequest:
     explain: bool = False
     query: str | None = None
     where: Node | None = None  # parsed (``core.where.parse``); compiled once the index is known
+    # The calendar of the query's time expression (``recall(tz=)``), checked.
+    tz: tzinfo = UTC
+    # What the recall does about time: the query's window, or a question about the present.
+    plan: TimePlan = field(default_factory=TimePlan)
 
 
 def recall_request(
@@ -223,6 +229,7 @@ def recall_request(
     since: object = None,
     until: object = None,
     where: Node | None = None,
+    tz: object = None,
 ) -> RecallRequest:
     """The request of a recall's keyword arguments (``query``: already checked, or None).
 
@@ -243,6 +250,7 @@ def recall_request(
         exclude_sensitivity=check_sensitivities(exclude_sensitivity),
     )
     flt = with_times(flt, as_of=as_of, since=since, until=until)
+    zone = resolve_tz(tz)
     return RecallRequest(
         flt=flt,
         k=kk,
@@ -252,4 +260,6 @@ def recall_request(
         explain=explain,
         query=query,
         where=where,
+        tz=zone,
+        plan=time_plan(query, as_of=flt.as_of, tz=zone, timed=flt.has_time),
     )

@@ -98,6 +98,11 @@ class ScoreParts:
     importance: float
     weights: Weights
     score: float
+    #: The time window understood in the query (``TimeWindow.describe()``), when one was.
+    time_window: str | None = None
+    #: The id of the newer statement of the same slot this hit was ranked below
+    #: (same-slot supersession, ``core.supersession``), when it was.
+    superseded_by: str | None = None
 
 
 def similarity_from_distance(distance: float) -> float:

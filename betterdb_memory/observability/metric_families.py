@@ -93,6 +93,8 @@ class Families:
     config_rejected: Counter
     # -- subjects (issue 26): versions superseded on write --
     supersessions: Counter
+    # time-aware recall (issue 26): time in the question
+    time_window_recalls: Counter
 
 
 _C = TypeVar("_C", Counter, Gauge, Histogram)
@@ -208,6 +210,12 @@ def _create_families(registry: CollectorRegistry, prefix: str) -> Families:
         supersessions=counter(
             "supersessions_total",
             "Versions of a subject moved to history because a newer one became current (or came older).",
+        ),
+        # time-aware recall (issue 26): time in the question
+        time_window_recalls=counter(
+            "time_window_recalls_total",
+            "Recalls whose query held a time expression, by how its window was used (filter or boost).",
+            ("store_name", "mode"),
         ),
     )
 

@@ -22,9 +22,10 @@ This library adds (names that never collide with those): ``recall_memories_total
 (memories returned, summed), ``recall_embed_seconds`` / ``recall_search_seconds``
 (the latency split), ``remember_total``, ``dedup_hits_total``,
 ``consolidation_runs_total{mode}``, ``consolidation_items_total{mode,outcome}``,
-``background_failures_total{task}``, ``turns_stored_total``, ``context_tokens{part}``
-``config_rejected_total`` and ``supersessions_total`` (versions of a subject
-moved to history on write).
+``background_failures_total{task}``, ``turns_stored_total``, ``context_tokens{part}``,
+``config_rejected_total``, ``supersessions_total`` (versions of a subject moved to
+history on write) and ``time_window_recalls_total{mode}`` (recalls whose query held a
+time expression: ``filter`` for an exact window, ``boost`` for a vague one).
 
 ``agent_memory`` is the default prefix; ``prefix=`` changes it, as the reference's
 ``MemoryTelemetryOptions(metrics_prefix=...)`` does.
@@ -60,6 +61,7 @@ __all__ = [
     "CONSOLIDATION_MODES",
     "CONTEXT_PARTS",
     "METRIC_PREFIX",
+    "TIME_WINDOW_MODES",
     "ConsolidationMode",
     "ContextPart",
     "MemoryMetrics",
@@ -72,6 +74,8 @@ ContextPart = Literal["system", "memories", "turns", "current"]
 
 CONSOLIDATION_MODES: Final[frozenset[str]] = frozenset({"summary", "facts"})
 CONTEXT_PARTS: Final[frozenset[str]] = frozenset({"system", "memories", "turns", "current"})
+# How a recall used the time window of its query (core.time_recall.TimePlan.mode).
+TIME_WINDOW_MODES: Final[frozenset[str]] = frozenset({"filter", "boost"})
 
 # A task label is chosen by the library ("heartbeat", "config_refresh", "summarise"),
 # never by a user value; the pattern keeps a bug from turning it into an id.
@@ -143,6 +147,9 @@ class MemoryMetrics:
         self._config_rejected = f.config_rejected.labels(n)
         self._supersessions = f.supersessions.labels(n)
         self._context = {part: f.context_tokens.labels(n, part) for part in sorted(CONTEXT_PARTS)}
+        self._time_window = {
+            mode: f.time_window_recalls.labels(n, mode) for mode in sorted(TIME_WINDOW_MODES)
+        }
 
     def __repr__(self) -> str:
         return f"MemoryMetrics(store_name={self.store_name!r}, prefix={self.prefix!r})"
@@ -201,6 +208,24 @@ class MemoryMetrics:
         self._recall_embed.observe(embed)
         self._recall_search.observe(search)
         self._recall_latency.observe(total)
+
+    def observe_time_window_recall(self, mode: str) -> None:
+        """Record one recall whose query held a time expression (``time_window_recalls_total``).
+
+        Args:
+            mode: ``"filter"`` (an exact window, applied in the engine) or ``"boost"``
+                (a vague one, ranking inside first).
+
+        Raises:
+            ValidationError: another mode.
+        """
+        child = self._time_window.get(mode)
+        if child is None:
+            raise ValidationError(
+                f"mode must be one of {sorted(TIME_WINDOW_MODES)}, got {mode!r}",
+                details={"argument": "mode"},
+            )
+        child.inc()
 
     def observe_embedding_calls(self, n: int = 1) -> None:
         """Record ``n`` texts embedded (``agent_memory_embedding_calls_total``).

@@ -134,12 +134,14 @@ class TextCandidates:
         reranker: Reranker | None,
         farthest: float,
         slim: bool = False,
+        vectors: dict[str, bytes] | None = None,
     ) -> list[tuple[MemoryItem, float]]:
         """``(item, cosine distance)`` of the text hits not in ``known`` (the KNN's ids).
 
         A hit whose vector cannot be read (a client with ``decode_responses=True``) is
         placed at ``farthest``, the KNN's last distance: it can only rise by its words.
         ``slim``: the items carry only what ranking reads (``ranking_item``).
+        ``vectors``: filled with the hits' stored vectors (same-slot supersession reads them).
         """
         rt = self._rt
         check = rt.index.needs_check(flt)
@@ -166,6 +168,8 @@ class TextCandidates:
                         continue  # another model's vector: no distance on the query's scale
                     blobs[mid] = bytes(raw)
                 kept[mid] = f
+        if vectors is not None:
+            vectors.update(blobs)
         # Every readable vector's cosine distance in one product.
         distance_of: dict[str, float] = {}
         if blobs:

@@ -31,6 +31,7 @@ from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
+from ..core.time_recall import TimePlan, search_text
 from ..core.validation import check_content
 from ..core.where import check_fields, result_matches
 from ..observability.tracing import add_attributes
@@ -38,6 +39,7 @@ from .documents import Documents
 from .history import History
 from .hybrid import TextCandidates
 from .runtime import Runtime
+from .time_recall import TimeRecall, keep_vector
 
 __all__ = ["DEFAULT_K", "Recall"]
 
@@ -62,6 +64,7 @@ class Recall:
         self._rt = rt
         self._docs = docs
         self._text = TextCandidates(rt, docs)
+        self._time = TimeRecall(rt)
         self._history = History(rt)
 
     def effective_threshold(self, threshold: float | None = None) -> float:
@@ -89,8 +92,12 @@ class Recall:
         since: TimeInput | None = None,
         until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
+        tz: str | None = None,
     ) -> list[MemoryHit]:
         """Recall up to ``k`` memories by meaning, best composite score first.
+
+        A time expression in the query ("last week") keeps the recall to its window; without
+        one, the newest statement of a slot ranks first (``core.time_recall``).
 
         Args:
             query: text to embed and search by.
@@ -103,10 +110,11 @@ class Recall:
                 (default True).
             thread_id / agent_id / namespace: scope filter (None = any).
             exclude_sensitivity: leave out memories of these sensitivity classes.
-            explain: attach the score's components to each hit.
+            explain: attach the score's components (and ``time_window``, ``superseded_by``).
             as_of: what was valid at that instant (``valid_from <= as_of < valid_until``),
                 superseded versions included when they were current then (they are not
                 reinforced). Default: no time filter (future-dated memories included).
+                A time expression in the query counts from it.
             since / until: only memories whose ``valid_from`` (their ``created_at`` when
                 written without one) falls in ``[since, until)``.
                 Times: a ``datetime`` (naive is UTC), epoch ms, or ISO 8601 text.
@@ -119,16 +127,18 @@ class Recall:
                 agent_id namespace tags source importance created_at valid_from`` and the
                 store's ``metadata_fields``; the full table is in ``list``'s docstring.
                 A bad filter is a ``ValidationError`` before any I/O.
+            tz: the IANA time zone the query's days are counted in (default UTC); an
+                unknown one is a ``ValidationError`` before any I/O.
         """
         request = recall_request(
             query=check_content(query, name="query"), k=k, threshold=threshold, tags=tags, weights=weights,
             reinforce=reinforce, thread_id=thread_id, agent_id=agent_id, namespace=namespace,
             exclude_sensitivity=exclude_sensitivity, explain=explain, as_of=as_of, since=since, until=until,
-            where=self._rt.parse_where(where),
+            tz=tz, where=self._rt.parse_where(where),
         )  # fmt: skip
         request = await self._with_where(request)
         started = time.perf_counter()
-        vector = (await self._rt.embed([request.query or ""]))[0]
+        vector = (await self._rt.embed([search_text(request.query or "", request.plan)]))[0]
         return await self._recall_vector(vector, request, embed_seconds=time.perf_counter() - started)
 
     async def recall_by_vector(
@@ -150,12 +160,14 @@ class Recall:
         since: TimeInput | None = None,
         until: TimeInput | None = None,
         where: Mapping[str, Any] | None = None,
+        tz: str | None = None,
     ) -> list[MemoryHit]:
         """``recall`` with a precomputed query vector (same options).
 
         ``query``: the text the vector was made from; given, the store's ``reranker``
-        re-orders the candidates as in ``recall`` (without it: the dense order).
-        ``as_of`` / ``since`` / ``until``: as in ``recall``.
+        re-orders the candidates as in ``recall`` (without it: the dense order), and a
+        time expression in it limits the recall to its window as in ``recall``.
+        ``as_of`` / ``since`` / ``until`` / ``tz``: as in ``recall``.
         """
         # Every argument is checked before any I/O; the vector's length too, unless it
         # is still to be learned from an embed_fn's first answer.
@@ -163,7 +175,7 @@ class Recall:
             query=None if query is None else check_content(query, name="query"), k=k, threshold=threshold,
             tags=tags, weights=weights, reinforce=reinforce, thread_id=thread_id, agent_id=agent_id,
             namespace=namespace, exclude_sensitivity=exclude_sensitivity, explain=explain,
-            as_of=as_of, since=since, until=until, where=self._rt.parse_where(where),
+            as_of=as_of, since=since, until=until, tz=tz, where=self._rt.parse_where(where),
         )  # fmt: skip
         if self._rt.embedder.dimensions:
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
@@ -209,6 +221,8 @@ class Recall:
         extra: Sequence[Sequence[Any]],
         *,
         slim: bool = False,
+        also: MemoryFilter | None = None,
+        vectors: dict[str, bytes] | None = None,
     ) -> tuple[list[tuple[MemoryItem, float]], list[Any]]:
         """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it.
 
@@ -225,6 +239,8 @@ class Recall:
             return_fields=fields,
         )
         backend = self._rt.backend
+        if also is not None:
+            extra = [self._time.states_args(vector, also, k, fields), *extra]
         past = flt.as_of is not None  # the history index's half, in the same round trip
         if past:
             extra = [*extra, self._history.knn_args(vector, flt, k, fields)]
@@ -236,6 +252,9 @@ class Recall:
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
         hits = parse_search_reply(replies[0]).hits
+        if also is not None:  # the states' query: the hits the first did not find
+            known = {h.key for h in hits}
+            hits = [*hits, *(h for h in parse_search_reply(replies.pop(1)).hits if h.key not in known)]
         if check and len(hits) >= k and k < _MAX_KNN:
             # The engine's KNN filled k with memories the exact check may drop (case variants on
             # an index another library created): widen the KNN until k pass or it holds all.
@@ -272,6 +291,7 @@ class Recall:
                 continue
             mid = self._rt.keys.memory_id_of(hit.key)
             item = ranking_item(mid, f) if slim else item_from_fields(mid, f, fact_source=fact_source)
+            keep_vector(vectors, mid, f)
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
             # a cosine distance is 0..2, so the similarity stays within 0..1.
             out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
@@ -295,7 +315,7 @@ class Recall:
         with self._rt.obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
-                explain=request.explain, query=request.query,
+                explain=request.explain, query=request.query, plan=request.plan,
             )  # fmt: skip
             self._rt.obs.mark_recall(
                 span,
@@ -312,6 +332,8 @@ class Recall:
             total_seconds=embed_seconds + time.perf_counter() - started,
         )
         self._rt.obs.count({"recalls": 1, "recall_hits": int(bool(hits)), "recall_empty": int(not hits)})
+        if request.plan.mode is not None:
+            self._rt.metrics.observe_time_window_recall(request.plan.mode)
         return hits
 
     async def _recall_scored(
@@ -324,6 +346,7 @@ class Recall:
         *,
         reinforce: bool,
         explain: bool,
+        plan: TimePlan,
         query: str | None = None,
     ) -> tuple[list[MemoryHit], float, bool]:
         reranker = self._rt.settings.reranker if query is not None else None
@@ -335,14 +358,16 @@ class Recall:
         # Ranking many candidates needs only text and scoring fields; the pure-Python
         # reply parser costs per field, so fetch the full items of the top k afterwards.
         slim = n > k and flt.as_of is None  # superseded versions are read whole (no FETCH by id)
-        fields = _RANKING_FIELDS if slim else ITEM_FIELDS
+        fields = self._time.fields(plan, _RANKING_FIELDS if slim else ITEM_FIELDS)
+        vectors: dict[str, bytes] = {}
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
+        flt, states = self._time.filters(plan, flt)  # a window's events + states (the index's fields)
         # A re-ranked recall also asks the full-text index, in the same round trip.
         pool = min(n, 10_000)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
         candidates, replies = await self._search(
-            vector, flt, pool, fields, text.searches if text else [], slim=slim
+            vector, flt, pool, fields, text.searches if text else [], slim=slim, also=states, vectors=vectors
         )
         knn_distances = [d for _, d in candidates]
         text_replies = self._text.learn(text, replies) if text is not None else []
@@ -356,6 +381,7 @@ class Recall:
                 reranker=reranker,
                 farthest=max(knn_distances, default=2.0),
                 slim=slim,
+                vectors=vectors,
             )
         search_seconds = time.perf_counter() - started
         now = time.time()
@@ -364,7 +390,7 @@ class Recall:
         gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
         hits = rank(
             candidates,
-            k=k,
+            k=len(candidates) if plan.reorders else k,
             threshold=threshold,
             weights=weights,
             half_life_seconds=half_life,
@@ -375,6 +401,7 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
+        hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors)
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
         if slim and hits:

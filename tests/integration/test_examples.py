@@ -59,6 +59,12 @@ def test_demo_prints_every_section(valkey_url: str, tmp_path: Path) -> None:
     assert "current    since 2024-05-01: Ada moved to Berlin in May 2024." in out
     assert "superseded since 2021-09-01: Ada lives in Lisbon." in out
     assert "agent_memory_remember_total" in out and "outcome=superseded" in out
+    # The default recall answers Berlin: the newer statement of the home city ranks first (no subject).
+    answer = out.split("Q: Where does Ada live?\n", 1)[1].splitlines()[0]
+    assert answer.endswith("Ada moved to Berlin in May 2024."), answer
+    assert "superseded by the newer statement of the same attribute: Ada moved to Berlin" in out
+    assert "time window understood: 'in 2022' -> [2022-01-01T00:00:00.000Z, 2023-01-01T00:00:00.000Z)" in out
+    assert "agent_memory_time_window_recalls_total{mode=filter}" in out
 
 
 def test_quickstart(valkey_url: str, tmp_path: Path) -> None:

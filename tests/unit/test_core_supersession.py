@@ -16,9 +16,11 @@ from betterdb_memory.core.supersession import (
     Candidate,
     Prototypes,
     SupersessionRule,
+    near_pairs,
     present_order,
     prototype_texts,
     rank_superseded,
+    same_kind_pairs,
     superseded_pairs,
 )
 
@@ -78,6 +80,9 @@ def test_names_of(text: str, names: set[str]) -> None:
         ("In May, Ada moved to Berlin.", "ada"),
         ("What Ada loves most is chess.", "ada"),
         ("Ada and Sam are a couple.", "ada"),
+        ("Presented the roadmap.", None),
+        ("Ahmed moved to Berlin.", "ahmed"),
+        ("Fred lives in Oslo.", "fred"),
         ("I moved to Berlin.", "<self>"),
         ("she moved away", None),
     ],
@@ -85,6 +90,16 @@ def test_names_of(text: str, names: set[str]) -> None:
 def test_leading_name_is_the_subject(text: str, lead: str | None) -> None:
     assert leading_name(text) == lead
     assert name_runs(text)[:1] == ([lead] if lead else [])
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [("Went hiking with Sara.", {"sara"}), ("Had dinner at the Blue Door with Ines.", {"blue door", "ines"})],
+)
+def test_a_subjectless_line_has_names_but_no_leading_name(text: str, names: set[str]) -> None:
+    """A diary line starts with its verb: its first name is a companion or a place, not its subject."""
+    assert leading_name(text) is None
+    assert names_of(text) == frozenset(names)
 
 
 def test_same_phone_model_is_not_the_same_person() -> None:
@@ -120,6 +135,19 @@ def test_both_current_likes_are_not_a_pair() -> None:
     tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
     coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
     assert superseded_pairs([tea, coffee], _protos()) == []
+
+
+def test_the_cheap_half_finds_likes_and_the_kinds_drop_them() -> None:
+    """Rules 1-2 (``near_pairs``) alone take both-current likes for an update; rule 3 does not."""
+    tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
+    coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
+    old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
+    new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
+    cands = [tea, coffee, old, new]
+    near = near_pairs(cands)
+    assert near == [(0, 1), (2, 3)]
+    assert same_kind_pairs(cands, near, _protos()) == [(2, 3)]
+    assert same_kind_pairs(cands, [], _protos()) == []
 
 
 def test_two_attributes_of_one_person_are_not_a_pair() -> None:

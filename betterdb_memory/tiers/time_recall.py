@@ -1,0 +1,141 @@
+"""Time in a recall, with I/O: the window's filters, the present order, the prototypes' cache.
+
+The rules are pure (``core.time_recall``, ``core.supersession``); this part holds what
+they need from the store: the index layout (which time fields the index in use has),
+the candidates' stored vectors, and the prototype sentences of same-slot supersession,
+embedded with the store's own embedder the first time a recall meets two candidates
+that pass the rule's cheap half (same leading name, close statements), then kept in
+the process (not in Valkey: another embedder in another process has another space).
+A store whose recalls never meet two versions of a statement never embeds them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..core.codec import encode_vector
+from ..core.models import MemoryHit
+from ..core.query import VECTOR_FIELD, MemoryFilter, knn_search_args
+from ..core.scoring import Weights
+from ..core.supersession import Candidate, Prototypes, near_pairs, prototype_texts, same_kind_pairs
+from ..core.time_recall import TimePlan, boost_window, event_clause, state_clause, supersede, with_window
+from .runtime import Runtime
+
+__all__ = ["TimeRecall", "keep_vector"]
+
+log = logging.getLogger(__name__)
+
+
+def keep_vector(vectors: dict[str, bytes] | None, memory_id: str, fields: Mapping[str, Any]) -> None:
+    """Keep a search hit's stored vector in ``vectors`` (when asked for, and readable)."""
+    raw = fields.get(VECTOR_FIELD)
+    if vectors is not None and isinstance(raw, bytes | bytearray):
+        vectors[memory_id] = bytes(raw)
+
+
+class TimeRecall:
+    """The time-aware steps of one store's recalls (see the module docstring)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+        self._prototypes: Prototypes | None = None
+        self._prototypes_failed = False
+
+    def filters(self, plan: TimePlan, flt: MemoryFilter) -> tuple[MemoryFilter, MemoryFilter | None]:
+        """The recall's filter with the window's events clause, and the states' filter (or None).
+
+        Without an exact window: ``flt`` unchanged and no second query.
+        """
+        w = plan.window
+        if w is None or not plan.filters:
+            return flt, None
+        layout = self._rt.index.layout
+        events = dataclasses.replace(flt, clauses=(*flt.clauses, event_clause(w, layout)))
+        state = state_clause(w, layout)
+        states = None if state is None else dataclasses.replace(flt, clauses=(*flt.clauses, state))
+        return events, states
+
+    def states_args(
+        self, vector: npt.NDArray[np.float32], states: MemoryFilter, k: int, fields: Sequence[str]
+    ) -> list[str | bytes]:
+        """The states' KNN query, sent with the recall's own in one round trip (merged by key)."""
+        return knn_search_args(
+            self._rt.keys.index,
+            encode_vector(vector),
+            k=k,
+            flt=states,
+            layout=self._rt.index.layout,
+            return_fields=fields,
+        )
+
+    def fields(self, plan: TimePlan, fields: Sequence[str]) -> tuple[str, ...]:
+        """``fields`` plus the stored vector when the present order needs it (and the client can read it)."""
+        if plan.present and not self._rt.backend.decodes:
+            return (*fields, VECTOR_FIELD)
+        return tuple(fields)
+
+    async def order(
+        self,
+        hits: Sequence[MemoryHit],
+        plan: TimePlan,
+        *,
+        k: int,
+        weights: Weights,
+        vectors: Mapping[str, bytes],
+    ) -> list[MemoryHit]:
+        """The ranked ``hits`` (all candidates, best first) re-ordered for ``plan``, cut to ``k``."""
+        out = list(hits)
+        if plan.boosts and plan.window is not None:
+            out = boost_window(out, plan.window, weights)
+        elif plan.present and len(out) > 1:
+            out = await self._present(out, vectors)
+        return with_window(out[:k], plan)
+
+    async def _present(self, hits: list[MemoryHit], vectors: Mapping[str, bytes]) -> list[MemoryHit]:
+        """Same-slot supersession over the hits that carry a readable vector."""
+        width = self._rt.embedder.dimensions * 4
+        idx = [i for i, h in enumerate(hits) if len(vectors.get(h.item.id, b"")) == width and width]
+        if len(idx) < 2:
+            return hits
+        cands = [
+            Candidate(
+                hits[i].item.id,
+                hits[i].item.content,
+                np.frombuffer(vectors[hits[i].item.id], dtype="<f4"),
+                hits[i].item.valid_from,
+                hits[i].score,
+            )
+            for i in idx
+        ]
+        pairs = near_pairs(cands)
+        if not pairs:
+            return hits
+        prototypes = await self._load_prototypes()
+        if prototypes is None:
+            return hits
+        kept = same_kind_pairs(cands, pairs, prototypes)
+        return supersede(hits, [(idx[o], idx[n]) for o, n in kept])
+
+    async def _load_prototypes(self) -> Prototypes | None:
+        """The prototype vectors, embedded once with the store's embedder; None if that failed once.
+
+        A failure (an embedder down) leaves recall as it would be without the rule and is
+        not retried: the rule fails safe, it never costs a recall.
+        """
+        if self._prototypes is not None or self._prototypes_failed:
+            return self._prototypes
+        texts, kinds = prototype_texts()
+        try:
+            vectors: Any = await self._rt.embed(texts)
+        except Exception as exc:  # the rule is an improvement, never a reason to fail a recall
+            log.warning("same-slot supersession is off: embedding its prototypes failed: %s", exc)
+            self._prototypes_failed = True
+            return None
+        self._prototypes = Prototypes.of(np.asarray(vectors, dtype=np.float32), kinds)
+        return self._prototypes

@@ -1,0 +1,66 @@
+"""Time in the recall on a 3-primary valkey-search cluster: a window's two queries and same-slot supersession."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from valkey.asyncio.cluster import ValkeyCluster
+
+from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory.core.timewindow import parse_time_window
+from betterdb_memory.embedders import OnnxEmbedder
+
+pytestmark = pytest.mark.integration
+
+DAY = 86_400_000
+
+
+@pytest.fixture
+async def make_store(
+    cluster_client: ValkeyCluster, unique_name: str
+) -> AsyncIterator[Callable[..., MemoryStore]]:
+    made: list[MemoryStore] = []
+
+    def factory(**options: Any) -> MemoryStore:
+        options.setdefault("client", cluster_client)
+        options.setdefault("name", unique_name)
+        options.setdefault("embedder", HashingEmbedder())
+        options.setdefault("summarize_batch", 0)
+        store = MemoryStore(**options)
+        made.append(store)
+        return store
+
+    try:
+        yield factory
+    finally:
+        for store in made:
+            await store.close()
+
+
+async def test_a_window_keeps_events_inside_and_states_valid_in_it(
+    make_store: Callable[..., MemoryStore], cluster_client: ValkeyCluster
+) -> None:
+    store = make_store()
+    query = "What did I do in May 2023?"
+    w = parse_time_window(query)
+    assert w is not None and w.start_ms is not None and w.end_ms is not None
+    inside = [await store.remember(f"I did thing {i}.", valid_from=w.start_ms + i * DAY) for i in range(6)]
+    outside = [
+        await store.remember(f"I did thing {10 + i}.", valid_from=w.end_ms + i * DAY) for i in range(6)
+    ]
+    state = await store.remember("I live in Lisbon.", valid_from=w.start_ms - 400 * DAY)
+    await cluster_client.hset(store.keys.doc(state), "state_from", str(w.start_ms - 400 * DAY))
+    hits = await store.recall(query, k=10, threshold=2.0, reinforce=False)
+    assert {h.item.id for h in hits} == {*inside, state}
+    assert not {h.item.id for h in hits} & set(outside)
+
+
+async def test_the_newer_statement_of_a_slot_comes_first(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store(embedder=OnnxEmbedder())
+    lisbon = await store.remember("Ada lives in Lisbon.", valid_from="2021-09-01")
+    berlin = await store.remember("Ada moved to Berlin in May 2024.", valid_from="2024-05-01")
+    hits = await store.recall("Where does Ada live?", k=2, threshold=2.0, reinforce=False, explain=True)
+    assert [h.item.id for h in hits] == [berlin, lisbon]
+    assert hits[1].explain is not None and hits[1].explain.superseded_by == berlin

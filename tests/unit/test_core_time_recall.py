@@ -1,0 +1,153 @@
+"""Time in a recall (core/time_recall.py): the plan, the engine clauses, the boost and the present order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from betterdb_memory.core.models import MemoryHit, MemoryItem
+from betterdb_memory.core.query import IndexLayout, MemoryFilter, build_filter, knn_search_args
+from betterdb_memory.core.scoring import ScoreParts, Weights
+from betterdb_memory.core.time_recall import (
+    FUZZY_BOOST,
+    TimePlan,
+    boost_window,
+    event_clause,
+    search_text,
+    state_clause,
+    supersede,
+    time_plan,
+    with_window,
+)
+from betterdb_memory.errors import ValidationError
+
+AS_OF = datetime(2024, 5, 8, 15, 0, tzinfo=UTC)  # a Wednesday
+MAY_2023 = (1_682_899_200_000, 1_685_577_600_000)  # [2023-05-01, 2023-06-01) UTC
+
+
+def _hit(mid: str, score: float, valid_from: int, explain: bool = True) -> MemoryHit:
+    item = MemoryItem(
+        id=mid, content=mid, importance=0.5, created_at=valid_from, last_accessed_at=valid_from,
+        access_count=0, valid_from=valid_from,
+    )  # fmt: skip
+    parts = ScoreParts(score, 0.0, 0.5, Weights(), score) if explain else None
+    return MemoryHit(item, score, score, 1.0 - score, parts)
+
+
+def test_a_query_without_a_time_expression_is_a_question_about_the_present() -> None:
+    plan = time_plan("Where does Ada live?", as_of=AS_OF)
+    assert plan == TimePlan(window=None, present=False)  # as_of given: not the present
+    plan = time_plan("Where does Ada live?")
+    assert plan == TimePlan(window=None, present=True)
+    assert (plan.filters, plan.boosts, plan.reorders, plan.mode) == (False, False, True, None)
+    assert search_text("Where does Ada live?", plan) == "Where does Ada live?"
+
+
+def test_a_vector_alone_has_no_window() -> None:
+    assert time_plan(None) == TimePlan(window=None, present=True)
+
+
+def test_an_exact_window_filters_and_searches_the_rest() -> None:
+    plan = time_plan("What did I do in May 2023?", as_of=AS_OF)
+    assert plan.window is not None
+    assert (plan.window.start_ms, plan.window.end_ms) == MAY_2023
+    assert (plan.filters, plan.boosts, plan.present, plan.mode) == (True, False, False, "filter")
+    assert not plan.reorders
+    assert search_text("What did I do in May 2023?", plan) == "What did I do?"
+
+
+def test_a_query_that_is_only_a_time_is_searched_whole() -> None:
+    plan = time_plan("yesterday?", as_of=AS_OF)
+    assert plan.window is not None
+    assert search_text("yesterday?", plan) == "yesterday?"
+
+
+def test_a_fuzzy_window_boosts() -> None:
+    plan = time_plan("what did I read recently", as_of=AS_OF)
+    assert (plan.filters, plan.boosts, plan.reorders, plan.mode) == (False, True, True, "boost")
+
+
+def test_bad_tz_is_refused_even_without_a_time_expression() -> None:
+    with pytest.raises(ValidationError) as err:
+        time_plan("Where does Ada live?", tz="Mars/Olympus")
+    assert err.value.code == "validation.timezone"
+
+
+def test_event_clause_is_validity_window_with_its_fallback() -> None:
+    plan = time_plan("in May 2023", as_of=AS_OF)
+    assert plan.window is not None
+    a, b = MAY_2023
+    rng = f"[{a} ({b}]"
+    assert event_clause(plan.window) == (
+        f"-(-@valid_from:{rng} -(@created_at:{rng} -@valid_from:[-inf +inf]))"
+    )
+    old = IndexLayout(valid_from=False, state_from=False)
+    assert event_clause(plan.window, old) == f"@created_at:{rng}"
+    assert state_clause(plan.window) == f"@state_from:[-inf ({b}]"
+    assert state_clause(plan.window, old) is None
+
+
+def test_open_windows() -> None:
+    since = time_plan("since March", as_of=AS_OF).window
+    before = time_plan("before 2024", as_of=AS_OF).window
+    assert since is not None and before is not None
+    assert state_clause(since) == "@state_from:[-inf +inf]"
+    assert state_clause(before) == "@state_from:[-inf (1704067200000]"
+    assert "[-inf (1704067200000]" in event_clause(before)
+
+
+def test_clauses_go_into_the_knn_filter_after_the_scope() -> None:
+    flt = MemoryFilter(clauses=("@state_from:[-inf (5]",))
+    assert build_filter(flt) == "@state_from:[-inf (5]"
+    args = knn_search_args("idx", b"v", k=3, flt=flt, return_fields=("content",))
+    assert args[2] == "(@state_from:[-inf (5])=>[KNN 3 @vector $vec AS __dist]"
+    # a clause that starts with a negation is anchored on the match-all range
+    neg = MemoryFilter(clauses=("-(-@valid_from:[1 (2])",))
+    assert knn_search_args("idx", b"v", k=3, flt=neg)[2].startswith("(@created_at:[-inf +inf] -(")
+
+
+def test_with_window_explains_the_window() -> None:
+    plan = time_plan("in May 2023", as_of=AS_OF)
+    hits = with_window([_hit("a", 0.5, 1), _hit("b", 0.4, 2, explain=False)], plan)
+    assert hits[0].explain is not None
+    assert (
+        hits[0].explain.time_window == "'in May 2023' -> [2023-05-01T00:00:00.000Z, 2023-06-01T00:00:00.000Z)"
+    )
+    assert hits[1].explain is None
+    assert with_window(hits, TimePlan()) == hits
+
+
+def test_boost_lifts_the_hits_inside_a_fuzzy_window() -> None:
+    plan = time_plan("what did I read recently", as_of=AS_OF)
+    w = plan.window
+    assert w is not None and w.start_ms is not None
+    inside, outside = w.start_ms + 1, w.start_ms - 86_400_000
+    weights = Weights()
+    hits = boost_window([_hit("out", 0.7, outside), _hit("in", 0.6, inside)], w, weights)
+    assert [h.item.id for h in hits] == ["in", "out"]
+    assert hits[0].score == pytest.approx(0.6 + weights.similarity * FUZZY_BOOST)
+    assert hits[0].explain is not None and hits[0].explain.score == hits[0].score
+
+
+def test_supersede_puts_the_newer_first_and_names_it() -> None:
+    hits = [_hit("lisbon", 0.98, 1), _hit("tea", 0.9, 5), _hit("berlin", 0.88, 2)]
+    out = supersede(hits, [(0, 2)])
+    assert [h.item.id for h in out] == ["berlin", "lisbon", "tea"]
+    assert out[0].score == 0.98 and out[1].score < 0.98
+    assert out[1].explain is not None and out[1].explain.superseded_by == "berlin"
+    assert out[0].explain is not None and out[0].explain.superseded_by is None
+    assert out[2] is hits[1]  # untouched
+    assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
+
+
+def test_supersede_a_chain_names_the_newest() -> None:
+    hits = [_hit("v1", 0.9, 1), _hit("v2", 0.8, 2), _hit("v3", 0.7, 3)]
+    out = supersede(hits, [(0, 1), (0, 2), (1, 2)])
+    assert [h.item.id for h in out] == ["v3", "v2", "v1"]
+    assert [h.explain.superseded_by for h in out if h.explain is not None] == [None, "v3", "v3"]
+
+
+def test_supersede_without_pairs_changes_nothing() -> None:
+    hits = [_hit("a", 0.9, 1), _hit("b", 0.8, 2)]
+    assert supersede(hits, []) == hits
