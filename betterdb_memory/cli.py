@@ -212,8 +212,9 @@ async def cmd_doctor(store: MemoryStore, args: argparse.Namespace) -> int:
     checks["engine"] = f"{caps.engine} {caps.version_string}"
     checks["capabilities"] = caps.as_list()
     info = await store.index_info()
-    checks["index"] = store.keys.index
+    checks["index"] = store.index.name
     checks["index_ready"] = bool(info and info.ready)
+    checks["index_outdated"] = list(store.index.outdated)  # fields missing: `reindex` adds them
     checks["index_docs"] = info.num_docs if info else 0
     checks["indexing_failures"] = info.indexing_failures if info else None
     checks["dimensions_match"] = bool(info and info.dimensions == store.embedder.dimensions)
@@ -226,6 +227,20 @@ async def cmd_doctor(store: MemoryStore, args: argparse.Namespace) -> int:
         for k, v in checks.items():
             print(f"{k:>18}: {v}")
     return EXIT_OK if ok else EXIT_NOT_FOUND
+
+
+async def cmd_reindex(store: MemoryStore, args: argparse.Namespace) -> int:
+    """Rebuild an outdated index beside the one in use and switch the store to it."""
+    store.index.auto_migrate = False  # this command reports the migration it runs
+    report = await store.migrate_index(keep_reference=args.keep_reference)
+    data = asdict(report)
+    if args.json:
+        print(json.dumps(data))
+    elif not report.switched:
+        print(f"index {report.index} is current (generation {report.generation}); nothing to do")
+    else:
+        print("\n".join(f"{k:>18}: {v}" for k, v in data.items()))
+    return EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -345,6 +360,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--batch", type=int, default=256, help="texts per embedding call")
     sub.add_parser("doctor", help="check engine, index health and model match", parents=[common])
+    s = sub.add_parser(
+        "reindex",
+        help="build the index with this version's fields beside the old one and switch (recall keeps working)",
+        parents=[common],
+    )
+    s.add_argument(
+        "--keep-reference",
+        action="store_true",
+        help="keep <name>:mem:idx as it is for betterdb-agent-memory / Monitor (two indexes maintained)",
+    )
     _cli_mcp.add_parser(sub, common)
     _cli_acl.add_parser(sub, common)
     return p
@@ -358,6 +383,7 @@ _COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]
     "stats": cmd_stats,
     "config": cmd_config,
     "doctor": cmd_doctor,
+    "reindex": cmd_reindex,
     **_cli_transfer.COMMANDS,
     "mcp": _cli_mcp.cmd_mcp,
 }

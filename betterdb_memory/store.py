@@ -273,7 +273,11 @@ class MemoryStore(StoreInfo):
             on_ready=self._obs.start,
             extra_schema=schema_args(opts.metadata_fields),
             extra_meta={"metadata_fields": opts.metadata_fields.to_json()},
+            metadata_fields=opts.metadata_fields,  # an index switch backfills them
         )
+        if opts.refresh_seconds is not None:
+            self.index.settle_seconds = opts.refresh_seconds + 1.0  # one refresh, and its round trip
+        self._obs.live.watch_index(self.keys.meta, self.index.observe_meta)
         rt = Runtime(
             keys=self.keys,
             backend=self.backend,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from .backend.client import ValkeyBackend
 from .backend.index import IndexManager
+from .backend.index_switch import SwitchReport
 from .core.codec import as_text, to_int
 from .core.dialect import Capabilities
 from .core.ft_info import IndexInfo
@@ -173,6 +174,24 @@ class StoreInfo:
         """
         await self.index.ensure_index()
 
+    async def migrate_index(self, *, keep_reference: bool = False) -> SwitchReport:
+        """Rebuild an outdated index with this version's full schema and switch to it; recall keeps working.
+
+        An index created by an older betterdb-memory or by betterdb-agent-memory lacks the
+        fields newer features need (time-aware ``valid_from`` / ``state_from`` /
+        ``subject_key``, declared metadata fields); those features raise
+        ``configuration.index_outdated`` until this runs. The new index is built beside the
+        one in use (declared fields backfilled from each memory's metadata first), then
+        every process switches to it at once; finally ``<name>:mem:idx``, the name
+        betterdb-agent-memory and BetterDB Monitor know, is rebuilt with the new schema
+        and the store switches back to it (``keep_reference=True`` keeps the old one as
+        it is instead, both maintained). A no-op on a current index. CLI: ``reindex``.
+
+        Raises:
+            ConsolidationBusyError: another migration of this store held its lock for an hour.
+        """
+        return await self.index.migrate(keep_reference=keep_reference)
+
     async def index_info(self) -> IndexInfo | None:
         """FT.INFO of this store's index, normalised across engines; None when absent.
 
@@ -192,7 +211,7 @@ class StoreInfo:
         counters = {as_text(k): to_int(v) for k, v in counters_raw.items()}
         return StoreStats(
             name=self.name,
-            index_name=self.keys.index,
+            index_name=self.index.name,
             items=info.num_docs if info else 0,
             evictions=counters.get("evictions", 0),
             counters=counters,

@@ -64,6 +64,7 @@ import numpy as np
 
 from ._loop_thread import CLOSE_GRACE_SECONDS, SyncReentrancyError
 from ._sync_bridge import AgentMemoryBridge, MemoryStoreBridge
+from .backend.index_switch import SwitchReport
 from .core.context import RetrievedContext
 from .core.dialect import Capabilities
 from .core.facts import ConsolidateFactsResult, ExtractFactsFn, FactRecord, SummarizeFn
@@ -258,6 +259,24 @@ class SyncMemoryStore(MemoryStoreBridge):
                 never share an index.
         """
         return self._await(self._target.ensure_index)
+
+    def migrate_index(self, *, keep_reference: bool = False) -> SwitchReport:
+        """Rebuild an outdated index with this version's full schema and switch to it; recall keeps working.
+
+        An index created by an older betterdb-memory or by betterdb-agent-memory lacks the
+        fields newer features need (time-aware ``valid_from`` / ``state_from`` /
+        ``subject_key``, declared metadata fields); those features raise
+        ``configuration.index_outdated`` until this runs. The new index is built beside the
+        one in use (declared fields backfilled from each memory's metadata first), then
+        every process switches to it at once; finally ``<name>:mem:idx``, the name
+        betterdb-agent-memory and BetterDB Monitor know, is rebuilt with the new schema
+        and the store switches back to it (``keep_reference=True`` keeps the old one as
+        it is instead, both maintained). A no-op on a current index. CLI: ``reindex``.
+
+        Raises:
+            ConsolidationBusyError: another migration of this store held its lock for an hour.
+        """
+        return self._await(self._target.migrate_index, keep_reference=keep_reference)
 
     def index_info(self) -> IndexInfo | None:
         """FT.INFO of this store's index, normalised across engines; None when absent.

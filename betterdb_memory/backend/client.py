@@ -47,6 +47,7 @@ import valkey.exceptions as vexc
 from ..core.codec import as_text
 from ..core.dialect import Capabilities
 from ..core.ft_info import parse_ft_info
+from ..core.index_gen import redirect
 from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
 from .cluster_nodes import load_scripts_on, nodes_of, restore_startup_nodes
@@ -103,6 +104,8 @@ class ValkeyBackend:
         self._opened = 0
         self._settling = asyncio.Lock()
         watch_connections(client, self._note_open)
+        #: Index names queried before an index switch -> the one in use (``core.index_gen.redirect``).
+        self.redirects: dict[str, str] = {}
 
     @property
     def decodes(self) -> bool:
@@ -251,6 +254,7 @@ class ValkeyBackend:
         shard that is down or restarting would silently be missing from a recall, a
         count or a scope deletion. With it such a query fails (a typed error) instead.
         """
+        args = redirect(args, self.redirects)
         full = self._search_args(args)
 
         async def send() -> list[Any]:
@@ -305,6 +309,7 @@ class ValkeyBackend:
         With ``wait`` set and a write among ``commands``, a ``WAIT`` follows the writes on
         each connection that took one (``replication``); its replies are not returned.
         """
+        searches = [redirect(s, self.redirects) for s in searches]
         wait = self.wait if self.wait is not None and waits_for(operation, commands) else None
 
         async def send() -> list[Any]:

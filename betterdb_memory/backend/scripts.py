@@ -302,6 +302,19 @@ end
 return out
 """
 
+# Index switch (``backend.index_switch``). INDEX_SWITCH: compare-and-set on the meta's ``index_gen``
+# (ARGV gen, index, gen+1, digest, pairs). INDEX_BACKFILL: ARGV n, n pairs, deletes; never a stub.
+_INDEX_SWITCH = r"""
+if (redis.call('HGET', KEYS[1], 'index_gen') or '0') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'index', ARGV[2], 'index_gen', ARGV[3], 'index_schema', ARGV[4], unpack(ARGV, 5))
+return 1"""
+_INDEX_BACKFILL = r"""
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local n = tonumber(ARGV[1])
+if n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 2, 1 + 2 * n)) end
+if #ARGV > 1 + 2 * n then redis.call('HDEL', KEYS[1], unpack(ARGV, 2 + 2 * n)) end
+return 1"""
+
 # The transcripts of the framework adapters (``tiers.transcripts``): a LIST of raw items
 # (an OpenAI Agents session's items, a LangChain history's messages) and a mark of how
 # many of them are folded into L1 turns.
@@ -403,6 +416,8 @@ SESSION_SNAPSHOT = Script.of("session_snapshot", _SESSION_SNAPSHOT)
 PENDING_TURNS = Script.of("pending_turns", _PENDING_TURNS)
 ERASE_SESSION = Script.of("erase_session", _ERASE_SESSION)
 REEMBED_SWAP = Script.of("reembed_swap", _REEMBED_SWAP)
+INDEX_SWITCH = Script.of("index_switch", _INDEX_SWITCH)
+INDEX_BACKFILL = Script.of("index_backfill", _INDEX_BACKFILL)
 TRANSCRIPT_APPEND = Script.of("transcript_append", _TRANSCRIPT_APPEND)
 TRANSCRIPT_ADVANCE = Script.of("transcript_advance", _TRANSCRIPT_ADVANCE)
 TRANSCRIPT_POP = Script.of("transcript_pop", _TRANSCRIPT_POP)
@@ -424,6 +439,8 @@ ALL: tuple[Script, ...] = (
     PENDING_TURNS,
     ERASE_SESSION,
     REEMBED_SWAP,
+    INDEX_SWITCH,
+    INDEX_BACKFILL,
     TRANSCRIPT_APPEND,
     TRANSCRIPT_ADVANCE,
     TRANSCRIPT_POP,

@@ -248,6 +248,11 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
         "a registry holds other metrics under the same names",
     ),
     (
+        "configuration.index_outdated",
+        "ConfigurationError",
+        "the index in use lacks fields a feature needs (run betterdb-memory reindex)",
+    ),
+    (
         "configuration.foreign_index",
         "ConfigurationError",
         "the index of that name was made by another library",

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..backend import Backend, ValkeyClient, as_backend
 from ..core.arguments import check_number, is_number
+from ..core.codec import as_text
 from ..core.tunables import (
     CONFIG_FIELDS,
     FIELD_WEIGHT_IMPORTANCE,
@@ -30,7 +31,7 @@ from ..core.tunables import (
     apply_config_hash,
     parse_field,
 )
-from ..errors import ConfigurationError
+from ..errors import BetterDBMemoryError, ConfigurationError
 from ..lifecycle import Spawn
 
 __all__ = ["LiveConfig"]
@@ -92,6 +93,15 @@ class LiveConfig:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._failing = False
+        self._watch: tuple[str, Callable[[str | None, str | None], None]] | None = None
+
+    def watch_index(self, meta_key: str, callback: Callable[[str | None, str | None], None]) -> None:
+        """Also read ``index`` / ``index_gen`` of the store's meta hash on every refresh.
+
+        ``callback(index, index_gen)`` learns of an index switch (``backend.index_switch``)
+        within one refresh interval.
+        """
+        self._watch = (meta_key, callback)
 
     def __repr__(self) -> str:
         return f"LiveConfig(key={self.key!r}, current={self._current!r})"
@@ -113,6 +123,8 @@ class LiveConfig:
                 snapshot in force is unchanged.
         """
         raw = await self._backend.command("config.refresh", "HGETALL", self.key)
+        if self._watch is not None:
+            await self._read_index()
         snapshot, rejections = apply_config_hash(raw, defaults=self.defaults, last_good=self._current)
         new = [r for r in rejections if r not in self._rejections]
         self._rejections = tuple(rejections)
@@ -131,6 +143,17 @@ class LiveConfig:
             log.info("live config %s: now %s", self.key, snapshot)
             _call_safely("on_change", self._on_change, snapshot)
         return snapshot
+
+    async def _read_index(self) -> None:
+        """The meta hash's ``index`` / ``index_gen`` for ``watch_index``; a failure never fails the refresh."""
+        assert self._watch is not None
+        meta_key, seen = self._watch
+        try:
+            where = await self._backend.command("config.refresh", "HMGET", meta_key, "index", "index_gen")
+        except BetterDBMemoryError as exc:  # the next refresh, or a missing index, tells us
+            log.debug("live config %s: could not read %s: %s", self.key, meta_key, exc)
+            return
+        _call_safely("index", seen, *(as_text(v) if v is not None else None for v in where))
 
     async def set(self, field: str, value: str | float | int) -> ConfigSnapshot:
         """Validate one value, ``HSET`` it, and refresh (for a CLI ``config set``).

@@ -82,7 +82,7 @@ class Capacity:
         caps = self._rt.index.capabilities
         assert caps is not None
         if caps.filter_queries:
-            return filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0)
+            return filter_search_args(self._rt.index.name, flt, layout=self._rt.index.layout, limit=0)
         # valkey-search 1.0: no count without KNN; a no-op the caller reads as "unknown".
         return ["PING"]
 

@@ -127,7 +127,7 @@ class History:
         check = rt.index.needs_check(flt)
         depth = min(scan_limit, offset + limit)
         main = filter_search_args(
-            rt.keys.index,
+            rt.index.name,
             flt,
             layout=rt.index.layout,
             return_fields=ITEM_FIELDS,
@@ -151,7 +151,7 @@ class History:
         require_filter_queries(rt.index.caps, "count(as_of=)")
         check = rt.index.needs_check(flt)  # another library's index: read the matches, check each
         main = filter_search_args(
-            rt.keys.index,
+            rt.index.name,
             flt,
             layout=rt.index.layout,
             return_fields=CHECK_FIELDS if check else None,

@@ -89,7 +89,7 @@ class TextCandidates:
         caps = self._rt.index.capabilities
         assert caps is not None
         plan = self._frequencies.plan(words, time.monotonic(), pool=pool)
-        index = self._rt.keys.index
+        index = self._rt.index.name
         layout = self._rt.index.layout
         searches: list[list[str]] = []
         if plan.words:

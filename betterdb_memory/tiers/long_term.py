@@ -367,7 +367,7 @@ class LongTermMemory:
 
         searches = [
             knn_search_args(
-                self._rt.keys.index, encode_vector(vectors[i]), k=10, layout=self._rt.index.layout, return_fields=check,
+                self._rt.index.name, encode_vector(vectors[i]), k=10, layout=self._rt.index.layout, return_fields=check,
                 flt=MemoryFilter(scope=m.scope, dedup=m.dedup_hash),
             )
             for i, m in enumerate(memories)

@@ -231,7 +231,7 @@ class Recall:
         check = self._rt.index.needs_check(flt)
         fields = tuple(dict.fromkeys([*return_fields, *check_fields(flt, check)]))
         args = knn_search_args(
-            self._rt.keys.index,
+            self._rt.index.name,
             encode_vector(vector),
             k=k,
             flt=flt,
@@ -262,7 +262,7 @@ class Recall:
             while passing < k and len(hits) >= k and k < _MAX_KNN:
                 k = min(_MAX_KNN, k * 4)
                 args = knn_search_args(
-                    self._rt.keys.index,
+                    self._rt.index.name,
                     encode_vector(vector),
                     k=k,
                     flt=flt,

@@ -87,7 +87,7 @@ class ScopeReader:
         paged_on_server = caps.filter_queries and (server_sort or sortby is None) and not check
         if caps.filter_queries:
             args: list[Any] = filter_search_args(
-                self._rt.keys.index,
+                self._rt.index.name,
                 flt,
                 layout=self._rt.index.layout,
                 return_fields=want,
@@ -99,7 +99,7 @@ class ScopeReader:
             probe = np.zeros(max(1, self._rt.embedder.dimensions), dtype=np.float32)
             probe[0] = 1.0
             args = knn_search_args(
-                self._rt.keys.index,
+                self._rt.index.name,
                 encode_vector(probe),
                 k=SCAN_LIMIT,
                 flt=flt,
@@ -135,7 +135,7 @@ class ScopeReader:
         want = tuple(dict.fromkeys([*fields, *check_fields(flt, check)]))
         if caps.filter_queries:
             args: list[Any] = filter_search_args(
-                self._rt.keys.index,
+                self._rt.index.name,
                 flt,
                 layout=self._rt.index.layout,
                 return_fields=want or None,
@@ -145,7 +145,7 @@ class ScopeReader:
             probe = np.zeros(max(1, self._rt.embedder.dimensions), dtype=np.float32)
             probe[0] = 1.0
             args = knn_search_args(
-                self._rt.keys.index, encode_vector(probe), k=SCAN_LIMIT, flt=flt, layout=self._rt.index.layout,
+                self._rt.index.name, encode_vector(probe), k=SCAN_LIMIT, flt=flt, layout=self._rt.index.layout,
                 return_fields=want or None,
             )  # fmt: skip
         result = parse_search_reply(await self.search(args, operation), nocontent=not want)
@@ -235,7 +235,7 @@ class ScopeReader:
         assert caps is not None
         if caps.filter_queries and not self._rt.index.needs_check(flt):
             reply = await self.search(
-                filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0), "count"
+                filter_search_args(self._rt.index.name, flt, layout=self._rt.index.layout, limit=0), "count"
             )
             return parse_search_reply(reply, nocontent=True).total
         return await self.count_exact(flt, "count")

@@ -72,10 +72,11 @@ class Subjects:
         """
         if not self._rt.index.layout.subject_key:
             raise ConfigurationError(
-                f"the index {self._rt.keys.index!r} was created without the subject_key field, so "
-                "subjects cannot be written yet; rebuild the index with this version's schema",
+                f"the index {self._rt.index.name!r} was created without the subject_key field, so "
+                "subjects cannot be written yet; switch to an index with this version's schema "
+                "(CLI: betterdb-memory reindex; API: await store.migrate_index())",
                 code="configuration.index_outdated",
-                details={"index": self._rt.keys.index, "field": "subject_key"},
+                details={"index": self._rt.index.name, "field": "subject_key"},
             )
 
     def puts(self, records: Sequence[tuple[NewMemory, str, list[Any]]]) -> list[SubjectPut]:
@@ -133,14 +134,14 @@ class Subjects:
         n = str(SUBJECT_SEARCH_LIMIT)
         if caps is None or caps.filter_queries:
             return [
-                "FT.SEARCH", self._rt.keys.index, query, "RETURN", str(len(_SEARCH_FIELDS)), *_SEARCH_FIELDS,
+                "FT.SEARCH", self._rt.index.name, query, "RETURN", str(len(_SEARCH_FIELDS)), *_SEARCH_FIELDS,
                 "LIMIT", "0", n, "DIALECT", "2",
             ]  # fmt: skip
         # valkey-search 1.0 answers only KNN queries: any vector, the filter does the work.
         probe = np.zeros(max(1, self._rt.embedder.dimensions), dtype=np.float32)
         probe[0] = 1.0
         return [
-            "FT.SEARCH", self._rt.keys.index, f"({query})=>[KNN {n} @{VECTOR_FIELD} $vec AS {SCORE_ALIAS}]",
+            "FT.SEARCH", self._rt.index.name, f"({query})=>[KNN {n} @{VECTOR_FIELD} $vec AS {SCORE_ALIAS}]",
             "PARAMS", "2", "vec", encode_vector(probe), "RETURN", str(len(_SEARCH_FIELDS) + 1), SCORE_ALIAS,
             *_SEARCH_FIELDS, "LIMIT", "0", n, "DIALECT", "2",
         ]  # fmt: skip

@@ -66,7 +66,7 @@ class TimeRecall:
     ) -> list[str | bytes]:
         """The states' KNN query, sent with the recall's own in one round trip (merged by key)."""
         return knn_search_args(
-            self._rt.keys.index,
+            self._rt.index.name,
             encode_vector(vector),
             k=k,
             flt=states,

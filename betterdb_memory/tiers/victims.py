@@ -190,7 +190,7 @@ class Victims:
             )
             assert total is not None  # exact: a server-side filter on this library's index
             return total, total, hits
-        count = filter_search_args(self._rt.keys.index, flt, layout=self._rt.index.layout, limit=0)
+        count = filter_search_args(self._rt.index.name, flt, layout=self._rt.index.layout, limit=0)
         below = self.below_args(flt, bound, want)
         replies = await self._rt.backend.pipeline("capacity", [], searches=[count, below])
         ranged = parse_search_reply(replies[1])
@@ -199,7 +199,7 @@ class Victims:
     def below_args(self, flt: MemoryFilter, bound: float, want: int) -> list[Any]:
         """The lowest ``want`` keep-scores of the scope at or under ``bound``, sorted."""
         return filter_search_args(
-            self._rt.keys.index, dataclasses.replace(flt, max_keep=bound), layout=self._rt.index.layout,
+            self._rt.index.name, dataclasses.replace(flt, max_keep=bound), layout=self._rt.index.layout,
             return_fields=("keep",), sortby=("keep", True), limit=want,
         )  # fmt: skip
 

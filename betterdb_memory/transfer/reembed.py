@@ -249,7 +249,7 @@ class _Run:
         if current is not None and current.dimensions != dims:
             dropped_at = time.monotonic()
             with contextlib.suppress(IndexNotFoundError):
-                await backend.search(_OPERATION, ["FT.DROPINDEX", keys.index])  # no DD: documents stay
+                await backend.search(_OPERATION, ["FT.DROPINDEX", index.name])  # no DD: documents stay
             # The history index holds vectors of the old length too: the next ensure makes it anew.
             with contextlib.suppress(IndexNotFoundError):
                 await backend.search(_OPERATION, ["FT.DROPINDEX", index.history.name])
@@ -257,7 +257,7 @@ class _Run:
         await self.move_side_vectors("memory", "reembed: switch vectors", total)
         m, efc, efr = index.hnsw
         spec = IndexSpec(
-            index=keys.index,
+            index=index.name,
             prefix=keys.doc_prefix,
             dimensions=dims,
             m=m,

@@ -130,6 +130,7 @@ def test_help_for_every_command() -> None:
         "import",
         "reembed",
         "doctor",
+        "reindex",
     ):
         proc = subprocess.run(
             [sys.executable, "-m", "betterdb_memory.cli", cmd, "--help"],
@@ -244,3 +245,32 @@ def test_forget_a_whole_scope_with_progress_on_stderr(valkey_url: str, unique_na
     code, _, err = entry_point(*front, "forget")  # neither an id nor a scope
     assert (code == 2 and "validation.empty_scope" in err) or "needs a memory id" in err
     entry_point(*front, "forget", "--thread", "kept")
+
+
+def test_reindex_switches_an_outdated_index_once(
+    capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str
+) -> None:
+    import asyncio
+
+    import valkey.asyncio as avalkey
+
+    from betterdb_memory.embedders import HashingEmbedder
+    from betterdb_memory.store import MemoryStore
+    from tests.integration.test_index_switch import ft, old_create_args
+
+    async def make_old_index() -> None:
+        client = avalkey.Valkey.from_url(valkey_url)
+        store = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder())
+        try:
+            store.index.capabilities = await store.backend.probe()
+            await ft(store, *old_create_args(store))
+        finally:
+            await store.close()
+            await client.aclose()
+
+    asyncio.run(make_old_index())
+    code, out = run(capsys, valkey_url, unique_name, "reindex", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["switched"] and "valid_from" in report["missing"]
+    code, out = run(capsys, valkey_url, unique_name, "reindex", "--json")
+    assert code == 0 and json.loads(out)["switched"] is False

@@ -213,6 +213,7 @@ def _attacks(t: Tenants) -> dict[str, Callable[[MemoryStore], Awaitable[Any]]]:
         "ensure_discovery_ready": lambda s: s.ensure_discovery_ready(),
         "ensure_config_refresh_started": lambda s: s.ensure_config_refresh_started(),
         "index_info": lambda s: s.index_info(),
+        "migrate_index": lambda s: s.migrate_index(),
         "stats": lambda s: s.stats(),
         "refresh_config": lambda s: s.refresh_config(),
         "remember": lambda s: s.remember("planted by a", agent_id="ag", thread_id="th", tags=["private"]),

@@ -142,3 +142,13 @@ async def test_redisearch_skips_every_check() -> None:
     backend._note_open()
     assert await backend.search("count", ["FT.SEARCH", "idx", "*"]) == [4]
     assert _names(client.sent) == ["FT.SEARCH", "FT.SEARCH"]
+
+
+async def test_a_query_for_an_index_name_switched_away_from_goes_to_the_one_in_use() -> None:
+    client = ScriptedClient({"FT.SEARCH": [[1]], "FT.DROPINDEX": ["OK"]})
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
+    backend.redirects["s:mem:idx"] = "s:mem:idx:g1"
+    await backend.search("recall", ["FT.SEARCH", "s:mem:idx", "*", "LIMIT", "0", "1"])
+    await backend.search("recall", ["FT.SEARCH", "other", "*", "LIMIT", "0", "1"])
+    await backend.search("drop", ["FT.DROPINDEX", "s:mem:idx"])  # only queries are redirected
+    assert [a[1] for a in client.sent] == ["s:mem:idx:g1", "other", "s:mem:idx"]
