@@ -4,15 +4,16 @@ A recall query may say when ("what did I do last week?"). ``time_plan`` finds th
 expression (``core.timewindow``) and says what the recall does with it:
 
 * **exact window** ("yesterday", "in May 2023", "since March", "before 2024"): the
-  rest of the question is searched, and only what falls in the window comes back. Two
-  KNN queries in one pipelined round trip, merged by distance in the client:
-  *events* whose ``valid_from`` falls in ``[a, b)`` (``event_clause``, the fallback
-  to ``created_at`` for the reference's documents included), and *states* valid in the
-  window (``state_clause``: a memory with a subject, ``state_from`` before ``b``, still
-  current, so it was true during the window: an address counts for "last week"). When
-  the window holds fewer than ``k`` memories, nothing else is added: the question asked
-  about that time. Measured against a boost: precision@5 inside the window 1.000 vs
-  0.979 on ``bench/temporal_data`` (bench/results/temporal.md).
+  rest of the question is searched, and what falls in the window is ranked first
+  (``window_first``). The window's two KNN queries join the recall's own in one pipelined
+  round trip, merged in the client: *events* whose ``valid_from`` falls in ``[a, b)``
+  (``event_clause``, the fallback to ``created_at`` for the reference's documents
+  included), and *states* valid in the window (``state_clause``: a memory with a subject,
+  ``state_from`` before ``b``, still current, so it was true during the window: an
+  address counts for "last week"). The rest follows, so a window the asker meant
+  otherwise ("in June", of a conversation dated years ago, asked against today) never
+  empties a recall: filtering instead cost 3 points of hit@5 on LoCoMo; ranking first
+  keeps the window's precision when it holds at least ``k`` (bench/results/temporal.md).
 * **fuzzy window** ("recently", "a few weeks ago", "the other day"): nothing is
   filtered; a hit inside the window gains ``FUZZY_BOOST`` on its similarity
   (``weights.similarity * FUZZY_BOOST`` on the composite score).
@@ -81,8 +82,8 @@ class TimePlan:
 
     @property
     def reorders(self) -> bool:
-        """The ranked candidates are re-ordered before ``k`` is cut (boost or supersession)."""
-        return self.present or self.boosts
+        """The ranked candidates are re-ordered before ``k`` is cut (window, boost or supersession)."""
+        return self.present or self.window is not None
 
     @property
     def mode(self) -> str | None:
@@ -163,6 +164,22 @@ def boost_window(hits: Sequence[MemoryHit], w: TimeWindow, weights: Weights) -> 
     out = [_rescored(h, h.score + lift) if w.contains(h.item.valid_from) else h for h in hits]
     out.sort(key=lambda h: h.score, reverse=True)
     return out
+
+
+def window_first(hits: Sequence[MemoryHit], w: TimeWindow, inside_ids: set[str]) -> list[MemoryHit]:
+    """An exact window's hits first, best first within each part; scores stay descending.
+
+    Inside: returned by the window's events or states query (``inside_ids``), or dated in
+    the window. Each inside hit is lifted by the same amount, just enough to pass the
+    best hit outside, so the order inside and outside is the composite score's.
+    """
+    inner = [h for h in hits if h.item.id in inside_ids or w.contains(h.item.valid_from)]
+    if not inner or len(inner) == len(hits):
+        return list(hits)
+    ids = {h.item.id for h in inner}
+    outer = [h for h in hits if h.item.id not in ids]
+    lift = max(0.0, max(h.score for h in outer) - min(h.score for h in inner)) + 1e-6
+    return [*(_rescored(h, h.score + lift) for h in inner), *outer]
 
 
 def supersede(hits: Sequence[MemoryHit], pairs: Sequence[tuple[int, int]]) -> list[MemoryHit]:

@@ -39,7 +39,7 @@ from .documents import Documents
 from .history import History
 from .hybrid import TextCandidates
 from .runtime import Runtime
-from .time_recall import TimeRecall, keep_vector
+from .time_recall import TimeRecall, WindowQueries, keep_vector
 
 __all__ = ["DEFAULT_K", "Recall"]
 
@@ -221,7 +221,7 @@ class Recall:
         extra: Sequence[Sequence[Any]],
         *,
         slim: bool = False,
-        also: MemoryFilter | None = None,
+        also: WindowQueries | None = None,
         vectors: dict[str, bytes] | None = None,
     ) -> tuple[list[tuple[MemoryItem, float]], list[Any]]:
         """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it.
@@ -240,7 +240,7 @@ class Recall:
         )
         backend = self._rt.backend
         if also is not None:
-            extra = [self._time.states_args(vector, also, k, fields), *extra]
+            extra = [*(self._time.states_args(vector, a, k, fields) for a in also.filters), *extra]
         past = flt.as_of is not None  # the history index's half, in the same round trip
         if past:
             extra = [*extra, self._history.knn_args(vector, flt, k, fields)]
@@ -252,9 +252,8 @@ class Recall:
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
         hits = parse_search_reply(replies[0]).hits
-        if also is not None:  # the states' query: the hits the first did not find
-            known = {h.key for h in hits}
-            hits = [*hits, *(h for h in parse_search_reply(replies.pop(1)).hits if h.key not in known)]
+        if also is not None:  # a window's events and states: the hits the first did not find
+            hits = also.merge(hits, replies)
         if check and len(hits) >= k and k < _MAX_KNN:
             # The engine's KNN filled k with memories the exact check may drop (case variants on
             # an index another library created): widen the KNN until k pass or it holds all.
@@ -362,12 +361,12 @@ class Recall:
         vectors: dict[str, bytes] = {}
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
-        flt, states = self._time.filters(plan, flt)  # a window's events + states (the index's fields)
+        flt, also = self._time.filters(plan, flt)  # a window's events + states (the index's fields)
         # A re-ranked recall also asks the full-text index, in the same round trip.
         pool = min(n, 10_000)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
         candidates, replies = await self._search(
-            vector, flt, pool, fields, text.searches if text else [], slim=slim, also=states, vectors=vectors
+            vector, flt, pool, fields, text.searches if text else [], slim=slim, also=also, vectors=vectors
         )
         knn_distances = [d for _, d in candidates]
         text_replies = self._text.learn(text, replies) if text is not None else []
@@ -401,7 +400,7 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
-        hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors)
+        hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors, window=also)
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
         if slim and hits:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,14 +24,42 @@ from ..core.codec import encode_vector
 from ..core.learned_rank import is_turn
 from ..core.models import MemoryHit
 from ..core.query import VECTOR_FIELD, MemoryFilter, knn_search_args
+from ..core.replies import SearchHit, parse_search_reply
 from ..core.scoring import Weights
 from ..core.supersession import Candidate, Prototypes, near_pairs, prototype_texts, same_kind_pairs
-from ..core.time_recall import TimePlan, boost_window, event_clause, state_clause, supersede, with_window
+from ..core.time_recall import (
+    TimePlan,
+    boost_window,
+    event_clause,
+    state_clause,
+    supersede,
+    window_first,
+    with_window,
+)
 from .runtime import Runtime
 
-__all__ = ["TimeRecall", "keep_vector"]
+__all__ = ["TimeRecall", "WindowQueries", "keep_vector"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class WindowQueries:
+    """An exact window's KNN queries of one recall (events, then states), and the keys they found."""
+
+    filters: list[MemoryFilter]
+    inside: set[str] = field(default_factory=set)
+
+    def merge(self, hits: list[SearchHit], replies: list[Any]) -> list[SearchHit]:
+        """``hits`` plus the window queries' hits it lacks (their replies, ``replies[1:]``, popped)."""
+        known = {h.key for h in hits}
+        for _ in self.filters:
+            for h in parse_search_reply(replies.pop(1)).hits:
+                self.inside.add(h.key)
+                if h.key not in known:
+                    known.add(h.key)
+                    hits.append(h)
+        return hits
 
 
 def keep_vector(vectors: dict[str, bytes] | None, memory_id: str, fields: Mapping[str, Any]) -> None:
@@ -48,19 +77,22 @@ class TimeRecall:
         self._prototypes: Prototypes | None = None
         self._prototypes_failed = False
 
-    def filters(self, plan: TimePlan, flt: MemoryFilter) -> tuple[MemoryFilter, MemoryFilter | None]:
-        """The recall's filter with the window's events clause, and the states' filter (or None).
+    def filters(self, plan: TimePlan, flt: MemoryFilter) -> tuple[MemoryFilter, WindowQueries | None]:
+        """The recall's own filter, and the window's events and states filters (none without an exact window).
 
-        Without an exact window: ``flt`` unchanged and no second query.
+        The recall's own query is not narrowed: the window's queries add what lies inside it
+        (ranked first, ``order``), so a window the question meant otherwise ("in June",
+        asked of a conversation dated years ago) never empties a recall.
         """
         w = plan.window
         if w is None or not plan.filters:
             return flt, None
         layout = self._rt.index.layout
-        events = dataclasses.replace(flt, clauses=(*flt.clauses, event_clause(w, layout)))
+        out = [dataclasses.replace(flt, clauses=(*flt.clauses, event_clause(w, layout)))]
         state = state_clause(w, layout)
-        states = None if state is None else dataclasses.replace(flt, clauses=(*flt.clauses, state))
-        return events, states
+        if state is not None:
+            out.append(dataclasses.replace(flt, clauses=(*flt.clauses, state)))
+        return flt, WindowQueries(out)
 
     def states_args(
         self, vector: npt.NDArray[np.float32], states: MemoryFilter, k: int, fields: Sequence[str]
@@ -89,10 +121,17 @@ class TimeRecall:
         k: int,
         weights: Weights,
         vectors: Mapping[str, bytes],
+        window: WindowQueries | None = None,
     ) -> list[MemoryHit]:
-        """The ranked ``hits`` (all candidates, best first) re-ordered for ``plan``, cut to ``k``."""
+        """The ranked ``hits`` (all candidates, best first) re-ordered for ``plan``, cut to ``k``.
+
+        ``window``: an exact window's queries (what they returned is ranked first).
+        """
         out = list(hits)
-        if plan.boosts and plan.window is not None:
+        if plan.filters and plan.window is not None:
+            keys = {self._rt.keys.memory_id_of(k) for k in (window.inside if window else ())}
+            out = window_first(out, plan.window, keys)
+        elif plan.boosts and plan.window is not None:
             out = boost_window(out, plan.window, weights)
         elif plan.present and len(out) > 1:
             out = await self._present(out, vectors)

@@ -40,7 +40,7 @@ def _window(query: str) -> tuple[int | None, int | None]:
 @pytest.mark.parametrize(
     "expression", ["yesterday", "last week", "in May 2023", "since March", "before 2024"]
 )
-async def test_a_window_in_the_question_returns_the_events_inside_only(
+async def test_a_window_in_the_question_ranks_the_events_inside_first(
     make_store: Callable[..., MemoryStore], expression: str
 ) -> None:
     registry = CollectorRegistry()
@@ -60,9 +60,11 @@ async def test_a_window_in_the_question_returns_the_events_inside_only(
         await store.remember(f"I had a dentist appointment, number {10 + i}.", valid_from=t)
         for i, t in enumerate(outside)
     ]
-    hits = await store.recall(query, k=5, threshold=2.0, reinforce=False, explain=True)
-    assert {h.item.id for h in hits} == set(ins)
-    assert not set(outs) & {h.item.id for h in hits}
+    hits = await store.recall(query, k=len(ins) + len(outs), threshold=2.0, reinforce=False, explain=True)
+    # Inside first; the rest after it (a window never empties a recall: issue 26, measured on LoCoMo).
+    assert {h.item.id for h in hits[: len(ins)]} == set(ins)
+    assert {h.item.id for h in hits[len(ins) :]} == set(outs)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert all(h.explain is not None and h.explain.time_window for h in hits)
     assert hits[0].explain is not None and repr(expression) in hits[0].explain.time_window
     value = registry.get_sample_value(
@@ -87,8 +89,8 @@ async def test_a_state_valid_during_the_window_counts(
     later = await store.remember("Ada lives in a new flat.", valid_from=end + DAY)
     await client.hset(store.keys.doc(later), "state_from", str(end + DAY))
     hits = await store.recall(query, k=5, threshold=2.0, reinforce=False)
-    assert {h.item.id for h in hits} == {home, trip}
-    assert old_event not in {h.item.id for h in hits}
+    assert {h.item.id for h in hits[:2]} == {home, trip}
+    assert {h.item.id for h in hits[2:]} == {old_event, later}
 
 
 async def test_a_query_without_a_time_expression_is_unchanged(make_store: Callable[..., MemoryStore]) -> None:
@@ -206,8 +208,8 @@ async def test_a_window_turns_supersession_off(
     hits = await store.recall(
         "Where did Ada live in 2022?", k=3, threshold=2.0, reinforce=False, explain=True
     )
-    assert [h.item.id for h in hits] == [lisbon]
-    assert hits[0].explain is not None and hits[0].explain.superseded_by is None
+    assert hits[0].item.id == lisbon
+    assert all(h.explain is not None and h.explain.superseded_by is None for h in hits)
 
 
 async def test_as_of_is_the_question_s_now(make_store: Callable[..., MemoryStore]) -> None:
@@ -223,7 +225,7 @@ async def test_as_of_is_the_question_s_now(make_store: Callable[..., MemoryStore
         reinforce=False,
         explain=True,
     )
-    assert [h.item.id for h in hits] == [yesterday]
+    assert hits[0].item.id == yesterday
     assert hits[0].explain is not None and hits[0].explain.time_window is not None
     assert "2023-05-09T00:00:00.000Z" in hits[0].explain.time_window
 

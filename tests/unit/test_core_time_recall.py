@@ -18,6 +18,7 @@ from betterdb_memory.core.time_recall import (
     state_clause,
     supersede,
     time_plan,
+    window_first,
     with_window,
 )
 from betterdb_memory.errors import ValidationError
@@ -48,12 +49,12 @@ def test_a_vector_alone_has_no_window() -> None:
     assert time_plan(None) == TimePlan(window=None, present=True)
 
 
-def test_an_exact_window_filters_and_searches_the_rest() -> None:
+def test_an_exact_window_ranks_its_memories_first_and_searches_the_rest() -> None:
     plan = time_plan("What did I do in May 2023?", as_of=AS_OF)
     assert plan.window is not None
     assert (plan.window.start_ms, plan.window.end_ms) == MAY_2023
     assert (plan.filters, plan.boosts, plan.present, plan.mode) == (True, False, False, "filter")
-    assert not plan.reorders
+    assert plan.reorders  # the window's memories are moved first before k is cut
     assert search_text("What did I do in May 2023?", plan) == "What did I do?"
 
 
@@ -151,3 +152,16 @@ def test_supersede_a_chain_names_the_newest() -> None:
 def test_supersede_without_pairs_changes_nothing() -> None:
     hits = [_hit("a", 0.9, 1), _hit("b", 0.8, 2)]
     assert supersede(hits, []) == hits
+
+
+def test_window_first_lifts_the_inside_above_the_rest_keeping_each_part_s_order() -> None:
+    plan = time_plan("What did I do in May 2023?", as_of=AS_OF)
+    assert plan.window is not None
+    inside_date, outside_date = MAY_2023[0] + 1, MAY_2023[0] - 1
+    hits = [_hit("out1", 0.9, outside_date), _hit("in1", 0.6, inside_date), _hit("out2", 0.5, outside_date),
+            _hit("state", 0.4, outside_date), _hit("in2", 0.3, inside_date)]  # fmt: skip
+    out = window_first(hits, plan.window, {"state"})  # "state": found by the window's states query
+    assert [h.item.id for h in out] == ["in1", "state", "in2", "out1", "out2"]
+    assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
+    assert out[0].score - 0.6 == pytest.approx(out[2].score - 0.3)  # one lift for the whole inside
+    assert window_first(hits[:1], plan.window, set()) == hits[:1]  # nothing inside: unchanged
