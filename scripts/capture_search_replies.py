@@ -1,6 +1,6 @@
 """Capture real replies of a search engine for ``tests/fixtures/search_replies.json``.
 
-Usage: python scripts/capture_search_replies.py URL CAPTURE_NAME [--protocol 2|3] [--cluster] [--write]
+Usage: python scripts/capture_search_replies.py URL CAPTURE_NAME [--protocol 2|3] [--cluster | --filters] [--write]
 
 Speaks RESP over a raw socket (no client library in between), so simple strings,
 bulk strings, RESP3 maps, doubles and verbatim strings keep the distinctions the
@@ -13,6 +13,9 @@ With ``--cluster`` URL is one node of a valkey-search cluster with the coordinat
 the documents are written through a cluster client (spread over the shards) and the
 captured replies are the cluster forms (``mem_cluster_*``: FT.INFO LOCAL / PRIMARY /
 CLUSTER, a fanned-out count and hybrid KNN query).
+With ``--filters`` it runs the filter sequence instead (``flt_*``: this library's schema
+with declared metadata fields, filter-only, hybrid KNN and history ``as_of`` queries as
+``core/filter_query`` and ``core/validity`` write them; ``cap:flt:*`` / ``cap:flth:*`` only).
 Maintenance tool: the test suite never runs it.
 """
 
@@ -355,6 +358,131 @@ def capture_cluster(conn: Resp, url: str, protocol: int) -> dict[str, dict[str, 
     return replies
 
 
+# -- the filter language's query shapes (issue 27): ``flt_*`` replies ----------------------
+
+FLT_INDEX, FLT_PREFIX = "cap:flt:idx", "cap:flt:"
+FLT_HIST_INDEX, FLT_HIST_PREFIX = "cap:flth:idx", "cap:flth:"
+FLT_DECLARED = {"priority": "numeric", "project": "tag"}
+FLT_SCOPE = "ns"
+# (namespace, metadata, valid_from or None); created_at is 1000 * i. Missing fields matter:
+# 5 and 8 have no declared field (no ``present``), 3 no project, 4 no priority, and only
+# 1, 6, 7, 8 a valid_from (the others fall back to created_at). 8 is outside the scope.
+FLT_DOCS: tuple[tuple[str, dict[str, Any], int | None], ...] = (
+    ("ns", {"priority": 1, "project": "alpha"}, 6500),
+    ("ns", {"priority": 5, "project": "beta"}, None),
+    ("ns", {"priority": 3}, None),
+    ("ns", {"project": ["alpha", "gamma"]}, None),
+    ("ns", {}, None),
+    ("ns", {"priority": 8, "project": "Alpha"}, 500),
+    ("ns", {"priority": 2.5, "project": "beta"}, 3500),
+    ("other", {}, 2500),
+)
+# name -> where: the representative filters (compiled by filter_query.compile_where).
+FLT_WHERES: dict[str, dict[str, Any]] = {
+    "gte": {"priority": {"$gte": 3}},
+    "in": {"project": {"$in": ["alpha", "beta"]}},
+    "ne": {"project": {"$ne": "alpha"}},
+    "exists_false": {"priority": {"$exists": False}},
+    "or_negation": {"$or": [{"priority": {"$lt": 2}}, {"project": {"$nin": ["beta"]}}]},
+    "valid_from_range": {"valid_from": {"$gte": 2000, "$lt": 4000}},
+}
+FLT_KNN_WHERE = "in"
+# History documents: (valid_from or None, created_at, valid_until); asked as of FLT_AS_OF.
+FLT_HIST_DOCS = ((1000, 1000, 3000), (None, 2000, 5000), (3500, 3000, 6000), (None, 500, 2500))
+FLT_AS_OF = 2600
+
+
+def flt_documents() -> list[tuple[str, dict[str, str | bytes]]]:
+    """The HASH fields of each filter document, as the write path writes them (``index_fields``)."""
+    from betterdb_memory.core.filter_fields import MetadataFields, index_fields
+
+    declared = MetadataFields.of(FLT_DECLARED)
+    docs = []
+    for i, (ns, metadata, valid_from) in enumerate(FLT_DOCS, start=1):
+        fields: dict[str, str | bytes] = {
+            "vector": vec(i), "threadId": "t1", "agentId": "Agent-A", "namespace": ns,
+            "tags": "", "source": "user", "importance": "0.5", "created_at": str(1000 * i),
+            "last_accessed_at": str(1000 * i), "access_count": "0", "content": CONTENTS[(i - 1) % 6],
+            "metadata": json.dumps(metadata),
+            **index_fields(metadata, declared),
+        }  # fmt: skip
+        if valid_from is not None:
+            fields["valid_from"] = str(valid_from)
+        docs.append((f"{FLT_PREFIX}{i}", fields))
+    return docs
+
+
+def capture_filters(conn: Resp, protocol: int, *, valkey_search: bool) -> dict[str, dict[str, Any]]:
+    """The filter sequence; every reply named ``flt_*``, a query's entry also holding its ``where`` and scope."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from betterdb_memory.core.dialect import capabilities_for
+    from betterdb_memory.core.filter_fields import FilterSchema, MetadataFields, schema_args
+    from betterdb_memory.core.filter_query import compile_where, hybrid_query, standalone_query
+    from betterdb_memory.core.filters import parse_where
+    from betterdb_memory.core.query import IndexSpec, create_index_args
+    from betterdb_memory.core.validity import history_valid_at
+
+    replies: dict[str, dict[str, Any]] = {}
+
+    def run(name: str, *cmd: Any, **extra: Any) -> Any:
+        reply = _scrub(conn.call(*cmd))
+        shown = [f"<{len(c)} bytes>" if isinstance(c, bytes) else str(c) for c in cmd]
+        replies[name] = {"command": shown, "reply": reply, **extra}
+        return reply
+
+    # The compiled text is the same on both engines (filter_query); caps only name the engine in errors.
+    caps = (
+        capabilities_for("valkey-search", (1, 2, 1))
+        if valkey_search
+        else capabilities_for("redisearch", (2, 10, 5))
+    )
+    declared = MetadataFields.of(FLT_DECLARED)
+    schema = FilterSchema(metadata=declared, valid_from=True)
+    docs = flt_documents()
+    for idx in (FLT_INDEX, FLT_HIST_INDEX):
+        conn.call("FT.DROPINDEX", idx)
+    conn.call("DEL", *[k for k, _ in docs], *[f"{FLT_HIST_PREFIX}{i}" for i in range(1, 5)])
+    run("flt_hello", "HELLO", protocol)
+    spec = IndexSpec(FLT_INDEX, FLT_PREFIX, DIM, extra_schema=tuple(schema_args(declared)))
+    run("flt_create", *create_index_args(spec, caps))
+    for key, fields in docs:
+        conn.call("HSET", key, *[x for kv in fields.items() for x in kv])
+    run(
+        "flt_hist_create", "FT.CREATE", FLT_HIST_INDEX, "ON", "HASH", "PREFIX", 1, FLT_HIST_PREFIX, "SCHEMA",
+        "namespace", "TAG", "CASESENSITIVE", "created_at", "NUMERIC", "valid_from", "NUMERIC", "valid_until", "NUMERIC",
+    )  # fmt: skip
+    for i, (valid_from, created_at, valid_until) in enumerate(FLT_HIST_DOCS, start=1):
+        hist = ["namespace", FLT_SCOPE, "created_at", created_at, "valid_until", valid_until]
+        conn.call("HSET", f"{FLT_HIST_PREFIX}{i}", *hist, *(["valid_from", valid_from] if valid_from else []))
+    time.sleep(1.0)  # let the engine finish indexing
+    scope = f"@namespace:{{{FLT_SCOPE}}}"
+    for name, where in FLT_WHERES.items():
+        query = standalone_query(caps, scope, compile_where(parse_where(where, schema), caps))
+        extra = {"where": where, "scope": FLT_SCOPE}
+        count = ("NOCONTENT", "LIMIT", 0, 0, "DIALECT", 2)
+        run(f"flt_{name}_count", "FT.SEARCH", FLT_INDEX, query, *count, **extra)
+        page = ("NOCONTENT", "LIMIT", 0, 20, "DIALECT", 2)
+        run(f"flt_{name}_page", "FT.SEARCH", FLT_INDEX, query, *page, **extra)
+    where = FLT_WHERES[FLT_KNN_WHERE]
+    knn = hybrid_query("KNN 3 @vector $vec AS __dist", scope, compile_where(parse_where(where, schema), caps))
+    run(
+        "flt_knn_where", "FT.SEARCH", FLT_INDEX, knn, "PARAMS", 2, "vec", vec(1),
+        "RETURN", 1, "__dist", "LIMIT", 0, 3, "DIALECT", 2, where=where, scope=FLT_SCOPE, k=3,
+    )  # fmt: skip
+    as_of = standalone_query(caps, scope, history_valid_at(FLT_AS_OF))
+    run(
+        "flt_hist_as_of", "FT.SEARCH", FLT_HIST_INDEX, as_of, "NOCONTENT", "LIMIT", 0, 20, "DIALECT", 2,
+        as_of=FLT_AS_OF, documents=[list(d) for d in FLT_HIST_DOCS],
+    )  # fmt: skip
+    # The documents as the engine holds them (a real HGETALL reply each): what the tests evaluate.
+    for key, _ in docs:
+        run(f"flt_doc_{key.rsplit(':', 1)[1]}", "HGETALL", key)
+    for idx in (FLT_INDEX, FLT_HIST_INDEX):
+        conn.call("FT.DROPINDEX", idx)
+    conn.call("DEL", *[k for k, _ in docs], *[f"{FLT_HIST_PREFIX}{i}" for i in range(1, 5)])
+    return replies
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("url")
@@ -363,11 +491,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine", default=None, help="engine recorded for a new capture")
     ap.add_argument("--version", default=None, help="version recorded for a new capture")
     ap.add_argument("--cluster", action="store_true", help="URL is a node of a valkey-search cluster")
+    ap.add_argument("--filters", action="store_true", help="the filter sequence (flt_* replies)")
     ap.add_argument("--write", action="store_true", help="merge into tests/fixtures/search_replies.json")
     args = ap.parse_args(argv)
     url = urlparse(args.url)
     conn = Resp(url.hostname or "127.0.0.1", url.port or 6379, url.password)
-    replies = capture_cluster(conn, args.url, args.protocol) if args.cluster else capture(conn, args.protocol)
+    if args.filters:
+        replies = capture_filters(
+            conn, args.protocol, valkey_search=args.capture_name.startswith("valkey-search")
+        )
+    elif args.cluster:
+        replies = capture_cluster(conn, args.url, args.protocol)
+    else:
+        replies = capture(conn, args.protocol)
     if not args.write:
         json.dump(replies, sys.stdout, indent=1)
         return 0

@@ -369,6 +369,7 @@ WHOLE_PACKAGE = {
     "test_bench_temporal_data.py": "bench/temporal_data, outside the package",
     "test_constants_once.py": "each constant defined once (walks every module)",
     "test_core_fixtures.py": "the real-reply fixtures' loader, shared by the reply tests",
+    "test_core_filter_fixtures.py": "filter_query, replies and filter_eval against real replies",
     "test_default_name.py": "the default store name across the API, the CLI and the docs",
     "test_docker_compose.py": "docker/, outside the package",
     "test_docs_reference.py": "docs/ against the public names",
