@@ -26,10 +26,11 @@ from typing import Any
 
 from ..core.codec import as_text
 from ..core.dialect import Capabilities
+from ..core.ft_info import parse_ft_info
 from ..core.keys import ConsolidationKeys, KeySpace, Scope
 from ..core.query import VECTOR_FIELD, IndexLayout, IndexSpec
 from ..core.times import to_ms
-from ..errors import IndexExistsError, ValidationError
+from ..errors import ConfigurationError, IndexExistsError, ValidationError
 from .protocol import Backend
 
 __all__ = ["HISTORY_LAYOUT", "HistoryIndex", "history_index_args", "history_index_name"]
@@ -109,8 +110,23 @@ class HistoryIndex:
     async def ensure(self, spec: IndexSpec, caps: Capabilities) -> None:
         """Create the index if absent, after rewriting legacy fact history; idempotent, safe to race."""
         del caps  # same schema on both engines (no TEXT field here)
-        if await self.backend.index_info(self.name) is not None:
-            return
+        reply = await self.backend.index_info(self.name)
+        if reply is not None:
+            info = parse_ft_info(reply)
+            if info.dimensions is None or info.dimensions == spec.dimensions:
+                return
+            # Left by an earlier store of this name with another model (its main index and
+            # meta hash deleted, this one not): empty, it is rebuilt; holding versions, refused.
+            if info.num_docs:
+                raise ConfigurationError(
+                    f"history index {self.name} holds {info.dimensions}-d vectors but this store's "
+                    f"embedder makes {spec.dimensions}-d vectors; use another store name, or drop "
+                    "the old versions (FT.DROPINDEX and their keys)",
+                    code="configuration.dimension_mismatch",
+                    details={"index": self.name, "index_dimensions": info.dimensions,
+                             "embedder_dimensions": spec.dimensions},
+                )  # fmt: skip
+            await self.backend.search("ensure_index", ["FT.DROPINDEX", self.name])
         await self.rewrite_legacy()
         with contextlib.suppress(IndexExistsError):
             await self.backend.search("ensure_index", history_index_args(spec, self.keys))

@@ -22,7 +22,8 @@ from betterdb_memory import MemoryStore
 from betterdb_memory.backend import scripts
 from betterdb_memory.core.facts import subject_digest
 from betterdb_memory.core.keys import ConsolidationKeys, Scope
-from betterdb_memory.errors import ValidationError
+from betterdb_memory.embedders.hashing import HashingEmbedder
+from betterdb_memory.errors import ConfigurationError, ValidationError
 
 pytestmark = pytest.mark.integration
 
@@ -297,3 +298,38 @@ async def test_on_an_index_the_reference_created_times_are_checked_in_the_client
     assert ([i.id for i in page.items], page.total) == ([lisbon], 1)
     hits = await store.recall("Ada", thread_id="ada", threshold=2.0, as_of=MAY_2024, reinforce=False)
     assert [h.item.id for h in hits] == [berlin]
+
+
+async def _drop_main_only(store: MemoryStore, client: avalkey.Valkey) -> None:
+    """What deleting a store by hand often leaves: the main index, meta and documents gone, the history index not."""
+    await client.execute_command("FT.DROPINDEX", store.keys.index)
+    keys = [k async for k in client.scan_iter(match=f"{store.name}:mem*", count=1000)]
+    await client.unlink(*keys, f"{store.name}:__mem_meta")
+
+
+async def test_a_stale_empty_history_index_of_another_model_is_rebuilt(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    """A new store under an old name with another vector length: ``as_of`` works (no engine error)."""
+    old = make_store(embedder=HashingEmbedder(dimensions=22))
+    await old.remember("Ada lives in Lisbon", thread_id="ada")
+    await old.close()
+    await _drop_main_only(old, client)
+    new = make_store()  # the default test embedder: another vector length
+    mid = await new.remember("Ada lives in Berlin", thread_id="ada", valid_from=MAY_2024)
+    hits = await new.recall("Where does Ada live?", thread_id="ada", as_of=MAY_2024 + 1, threshold=2.0)
+    assert [h.item.id for h in hits] == [mid]
+
+
+async def test_a_history_index_of_another_model_holding_versions_is_refused(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    old = make_store(embedder=HashingEmbedder(dimensions=22))
+    await ada(old)  # one superseded version in the history index
+    await old.close()
+    await _drop_main_only(old, client)
+    new = make_store()
+    with pytest.raises(ConfigurationError) as err:
+        await new.remember("Ada lives in Berlin", thread_id="ada")
+    assert err.value.code == "configuration.dimension_mismatch"
+    assert err.value.details["index"] == f"{new.name}:hist:idx"

@@ -107,10 +107,11 @@ async def main() -> None:
                 await value.close()
         client = ns["client"]
         for name in sorted(names):
-            try:
-                await client.execute_command("FT.DROPINDEX", f"{name}:mem:idx")
-            except Exception:
-                pass
+            for index in (f"{name}:mem:idx", f"{name}:hist:idx"):
+                try:
+                    await client.execute_command("FT.DROPINDEX", index)
+                except Exception:
+                    pass
             keys = [k async for k in client.scan_iter(match=f"{name}:*", count=1000)]
             if keys:
                 await client.unlink(*keys)
