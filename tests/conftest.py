@@ -7,6 +7,7 @@ FLUSHALL: each test gets its own store name, so its keys and index are its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -16,6 +17,7 @@ import pytest
 import valkey.asyncio as avalkey
 
 from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory.backend.dialect import keyless_route
 from betterdb_memory.core.dialect import parse_module_list
 from betterdb_memory.server import EmbeddedServer, server_url_from_env
 from tests.engines import session_engine
@@ -94,6 +96,13 @@ async def make_store(client: avalkey.Valkey, unique_name: str) -> AsyncIterator[
     finally:
         for store in made:
             await store.close()
+        # Each store makes two indexes (memories, history) and valkey-search allows 1,000 per
+        # server: drop this test's (its keys stay; no later test reads them).
+        route = keyless_route(client)
+        for name in {s.name for s in made}:
+            for index in (f"{name}:mem:idx", f"{name}:hist:idx"):
+                with contextlib.suppress(Exception):
+                    await client.execute_command("FT.DROPINDEX", index, **route)
 
 
 @pytest.fixture
