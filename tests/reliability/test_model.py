@@ -78,8 +78,9 @@ def _drop_store(client: avalkey.Valkey, name: str) -> Awaitable[None]:
         keys = [k async for k in client.scan_iter(match=f"{name}:*", count=1000)]
         if keys:
             await client.delete(*keys)
-        with contextlib.suppress(Exception):  # no index made (a store that never wrote)
-            await client.execute_command("FT.DROPINDEX", f"{name}:mem:idx")
+        for index in (f"{name}:mem:idx", f"{name}:hist:idx"):  # valkey-search allows 1,000 per server
+            with contextlib.suppress(Exception):  # no index made (a store that never wrote)
+                await client.execute_command("FT.DROPINDEX", index)
 
     return drop()
 
