@@ -26,6 +26,7 @@ import pytest
 import valkey.asyncio as avalkey
 from valkey.asyncio.cluster import ValkeyCluster
 
+from betterdb_memory import HashingEmbedder, MemoryStore
 from tests.engines import engine_dir
 
 COORDINATOR_OFFSET = 20294  # valkey-search's coordinator listens on port + 20294 (engine README)
@@ -145,3 +146,26 @@ async def cluster_client(cluster_client_factory: Callable[..., ValkeyCluster]) -
     client = cluster_client_factory()
     await client.initialize()
     return client
+
+
+@pytest.fixture
+async def cluster_store_factory(
+    cluster_client: ValkeyCluster, unique_name: str
+) -> AsyncIterator[Callable[..., MemoryStore]]:
+    """Stores on the cluster client (HashingEmbedder, no summaries unless given); closed after the test."""
+    made: list[MemoryStore] = []
+
+    def factory(**options: Any) -> MemoryStore:
+        options.setdefault("client", cluster_client)
+        options.setdefault("name", unique_name)
+        options.setdefault("embedder", HashingEmbedder())
+        options.setdefault("summarize_batch", 0)
+        store = MemoryStore(**options)
+        made.append(store)
+        return store
+
+    try:
+        yield factory
+    finally:
+        for store in made:
+            await store.close()

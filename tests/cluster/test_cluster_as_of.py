@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from valkey.asyncio.cluster import ValkeyCluster
 
-from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory import MemoryStore
 
 pytestmark = pytest.mark.integration
 
@@ -24,25 +23,8 @@ JAN_2019 = 1_546_300_800_000
 
 
 @pytest.fixture
-async def make_store(
-    cluster_client: ValkeyCluster, unique_name: str
-) -> AsyncIterator[Callable[..., MemoryStore]]:
-    made: list[MemoryStore] = []
-
-    def factory(**options: Any) -> MemoryStore:
-        options.setdefault("client", cluster_client)
-        options.setdefault("name", unique_name)
-        options.setdefault("embedder", HashingEmbedder())
-        options.setdefault("summarize_batch", 0)
-        store = MemoryStore(**options)
-        made.append(store)
-        return store
-
-    try:
-        yield factory
-    finally:
-        for store in made:
-            await store.close()
+def make_store(cluster_store_factory: Callable[..., MemoryStore]) -> Callable[..., MemoryStore]:
+    return cluster_store_factory  # tests/cluster/conftest.py: stores on the cluster client
 
 
 def hist_key(store: MemoryStore, memory_id: str) -> str:

@@ -9,14 +9,14 @@ during writes loses and duplicates nothing.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 from valkey.asyncio.cluster import ValkeyCluster
 
-from betterdb_memory import Fact, HashingEmbedder, MemoryStore
+from betterdb_memory import Fact, MemoryStore
 
 pytestmark = pytest.mark.integration
 
@@ -31,25 +31,8 @@ def unit(*positions: int) -> list[float]:
 
 
 @pytest.fixture
-async def make_store(
-    cluster_client: ValkeyCluster, unique_name: str
-) -> AsyncIterator[Callable[..., MemoryStore]]:
-    made: list[MemoryStore] = []
-
-    def factory(**options: Any) -> MemoryStore:
-        options.setdefault("client", cluster_client)
-        options.setdefault("name", unique_name)
-        options.setdefault("embedder", HashingEmbedder())
-        options.setdefault("summarize_batch", 0)
-        store = MemoryStore(**options)
-        made.append(store)
-        return store
-
-    try:
-        yield factory
-    finally:
-        for store in made:
-            await store.close()
+def make_store(cluster_store_factory: Callable[..., MemoryStore]) -> Callable[..., MemoryStore]:
+    return cluster_store_factory  # tests/cluster/conftest.py: stores on the cluster client
 
 
 async def test_memories_on_every_shard_are_recalled_by_one_query(

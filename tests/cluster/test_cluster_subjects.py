@@ -8,13 +8,13 @@ subject retires; forget and forget_by_scope clean every slot.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from valkey.asyncio.cluster import ValkeyCluster
 
-from betterdb_memory import Fact, HashingEmbedder, MemoryStore
+from betterdb_memory import Fact, MemoryStore
 from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.subjects import subject_key_of
 
@@ -26,25 +26,8 @@ Y2024 = 1_704_067_200_000
 
 
 @pytest.fixture
-async def make_store(
-    cluster_client: ValkeyCluster, unique_name: str
-) -> AsyncIterator[Callable[..., MemoryStore]]:
-    made: list[MemoryStore] = []
-
-    def factory(**options: Any) -> MemoryStore:
-        options.setdefault("client", cluster_client)
-        options.setdefault("name", unique_name)
-        options.setdefault("embedder", HashingEmbedder())
-        options.setdefault("summarize_batch", 0)
-        store = MemoryStore(**options)
-        made.append(store)
-        return store
-
-    try:
-        yield factory
-    finally:
-        for store in made:
-            await store.close()
+def make_store(cluster_store_factory: Callable[..., MemoryStore]) -> Callable[..., MemoryStore]:
+    return cluster_store_factory  # tests/cluster/conftest.py: stores on the cluster client
 
 
 async def live(store: MemoryStore, **scope: str) -> set[str]:

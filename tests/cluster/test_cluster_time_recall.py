@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 from valkey.asyncio.cluster import ValkeyCluster
 
-from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory import MemoryStore
 from betterdb_memory.core.timewindow import parse_time_window
 from betterdb_memory.embedders import OnnxEmbedder
 
@@ -18,25 +17,8 @@ DAY = 86_400_000
 
 
 @pytest.fixture
-async def make_store(
-    cluster_client: ValkeyCluster, unique_name: str
-) -> AsyncIterator[Callable[..., MemoryStore]]:
-    made: list[MemoryStore] = []
-
-    def factory(**options: Any) -> MemoryStore:
-        options.setdefault("client", cluster_client)
-        options.setdefault("name", unique_name)
-        options.setdefault("embedder", HashingEmbedder())
-        options.setdefault("summarize_batch", 0)
-        store = MemoryStore(**options)
-        made.append(store)
-        return store
-
-    try:
-        yield factory
-    finally:
-        for store in made:
-            await store.close()
+def make_store(cluster_store_factory: Callable[..., MemoryStore]) -> Callable[..., MemoryStore]:
+    return cluster_store_factory  # tests/cluster/conftest.py: stores on the cluster client
 
 
 async def test_a_window_ranks_events_inside_and_states_valid_in_it_first(
