@@ -349,11 +349,10 @@ class Recall:
         query: str | None = None,
     ) -> tuple[list[MemoryHit], float, bool]:
         reranker = self._rt.settings.reranker if query is not None else None
+        plan = plan if reranker is not None else TimePlan(present=False)  # drop-in: the reference's order
         n = k * self._rt.settings.candidate_factor
-        if reranker is not None:
-            n = max(
-                n, self._rt.settings.rerank_candidates
-            )  # lexical evidence can only lift what KNN returned
+        if reranker is not None:  # lexical evidence can only lift what KNN returned
+            n = max(n, self._rt.settings.rerank_candidates)
         # Ranking many candidates needs only text and scoring fields; the pure-Python
         # reply parser costs per field, so fetch the full items of the top k afterwards.
         slim = n > k and flt.as_of is None  # superseded versions are read whole (no FETCH by id)

@@ -14,7 +14,7 @@ import pytest
 import valkey.asyncio as avalkey
 from prometheus_client import CollectorRegistry
 
-from betterdb_memory import MemoryStore
+from betterdb_memory import HashingEmbedder, MemoryStore
 from betterdb_memory.core.times import to_ms
 from betterdb_memory.core.timewindow import parse_time_window
 from betterdb_memory.embedders import OnnxEmbedder
@@ -244,3 +244,25 @@ async def test_as_of_turns_supersession_off(
     assert all(h.explain is not None and h.explain.superseded_by is None for h in hits)
     now = await store.recall("Where does Ada live?", k=2, threshold=2.0, reinforce=False, explain=True)
     assert any(h.explain is not None and h.explain.superseded_by is not None for h in now)
+
+
+async def test_a_drop_in_embed_fn_store_keeps_the_reference_order(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """No re-ranker (an ``embed_fn`` store scores as the reference documents): no window, no supersession."""
+    hashing = HashingEmbedder()
+
+    async def embed_fn(text: str) -> list[float]:
+        return [float(x) for x in (await hashing.embed([text]))[0]]
+
+    store = make_store(embedder=None, embed_fn=embed_fn, dimensions=hashing.dimensions)
+    w = parse_time_window("Which dentist appointment did I have yesterday?")
+    assert w is not None and w.start_ms is not None
+    await store.remember("I had a dentist appointment.", valid_from=w.start_ms + HOUR)
+    await store.remember("I had a dentist appointment, again.", valid_from=w.start_ms - 30 * DAY)
+    hits = await store.recall(
+        "Which dentist appointment did I have yesterday?", k=2, threshold=2.0, reinforce=False, explain=True
+    )
+    assert len(hits) == 2
+    assert all(h.explain is not None and h.explain.time_window is None for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
