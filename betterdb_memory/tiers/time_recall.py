@@ -50,9 +50,10 @@ log = logging.getLogger(__name__)
 class WindowQueries:
     """An exact window's KNN queries of one recall, sent in its round trip, and what they found.
 
-    ``searches``: FT.SEARCH arguments, the main index's query (events and states) first,
-    then the history index's (past versions), if any. ``inside``: the main index's keys
-    they returned; ``past``: the past versions, read whole, as (item, distance).
+    ``searches``: FT.SEARCH arguments, the main index's queries (one: events and states)
+    first, then the history index's (past versions) when ``history`` is its filter.
+    ``inside``: the main index's keys they returned; ``past``: the past versions, read
+    whole, as (item, distance).
     """
 
     searches: list[list[str | bytes]]
@@ -63,11 +64,12 @@ class WindowQueries:
     def merge(self, hits: list[SearchHit], replies: list[Any], past: History) -> list[SearchHit]:
         """``hits`` plus the window queries' hits it lacks (their replies, ``replies[1:]``, popped)."""
         known = {h.key for h in hits}
-        for h in parse_search_reply(replies.pop(1)).hits:
-            self.inside.add(h.key)
-            if h.key not in known:
-                known.add(h.key)
-                hits.append(h)
+        for _ in range(len(self.searches) - (self.history is not None)):
+            for h in parse_search_reply(replies.pop(1)).hits:
+                self.inside.add(h.key)
+                if h.key not in known:
+                    known.add(h.key)
+                    hits.append(h)
         if self.history is not None:
             self.past = past.knn_hits(replies.pop(1), self.history)
         return hits
