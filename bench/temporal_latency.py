@@ -137,7 +137,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 froms = [start + (v * 200 + p) * 86_400_000 for v in range(3)]
                 for v, city in enumerate(("Porto", "Lisbon", "Berlin")):
                     mid = await store.remember(
-                        f"Person {p} lives in {city}.", subject=f"home city of person {p}", valid_from=froms[v]
+                        f"Person {p} lives in {city}.",
+                        subject=f"home city of person {p}",
+                        valid_from=froms[v],
                     )
                     valid[mid] = (froms[v], froms[v + 1] if v < 2 else 2**62)  # a state: overlaps
 
@@ -200,7 +202,9 @@ def main() -> int:
     r = asyncio.run(run(args))
     lat: dict[str, list[float]] = r["lat"]
     base = statistics.median(lat["plain"]) if "plain" in lat else None
-    print(f"{r['n']} recalls per variant, k={K}, {r['events']} events, load {load:.1f}->{os.getloadavg()[0]:.1f}")
+    print(
+        f"{r['n']} recalls per variant, k={K}, {r['events']} events, load {load:.1f}->{os.getloadavg()[0]:.1f}"
+    )
     print("| variant | p50 ms | p90 ms | p50 / plain | precision@5 inside |")
     print("|---|---|---|---|---|")
     fmt: Callable[[float], str] = lambda x: f"{x * 1000:.2f}"  # noqa: E731
