@@ -63,6 +63,7 @@ class Known(NamedTuple):
 
 _HIST_FIELDS = (
     "content", "subject", "date", "created_at", "superseded_by", "valid_until", "retracted", "valid_from",
+    "expires_at",
 )  # fmt: skip
 
 
@@ -332,6 +333,8 @@ class FactLedger:
         vanished: list[tuple[str, str]] = []
         for n, mid in enumerate(ids):
             hist_vals, mem_vals = found[2 * n], found[2 * n + 1]
+            if mem_vals[-1] and float(as_text(mem_vals[-1])) <= time.time() * 1000:
+                mem_vals = [None] * len(_HIST_FIELDS)  # past its TTL: gone, as get() reads it
             live = mem_vals[0] is not None
             owned = owner.get(mid)
             is_current = live and (owned is None or pointers[owned] == mid)

@@ -248,10 +248,8 @@ class Subjects:
         if not suspects:
             return replies
         keys = self._rt.keys
-        checks: list[Step] = [
-            ("EXISTS", keys.doc(mid)) if pointer else ("EXISTS", keys.doc(mid), keys.hist_doc(mid))
-            for (_, mid), pointer in suspects.items()
-        ]
+        # Moved to its history document meanwhile (a concurrent writer superseded it) is not gone.
+        checks: list[Step] = [("EXISTS", keys.doc(mid), keys.hist_doc(mid)) for _, mid in suspects]
         alive = await self._rt.backend.pipeline(operation, checks)
         gone = [key for key, n in zip(suspects, alive, strict=True) if not int(n)]
         if not gone:

@@ -89,7 +89,7 @@ async def test_a_vanished_current_version_is_dropped_and_the_write_put_again(
     mid = await p.long_term.remember("Porto", thread_id="t", subject="city", valid_from=1)
     assert mid == "new"
     _, check, heal = p.backend.sent
-    assert check.commands == (("EXISTS", keys.doc("gone")),)
+    assert check.commands == (("EXISTS", keys.doc("gone"), keys.hist_doc("gone")),)
     drop, put = heal.commands
     assert drop == (
         "EVALSHA",
