@@ -158,10 +158,16 @@ return 0
 """
 
 # KEYS: doc, history doc, counter ; ARGV: valid_until, superseded_by, retracted(0|1)
-# -> 1 moved, 0 the document was already gone
+# -> 1 moved, 0 the document was already gone. An earlier end already stamped on the
+# document (a subject's SUBJECT_TRIM that arrived first) is kept, with its successor.
 _RETIRE = r"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'valid_until', ARGV[1], 'superseded_by', ARGV[2], 'retracted', ARGV[3])
+local ends = tonumber(redis.call('HGET', KEYS[1], 'valid_until') or '')
+if ends and ends <= tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'retracted', ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'valid_until', ARGV[1], 'superseded_by', ARGV[2], 'retracted', ARGV[3])
+end
 redis.call('RENAME', KEYS[1], KEYS[2])
 redis.call('DEL', KEYS[3])
 return 1

@@ -51,15 +51,21 @@ return {decision, replaced, redis.call('HGET', KEYS[1], 'current') or '',
   redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
 """
 
-# KEYS: history document ; ARGV: valid_until, superseded_by -> 1 when shortened, else 0
-# A write lands after a version already in history (a past-dated write between two
-# versions, a tie, a write after the current one was forgotten): that version now ends
-# where the write begins. Only ever shortens (such writes may arrive in any order), and
-# never creates a document that is not there.
+# KEYS: history document, document ; ARGV: valid_until, superseded_by -> 1 when shortened, else 0
+# A write lands after a version (a past-dated write between two versions, a tie, a write
+# after the current one was forgotten): that version now ends where the write begins.
+# Only ever shortens, so such writes may arrive in any order. A version its own writer
+# has not moved to history yet (concurrent writers) is stamped where it is; RETIRE keeps
+# the earlier end when it moves it. Never creates a document that is not there.
 _SUBJECT_TRIM = r"""
-local ends = tonumber(redis.call('HGET', KEYS[1], 'valid_until') or '')
-if redis.call('EXISTS', KEYS[1]) == 0 or (ends and ends <= tonumber(ARGV[1])) then return 0 end
-redis.call('HSET', KEYS[1], 'valid_until', ARGV[1], 'superseded_by', ARGV[2])
+local key = KEYS[1]
+if redis.call('EXISTS', key) == 0 then
+  key = KEYS[2]
+  if redis.call('EXISTS', key) == 0 then return 0 end
+end
+local ends = tonumber(redis.call('HGET', key, 'valid_until') or '')
+if ends and ends <= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', key, 'valid_until', ARGV[1], 'superseded_by', ARGV[2])
 return 1
 """
 

@@ -262,8 +262,9 @@ def plan_settle(
                     out[mid] = Retire(mid, nxt[0], nxt[1])
             elif mid not in written and created is not None and now_ms - created >= ORPHAN_GRACE_MS:
                 orphans.append((digest, mid, created if vf is None else vf))
-    # A trimmed version still in the main prefix is retired (with the right end) instead.
-    return [*out.values(), *(t for t in trims if t.id not in out)], orphans
+    # Trims go after the moves (same slot, in order): a version moved here with the end its
+    # own list gives (the next later start) is then shortened by a tie or a later put.
+    return [*out.values(), *trims], orphans
 
 
 def next_version(

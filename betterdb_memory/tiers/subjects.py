@@ -281,7 +281,9 @@ class Subjects:
             return 0, []
         keys = self._rt.keys
         calls: list[Step] = [
-            scripts.SUBJECT_TRIM.call([keys.hist_doc(r.id)], [str(r.valid_until), r.superseded_by])
+            scripts.SUBJECT_TRIM.call(
+                [keys.hist_doc(r.id), keys.doc(r.id)], [str(r.valid_until), r.superseded_by]
+            )
             if r.trim
             else scripts.RETIRE.call(
                 [keys.doc(r.id), keys.hist_doc(r.id), keys.access(r.id)],

@@ -9,6 +9,7 @@ Also run on valkey-search standalone (scripts/with-valkey-search.sh).
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -187,3 +188,24 @@ async def test_undated_facts_carry_the_time_of_what_they_were_read_from(
     assert facts((await store.list(thread_id="ada")).items) == []
     assert facts((await store.list(thread_id="ada", as_of="2024-06-01")).items) == ["lives in Berlin"]
     assert facts((await store.list(thread_id="ada", as_of="2025-06-01")).items) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_concurrent_past_dated_writes_keep_one_version_at_each_instant(
+    make_store: Callable[..., MemoryStore], seed: int
+) -> None:
+    """Sixteen writers at once, dates before the current one's, ties included: whichever order the
+    pointer and the moves to history run in, each instant has at most one version."""
+    rnd = random.Random(seed)
+    day = 86_400_000
+    store = make_store()
+    await store.remember("now", thread_id="t", subject="city", valid_from=Y2019 + 100 * day)
+    dates = [Y2019 + rnd.randrange(0, 12) * day for _ in range(16)]
+    await asyncio.gather(
+        *(store.remember(f"v{n}", thread_id="t", subject="city", valid_from=d) for n, d in enumerate(dates))
+    )
+    for d in sorted(set(dates)):
+        for t in (d, d + day // 2):
+            page = await store.list(thread_id="t", as_of=t, limit=100)
+            assert len(page.items) == 1, [(i.content, i.valid_from, i.valid_until) for i in page.items]
+    assert [i.content for i in (await store.list(thread_id="t")).items] == ["now"]
