@@ -30,7 +30,7 @@ local id, vf = ARGV[1], tonumber(ARGV[2])
 local cur = redis.call('HGET', KEYS[1], 'current')
 local cur_vf = tonumber(redis.call('HGET', KEYS[1], 'valid_from') or '')
 local latest = nil
-local top = redis.call('ZREVRANGE', KEYS[2], 0, 1, 'WITHSCORES')
+local top = redis.call('ZRANGE', KEYS[2], 0, 1, 'REV', 'WITHSCORES')
 for i = 1, #top, 2 do
   if top[i] ~= id then latest = tonumber(top[i + 1]); break end
 end
