@@ -16,7 +16,7 @@ ranks better on conversations it was not fitted on: held out by conversation
 that made the constants).
 
 Shipped as constants (``FEATURES``, ``WEIGHTS``, ``CALIBRATION``): no download, no
-new dependency, standard library only. Regenerate them with
+new dependency (the standard library and numpy). Regenerate them with
 
     .venv/bin/python bench/quality_lab.py capture       # once: LoCoMo's candidate pools
     PYTHONPATH=. .venv/bin/python bench/train_learned_rank.py --write
@@ -60,11 +60,14 @@ gives the same candidates: the composite score's weights (similarity 0.6, recenc
 answering would be a different scale: about 0.1 for a typical best candidate, and
 recency would then outweigh meaning.)
 
-Cost: one pass over each candidate's cached term profile per query term, one
-time-parser pass over the query (a regex search when it names no time), two sorts
-of the candidates: ``O(candidates x query terms + candidates log candidates)``, the
-same order as ``HybridRanker``. Pure: no I/O, no clock, no randomness; the order of
-the input does not change the output.
+Cost: each candidate's fields and cached text profile read once, its term counts
+once per query term, one time-parser pass over the query (a regex search when it
+names no time); the rest is array work over the candidates (``core.rank_arrays``:
+the rankings, the thread order and neighbours, the dates, the weighted sum), the
+same bits as the plain loops it replaced. ``O(candidates x query terms +
+candidates log candidates)``, like ``HybridRanker``; ``bench/bench_rank.py`` times
+it. Pure: no I/O, no clock, no randomness; the order of the input does not change
+the output.
 """
 
 from __future__ import annotations
@@ -79,10 +82,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
+from . import rank_arrays as ranks
 from .models import MemoryItem
-from .query_dates import QueryDates, query_dates
+from .query_dates import query_dates
+from .rank_arrays import FloatArray, IntArray, Places
 from .ranking import HybridRanker
 
 __all__ = [
@@ -151,9 +155,6 @@ FITTED = "pairwise logistic, L2 1, on LoCoMo categories 1-4 (1536 questions, 10 
 #: ``embedders.onnx.MODEL_ID``): the store makes ``LearnedRanker`` its default re-ranker
 #: for it only; another embedder's distances have another spread, so ``HybridRanker``.
 FITTED_MODEL_ID = "onnx:all-MiniLM-L6-v2-int8"
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.intp]
 
 _RANKER = HybridRanker()
 _FIELDS = operator.attrgetter(
@@ -232,55 +233,6 @@ def thread_order(item: MemoryItem) -> tuple[str, str, str, tuple[int, int], str]
     return (item.namespace or "", item.agent_id or "", item.thread_id, (when, item.created_at), item.id)
 
 
-def _by_id(ids: Sequence[str]) -> IntArray:
-    """Candidate positions sorted by id (then position): the tie-break of every ranking here."""
-    return np.fromiter(sorted(range(len(ids)), key=ids.__getitem__), np.intp, len(ids))
-
-
-#: Where candidates sit in their threads: candidate positions in thread order (thread by
-#: thread, each by time then id), and the thread of each.
-Places = tuple[IntArray, IntArray]
-
-
-def _places(order: Sequence[tuple[object, ...] | None]) -> Places | None:
-    """``Places`` from thread-order keys (keys that agree but for the last two items: one thread)."""
-    threads: dict[tuple[object, ...], list[tuple[object, object, int]]] = {}
-    for i, key in enumerate(order):
-        if key is not None:
-            threads.setdefault(key[:-2], []).append((key[-2], key[-1], i))
-    seq: list[int] = []
-    group: list[int] = []
-    for g, members in enumerate(threads.values()):
-        members.sort()  # within one thread only: the shared scope strings are not re-compared
-        seq += [i for _, _, i in members]
-        group += [g] * len(members)
-    return (np.array(seq, dtype=np.intp), np.array(group, dtype=np.intp)) if len(seq) > 1 else None
-
-
-def _turn_places(
-    fields: Sequence[Sequence[Any]], speakers: Sequence[frozenset[str]], dates: Sequence[int], by_id: IntArray
-) -> Places | None:
-    """``Places`` in ``thread_order``'s order without building its keys (the default ranker's path)."""
-    _, _, created, _, spaces, agents, threads = fields
-    turns = [i for i, (t, s) in enumerate(zip(threads, speakers, strict=True)) if t and s]
-    if len(turns) < 2:
-        return None
-    scopes = set(zip(spaces, agents, threads, strict=True))
-    if len(scopes) == 1:  # a scoped recall: one thread
-        group = np.zeros(len(turns), dtype=np.intp)
-    else:
-        codes: dict[tuple[str, str, str], int] = {}
-        keys = [(spaces[i] or "", agents[i] or "", threads[i]) for i in turns]
-        group = np.array([codes.setdefault(k, len(codes)) for k in keys], dtype=np.intp)
-    n = len(by_id)
-    at = np.fromiter(turns, np.intp, len(turns))
-    id_rank = np.empty(n, dtype=np.intp)
-    id_rank[by_id] = np.arange(n)
-    when, written = np.fromiter(dates, np.int64, n)[at], np.fromiter(created, np.int64, n)[at]
-    sort = np.lexsort((id_rank[at], written, when, group))  # thread, (date, created_at), id, position
-    return at[sort], group[sort]
-
-
 def columns(
     query: str,
     contents: Sequence[str],
@@ -298,10 +250,11 @@ def columns(
     when candidate ``i`` became true (epoch ms, ``valid_from`` else ``created_at``),
     matched against ``query_dates(query, as_of)``; None: the date features are 0.
     """
-    places = _places(order) if order is not None else None
+    places = ranks.places(order) if order is not None else None
     texts = list(zip(*map(_PROFILE, map(profile, contents)), strict=True)) or [()] * 4
     d = np.fromiter(distances, np.float64, len(distances))
-    return _matrix(query, texts, d, _by_id(ids), places, dates, as_of).tolist()
+    cols: list[list[float]] = _matrix(query, texts, d, ranks.by_id(ids), places, dates, as_of).tolist()
+    return cols
 
 
 def _matrix(
@@ -350,13 +303,13 @@ def _matrix(
         out[5] = matched / len(qterms)  # coverage
         out[6] = rarest * (1.0 / max(idf))
         near = np.flatnonzero(matched >= 2).tolist()
-        out[7, near] = [_proximity(positions[i], [t for t in qterms if t in positions[i]]) for i in near]
+        out[7, near] = [ranks.proximity(positions[i], [t for t in qterms if t in positions[i]]) for i in near]
     # Both rankings in one sort: rank r -> 1 / (1 + r), ties by id (the input order never matters).
     ranked = by_id[np.argsort(-out[0:4:3, by_id], axis=1, kind="stable")]
     out[[[2], [4]], ranked] = 1.0 / np.arange(1.0, n + 1.0)  # dense_rr, lex_rr
     out[4] *= out[3] > 0  # lex_rr: 0 with no term matched
     if places is not None:
-        _neighbours(out, places)
+        ranks.neighbours(out, places)
     out[8] = np.fromiter(log_len, np.float64, n)
     if any(speakers):
         words = {w.casefold() for w in _WORD.findall(query)}
@@ -364,43 +317,8 @@ def _matrix(
         if any(named.values()):
             out[9] = np.fromiter(map(named.__getitem__, speakers), np.float64, n)
     if dates is not None and (named_dates := query_dates(query, as_of)):
-        _dates(out, named_dates, np.fromiter(dates, np.int64, n))
+        ranks.dates(out, named_dates, np.fromiter(dates, np.int64, n))
     return out
-
-
-def _dates(out: FloatArray, named: QueryDates, ms: IntArray) -> None:
-    """Rows 16-18 (``month``, ``year``, ``day``): ``query_dates.date_columns``, on whole arrays."""
-    months = ms.astype("datetime64[ms]").astype("datetime64[M]").astype(np.int64)  # since 1970-01, UTC
-    for month in named.months:  # distinct: each candidate matches one at most
-        out[16] += months % 12 + 1 == month
-    for year in named.years:
-        out[17] += months // 12 + 1970 == year
-    for lo, hi in named.days:
-        out[18] = np.logical_or(out[18], (ms >= lo) & (ms < hi))
-
-
-def _proximity(positions: dict[str, tuple[int, ...]], terms: Sequence[str]) -> float:
-    """1 / the distance in words between two different matched terms (nearest pair)."""
-    places = [positions[t] for t in terms]
-    if len(places) == 2 and len(places[0]) == 1 == len(places[1]):  # the usual case: two words, once each
-        return 1.0 / abs(places[0][0] - places[1][0])
-    hits = sorted((q, t) for t, p in zip(terms, places, strict=True) for q in p)
-    best = min((b[0] - a[0] for a, b in itertools.pairwise(hits) if a[1] != b[1]), default=0)
-    return 1.0 / best if best else 0.0
-
-
-def _neighbours(out: FloatArray, places: Places) -> None:
-    """Rows 10-15 of ``out`` (``prev_lex`` .. ``next_z``) from rows 3 (lexical) and 1 (dense_z)."""
-    seq, group = places
-    lex_z = out[3:0:-2]  # lexical, dense_z
-    single = group[0] == group[-1]  # one thread (a scoped recall): every pair is adjacent in it
-    one = group[1:] == group[:-1]  # adjacent in one thread
-    a, b = (seq[:-1], seq[1:]) if single else (seq[:-1][one], seq[1:][one])
-    out[10:15:4, b] = lex_z[:, a]  # prev_lex, prev_z
-    out[11:16:4, a] = lex_z[:, b]  # next_lex, next_z
-    two = group[2:] == group[:-2]  # two places apart in one thread (sorted by thread: the middle too)
-    a, c = (seq[:-2], seq[2:]) if single else (seq[:-2][two], seq[2:][two])
-    out[12, c], out[13, a] = out[3, a], out[3, c]  # prev2_lex, next2_lex
 
 
 def features(
@@ -413,7 +331,10 @@ def features(
     as_of: int = 0,
 ) -> list[list[float]]:
     """One row of ``FEATURES`` per candidate (``columns`` transposed: what the bench fits on)."""
-    return np.transpose(columns(query, contents, distances, ids, order, dates, as_of)).tolist()
+    rows: list[list[float]] = np.transpose(
+        columns(query, contents, distances, ids, order, dates, as_of)
+    ).tolist()
+    return rows
 
 
 class LearnedRanker:
@@ -456,7 +377,7 @@ class LearnedRanker:
         # Every field read once, in C: id, content, created_at, valid_from, and the scope.
         fields = list(zip(*map(_FIELDS, items), strict=True))
         ids, contents, created, valid = fields[:4]
-        by_id = _by_id(ids)
+        by_id = ranks.by_id(ids)
         dates = (
             valid
             if None not in valid
@@ -466,9 +387,9 @@ class LearnedRanker:
         key = self.neighbour_key
         places = None
         if key is thread_order:
-            places = _turn_places(fields, texts[3], dates, by_id)
+            places = ranks.turn_places(fields, texts[3], dates, by_id)
         elif key is not None:
-            places = _places([key(it) for it in items])
+            places = ranks.places([key(it) for it in items])
         dist = np.fromiter(distances, np.float64, len(distances))
         cols = _matrix(query, texts, dist, by_id, places, dates, max(created))
         parts = cols * self._weights
