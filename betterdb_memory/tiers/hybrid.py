@@ -158,7 +158,7 @@ class TextCandidates:
         replies, reason, detail = await task
         texts = self.learn(request, replies) if reason is None else []
         if reason is None:
-            warnings = [w for w in map(reply_warning, texts) if w]
+            warnings = [w for w in map(reply_warning, texts) if w and is_timeout_message(w)]
             if warnings:
                 reason, detail = "partial", "; ".join(warnings)
         if reason is not None:

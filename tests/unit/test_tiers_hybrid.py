@@ -48,6 +48,13 @@ def test_the_text_query_carries_the_stores_budget() -> None:
     assert default.searches[0][default.searches[0].index("TIMEOUT") + 1] == "500"
 
 
+async def test_a_warning_that_is_not_a_timeout_does_not_degrade() -> None:
+    side, backend, request = text_side()
+    other = {b"warning": [b"Max prefix expansions limit was reached"], b"total_results": 0, b"results": []}
+    backend.reply(other, *[0] * (len(request.searches) - 1))
+    assert await side.alongside(request, knn()) == ("knn", [other], None)
+
+
 async def test_complete_replies_pass_through_undegraded() -> None:
     side, backend, request = text_side()
     hit = search_reply(1, ("parts:mem:m1", {"content": "priya moves to porto"}))
