@@ -362,15 +362,13 @@ class Recall:
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
         pool = min(n, 10_000)
-        # In the same round trip: a window's queries (events and states; past versions) and,
-        # re-ranked, the full-text index's.
+        # In the KNN's round trip: a window's queries (events and states; past versions). A
+        # re-ranked recall also asks the full-text index: beside the KNN, within a budget (tiers.hybrid).
         also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
-        candidates, replies = await self._search(
-            vector, flt, pool, fields, text.searches if text else [], slim=slim, also=also, vectors=vectors
-        )
+        knn = self._search(vector, flt, pool, fields, [], slim=slim, also=also, vectors=vectors)
+        (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
         knn_distances = [d for _, d in candidates]
-        text_replies = self._text.learn(text, replies) if text is not None else []
         if text_replies and query is not None:
             candidates = candidates + self._text.candidates(
                 text_replies,
@@ -402,6 +400,7 @@ class Recall:
             knn_distances=knn_distances,
         )
         hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors, window=also)
+        hits = self._text.mark(hits, degraded)  # explain says when the text side was left out
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
         if slim and hits:
