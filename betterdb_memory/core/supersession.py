@@ -43,6 +43,21 @@ its rank. Measured in bench/results/temporal.md.
 best score of the slot's versions, and each older version goes just below its
 supersessors, so the slot ranks where its best-matching version did and the current
 version answers for it.
+
+**Which slot the question asks about (``focus_scores``).** Promoting a slot's newest
+version to the slot's best score also promotes the wrong slot when the ranking put
+another attribute of the same person first ("Who is Ivan Reyes in a relationship
+with?" ranked "Ivan Reyes started working for Initech." first: every statement of one
+person is close to any question naming them, and a slot of five versions has five
+chances to win). So when a same-slot pair is found among the statements of an entity
+the question names, those statements are re-ordered among themselves by what they say
+beyond the name: each one's vector and the question's, both minus the centroid of the
+entity's candidates (what they share, mostly the name), compared by cosine. The
+statements keep the set of scores they had (a permutation: nothing outside the entity
+moves, no score is invented). Measured through the public API on the knowledge-update
+set, held out: the current statement first for 86% of questions (82.9% without this
+step, 26% without the rule). It needs no vector of the question: ``Candidate.similarity``
+(the cosine with the question, ``1 - distance``) and the candidates' vectors suffice.
 """
 
 from __future__ import annotations
@@ -53,7 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .names import leading_name, same_name
+from .names import leading_name, names_of, same_name
 
 __all__ = [
     "EXCLUSIVE_KINDS",
@@ -62,6 +77,7 @@ __all__ = [
     "Prototypes",
     "SupersessionRule",
     "effective_scores",
+    "focus_scores",
     "near_pairs",
     "present_order",
     "prototype_texts",
@@ -155,6 +171,8 @@ class Candidate:
         vector: its stored embedding, L2-normalised (as the store keeps them).
         valid_from: when it became true (epoch ms).
         score: its recall score (higher first).
+        similarity: its cosine with the question (``1 - distance``), or None when
+            unknown (then ``focus_scores`` leaves it where it is).
     """
 
     id: str
@@ -162,6 +180,7 @@ class Candidate:
     vector: FloatArray
     valid_from: int
     score: float
+    similarity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,15 +318,16 @@ def superseded_pairs(
 
 
 def present_order(
-    candidates: Sequence[Candidate], prototypes: Prototypes, rule: SupersessionRule = SupersessionRule()
+    candidates: Sequence[Candidate],
+    prototypes: Prototypes,
+    rule: SupersessionRule = SupersessionRule(),
+    question: str | None = None,
 ) -> list[int]:
     """Indices of ``candidates`` best first for a question about the present
-    (``rank_superseded`` over ``superseded_pairs``)."""
-    return rank_superseded(
-        [c.score for c in candidates],
-        [c.valid_from for c in candidates],
-        superseded_pairs(candidates, prototypes, rule),
-    )
+    (``rank_superseded`` over ``superseded_pairs``, after ``focus_scores`` given the ``question``)."""
+    pairs = superseded_pairs(candidates, prototypes, rule)
+    scores = [c.score for c in candidates] if question is None else focus_scores(candidates, question, pairs)
+    return rank_superseded(scores, [c.valid_from for c in candidates], pairs)
 
 
 def rank_superseded(
@@ -340,3 +360,43 @@ def effective_scores(
         floor = min(effective[j] for j in newer_of[i])
         effective[i] = min(effective[i], float(np.nextafter(floor, -np.inf)))
     return effective
+
+
+def focus_scores(
+    candidates: Sequence[Candidate], question: str, pairs: Sequence[tuple[int, int]]
+) -> list[float]:
+    """The candidates' scores with the statements of the question's entity re-ordered (see the module).
+
+    The entity: the candidates whose leading name is a name of ``question`` (rule 1's
+    ``same_name``), with a known ``similarity``. Only when one of ``pairs`` (same-slot
+    ``(older, newer)``) lies within it, and it holds two statements or more: their
+    scores, sorted, go to them in the order of ``(v - m) . (q - m) / |v - m|``, ``m``
+    their centroid and ``q`` the question's vector, computed from ``similarity`` (``v .
+    q``) alone: ``(v - m) . (q - m) = (v . q - mean(v . q)) - (v - m) . m``. Every
+    other candidate keeps its score. ``O(entity x d)``.
+    """
+    scores = [float(c.score) for c in candidates]
+    names = names_of(question)
+    if not pairs or not names:
+        return scores
+    group = [
+        i
+        for i, c in enumerate(candidates)
+        if c.similarity is not None
+        and (lead := leading_name(c.text)) is not None
+        and any(same_name(lead, n) for n in names)
+    ]
+    members = set(group)
+    if len(group) < 2 or not any(o in members and n in members for o, n in pairs):
+        return scores
+    vecs = _normalised(np.stack([candidates[i].vector for i in group]).astype(np.float32))
+    sims = np.asarray([candidates[i].similarity for i in group], dtype=np.float64)
+    centroid = vecs.mean(axis=0)
+    offsets = vecs - centroid
+    lengths = np.linalg.norm(offsets, axis=1)
+    toward = (sims - sims.mean()) - offsets @ centroid
+    key = np.where(lengths > 1e-9, toward / np.where(lengths > 1e-9, lengths, 1.0), 0.0)
+    ranked = sorted((scores[i] for i in group), reverse=True)
+    for score, j in zip(ranked, np.argsort(-key, kind="stable").tolist(), strict=True):
+        scores[group[j]] = score
+    return scores
