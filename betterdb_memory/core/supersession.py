@@ -379,16 +379,20 @@ def focus_scores(
     names = names_of(question)
     if not pairs or not names:
         return scores
-    group = [
-        i
-        for i, c in enumerate(candidates)
-        if c.similarity is not None
-        and (lead := leading_name(c.text)) is not None
-        and any(same_name(lead, n) for n in names)
-    ]
-    members = set(group)
-    if len(group) < 2 or not any(o in members and n in members for o, n in pairs):
+    matches: dict[str, bool] = {}  # per leading name: one of the question's names (a few per recall)
+
+    def asked(i: int) -> bool:
+        c = candidates[i]
+        lead = leading_name(c.text) if c.similarity is not None else None
+        if lead is None:
+            return False
+        if lead not in matches:
+            matches[lead] = any(same_name(lead, n) for n in names)
+        return matches[lead]
+
+    if not any(asked(o) and asked(n) for o, n in pairs):
         return scores
+    group = [i for i in range(len(candidates)) if asked(i)]
     vecs = _normalised(np.stack([candidates[i].vector for i in group]).astype(np.float32))
     sims = np.asarray([candidates[i].similarity for i in group], dtype=np.float64)
     centroid = vecs.mean(axis=0)
