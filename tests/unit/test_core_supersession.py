@@ -21,6 +21,7 @@ from betterdb_memory.core.supersession import (
     present_order,
     prototype_texts,
     rank_superseded,
+    same_exclusive_kind,
     same_kind_pairs,
     superseded_pairs,
 )
@@ -271,3 +272,40 @@ def test_focus_needs_a_same_slot_pair_within_the_entity() -> None:
     # a candidate without a known similarity stays where it is
     blind = [Candidate(c.id, c.text, c.vector, c.valid_from, c.score) for c in cands]
     assert focus_scores(blind, "Where does Ada live?", [(3, 4)]) == [c.score for c in cands]
+
+
+# -- rule 3's second way: mutual nearest statements of one entity, an exclusive kind ahead ----------
+
+
+def _work_protos() -> Prototypes:
+    """A 5-d space: home, employer, job (exclusive), likes (many), and noise."""
+    kinds = ["home", "employer", "job", "likes"]
+    return Prototypes.of(np.eye(5, dtype=np.float32)[:4], kinds)
+
+
+def test_one_slot_split_between_two_kinds_is_a_pair() -> None:
+    """Best kinds employer / job (not in each other's two best), yet each other's nearest statement."""
+    joined = _c("a", "Ada joined Acme.", _vec(0, 0.7, 0.5, 0.55, 0.2), 1, 0.9)
+    works = _c("b", "Ada works at Initech.", _vec(0, 0.5, 0.7, 0.3, 0.2), 2, 0.8)
+    home = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0, 0.1), 3, 0.7)
+    cands = [joined, works, home]
+    protos = _work_protos()
+    assert near_pairs(cands) == [(0, 1)]
+    assert not same_exclusive_kind(protos.kind_scores(np.stack([joined.vector, works.vector])), protos)[0, 1]
+    assert same_kind_pairs(cands, [(0, 1)], protos) == [(0, 1)]
+    strict = SupersessionRule(min_exclusive_margin=1.0)
+    assert same_kind_pairs(cands, [(0, 1)], protos, strict) == []
+
+
+def test_mutual_nearest_likes_are_not_a_pair() -> None:
+    tea = _c("a", "Ada likes tea.", _vec(0, 0.1, 0, 0.9, 0.3), 1, 0.9)
+    coffee = _c("b", "Ada loves coffee.", _vec(0, 0, 0.1, 0.85, 0.4), 2, 0.8)
+    assert near_pairs([tea, coffee]) == [(0, 1)]
+    assert same_kind_pairs([tea, coffee], [(0, 1)], _work_protos()) == []
+
+
+def test_not_each_other_s_nearest_is_not_a_pair_by_the_second_way() -> None:
+    joined = _c("a", "Ada joined Acme.", _vec(0, 0.7, 0.5, 0.55, 0.2), 1, 0.9)
+    works = _c("b", "Ada works at Initech.", _vec(0, 0.5, 0.7, 0.3, 0.2), 2, 0.8)
+    twin = _c("c", "Ada joined Acme's board.", _vec(0, 0.7, 0.5, 0.55, 0.21), 3, 0.7)  # nearer to a
+    assert (0, 1) not in same_kind_pairs([joined, works, twin], [(0, 1)], _work_protos())
