@@ -63,7 +63,7 @@ from betterdb_memory.core.supersession import (  # noqa: E402
     present_order,
     prototype_texts,
     rank_superseded,
-    same_exclusive_kind,
+    same_kind_pairs,
 )
 from betterdb_memory.core.timewindow import parse_time_window  # noqa: E402
 
@@ -111,7 +111,7 @@ def features(
     vecs: Matrix,
     leads: Sequence[str | None],
     vf: Sequence[int],
-    same_kind: npt.NDArray[np.bool_],
+    same_kind: set[tuple[int, int]],
 ) -> PairFeatures:
     olds, news, sims, ovs, kinds = [], [], [], [], []
     for a, b in itertools.combinations(range(len(idx)), 2):
@@ -124,7 +124,7 @@ def features(
         sims.append(float(vecs[i] @ vecs[j]))
         li, lj = leads[i], leads[j]
         ovs.append(li is not None and lj is not None and same_name(li, lj))
-        kinds.append(bool(same_kind[i, j]))
+        kinds.append((i, j) in same_kind or (j, i) in same_kind)
     return PairFeatures(
         np.asarray(olds, dtype=np.int64),
         np.asarray(news, dtype=np.int64),
@@ -163,18 +163,35 @@ def prepare_a(cache: Path) -> tuple[PartA, Matrix, Prototypes]:
     vecs = all_vecs[: len(stmts)]
     qvecs = all_vecs[len(stmts) : len(stmts) + len(chains)]
     protos = Prototypes.of(all_vecs[len(stmts) + len(chains) :], protos_kind)
-    same_kind = same_exclusive_kind(protos.kind_scores(vecs), protos)
     leads = [leading_name(s.text) for s in stmts]
     vf = [s.valid_from for s in stmts]
     pos = {s.id: i for i, s in enumerate(stmts)}
+
+    def pool_kinds(top: Sequence[int]) -> set[tuple[int, int]]:
+        """Statement pairs of a question's pool that pass rule 3 (its second way reads the whole pool)."""
+        cands = [Candidate(stmts[i].id, stmts[i].text, vecs[i], vf[i], 0.0) for i in top]
+        every = [
+            (a, b) if vf[top[a]] < vf[top[b]] else (b, a)
+            for a, b in itertools.combinations(range(len(top)), 2)
+            if vf[top[a]] != vf[top[b]]
+        ]
+        return {(top[o], top[n]) for o, n in same_kind_pairs(cands, every, protos)}
+
     cand, scores, feats = [], [], []
     for q in qvecs:
         sims = vecs @ q
         top = list(np.argsort(-sims)[:K])
         cand.append(top)
         scores.append([float((1 + sims[i]) / 2) for i in top])
-        feats.append(features(top, vecs, leads, vf, same_kind))
-    rows = [features([pos[p.older.id], pos[p.newer.id]], vecs, leads, vf, same_kind) for p in pairs]
+        feats.append(features(top, vecs, leads, vf, pool_kinds(top)))
+    # A both-current pair is judged in the pool of its own question (the rule's second way
+    # reads the other candidates); a pair not both in that pool is never superseded there.
+    rows = []
+    for pair, qv in zip(pairs, embed([p.question for p in pairs], cache), strict=True):
+        top = list(np.argsort(-(vecs @ qv))[:K])
+        o, n = pos[pair.older.id], pos[pair.newer.id]
+        kinds = pool_kinds(top) if o in top and n in top else set()
+        rows.append(features([o, n], vecs, leads, vf, kinds))
     pair_feats = PairFeatures(
         *(np.concatenate([getattr(r, f) for r in rows]) for f in ("older", "newer", "sim", "lead", "kind"))
     )
@@ -417,7 +434,7 @@ def api_lines(a: PartA, api: dict[str, Any]) -> list[str]:
         "| recall | current first (top hit) | false supersession (both-current pairs) |",
         "|---|---|---|",
         f"| default recall, same-slot supersession off | {pct(*ra['plain'])} | 0 |",
-        f"| default recall, same-slot supersession without its focus step (before) | {pct(*ra['nofocus'])} | "
+        f"| default recall, same-slot supersession without its focus step | {pct(*ra['nofocus'])} | "
         f"{pct(*ra['false'])} |",
         f"| default recall (same-slot supersession) | **{pct(*ra['rule'])}** | **{pct(*ra['false'])}** |",
         "",
@@ -535,7 +552,7 @@ def main() -> int:
         "|---|---|---|",
         f"| similarity only | {pct(plain_cf, len(a.chains))} | 0 (nothing is superseded) |",
         f"| names + mutual similarity only (rules 1-2, best in-sample min_similarity {nk_rule.min_similarity}) | {pct(ne_cf, len(a.chains))} | {pct(ne_fs, len(a.pairs))} |",
-        f"| same-slot supersession without the focus step (before) | {pct(nofocus_cf, len(a.chains))} | {pct(rule_fs, len(a.pairs))} |",
+        f"| same-slot supersession without the focus step | {pct(nofocus_cf, len(a.chains))} | {pct(rule_fs, len(a.pairs))} |",
         f"| same-slot supersession, defaults {default} (in-sample) | {pct(rule_cf, len(a.chains))} | {pct(rule_fs, len(a.pairs))} |",
         f"| same-slot supersession, 5-fold CV by person (held-out) | **{pct(cv_cf, cv_n)}** | **{pct(cv_fs, cv_np)}** |",
         f"| same-slot supersession, fitted on half the attribute kinds, scored on the others | {pct(ah_cf, ah_n)} | {pct(ah_fs, ah_np)} |",
