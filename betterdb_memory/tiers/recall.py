@@ -399,7 +399,9 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
-        hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors, window=also)
+        hits = await self._time.order(
+            hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query
+        )
         hits = self._text.mark(hits, degraded)  # explain says when the text side was left out
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
