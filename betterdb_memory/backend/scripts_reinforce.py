@@ -11,7 +11,7 @@ watches:
 * the exact access count goes to the memory's counter key ``<name>:acc:{<doc key>}``
   (its document's slot), as before;
 * the exact time of its last access goes to the store's pending HASH
-  ``<name>:acc:pending`` (field: the document key, value: epoch ms, only ever raised),
+  ``<name>:__mem_pending_access`` (field: the document key, value: epoch ms, only ever raised),
   which doubles as the list of documents whose snapshot is behind.
 
 ``get`` reads the document, its counter and its pending time: exact. A flush

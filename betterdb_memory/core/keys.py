@@ -225,11 +225,12 @@ class KeySpace:
 
     @property
     def access_pending(self) -> str:
-        """HASH of the documents whose access snapshot lags (document key -> last access, epoch ms).
+        """HASH of the documents whose access snapshot lags: ``<name>:__mem_pending_access``.
 
-        Written by recalls, emptied by the reinforcement's flush (``backend.scripts_reinforce``).
+        Document key -> its last access (epoch ms). Written by recalls, emptied by the
+        reinforcement's flush (``backend.scripts_reinforce``); store-wide, like the stats.
         """
-        return f"{self.name}:acc:pending"
+        return f"{self.name}:__mem_pending_access"
 
     def updates(self, memory_id: str) -> str:
         """The update history of a memory (a LIST, newest first), on its document's hash slot."""
