@@ -151,6 +151,7 @@ class Documents:
                 operation, [*steps, *also], idempotent=idempotent, details={"ids": len(ids)}
             )
         rows, rest = self.reinforcement.rows(ids, flags, replies)
+        self.reinforcement.note(ids, flags, rows)
         return [*rows, *rest]
 
     def drop_expired(self, ids: Sequence[str]) -> None:

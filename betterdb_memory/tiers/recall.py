@@ -386,6 +386,7 @@ class Recall:
         half_life = self._rt.config().half_life_seconds
         # Re-ranked: the threshold gates the whole recall (core.ranking.Gate); dense: each hit.
         gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
+        candidates = self._docs.reinforcement.overlay(candidates)  # this store's accesses not yet flushed
         hits = rank(
             candidates,
             k=len(candidates) if plan.reorders else k,

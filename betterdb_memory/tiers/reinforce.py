@@ -24,6 +24,7 @@ script writes the document (no lag, the old cost).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -31,7 +32,8 @@ from typing import Any
 
 from ..backend.commands import Step
 from ..backend.scripts_reinforce import ACCESS, FLUSH, PEND, SETTLE
-from ..core.codec import as_text, to_float
+from ..core.codec import as_text, to_float, to_int
+from ..core.models import MemoryItem
 from ..errors import ValidationError
 from .runtime import Runtime
 
@@ -46,6 +48,8 @@ _CHUNK = 8
 #: An entry is removed only once its time is this old: an access in flight with an equal or
 #: older clock reading (same millisecond, another client's clock) finds it still pending.
 _SETTLE_MS = 5_000
+#: At most this many of this store's own lagging accesses are kept for ranking.
+_SEEN_MAX = 100_000
 
 
 class Reinforcement:
@@ -54,6 +58,10 @@ class Reinforcement:
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
         self._loop: asyncio.Task[Any] | None = None
+        # This store's accesses whose snapshot may lag: memory id -> (last access ms, count).
+        # Ranking reads documents (the search's fields); this makes it see its own recalls at
+        # once. Dropped once a flush pass that began after them ends.
+        self._seen: dict[str, tuple[int, int]] = {}
 
     def interval(self, half_life: float) -> float:
         """The lag bound: seconds between flushes (0: write-through, no lag).
@@ -108,6 +116,34 @@ class Reinforcement:
             rows.append(row)
         return rows, list(replies[first + len(ids) :])
 
+    def note(self, ids: Sequence[str], flags: Sequence[str], rows: Sequence[Any]) -> None:
+        """Remember the accesses ``ACCESS`` just counted (``rows``: its replies), for ``overlay``."""
+        if not _pends(flags):
+            return
+        if len(self._seen) > _SEEN_MAX:  # a bound, not a cache policy: the documents follow anyway
+            self._seen.clear()
+        now = int(flags[1])
+        for mid, row in zip(ids, rows, strict=True):
+            if row:
+                self._seen[mid] = (now, to_int(row[-2]) + 1)
+
+    def overlay(self, candidates: list[tuple[MemoryItem, float]]) -> list[tuple[MemoryItem, float]]:
+        """``candidates`` (as the search read their documents) with this store's lagging accesses."""
+        seen = self._seen
+        if not seen:
+            return candidates
+        out = []
+        for item, distance in candidates:
+            mine = seen.get(item.id)
+            if mine is not None and (mine[0] > item.last_accessed_at or mine[1] > item.access_count):
+                item = dataclasses.replace(
+                    item,
+                    last_accessed_at=max(mine[0], item.last_accessed_at),
+                    access_count=max(mine[1], item.access_count),
+                )
+            out.append((item, distance))
+        return out
+
     # -- the flush ------------------------------------------------------------------------
 
     def _start(self) -> None:
@@ -138,6 +174,7 @@ class Reinforcement:
         rt = self._rt
         pending = rt.keys.access_pending
         half_life = rt.config().half_life_seconds
+        began = int(time.time() * 1000)
         written, cursor = 0, 0
         while True:
             reply = await rt.backend.command("reinforce", "HSCAN", pending, cursor, "COUNT", _SCAN_COUNT)
@@ -145,7 +182,9 @@ class Reinforcement:
             if entries:
                 written += await self._flush(entries, half_life)
             if cursor == 0:
-                return written
+                break
+        self._seen = {mid: v for mid, v in self._seen.items() if v[0] >= began}
+        return written
 
     async def _flush(self, entries: list[tuple[str, str]], half_life: float) -> int:
         rt = self._rt

@@ -105,3 +105,25 @@ async def test_background_mode_is_flushed_by_close(make_store: Any, client: Any)
     await store.recall_by_vector(unit(6), k=1, threshold=2.0)
     await store.close()  # drains the spawned reinforcement, then flushes
     assert (await _doc(client, store, mid))[0] == 1
+
+
+def _mix(*weights: tuple[int, float]) -> list[float]:
+    v = np.zeros(384, dtype=np.float32)
+    for i, w in weights:
+        v[i] = w
+    return list(v / np.linalg.norm(v))
+
+
+async def test_ranking_sees_the_stores_own_recalls_before_the_flush(make_store: Any) -> None:
+    """Recency counts from a memory's last recall. The document lags, but the store that
+    recalled it ranks with its access at once: an old memory just recalled outranks a
+    slightly nearer one never recalled (it would not, ranked on the lagging documents)."""
+    store: MemoryStore = make_store(reinforce_write_interval=3600)
+    month_ago = "2020-01-01"
+    recalled = await store.remember("recalled", vector=_mix((0, 1.0), (1, 0.12)), valid_from=month_ago)
+    nearer = await store.remember("nearer", vector=_mix((0, 1.0), (2, 0.10)), valid_from=month_ago)
+    (hit,) = await store.recall_by_vector(_mix((1, 1.0)), k=1, threshold=2.0)
+    assert hit.item.id == recalled
+    hits = await store.recall_by_vector(_mix((0, 1.0)), k=2, threshold=2.0, reinforce=False)
+    assert [h.item.id for h in hits] == [recalled, nearer]
+    assert hits[0].item.access_count == 1  # get()'s exact view
