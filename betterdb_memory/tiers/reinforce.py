@@ -132,16 +132,20 @@ class Reinforcement:
         seen = self._seen
         if not seen:
             return candidates
-        out = []
-        for item, distance in candidates:
-            mine = seen.get(item.id)
-            if mine is not None and (mine[0] > item.last_accessed_at or mine[1] > item.access_count):
+        mine = [n for n, (item, _) in enumerate(candidates) if item.id in seen]
+        if not mine:
+            return candidates
+        out = list(candidates)
+        for n in mine:
+            item, distance = out[n]
+            at, count = seen[item.id]
+            if at > item.last_accessed_at or count > item.access_count:
                 item = dataclasses.replace(
                     item,
-                    last_accessed_at=max(mine[0], item.last_accessed_at),
-                    access_count=max(mine[1], item.access_count),
+                    last_accessed_at=max(at, item.last_accessed_at),
+                    access_count=max(count, item.access_count),
                 )
-            out.append((item, distance))
+                out[n] = (item, distance)
         return out
 
     # -- the flush ------------------------------------------------------------------------
