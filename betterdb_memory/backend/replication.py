@@ -43,8 +43,9 @@ _UNWAITED_SCRIPTS = frozenset(
     {"access", "pend", "flush", "settle", "lock", "unlock", "session_snapshot", "pending_turns"}
 )
 #: Operations (before any ``.``) of the index's set-up and of Monitor's bookkeeping: heartbeats,
-#: and statistics (a flush that raised is counted again, so a WAIT there would count twice).
-_UNWAITED_OPERATIONS = frozenset({"ensure_index", "discovery", "stats"})
+#: and statistics (a flush that raised is counted again, so a WAIT there would count twice), and
+#: the reinforcement's (its counts, and the flush of document snapshots that may lag by design).
+_UNWAITED_OPERATIONS = frozenset({"ensure_index", "discovery", "stats", "reinforce"})
 
 
 @dataclass(frozen=True, slots=True)

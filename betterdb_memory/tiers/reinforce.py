@@ -14,8 +14,10 @@ The lag rule: a store that reinforced starts a flush every ``interval`` (``reinf
 default half-life / 200, 1 s..1 min: 1 min at the default 7-day half-life). A pass writes
 every pending document once (however many recalls hit it since: coalesced) and skips the
 ones already current, so an access reaches its document within one interval plus the
-pass's own time, and a document is rewritten at most once per interval per store
-instance. ``close()`` runs a last pass. After a crash the entries stay on the server and
+pass's own time. The periodic passes of every store over one name share one claim per
+interval (``SET NX PX`` on ``<name>:__mem_pending_access:flush``), so a document is
+rewritten at most once per interval however many processes recall it. ``close()`` runs a
+last pass (without the claim). After a crash the entries stay on the server and
 the next pass of any store over the same name writes them; the exact counts are never
 lost (they are written by the recall itself). ``interval`` 0: write-through, the recall's
 script writes the document (no lag, the old cost).
@@ -27,6 +29,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -155,10 +158,19 @@ class Reinforcement:
             self._loop = self._rt.supervisor.spawn(self._run(), name="reinforce_flush", daemon=True)
 
     async def _run(self) -> None:
+        rt = self._rt
+        token = uuid.uuid4().hex
         while True:
-            await asyncio.sleep(max(0.05, self.interval(self._rt.config().half_life_seconds)))
+            interval = max(0.05, self.interval(rt.config().half_life_seconds))
+            await asyncio.sleep(interval)
             try:
-                await self.flush()
+                # One periodic pass per interval across every store over this name: the first
+                # to claim the interval runs it (a document is rewritten at most once per
+                # interval however many processes recall it); the others' claims fail until
+                # it expires, so a pass still starts at least once per interval of any of them.
+                gate = (rt.keys.access_pending + ":flush", token, "NX", "PX", max(1, int(interval * 1000)))
+                if await rt.backend.command("reinforce", "SET", *gate):
+                    await self.flush()
             except Exception as exc:  # the next pass tries again; the counts are safe meanwhile
                 log.warning("reinforcement flush failed: %s", exc)
                 self._rt.metrics.observe_background_failure("reinforce")

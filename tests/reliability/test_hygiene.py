@@ -31,7 +31,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
 # Store-wide hashes: the index metadata, the Monitor stats, the live config, and the
 # reinforcement's pending accesses (emptied by its next flush, within the write interval).
-STORE_WIDE = ("__mem_meta", "__mem_stats", "__mem_config", "__mem_pending_access")
+STORE_WIDE = (
+    "__mem_meta", "__mem_stats", "__mem_config", "__mem_pending_access", "__mem_pending_access:flush",
+)  # fmt: skip
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ a crashed store's entries) is tested in tests/integration/test_reinforce_lag.py.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -104,3 +105,22 @@ async def test_close_flushes_only_a_store_that_reinforced() -> None:
     p.backend.reply([0, {}])
     await p.docs.reinforcement.close()
     assert p.backend.sent[-1].commands[0][0] == "HSCAN"
+
+
+async def test_a_periodic_pass_runs_only_when_it_claims_the_interval() -> None:
+    """Stores over one name share one claim per interval: a store whose claim fails (another
+    ran this interval's pass) does not flush, so a document is rewritten once per interval."""
+    p = build(reinforce_write_interval=0.05)
+    p.backend.reply([[b"x", 0, 0]])
+    await p.docs._fetch_rows(["m1"], p.docs.reinforcement.flags(1.0, 3600.0), idempotent=False, fields=("f",))
+    p.backend.reply(None)  # the first tick's claim: taken by another store
+    p.backend.reply(b"OK")  # the second's: this store's
+    p.backend.reply([0, {}])
+    for _ in range(400):
+        if len(p.backend.sent) >= 4:
+            break
+        await asyncio.sleep(0.01)
+    await p.rt.supervisor.close(grace=0)
+    assert [t.commands[0][0] for t in p.backend.sent[:4]] == ["EVALSHA", "SET", "SET", "HSCAN"]
+    claim = p.backend.sent[1].commands[0]
+    assert claim[1] == p.rt.keys.access_pending + ":flush" and claim[3:] == ("NX", "PX", 50)
