@@ -350,6 +350,28 @@ async def write_cost(long_texts: Sequence[str], short_texts: Sequence[str], roun
 # -- the run ----------------------------------------------------------------------------------
 
 
+def verdict(
+    api: dict[str, ApiResult], dense: dict[str, Ranks], far: list[int], every: list[int]
+) -> list[str]:
+    """The decision in three lines: truncate (the default) vs ``long_text="pool"``."""
+    t, p = VARIANTS[0].name, VARIANTS[1].name
+    return [
+        "## Verdict",
+        "",
+        f'`long_text="pool"` ranks long memories better by meaning: dense alone hit@5 '
+        f"{dense[t].hit(5, every):.3f} -> {dense[p].hit(5, every):.3f} (beyond the first window "
+        f"{dense[t].hit(5, far):.3f} -> {dense[p].hit(5, far):.3f}); through `recall()` with the threshold off "
+        f"{api[t].off.hit(5, every):.3f} -> {api[p].off.hit(5, every):.3f}, MRR@10 {api[t].off.mrr(every):.3f} -> "
+        f"{api[p].off.mrr(every):.3f}. With the store's defaults it LOSES: hit@5 {api[t].default.hit(5, every):.3f} "
+        f"-> {api[p].default.hit(5, every):.3f}, MRR@10 {api[t].default.mrr(every):.3f} -> "
+        f"{api[p].default.mrr(every):.3f}, because the threshold's gate (calibrated on short memories) answers "
+        f"{api[t].opened / len(every):.3f} -> {api[p].opened / len(every):.3f} of the questions: a pooled vector "
+        'is the average of its windows, farther from a question about one passage. Hence `"pool"` is an '
+        "opt-in (pair it with a threshold chosen for long memories) and truncation stays the default.",
+        "",
+    ]
+
+
 async def main_async(args: argparse.Namespace) -> str:
     wall = time.perf_counter()
     turns, questions = load(args.data, args.conversations)
@@ -426,6 +448,7 @@ async def main_async(args: argparse.Namespace) -> str:
         f"holding an evidence turn. **beyond**: every evidence turn starts past the first {WIDTH} content "
         f"tokens ({len(far)} questions: truncation cannot see the answer); **within**: the rest ({len(near)}).",
         "",
+        *verdict(api, dense, far, every_q),
         "## Through `recall()` (store defaults: `LearnedRanker`, full-text candidates, calibrated threshold)",
         "",
         "| memory vector | hit@1 | hit@5 | MRR@10 | hit@5 beyond | MRR beyond | hit@5 within "
