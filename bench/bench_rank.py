@@ -274,18 +274,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size in (50, 100):
         for ranker in rankers.values():
             timed(ranker, queries, size, 1, args.cold)  # warm the caches and the code paths
-        # Interleaved rounds: load from other processes drifts into every row alike.
+        # Interleaved call by call (each question through every ranker in turn, the first
+        # one rotating): load from other processes drifts into every row alike.
         samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in rankers}
-        for _ in range(args.rounds):
-            for name, ranker in rankers.items():
-                wall, cpu = timed(ranker, queries, size, 1, args.cold)
-                samples[name][0].extend(wall)
-                samples[name][1].extend(cpu)
+        names = list(rankers)
+        for r in range(args.rounds):
+            for qi, query in enumerate(queries):
+                turn = (r + qi) % len(names)
+                for name in names[turn:] + names[:turn]:
+                    wall, cpu = timed(rankers[name], [query], size, 1, args.cold)
+                    samples[name][0].extend(wall)
+                    samples[name][1].extend(cpu)
         for name, (ms, cpu_ms) in samples.items():
             p10, p50, p90 = (float(np.percentile(ms, p)) for p in (10, 50, 90))
             cpu50 = float(np.percentile(cpu_ms, 50))
             figures[f"{name}@{size}"] = {"p10": p10, "p50": p50, "p90": p90, "cpu_p50": cpu50}
             print(f"| {name} | {size} | {p10:.3f} | {p50:.3f} | {p90:.3f} | {cpu50:.3f} |")
+        for name in names[1:]:  # per call, the same question: the first ranker's cost over this one's
+            ratio = np.median(np.array(samples[names[0]][1]) / np.maximum(1e-9, samples[name][1]))
+            print(f"|   {names[0]} / {name}, CPU per call, median | {size} | | {ratio:.3f} | | |")
     if args.json:
         args.json.write_text(json.dumps({"source": source, "figures": figures}, indent=1), "utf-8")
     return 0
