@@ -17,6 +17,7 @@ Pure: no I/O, no clock; the order of the candidates never changes a result.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,10 +53,17 @@ _TERM_IDS: dict[str, int] = {}
 MAX_TERMS = 1 << 20
 
 
+_NUMBERING = threading.Lock()
+
+
 def intern(terms: Sequence[str]) -> IntArray:
-    """``terms`` as their numbers (new terms numbered on first sight)."""
+    """``terms`` as their numbers (new terms numbered on first sight; once per text, profiles are cached).
+
+    Locked: two threads numbering new terms at once would give two terms one number.
+    """
     table = _TERM_IDS
-    return np.fromiter((table.setdefault(t, len(table)) for t in terms), np.intp, len(terms))
+    with _NUMBERING:
+        return np.fromiter((table.setdefault(t, len(table)) for t in terms), np.intp, len(terms))
 
 
 def numbering_full() -> bool:
@@ -65,7 +73,8 @@ def numbering_full() -> bool:
 
 def forget_terms() -> None:
     """Start the numbering over (only together with every array ``intern`` returned)."""
-    _TERM_IDS.clear()
+    with _NUMBERING:
+        _TERM_IDS.clear()
 
 
 def term_matrix(
