@@ -121,7 +121,10 @@ class MemoryStore(StoreInfo):
             up to 50 more on engines with TEXT fields).
         text_candidates: full-text hits of the query's words a re-ranked recall adds to its
             KNN candidates (50; 0: the KNN alone): memories the KNN misses, for one more query
-            in the same round trip (its cost: the benchmark pages).
+            sent beside the KNN (its cost: the benchmark pages).
+        text_timeout_ms: those full-text queries' budget (``TIMEOUT``, ms; 500). Past it, on a
+            server error or a partial answer the recall ranks the KNN candidates alone
+            (``explain.degraded``, ``agent_memory_recall_degraded_total``); a KNN failure raises.
         relevance_margin: with re-ranking, the threshold gates the recall as a whole: it
             answers when the nearest KNN candidate is within the threshold, or stands out
             from the median of the KNN candidates by at least this cosine distance; then
@@ -184,6 +187,7 @@ class MemoryStore(StoreInfo):
         rerank_candidates: int = 50,
         relevance_margin: float | bool | None = None,
         text_candidates: int = 50,
+        text_timeout_ms: int = 500,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
         hnsw_ef_runtime: int = 10,
@@ -217,7 +221,7 @@ class MemoryStore(StoreInfo):
             relevance_margin=relevance_margin, text_candidates=text_candidates, reinforce_mode=reinforce_mode,
             reinforce_write_interval=reinforce_write_interval, retry=retry, heartbeat_interval=heartbeat_interval,
             metadata_fields=metadata_fields,
-            wait_replicas=wait_replicas, wait_timeout=wait_timeout,
+            wait_replicas=wait_replicas, wait_timeout=wait_timeout, text_timeout_ms=text_timeout_ms,
         )  # fmt: skip
         session_config = SessionConfig.of(
             session_ttl=session_ttl,
