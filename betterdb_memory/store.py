@@ -133,9 +133,11 @@ class MemoryStore(StoreInfo):
             ``embed_fn``; ``False``: the threshold alone.
         hnsw_m / hnsw_ef_construction / hnsw_ef_runtime: index parameters.
         reinforce_mode: ``"sync"`` (await the update) or ``"background"``.
-        reinforce_write_interval: seconds a document's ``last_accessed_at`` snapshot may
-            lag before a recall rewrites it (default: half-life / 200, 1 s..1 min). The
-            exact ``access_count`` is always kept (``get`` returns it).
+        reinforce_write_interval: the most seconds a document's ``last_accessed_at`` /
+            ``access_count`` (what Monitor and the reference read) lag behind its recalls: a
+            background flush writes them, coalesced, once per interval and on ``close``
+            (default: half-life / 200, 1 s..1 min). ``get`` is always exact. 0: each recall
+            writes them itself (on RediSearch each write re-indexes the vector).
         retry: connection-fault retry policy for idempotent operations.
         wait_replicas / wait_timeout: replicas that must acknowledge each write (``WAIT``)
             within ``wait_timeout`` seconds, else ``server.replication_timeout`` (the write
@@ -361,7 +363,7 @@ class MemoryStore(StoreInfo):
         """Wait for background work, then close what this store opened (never the caller's client).
 
         Idempotent. Running rolling summaries get ``shutdown_grace`` seconds, other
-        background work 5 s; the stats are flushed. From its first line every other
+        background work 5 s; the stats and the lagging access snapshots are flushed. From its first line every other
         operation raises ``StoreClosedError`` (``state`` is ``CLOSING``, then ``CLOSED``);
         a second call waits for the first to finish.
         """
@@ -372,6 +374,7 @@ class MemoryStore(StoreInfo):
         try:
             await self._summaries.close()
             await self.supervisor.close(grace=5.0)  # service loops stop at once; other work drains
+            await self._docs.reinforcement.close()  # lagging access snapshots reach their documents
             await self._obs.close()  # the stats are flushed, the Monitor heartbeat key deleted
             self.backend.closed = True
             if self._owned_client:

@@ -267,8 +267,12 @@ def whole_items(hits: Sequence[MemoryHit], full: Sequence[MemoryItem | None]) ->
     return out
 
 
-def supersede(hits: Sequence[MemoryHit], pairs: Sequence[tuple[int, int]]) -> list[MemoryHit]:
+def supersede(
+    hits: Sequence[MemoryHit], pairs: Sequence[tuple[int, int]], scores: Sequence[float] | None = None
+) -> list[MemoryHit]:
     """``hits`` (best first) re-ordered by same-slot ``(older, newer)`` pairs of their indices.
+
+    ``scores``: what to rank by instead of the hits' scores (``supersession.focus_scores``).
 
     The newest version of a slot takes the best score of the slot's versions and each
     older one goes just below its supersessors (``supersession.rank_superseded``); the
@@ -283,14 +287,15 @@ def supersede(hits: Sequence[MemoryHit], pairs: Sequence[tuple[int, int]]) -> li
     for older, newer in pairs:
         if older not in newest or vf[newer] > vf[newest[older]]:
             newest[older] = newer
-    scores = effective_scores([h.score for h in hits], vf, pairs)
+    base = [h.score for h in hits] if scores is None else list(scores)
+    effective = effective_scores(base, vf, pairs)
     out: list[MemoryHit] = []
-    for i in rank_superseded([h.score for h in hits], vf, pairs):
+    for i in rank_superseded(base, vf, pairs):
         h = hits[i]
         if i in newest:
-            out.append(_rescored(h, scores[i], superseded_by=hits[newest[i]].item.id))
-        elif scores[i] != h.score:
-            out.append(_rescored(h, scores[i]))
+            out.append(_rescored(h, effective[i], superseded_by=hits[newest[i]].item.id))
+        elif effective[i] != h.score:
+            out.append(_rescored(h, effective[i]))
         else:
             out.append(h)
     return out

@@ -3,7 +3,7 @@
 Every query is a KNN query (bare ``*`` or hybrid with a scope filter), so it runs on valkey-search 1.0; hits are re-sorted client-side
 because RediSearch returns KNN hits in document-id order without SORTBY. The
 ``threshold`` is the reference's: a cosine-distance ceiling on the KNN distance. The
-hits' reinforcement is one ``backend.scripts.FETCH`` call (one per hit, pipelined, on
+hits' reinforcement is one ``scripts_reinforce.ACCESS`` call (one per hit, pipelined, on
 a cluster); a re-ranked recall reads its winners with it in the same round trip.
 """
 
@@ -386,6 +386,7 @@ class Recall:
         half_life = self._rt.config().half_life_seconds
         # Re-ranked: the threshold gates the whole recall (core.ranking.Gate); dense: each hit.
         gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
+        candidates = self._docs.reinforcement.overlay(candidates)  # this store's accesses not yet flushed
         hits = rank(
             candidates,
             k=len(candidates) if plan.reorders else k,
@@ -399,14 +400,16 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
-        hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors, window=also)
+        hits = await self._time.order(
+            hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query
+        )
         hits = self._text.mark(hits, degraded)  # explain says when the text side was left out
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
         if slim and hits:
             full = await self._docs.fetch(
                 [h.item.id for h in hits if h.item.valid_until is None],  # past versions came whole
-                reinforce=(now, half_life, self.access_interval(half_life)) if merged else None,
+                reinforce=(now, half_life) if merged else None,
             )
             hits = whole_items(hits, full)
         near_miss = False
@@ -424,22 +427,10 @@ class Recall:
                 await self.reinforce(current, now, half_life)
         return hits, search_seconds, near_miss
 
-    def access_interval(self, half_life: float) -> float:
-        """How stale a document's access snapshot may get before a recall rewrites it.
-
-        1/200 of the half-life, between 1 s and 1 min, so BetterDB Monitor and the
-        reference library (which read the document) see fresh values. Each rewrite
-        re-indexes the whole document on RediSearch; see ``backend.scripts``.
-        """
-        interval = self._rt.settings.reinforce_write_interval
-        if interval is not None:
-            return interval
-        return min(60.0, max(1.0, half_life / 200.0))
-
     async def reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
-        """Bump ``access_count`` / ``last_accessed_at`` of ``ids`` in one round trip (``Documents.reinforce``)."""
+        """Count an access of ``ids`` in one round trip (``Documents.reinforce``; the lag: ``tiers.reinforce``)."""
         try:
-            await self._docs.reinforce(ids, now, half_life, self.access_interval(half_life))
+            await self._docs.reinforce(ids, now, half_life)
         except Exception as exc:  # reinforcement must never break the read path
             log.warning("reinforcement of %d hits failed: %s", len(ids), exc)
             self._rt.metrics.observe_background_failure("reinforce")

@@ -26,7 +26,14 @@ from ..core.models import MemoryHit, MemoryItem
 from ..core.query import VECTOR_FIELD, MemoryFilter, knn_search_args
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.scoring import Weights
-from ..core.supersession import Candidate, Prototypes, near_pairs, prototype_texts, same_kind_pairs
+from ..core.supersession import (
+    Candidate,
+    Prototypes,
+    focus_scores,
+    near_pairs,
+    prototype_texts,
+    same_kind_pairs,
+)
 from ..core.time_recall import (
     TimePlan,
     boost_window,
@@ -148,10 +155,12 @@ class TimeRecall:
         weights: Weights,
         vectors: Mapping[str, bytes],
         window: WindowQueries | None = None,
+        query: str | None = None,
     ) -> list[MemoryHit]:
         """The ranked ``hits`` (all candidates, best first) re-ordered for ``plan``, cut to ``k``.
 
         ``window``: an exact window's queries (what they returned is ranked first).
+        ``query``: the question (same-slot supersession reads the names it asks about).
         """
         out = list(hits)
         if plan.filters and plan.window is not None:
@@ -160,10 +169,12 @@ class TimeRecall:
         elif plan.boosts and plan.window is not None:
             out = boost_window(out, plan.window, weights)
         elif plan.present and len(out) > 1:
-            out = await self._present(out, vectors)
+            out = await self._present(out, vectors, query or "")
         return with_window(out[:k], plan)
 
-    async def _present(self, hits: list[MemoryHit], vectors: Mapping[str, bytes]) -> list[MemoryHit]:
+    async def _present(
+        self, hits: list[MemoryHit], vectors: Mapping[str, bytes], query: str = ""
+    ) -> list[MemoryHit]:
         """Same-slot supersession over the hits that carry a readable vector."""
         width = self._rt.embedder.dimensions * 4
         # Conversation turns ("Name: ...") are not statements of a slot: two turns of one
@@ -182,6 +193,7 @@ class TimeRecall:
                 np.frombuffer(vectors[hits[i].item.id], dtype="<f4"),
                 hits[i].item.valid_from,
                 hits[i].score,
+                1.0 - hits[i].distance,
             )
             for i in idx
         ]
@@ -192,7 +204,10 @@ class TimeRecall:
         if prototypes is None:
             return hits
         kept = same_kind_pairs(cands, pairs, prototypes)
-        return supersede(hits, [(idx[o], idx[n]) for o, n in kept])
+        scores = [h.score for h in hits]
+        for i, score in zip(idx, focus_scores(cands, query, kept), strict=True):
+            scores[i] = score
+        return supersede(hits, [(idx[o], idx[n]) for o, n in kept], scores)
 
     async def _load_prototypes(self) -> Prototypes | None:
         """The prototype vectors, embedded once with the store's embedder; None if that failed once.
