@@ -18,6 +18,10 @@ back query after query, as in a store); ``--cold`` clears them before every call
 
     .venv/bin/python bench/bench_rank.py                 # p50 / p90 at 50 and 100 candidates
     .venv/bin/python bench/bench_rank.py --profile 100   # cProfile of LearnedRanker at 100
+    .venv/bin/python bench/bench_rank.py --against a954610   # also the ranker of that commit
+
+Run it with ``PYTHONPATH=.`` from a worktree: the venv's editable install may import
+another checkout's package.
 """
 
 from __future__ import annotations
@@ -141,6 +145,35 @@ def _cached(cache: Path | None, texts: Sequence[str]) -> np.ndarray | None:
     return np.load(path) if path.exists() else None
 
 
+def at_commit(rev: str) -> object:
+    """``LearnedRanker`` as it was at git ``rev`` (its ``learned_rank`` and ``rank_arrays``), to time side by side."""
+    import importlib.util
+    import subprocess
+
+    tag = "".join(c for c in rev if c.isalnum())
+    core = "betterdb_memory/core"
+    names = {"rank_arrays": f"_bench_rank_arrays_{tag}", "learned_rank": f"_bench_learned_rank_{tag}"}
+    tmp = Path(tempfile.mkdtemp())
+    modules = {}
+    for module, name in names.items():
+        src = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{rev}:{core}/{module}.py"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        src = src.replace("from . import rank_arrays", f"from . import {names['rank_arrays']}")
+        src = src.replace("from .rank_arrays import", f"from .{names['rank_arrays']} import")
+        (tmp / f"{name}.py").write_text(src, "utf-8")
+        spec = importlib.util.spec_from_file_location(f"betterdb_memory.core.{name}", tmp / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        modules[module] = mod
+    return modules["learned_rank"].LearnedRanker()
+
+
 def clear_caches() -> None:
     learned_rank.profile.cache_clear()
     ranking._terms.cache_clear()
@@ -208,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--reference", action="store_true", help="also time the frozen pre-vectorisation ranker (tests/unit)"
     )
+    parser.add_argument("--against", default=None, metavar="REV", help="also time LearnedRanker at git REV")
     args = parser.parse_args(argv)
     if args.data.exists() and not args.synthetic:
         queries, source = from_locomo(args.data, args.embeddings_cache, args.queries, 100)
@@ -221,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tests.unit.learned_rank_reference import ReferenceRanker
 
         rankers["LearnedRanker before issue 28's vectorisation"] = ReferenceRanker()
+    if args.against:
+        rankers[f"LearnedRanker at {args.against}"] = at_commit(args.against)
     if args.profile:
         timed(rankers["LearnedRanker"], queries, args.profile, 1, args.cold)  # warm
         prof = cProfile.Profile()
@@ -238,18 +274,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     for size in (50, 100):
         for ranker in rankers.values():
             timed(ranker, queries, size, 1, args.cold)  # warm the caches and the code paths
-        # Interleaved rounds: load from other processes drifts into every row alike.
+        # Interleaved call by call (each question through every ranker in turn, the first
+        # one rotating): load from other processes drifts into every row alike.
         samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in rankers}
-        for _ in range(args.rounds):
-            for name, ranker in rankers.items():
-                wall, cpu = timed(ranker, queries, size, 1, args.cold)
-                samples[name][0].extend(wall)
-                samples[name][1].extend(cpu)
+        names = list(rankers)
+        for r in range(args.rounds):
+            for qi, query in enumerate(queries):
+                turn = (r + qi) % len(names)
+                for name in names[turn:] + names[:turn]:
+                    wall, cpu = timed(rankers[name], [query], size, 1, args.cold)
+                    samples[name][0].extend(wall)
+                    samples[name][1].extend(cpu)
         for name, (ms, cpu_ms) in samples.items():
             p10, p50, p90 = (float(np.percentile(ms, p)) for p in (10, 50, 90))
             cpu50 = float(np.percentile(cpu_ms, 50))
             figures[f"{name}@{size}"] = {"p10": p10, "p50": p50, "p90": p90, "cpu_p50": cpu50}
             print(f"| {name} | {size} | {p10:.3f} | {p50:.3f} | {p90:.3f} | {cpu50:.3f} |")
+        for name in names[1:]:  # per call, the same question: the first ranker's cost over this one's
+            ratio = np.median(np.array(samples[names[0]][1]) / np.maximum(1e-9, samples[name][1]))
+            print(f"|   {names[0]} / {name}, CPU per call, median | {size} | | {ratio:.3f} | | |")
     if args.json:
         args.json.write_text(json.dumps({"source": source, "figures": figures}, indent=1), "utf-8")
     return 0

@@ -60,11 +60,12 @@ gives the same candidates: the composite score's weights (similarity 0.6, recenc
 answering would be a different scale: about 0.1 for a typical best candidate, and
 recency would then outweigh meaning.)
 
-Cost: each candidate's fields and cached text profile read once, its term counts
-once per query term, one time-parser pass over the query (a regex search when it
-names no time); the rest is array work over the candidates (``core.rank_arrays``:
-the rankings, the thread order and neighbours, the dates, the weighted sum), the
-same bits as the plain loops it replaced. ``O(candidates x query terms +
+Cost: each candidate's fields and cached text profile read once (its terms as
+numbers, ``rank_arrays.intern``), one time-parser pass over the query (a regex
+search when it names no time); the rest is array work over the candidates
+(``core.rank_arrays``: the query-term counts and proximity in one pass over all the
+candidates' terms, the rankings, the thread order and neighbours, the dates, the
+weighted sum), the same bits as the plain loops it replaced. ``O(candidates x query terms +
 candidates log candidates)``, like ``HybridRanker``; ``bench/bench_rank.py`` times
 it. Pure: no I/O, no clock, no randomness; the order of the input does not change
 the output.
@@ -73,12 +74,11 @@ the output.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import operator
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -160,7 +160,7 @@ _RANKER = HybridRanker()
 _FIELDS = operator.attrgetter(
     "id", "content", "created_at", "valid_from", "namespace", "agent_id", "thread_id"
 )
-_PROFILE = operator.attrgetter("counts", "positions", "log_len", "speaker")
+_PROFILE = operator.attrgetter("term_ids", "length", "log_len", "speaker")
 _K1 = 0.5  # HybridRanker's defaults: k1 0.5, b 0
 _WORD = re.compile(r"\w+")
 _SPEAKER = re.compile(r"^\s*([^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2})\s*:", re.UNICODE)
@@ -175,6 +175,7 @@ class Profile:
     length: int
     log_len: float  # log(1 + length)
     speaker: frozenset[str]  # the leading "Name:" as words (casefolded), empty if none
+    term_ids: IntArray = field(compare=False, repr=False)  # the terms, numbered (rank_arrays.intern)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -192,6 +193,7 @@ def profile(text: str) -> Profile:
         len(terms),
         math.log1p(len(terms)),
         speaker,
+        ranks.intern(terms),
     )
 
 
@@ -251,10 +253,18 @@ def columns(
     matched against ``query_dates(query, as_of)``; None: the date features are 0.
     """
     places = ranks.places(order) if order is not None else None
-    texts = list(zip(*map(_PROFILE, map(profile, contents)), strict=True)) or [()] * 4
+    texts = _profiles(contents) or [()] * 4
     d = np.fromiter(distances, np.float64, len(distances))
     cols: list[list[float]] = _matrix(query, texts, d, ranks.by_id(ids), places, dates, as_of).tolist()
     return cols
+
+
+def _profiles(contents: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The texts' ``Profile`` fields the ranker reads, field by field (one numbering of terms)."""
+    if ranks.numbering_full():  # a bound on memory: start the numbering over, with the cache
+        profile.cache_clear()  # (its arrays hold the old numbers)
+        ranks.forget_terms()
+    return list(zip(*map(_PROFILE, map(profile, contents)), strict=True))
 
 
 def _matrix(
@@ -272,8 +282,8 @@ def _matrix(
     kept in the same order (sums term by term in sorted order, ``fsum`` for the mean):
     the same bits, so the same order (``tests/unit/learned_rank_reference.py``).
     """
-    counts, positions, log_len, speakers = texts  # the candidates' Profiles, field by field
-    n = len(counts)
+    term_ids, lengths, log_len, speakers = texts  # the candidates' Profiles, field by field
+    n = len(log_len)
     out = np.zeros((len(FEATURES), n))
     if n == 0:
         return out
@@ -284,9 +294,8 @@ def _matrix(
     out[1] = (dense - mean) / (math.sqrt(var) if var > 1e-18 else 1.0)  # dense_z
     qterms = sorted(set(_RANKER.terms(query)))
     if qterms:
-        # Query terms x candidates, from each candidate's cached counts.
-        tfs = [[c.get(t, 0) for c in counts] for t in qterms]
-        tf = np.fromiter(itertools.chain.from_iterable(tfs), np.float64, n * len(qterms)).reshape(-1, n)
+        # Query terms x candidates, and proximity, from the candidates' numbered terms.
+        tf, out[7] = ranks.term_matrix(term_ids, np.fromiter(lengths, np.intp, n), qterms)
         has = tf > 0
         idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in has.sum(axis=1).tolist()]
         total_idf = 0.0
@@ -294,16 +303,11 @@ def _matrix(
             total_idf += x
         part = np.array(idf)[:, None] * tf / (tf + _K1)  # 0 where a term is absent
         held = has * np.array(idf)[:, None]  # each term's IDF where it is held
-        lexical, matched, rarest = part[0].copy(), has[0].astype(np.intp), held[0].copy()
-        for j in range(1, len(qterms)):  # term by term: each candidate's sum in sorted term order
-            lexical += part[j]
-            matched += has[j]
-            np.maximum(rarest, held[j], out=rarest)
-        out[3] = np.minimum(1.0, lexical / total_idf)
-        out[5] = matched / len(qterms)  # coverage
-        out[6] = rarest * (1.0 / max(idf))
-        near = np.flatnonzero(matched >= 2).tolist()
-        out[7, near] = [ranks.proximity(positions[i], [t for t in qterms if t in positions[i]]) for i in near]
+        # Down the term axis of C-ordered arrays numpy adds row after row (pairwise summation
+        # is only along the contiguous axis): each candidate's sum in sorted term order.
+        out[3] = np.minimum(1.0, part.sum(axis=0) / total_idf)
+        out[5] = has.sum(axis=0) / len(qterms)  # coverage
+        out[6] = held.max(axis=0) * (1.0 / max(idf))
     # Both rankings in one sort: rank r -> 1 / (1 + r), ties by id (the input order never matters).
     ranked = by_id[np.argsort(-out[0:4:3, by_id], axis=1, kind="stable")]
     out[[[2], [4]], ranked] = 1.0 / np.arange(1.0, n + 1.0)  # dense_rr, lex_rr
@@ -383,7 +387,7 @@ class LearnedRanker:
             if None not in valid
             else [c if v is None else v for v, c in zip(valid, created, strict=True)]
         )
-        texts = list(zip(*map(_PROFILE, map(profile, contents)), strict=True))  # Profiles, field by field
+        texts = _profiles(contents)  # Profiles, field by field
         key = self.neighbour_key
         places = None
         if key is thread_order:
@@ -392,10 +396,9 @@ class LearnedRanker:
             places = ranks.places([key(it) for it in items])
         dist = np.fromiter(distances, np.float64, len(distances))
         cols = _matrix(query, texts, dist, by_id, places, dates, max(created))
-        parts = cols * self._weights
-        total = np.zeros(len(items))
-        for j in np.flatnonzero(parts.any(axis=1)).tolist():  # most queries name no date, ...
-            total += parts[j]  # feature by feature, as the plain sum it replaced: the same bits
+        # Feature by feature from 0.0 (row after row, as above): the plain sum it replaced, to
+        # the bit (it skipped the all-zero features; adding a zero never changes a sum from 0.0).
+        total: FloatArray = (cols * self._weights).sum(axis=0, initial=0.0)
         return total, by_id, dist, items
 
     def rerank(

@@ -1,7 +1,9 @@
 """Candidate arrays for ``LearnedRanker``: the parts of its features that are not per-text lookups.
 
 ``learned_rank`` reads each candidate's cached text profile and fields once; what it
-computes from them across the candidates lives here, on numpy arrays: the order by id
+computes from them across the candidates lives here, on numpy arrays: the query terms'
+counts and the nearest pair of them in every candidate (over the texts' numbered
+terms), the order by id
 that breaks every tie, where each candidate sits in its thread and who its neighbours
 are, how near two matched query terms sit, and whether a candidate's date falls in a
 month, year or day the query names. Each replaces a Python loop over the candidates
@@ -15,6 +17,7 @@ Pure: no I/O, no clock; the order of the candidates never changes a result.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,14 +32,80 @@ __all__ = [
     "Places",
     "by_id",
     "dates",
+    "intern",
     "neighbours",
     "places",
     "proximity",
+    "term_matrix",
     "turn_places",
 ]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
+
+#: Every term a cached text profile holds, numbered (``intern``): a text's terms as an int
+#: array, so a recall's query-term counts and proximity are a few array operations over
+#: all its candidates at once instead of a dict lookup per term and candidate.
+_TERM_IDS: dict[str, int] = {}
+#: Past this many terms the numbering starts over, at the start of a recall's ranking
+#: (``learned_rank`` then drops its profile cache, whose arrays hold the old numbers): a
+#: bound on memory for a long-lived process.
+MAX_TERMS = 1 << 20
+
+
+_NUMBERING = threading.Lock()
+
+
+def intern(terms: Sequence[str]) -> IntArray:
+    """``terms`` as their numbers (new terms numbered on first sight; once per text, profiles are cached).
+
+    Locked: two threads numbering new terms at once would give two terms one number.
+    """
+    table = _TERM_IDS
+    with _NUMBERING:
+        return np.fromiter((table.setdefault(t, len(table)) for t in terms), np.intp, len(terms))
+
+
+def numbering_full() -> bool:
+    """Whether the numbering is full: the caller clears it (``forget_terms``) with its cache."""
+    return len(_TERM_IDS) >= MAX_TERMS
+
+
+def forget_terms() -> None:
+    """Start the numbering over (only together with every array ``intern`` returned)."""
+    with _NUMBERING:
+        _TERM_IDS.clear()
+
+
+def term_matrix(
+    term_ids: Sequence[IntArray], lengths: IntArray, qterms: Sequence[str]
+) -> tuple[FloatArray, FloatArray]:
+    """Query terms x candidates counts, and each candidate's ``proximity`` (one pass, whole arrays).
+
+    ``term_ids[i]``: candidate ``i``'s terms in text order (``intern``); ``qterms``: the
+    query's distinct terms, sorted. Proximity is ``proximity``'s: 1 / the smallest gap
+    between two adjacent matched words that are different terms (0 without such a pair).
+    """
+    n, m = len(term_ids), len(qterms)
+    qid = np.fromiter((_TERM_IDS.get(t, -1) for t in qterms), np.intp, m)
+    flat = np.concatenate(term_ids)  # every candidate's terms, one after the other
+    near = np.zeros(n)
+    if not len(flat):
+        return np.zeros((m, n)), near
+    sort = np.argsort(qid)
+    j = np.searchsorted(qid[sort], flat)
+    np.minimum(j, m - 1, out=j)
+    at = np.flatnonzero(qid[sort][j] == flat)  # where a query term is, in the joined text
+    term = sort[j[at]]
+    who = np.repeat(np.arange(n), lengths)[at]
+    tf = np.bincount(term * n + who, minlength=m * n).reshape(m, n).astype(np.float64)
+    if len(at) > 1:
+        pair = (who[1:] == who[:-1]) & (term[1:] != term[:-1])  # adjacent hits, one text, two terms
+        if pair.any():
+            gap, whose = (at[1:] - at[:-1])[pair], who[1:][pair]
+            first = np.flatnonzero(np.concatenate(([True], whose[1:] != whose[:-1])))
+            near[whose[first]] = 1.0 / np.minimum.reduceat(gap, first)
+    return tf, near
 
 
 def by_id(ids: Sequence[str]) -> IntArray:

@@ -6,8 +6,10 @@ import itertools
 import random
 
 import numpy as np
+import pytest
 
-from betterdb_memory.core import rank_arrays
+from betterdb_memory.core import learned_rank, rank_arrays
+from betterdb_memory.core.models import MemoryItem
 from betterdb_memory.core.query_dates import QueryDates, date_columns
 
 DAY = 86_400_000
@@ -49,6 +51,38 @@ def test_proximity_is_one_over_the_nearest_pair_of_different_terms() -> None:
         assert rank_arrays.proximity(frozen, terms) == _nearest_pair(frozen, terms)
 
 
+def test_term_matrix_counts_and_proximity_match_the_per_text_definitions() -> None:
+    """Counts per query term and candidate, and ``proximity`` over each candidate's matched terms."""
+    rng = random.Random(11)
+    for _ in range(200):
+        texts = [
+            [rng.choice("abcdefg") for _ in range(rng.randint(0, 10))] for _ in range(rng.randint(1, 12))
+        ]
+        qterms = sorted(set(rng.sample("abcxyz", rng.randint(1, 4))))
+        ids = [rank_arrays.intern(t) for t in texts]
+        tf, near = rank_arrays.term_matrix(ids, np.array([len(t) for t in texts], dtype=np.intp), qterms)
+        for i, words in enumerate(texts):
+            assert tf[:, i].tolist() == [float(words.count(t)) for t in qterms]
+            positions: dict[str, list[int]] = {}
+            for at, w in enumerate(words):
+                positions.setdefault(w, []).append(at)
+            frozen = {t: tuple(p) for t, p in positions.items()}
+            held = [t for t in qterms if t in frozen]
+            assert near[i] == (_nearest_pair(frozen, held) if len(held) >= 2 else 0.0)
+
+
+def test_the_term_numbering_starts_over_with_the_profile_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``MAX_TERMS`` the numbering and the profiles holding it are dropped together: same ranking."""
+    items = [(_turn(i, f"Ann: w{i % 7} w{i % 5} tea cake number {i}"), 0.2 + i / 100) for i in range(30)]
+    ranker = learned_rank.LearnedRanker()
+    want = ranker.scores("tea and cake with w3", items)
+    rank_arrays.intern(["zzjunk"])
+    monkeypatch.setattr(rank_arrays, "MAX_TERMS", 1)
+    assert learned_rank.profile.cache_info().currsize > 0
+    assert ranker.scores("tea and cake with w3", items) == want  # cleared at the start, then renumbered
+    assert "zzjunk" not in rank_arrays._TERM_IDS  # the old numbering is gone
+
+
 def test_turn_places_follow_the_thread_order_keys() -> None:
     """The default path's thread order equals sorting ``thread_order``-style keys (ties by id, then position)."""
     rng = random.Random(3)
@@ -77,3 +111,10 @@ def test_turn_places_follow_the_thread_order_keys() -> None:
         return sorted([[int(i) for i in seq[group == g]] for g in np.unique(group)])
 
     assert runs(got) == runs(want)
+
+
+def _turn(i: int, text: str) -> MemoryItem:
+    return MemoryItem(
+        id=f"m{i:03d}", content=text, importance=0.5, created_at=1_700_000_000_000 + i,
+        last_accessed_at=0, access_count=0, thread_id="t",
+    )  # fmt: skip
