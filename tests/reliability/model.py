@@ -151,8 +151,9 @@ class Model:
         self.current: dict[tuple[Target, str], str] = {}
         self.fact_of: dict[str, ScriptedFact] = {}
         self.history: set[str] = set()  # facts superseded or retracted: out of list, kept for history
-        # Subjects whose current fact was evicted: a dated fact written to one of them goes
-        # straight to history (a subject bug, reported; test_model.py's strict xfail).
+        # Subjects whose current fact was evicted (and none written since): a dated fact written
+        # to one goes straight to history (a subject bug, reported; test_model.py's strict
+        # xfail), so the machine writes undated facts there.
         self.haunted: set[tuple[Target, str]] = set()
 
     # -- memories ----------------------------------------------------------------------
