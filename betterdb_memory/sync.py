@@ -465,7 +465,10 @@ class SyncMemoryStore(MemoryStoreBridge):
         """Delete one memory (with its access counter and update history); True if it existed.
 
         Forgetting the current version of a subject leaves the subject with no current
-        memory: the previous version is not brought back (write it again to undo).
+        memory: the previous version is not brought back (write it again to undo). A
+        superseded version (its history document) is deleted the same way and leaves its
+        subject's version list; the current version and the other versions' validity are
+        untouched, so the instants it covered have no version any more.
 
         Retried on connection faults. A retry cannot know what the attempt it replaces
         did: when that attempt may have reached the server and the retry finds nothing
@@ -1003,7 +1006,9 @@ class SyncMemoryStore(MemoryStoreBridge):
         subjects, each with its own current version). Newest: by ``valid_from``.
 
         A version found still in the index though no longer current (a writer that
-        crashed between its round trips) is retired on the way (``tiers.subjects``).
+        crashed between its round trips) is retired on the way (``tiers.subjects``); a
+        listed version whose document is gone (evicted, expired, deleted by tags) leaves
+        the list, and the pointer when it named it (never listed as current).
 
         Raises:
             ValidationError: an empty or over-long subject, an unknown kind.

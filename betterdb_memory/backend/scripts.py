@@ -1,7 +1,8 @@
 """Every Lua script of the package, as ``Script`` values: one registry, loaded together.
 
-No other module holds Lua. A part runs a script by putting ``SCRIPT.call(keys, args)``
-in the commands it hands the backend; the backend sends a plain ``EVALSHA`` and, on
+No other module holds Lua but ``scripts_subjects`` (the subjects' block, in ``ALL``
+here). A part runs a script by putting ``SCRIPT.call(keys, args)`` in the commands it
+hands the backend; the backend sends a plain ``EVALSHA`` and, on
 ``NOSCRIPT``, loads ``ALL`` and sends the round trip again. Each script touches the
 keys of one hash slot (``FETCH``: see below). The sessions' scripts (``APPEND_TURN``
 ...) and the transcripts' (``TRANSCRIPT_*``) are described beside their sources.
@@ -37,7 +38,7 @@ version survives; the replaced version goes to the front of the memory's update
 history (kept to a bound, with the document's TTL), unless a replay already put it there.
 
 ``SUBJECT_PUT`` / ``SUBJECT_DROP`` / ``SUBJECT_TRIM`` (subjects): which version of a subject is current,
-decided on the subject's own slot (see their block below and ``tiers.subjects``).
+decided on the subject's own slot; their sources are in ``scripts_subjects`` (re-exported here).
 
 ``LOCK`` / ``UNLOCK``: a token lock that is safe to replay (a retried acquire whose
 first reply was lost finds its own token and succeeds) and released only by its owner.
@@ -46,6 +47,7 @@ first reply was lost finds its own token and succeeds) and released only by its 
 from __future__ import annotations
 
 from .commands import Script
+from .scripts_subjects import SUBJECT_DROP, SUBJECT_PUT, SUBJECT_TRIM
 
 __all__ = [
     "ALL",
@@ -156,10 +158,16 @@ return 0
 """
 
 # KEYS: doc, history doc, counter ; ARGV: valid_until, superseded_by, retracted(0|1)
-# -> 1 moved, 0 the document was already gone
+# -> 1 moved, 0 the document was already gone. An earlier end already stamped on the
+# document (a subject's SUBJECT_TRIM that arrived first) is kept, with its successor.
 _RETIRE = r"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'valid_until', ARGV[1], 'superseded_by', ARGV[2], 'retracted', ARGV[3])
+local ends = tonumber(redis.call('HGET', KEYS[1], 'valid_until') or '')
+if ends and ends <= tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'retracted', ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'valid_until', ARGV[1], 'superseded_by', ARGV[2], 'retracted', ARGV[3])
+end
 redis.call('RENAME', KEYS[1], KEYS[2])
 redis.call('DEL', KEYS[3])
 return 1
@@ -349,59 +357,6 @@ return last[1]
 """
 
 
-# -- subjects (tiers.subjects): at most one current version per subject -------------------
-# Kept in one block: the pointer HASH ``<name>:subj:{D}`` and the version ZSET
-# ``<name>:subj:{D}:hist`` share the digest's slot, so one call decides atomically which
-# version is current; concurrent writers of a subject serialise here.
-
-# KEYS: pointer, versions ; ARGV: id, valid_from, subject, scope json, kind
-# -> {"current"|"past", replaced id or "", pointer's current id or "", ZRANGE versions WITHSCORES}
-# A write not older than the current version becomes current (a later write of the same
-# instant wins); an older one is a past version. Replaying a call is harmless: the id is
-# already current (nothing replaced), or past again.
-_SUBJECT_PUT = r"""
-local id, vf = ARGV[1], tonumber(ARGV[2])
-redis.call('ZADD', KEYS[2], vf, id)
-local cur = redis.call('HGET', KEYS[1], 'current')
-local cur_vf = tonumber(redis.call('HGET', KEYS[1], 'valid_from') or '')
-local decision, replaced = 'past', ''
-if cur == id then
-  decision = 'current'
-  redis.call('HSET', KEYS[1], 'valid_from', vf)
-elseif (not cur) or (not cur_vf) or vf >= cur_vf then
-  decision = 'current'
-  replaced = cur or ''
-  redis.call('HSET', KEYS[1], 'current', id, 'valid_from', vf, 'subject', ARGV[3], 'scope', ARGV[4],
-    'kind', ARGV[5])
-end
-return {decision, replaced, redis.call('HGET', KEYS[1], 'current') or '',
-  redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
-"""
-
-# KEYS: history document ; ARGV: valid_until, superseded_by -> 1 when shortened, else 0
-# A past-dated write lands between two versions: the one before it, already in history,
-# now ends where it begins. Only ever shortens (two such writes may arrive in any order),
-# and never creates a document that is not there.
-_SUBJECT_TRIM = r"""
-local ends = tonumber(redis.call('HGET', KEYS[1], 'valid_until') or '')
-if redis.call('EXISTS', KEYS[1]) == 0 or (ends and ends <= tonumber(ARGV[1])) then return 0 end
-redis.call('HSET', KEYS[1], 'valid_until', ARGV[1], 'superseded_by', ARGV[2])
-return 1
-"""
-
-# KEYS: pointer, versions ; ARGV: id, keep (1: a retraction, the version stays listed;
-# 0: forgotten, it leaves the list) -> 1 when it was the current version (the subject now
-# has none: forgetting it does not bring the previous one back), else 0
-_SUBJECT_DROP = r"""
-if ARGV[2] ~= '1' then redis.call('ZREM', KEYS[2], ARGV[1]) end
-if redis.call('HGET', KEYS[1], 'current') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'current', 'valid_from')
-  return 1
-end
-return 0
-"""
-
-
 # -- the registry ------------------------------------------------------------------------
 
 FETCH = Script.of("fetch", _FETCH)
@@ -421,9 +376,6 @@ INDEX_BACKFILL = Script.of("index_backfill", _INDEX_BACKFILL)
 TRANSCRIPT_APPEND = Script.of("transcript_append", _TRANSCRIPT_APPEND)
 TRANSCRIPT_ADVANCE = Script.of("transcript_advance", _TRANSCRIPT_ADVANCE)
 TRANSCRIPT_POP = Script.of("transcript_pop", _TRANSCRIPT_POP)
-SUBJECT_PUT = Script.of("subject_put", _SUBJECT_PUT)
-SUBJECT_DROP = Script.of("subject_drop", _SUBJECT_DROP)
-SUBJECT_TRIM = Script.of("subject_trim", _SUBJECT_TRIM)
 
 #: Every script of the package: loaded together on ``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``, a new primary).
 ALL: tuple[Script, ...] = (

@@ -158,13 +158,16 @@ class PutReply:
             versions=tuple(pairs),
         )
 
-    def before(self, memory_id: str, valid_from: int) -> str | None:
-        """The version that preceded ``memory_id`` (the latest with an earlier ``valid_from``)."""
-        out = None
-        for mid, vf in self.versions:
-            if vf < valid_from and mid != memory_id:
-                out = mid
-        return out
+    def before(self, memory_id: str, valid_from: int) -> list[str]:
+        """The versions a write at ``valid_from`` must end: those that may still be valid then.
+
+        The versions of the same instant (the later write wins a tie) and those of the
+        latest earlier instant; any older one already ends where a later one begins.
+        """
+        others = [(mid, vf) for mid, vf in self.versions if mid != memory_id and vf <= valid_from]
+        earlier = [vf for _, vf in others if vf < valid_from]
+        last = max(earlier) if earlier else None
+        return [mid for mid, vf in others if vf in (valid_from, last)]
 
     def after(self, memory_id: str, valid_from: int) -> tuple[int, str] | None:
         """(valid_from, id) of the version that followed ``memory_id`` (None: none known).
@@ -208,9 +211,11 @@ def plan_settle(
     again as (digest, id, valid_from)):
 
     * a write that became current retires the version it replaced (valid until the
-      new ``valid_from``);
+      new ``valid_from``); with none replaced (the current one was forgotten, retracted
+      or vanished) it shortens the past versions before it to end where it begins;
     * a past-dated write retires itself (valid until the next version's) and shortens
-      the version before it, already in history, to end where it begins (``trim``);
+      the versions before it (``PutReply.before``: ties included, the later write wins),
+      already in history, to end where it begins (``trim``);
     * a leftover (a version already superseded per the pointer's list but still in the
       main prefix: a writer that crashed or lost its reply between its round trips) is
       retired by whoever sees it next;
@@ -226,13 +231,21 @@ def plan_settle(
         if rep.current:
             if rep.replaced and rep.replaced != put.id:
                 out.setdefault(rep.replaced, Retire(rep.replaced, put.valid_from, put.id))
+                continue
+            # No current version before it (forgotten, retracted or vanished): the latest
+            # past versions may still run past this one's start.
+            trims += [
+                Retire(mid, put.valid_from, put.id, trim=True) for mid in rep.before(put.id, put.valid_from)
+            ]
         else:
             nxt = rep.after(put.id, put.valid_from)
             if nxt is not None:
                 out.setdefault(put.id, Retire(put.id, nxt[0], nxt[1]))
-            prev = rep.before(put.id, put.valid_from)
-            if prev is not None and prev != rep.pointer:
-                trims.append(Retire(prev, put.valid_from, put.id, trim=True))
+            trims += [
+                Retire(mid, put.valid_from, put.id, trim=True)
+                for mid in rep.before(put.id, put.valid_from)
+                if mid != rep.pointer
+            ]
     orphans: list[tuple[str, str, int]] = []
     for digest, found in hits.items():
         seen = last.get(digest)
@@ -249,8 +262,9 @@ def plan_settle(
                     out[mid] = Retire(mid, nxt[0], nxt[1])
             elif mid not in written and created is not None and now_ms - created >= ORPHAN_GRACE_MS:
                 orphans.append((digest, mid, created if vf is None else vf))
-    # A trimmed version still in the main prefix is retired (with the right end) instead.
-    return [*out.values(), *(t for t in trims if t.id not in out)], orphans
+    # Trims go after the moves (same slot, in order): a version moved here with the end its
+    # own list gives (the next later start) is then shortened by a tie or a later put.
+    return [*out.values(), *trims], orphans
 
 
 def next_version(

@@ -195,7 +195,10 @@ class Documents:
         """Delete one memory (with its access counter and update history); True if it existed.
 
         Forgetting the current version of a subject leaves the subject with no current
-        memory: the previous version is not brought back (write it again to undo).
+        memory: the previous version is not brought back (write it again to undo). A
+        superseded version (its history document) is deleted the same way and leaves its
+        subject's version list; the current version and the other versions' validity are
+        untouched, so the instants it covered have no version any more.
 
         Retried on connection faults. A retry cannot know what the attempt it replaces
         did: when that attempt may have reached the server and the retry finds nothing
@@ -206,27 +209,36 @@ class Documents:
         """
         rt = self._rt
         key, counter, updates = rt.keys.doc(id), rt.keys.access(id), rt.keys.updates(id)
+        past = rt.keys.hist_doc(id)
         attempts = Attempts()
         with rt.obs.span("forget"):
             replies = await rt.backend.pipeline(
                 "forget",
-                [("HGET", key, "subject_key"), ("DEL", key), ("DEL", counter, updates)],
+                [
+                    ("HGET", key, "subject_key"),
+                    ("HGET", past, "subject_key"),
+                    ("DEL", key),
+                    ("DEL", counter, updates),
+                    ("DEL", past),
+                ],
                 attempts=attempts,
             )
-            deleted = bool(int(replies[1]))
-            if replies[0]:
+            deleted = bool(int(replies[2]))
+            subject = replies[0] or replies[1]
+            if subject:
                 # A version of a subject: the subject keeps no current one (the previous is
                 # not brought back) and its version list forgets it (tiers.subjects).
                 await rt.backend.script(
                     "forget",
                     scripts.SUBJECT_DROP.call(
-                        [rt.keys.subject(as_text(replies[0])), rt.keys.subject_versions(as_text(replies[0]))],
+                        [rt.keys.subject(as_text(subject)), rt.keys.subject_versions(as_text(subject))],
                         [id, "0"],
                     ),
                 )
         if deleted:
             rt.metrics.add_items(-1)
-        return deleted or attempts.retried
+        # A history document is not an item (caps, count): only the reply says it existed.
+        return deleted or bool(int(replies[4])) or attempts.retried
 
     async def delete_ids(
         self, ids: Sequence[str], *, also: Sequence[Step] | None = None, operation: str = "forget"

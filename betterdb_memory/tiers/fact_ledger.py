@@ -63,6 +63,7 @@ class Known(NamedTuple):
 
 _HIST_FIELDS = (
     "content", "subject", "date", "created_at", "superseded_by", "valid_until", "retracted", "valid_from",
+    "expires_at",
 )  # fmt: skip
 
 
@@ -141,7 +142,8 @@ class FactLedger:
 
         The new facts go through the subject write path (``tiers.subjects``), which
         retires the version each replaces; a legacy current fact (no pointer names it)
-        is retired here. A fact's ``valid_from`` is its date (undated: now), raised to
+        is retired here. A fact's ``valid_from`` is its date (undated: the latest
+        ``valid_from`` of the page of memories it was extracted from), raised to
         the start of the version the plan says it supersedes, so the subject's timeline
         agrees with the plan's rules (an undated statement supersedes a dated one). A
         tombstone takes the current fact off its subject and retires it with
@@ -157,12 +159,13 @@ class FactLedger:
         ops = plan.ops
         puts = [i for i, op in enumerate(ops) if op.action == "put"]
         new_ids: dict[int, str] = {}
-        now_ms = int(time.time() * 1000)
+        # An undated fact is as old as what it was read from: the latest of the page's memories.
+        page_ms = max((m.valid_from or m.created_at for m in page), default=int(time.time() * 1000))
         starts: dict[str | int, int] = {k: v for k, v in known.starts.items()}
         for i in puts:
             op = ops[i]
             prior = starts.get(op.expected) if op.expected is not None else None
-            own = _ms_of(op.instant) or now_ms
+            own = _ms_of(op.instant) or page_ms
             starts[i] = own if prior is None else max(own, prior)
         if puts:
             written, _, _ = await self._long_term.write(
@@ -181,7 +184,8 @@ class FactLedger:
         for i, op in enumerate(ops):
             expected = op.expected
             old = new_ids.get(expected) if isinstance(expected, int) else expected
-            until = _ms_of(op.instant) or now_ms
+            # A retraction ends its version at its date (undated: the page's), never before it began.
+            until = max(_ms_of(op.instant) or page_ms, starts.get(expected, 0) if expected is not None else 0)
             if op.action == "put":
                 if old is not None:
                     if old in legacy:
@@ -287,7 +291,9 @@ class FactLedger:
         subjects, each with its own current version). Newest: by ``valid_from``.
 
         A version found still in the index though no longer current (a writer that
-        crashed between its round trips) is retired on the way (``tiers.subjects``).
+        crashed between its round trips) is retired on the way (``tiers.subjects``); a
+        listed version whose document is gone (evicted, expired, deleted by tags) leaves
+        the list, and the pointer when it named it (never listed as current).
 
         Raises:
             ValidationError: an empty or over-long subject, an unknown kind.
@@ -324,8 +330,11 @@ class FactLedger:
         found = await self._rt.backend.pipeline("fact_history", docs) if ids else []
         records: list[FactRecord] = []
         stale: list[Retire] = []
+        vanished: list[tuple[str, str]] = []
         for n, mid in enumerate(ids):
             hist_vals, mem_vals = found[2 * n], found[2 * n + 1]
+            if mem_vals[-1] and float(as_text(mem_vals[-1])) <= time.time() * 1000:
+                mem_vals = [None] * len(_HIST_FIELDS)  # past its TTL: gone, as get() reads it
             live = mem_vals[0] is not None
             owned = owner.get(mid)
             is_current = live and (owned is None or pointers[owned] == mid)
@@ -335,13 +344,17 @@ class FactLedger:
                     stale.append(Retire(mid, nxt[0], nxt[1]))
             values = mem_vals if live else hist_vals
             if values[0] is None:
-                continue  # forgotten, or purged meanwhile
+                if owned is not None:
+                    vanished.append((owned, mid))  # evicted, expired, deleted by tags: off the list
+                continue
             fields = dict(zip(_HIST_FIELDS, values, strict=True))
             if live and not is_current and owned is not None and stale and stale[-1].id == mid:
                 fields.update(valid_until=str(stale[-1].valid_until), superseded_by=stale[-1].superseded_by)
             records.append(fact_record(mid, fields, is_current))
         if stale:
             await self._long_term.subjects.retire(stale, operation="fact_history")
+        if vanished:
+            await self._long_term.subjects.drop_many(vanished, operation="fact_history")
 
         # Newest first by valid_from; versions of one instant in the order they superseded
         # each other (a version comes after the one that superseded it), then by write time.

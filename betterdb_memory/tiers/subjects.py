@@ -26,6 +26,14 @@ finds it in its search and retires it; so does ``fact_history`` (a read of the s
 A writer that died between its ``HSET`` and its ``SUBJECT_PUT`` (a cluster: different
 slots) leaves a document no version list knows: the next write puts it again once it is
 older than ``ORPHAN_GRACE_MS`` (younger, it is most likely a concurrent write in flight).
+
+A version can also vanish without the subject knowing: the current one evicted by a
+cap, expired by its TTL, deleted by a ``forget_by_scope`` that names only tags. The
+pointer then names a document that is gone. The next write of the subject notices
+(its search misses the pointer's current; ``EXISTS`` confirms), drops it from the
+pointer and the version list, and puts its own version again, so an older-dated write
+becomes current when nothing later is left (``_heal``). ``fact_history`` drops the
+versions it finds gone the same way.
 """
 
 from __future__ import annotations
@@ -198,8 +206,9 @@ class Subjects:
         now_ms: int,
         operation: str,
     ) -> int:
-        replies = [PutReply.parse(r) for r in put_replies]
-        retires, orphans = plan_settle(puts, replies, self.found(puts, search_replies), now_ms=now_ms)
+        found = self.found(puts, search_replies)
+        replies = await self._heal(puts, [PutReply.parse(r) for r in put_replies], found, operation)
+        retires, orphans = plan_settle(puts, replies, found, now_ms=now_ms)
         first = {p.digest: p for p in puts}
         again = [
             SubjectPut(mid, digest, vf, first[digest].subject, first[digest].scope_json, first[digest].kind)
@@ -210,6 +219,52 @@ class Subjects:
             retires2, _ = plan_settle(again, [PutReply.parse(r) for r in extra], {}, now_ms=now_ms)
             moved += (await self._retire_round(retires2, [], operation))[0]
         return moved
+
+    async def _heal(
+        self,
+        puts: Sequence[SubjectPut],
+        replies: list[PutReply],
+        found: Mapping[str, Sequence[tuple[str, int | None, int | None]]],
+        operation: str,
+    ) -> list[PutReply]:
+        """Drop versions whose documents vanished (evicted, expired, deleted by tags); the replies to plan with.
+
+        Suspects, only: the pointer's current and the version a write replaced, when the
+        subject's search did not return them. Neither the document nor its history
+        document left: the version leaves the list (``SUBJECT_DROP``). A vanished current
+        one is no current version at all, so the subject's writes of this round trip are
+        put again and decided without it (an older-dated write may now be current).
+        One more round trip when a search misses a suspect, two when one is gone; none
+        otherwise.
+        """
+        written = {p.id for p in puts}
+        suspects: dict[tuple[str, str], bool] = {}  # (digest, id) -> is the pointer's current
+        for put, rep in zip(puts, replies, strict=True):
+            seen = {h[0] for h in found.get(put.digest, ())}
+            if rep.pointer and rep.pointer not in written and rep.pointer not in seen:
+                suspects[(put.digest, rep.pointer)] = True
+            if rep.replaced and rep.replaced not in written and rep.replaced not in seen:
+                suspects.setdefault((put.digest, rep.replaced), False)
+        if not suspects:
+            return replies
+        keys = self._rt.keys
+        # Moved to its history document meanwhile (a concurrent writer superseded it) is not gone.
+        checks: list[Step] = [("EXISTS", keys.doc(mid), keys.hist_doc(mid)) for _, mid in suspects]
+        alive = await self._rt.backend.pipeline(operation, checks)
+        gone = [key for key, n in zip(suspects, alive, strict=True) if not int(n)]
+        if not gone:
+            return replies
+        log.info("subjects: %d versions vanished (evicted, expired or deleted by tags); dropped", len(gone))
+        again = [(n, p) for n, p in enumerate(puts) if any(suspects[g] and g[0] == p.digest for g in gone)]
+        drops: list[Step] = [
+            scripts.SUBJECT_DROP.call([keys.subject(d), keys.subject_versions(d)], [mid, "0"])
+            for d, mid in gone
+        ]
+        got = await self._rt.backend.pipeline(operation, [*drops, *self.put_calls([p for _, p in again])])
+        out = list(replies)
+        for (n, _), reply in zip(again, got[len(drops) :], strict=True):
+            out[n] = PutReply.parse(reply)
+        return out
 
     async def retire(self, retires: Sequence[Retire], *, operation: str = "remember") -> int:
         """Move superseded versions to their history documents (``RETIRE``, one slot each), pipelined.
@@ -226,7 +281,9 @@ class Subjects:
             return 0, []
         keys = self._rt.keys
         calls: list[Step] = [
-            scripts.SUBJECT_TRIM.call([keys.hist_doc(r.id)], [str(r.valid_until), r.superseded_by])
+            scripts.SUBJECT_TRIM.call(
+                [keys.hist_doc(r.id), keys.doc(r.id)], [str(r.valid_until), r.superseded_by]
+            )
             if r.trim
             else scripts.RETIRE.call(
                 [keys.doc(r.id), keys.hist_doc(r.id), keys.access(r.id)],
@@ -250,6 +307,17 @@ class Subjects:
             [keys.subject(digest), keys.subject_versions(digest)], [memory_id, "1" if keep else "0"]
         )
         return bool(int(await self._rt.backend.script(operation, call)))
+
+    async def drop_many(self, gone: Sequence[tuple[str, str]], *, operation: str) -> None:
+        """Take vanished versions, (digest, id), off their subjects in one round trip (``SUBJECT_DROP``)."""
+        keys = self._rt.keys
+        await self._rt.backend.pipeline(
+            operation,
+            [
+                scripts.SUBJECT_DROP.call([keys.subject(d), keys.subject_versions(d)], [mid, "0"])
+                for d, mid in gone
+            ],
+        )
 
     async def versions(
         self, digest: str, *, operation: str = "fact_history"

@@ -7,9 +7,11 @@ current version, ``get`` of every id ever written, ``list`` / ``count`` now and
 ``as_of`` one of the dates, and ``fact_history``. The model is docs/concepts/time.md
 written out as plain Python: within the exact scope a subject has at most one current
 version; a write not older than the current one supersedes it (which then ends where the
-new one begins); an older-dated write enters the history as a past version (valid until
-the next version's start, the version before it shortened to its own start); forgetting
-the current version leaves none. Same profiles as ``test_model``
+new one begins; a tie: the later write wins); an older-dated write enters the history as
+a past version (valid until the next version's start, the versions before it shortened
+to its own start); forgetting the current version leaves none, and a write then becomes
+current unless a version left starts after it; forgetting a past version leaves a gap.
+At every instant at most one version of a subject is valid. Same profiles as ``test_model``
 (``BETTERDB_MODEL_EXAMPLES`` / ``BETTERDB_MODEL_STEPS``).
 """
 
@@ -66,9 +68,6 @@ class TimeModel:
     def __init__(self) -> None:
         self.versions: dict[str, Version] = {}
         self.current: dict[tuple[str | None, str | None], str] = {}
-        # Subjects where an older-dated write tied another version's valid_from: which of
-        # the two ends at the other is not documented, so ``as_of`` there is checked loosely.
-        self.tied: set[tuple[str | None, str | None]] = set()
 
     def of(self, key: tuple[str | None, str | None]) -> list[Version]:
         """The subject's versions still recorded, by valid_from then write order."""
@@ -77,29 +76,28 @@ class TimeModel:
     def write(self, mid: str, thread: str | None, subject: str | None, vf: int) -> None:
         key = (thread, subject)
         v = Version(mid, key, vf)
+        others = self.of(key)
         self.versions[mid] = v
         if subject is None:
             v.current = True
             return
+        # The latest version wins (a tie: the later write). With a current one, that is
+        # the current one; with none (forgotten), any version left may start later.
         cur_id = self.current.get(key)
-        cur = self.versions[cur_id] if cur_id else None
-        if cur is None or vf >= cur.valid_from:
-            if cur is not None:
-                cur.current, cur.valid_until = False, vf
+        latest = (
+            self.versions[cur_id].valid_from if cur_id else max((o.valid_from for o in others), default=None)
+        )
+        if latest is None or vf >= latest:
             v.current = True
             self.current[key] = mid
-            return
-        # Older-dated: a past version, until the next one's start; the one before it ends here.
-        others = [o for o in self.of(key) if o.id != mid]
-        if any(o.valid_from == vf for o in others):
-            self.tied.add(key)
-        later = [o.valid_from for o in others if o.valid_from > vf]
-        v.valid_until = min(later) if later else None
-        before = [o for o in others if o.valid_from < vf]
-        if before:
-            prev = max(before, key=lambda o: o.valid_from)
-            if prev.valid_until is None or prev.valid_until > vf:
-                prev.valid_until = vf
+            if cur_id:
+                self.versions[cur_id].current = False
+        else:
+            v.valid_until = min(o.valid_from for o in others if o.valid_from > vf)
+        # Every version that began at or before it ends where it begins (only ever shortened).
+        for o in others:
+            if o.valid_from <= vf and (o.valid_until is None or o.valid_until > vf):
+                o.valid_until = vf
 
     def forget(self, mid: str) -> None:
         v = self.versions[mid]
@@ -107,16 +105,23 @@ class TimeModel:
         if self.current.get(v.key) == mid:
             del self.current[v.key]
 
+    def forget_past(self, mid: str) -> None:
+        """A superseded version forgotten: the others' validity is untouched (a gap where it was)."""
+        self.versions[mid].forgotten = True
+
     def now(self, thread: str | None) -> set[str]:
         return {v.id for v in self.versions.values() if v.current and v.key[0] == thread}
 
     def at(self, thread: str | None, t: int) -> set[str]:
-        return {
+        out = {
             v.id
             for v in self.versions.values()
             if v.key[0] == thread and not v.forgotten and v.valid_from <= t
             and (v.current or (v.valid_until is not None and t < v.valid_until))
         }  # fmt: skip
+        keys = [self.versions[i].key for i in out if self.versions[i].key[1] is not None]
+        assert len(keys) == len(set(keys)), f"the model holds two versions of a subject at {t}"
+        return out
 
 
 class TimeMachine(RuleBasedStateMachine):
@@ -194,6 +199,20 @@ class TimeMachine(RuleBasedStateMachine):
         self.model.forget(mid)
 
     @rule(data=st.data())
+    def forget_past(self, data: st.DataObject) -> None:
+        self.calls["forget_past"] += 1
+        past = sorted(
+            v.id
+            for v in self.model.versions.values()
+            if not v.current and not v.forgotten and v.key[1] is not None
+        )
+        if not past:
+            return
+        mid = data.draw(st.sampled_from(past))
+        assert self.run(self.store.forget(mid)) is True
+        self.model.forget_past(mid)
+
+    @rule(data=st.data())
     def get_any(self, data: st.DataObject) -> None:
         self.calls["get_any"] += 1
         if not self.model.versions:
@@ -206,10 +225,7 @@ class TimeMachine(RuleBasedStateMachine):
         assert item is not None, f"{v.id} is a current or past version"
         assert item.valid_from == v.valid_from
         want_until = None if v.current else v.valid_until
-        if v.key not in self.model.tied:
-            assert item.valid_until == want_until, (
-                f"{v.id}: valid_until {item.valid_until}, model {want_until}"
-            )
+        assert item.valid_until == want_until, f"{v.id}: valid_until {item.valid_until}, model {want_until}"
 
     @rule(thread=st.sampled_from(THREADS))
     def list_and_count_now(self, thread: str | None) -> None:
@@ -228,10 +244,7 @@ class TimeMachine(RuleBasedStateMachine):
         n = self.run(self.store.count(thread_id=thread, as_of=day))
         assert n == len(got), "count(as_of) agrees with list(as_of)"
         want = self.model.at(thread, t)
-        loose = {v.id for v in self.model.versions.values() if v.key in self.model.tied}
-        assert got - loose == want - loose, f"as_of {day}: store {sorted(got)}, model {sorted(want)}"
-        # The model may hold two versions of a subject at one instant (a tie, or a write after
-        # forgetting the current one): the documented rule says one, see the xfail tests below.
+        assert got == want, f"as_of {day}: store {sorted(got)}, model {sorted(want)}"
 
     @rule(spelling=st.sampled_from(list(SUBJECTS)), thread=st.sampled_from(THREADS))
     def fact_history(self, spelling: str, thread: str | None) -> None:
@@ -286,34 +299,26 @@ async def _as_of(
 
 
 @pytest.mark.parametrize(
-    ("writes", "forget", "then"),
+    ("writes", "forget", "then", "want"),
     [
         pytest.param(
             [("a", "2020-01-01"), ("b", "2021-01-01"), ("c", "2020-01-01")],
             None,
             "2020-06-01",
+            ["c"],  # a tie: the later write wins, the earlier one is valid at no instant
             id="tied-past-write",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 30 finding: a past-dated write tied with an older version's valid_from "
-                "does not shorten it (the version before it is only a strictly earlier one): a and c",
-            ),
         ),
         pytest.param(
             [("a", "2022-01-01"), ("b", "2020-01-01"), ("c", "2021-01-01")],
             "a",
             "2021-06-01",
+            ["c"],  # no current one and nothing later: c is current, b ends where it begins
             id="write-after-forget",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 30 finding: after forget(current), a write older than the last past "
-                "version's valid_until becomes current without shortening it: b and c both valid",
-            ),
         ),
     ],
 )
 async def test_one_version_of_a_subject_at_each_instant(
-    valkey_url: str, writes: list[tuple[str, str]], forget: str | None, then: str
+    valkey_url: str, writes: list[tuple[str, str]], forget: str | None, then: str, want: list[str]
 ) -> None:
     """docs/concepts/time.md: "so each instant has one version"."""
     client = avalkey.Valkey.from_url(valkey_url)
@@ -327,4 +332,4 @@ async def test_one_version_of_a_subject_at_each_instant(
         await store.close()
         await _drop_store(client, name)
         await client.aclose()
-    assert len(got) == 1, f"as_of {then}: {got}"
+    assert got == want, f"as_of {then}: {got}"

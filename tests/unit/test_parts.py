@@ -29,14 +29,16 @@ from tests.unit.parts import build, runtime
 
 async def test_documents_forget_deletes_document_and_counter_in_one_round_trip() -> None:
     p = build()
-    p.backend.reply(None, 1, 1)  # no subject: nothing more to do
+    p.backend.reply(None, None, 1, 1, 0)  # no subject: nothing more to do
     assert await p.docs.forget("abc") is True
     [trip] = p.backend.sent
     assert trip.operation == "forget"
     assert trip.commands == (
         ("HGET", "parts:mem:abc", "subject_key"),
+        ("HGET", "parts:hist:{parts:mem:abc}", "subject_key"),
         ("DEL", "parts:mem:abc"),
         ("DEL", "parts:acc:{parts:mem:abc}", "parts:upd:{parts:mem:abc}"),
+        ("DEL", "parts:hist:{parts:mem:abc}"),
     )
 
 

@@ -51,9 +51,19 @@ async def test_fact_history_reads_every_kinds_versions_and_the_legacy_list_then_
     for n, _ in enumerate(digests):
         lists += [b"f2", [b"f1", b"1000", b"f2", b"2000"]] if n == fact else [None, []]
     p.backend.reply(*lists, [b"f0"])  # the legacy list holds a fact retired before subjects
-    old = [b"Ada lives in Porto", b"city", None, b"1000", b"f2", b"2000", b"0", b"1000"]
-    current = [b"Ada lives in Lisbon", b"city", None, b"2000", None, None, b"0", b"2000"]
-    legacy = [b"Ada lives in Faro", b"city", None, b"500", b"f1", b"2026-01-01T00:00:00+00:00", b"0", None]
+    old = [b"Ada lives in Porto", b"city", None, b"1000", b"f2", b"2000", b"0", b"1000", None]
+    current = [b"Ada lives in Lisbon", b"city", None, b"2000", None, None, b"0", b"2000", None]
+    legacy = [
+        b"Ada lives in Faro",
+        b"city",
+        None,
+        b"500",
+        b"f1",
+        b"2026-01-01T00:00:00+00:00",
+        b"0",
+        None,
+        None,
+    ]
     none = [None] * len(_HIST_FIELDS)
     p.backend.reply(old, none, none, current, legacy, none)
     records = await p.ledger.fact_history("City", thread_id="t")
@@ -89,8 +99,8 @@ async def test_fact_history_retires_a_version_left_in_the_index() -> None:
     for n in range(len(KINDS)):
         lists += [b"f2", [b"f1", b"1000", b"f2", b"2000"]] if n == fact else [None, []]
     p.backend.reply(*lists, [])
-    live_old = [b"Porto", b"city", None, b"1000", None, None, None, b"1000"]
-    current = [b"Lisbon", b"city", None, b"2000", None, None, None, b"2000"]
+    live_old = [b"Porto", b"city", None, b"1000", None, None, None, b"1000", None]
+    current = [b"Lisbon", b"city", None, b"2000", None, None, None, b"2000", None]
     none = [None] * len(_HIST_FIELDS)
     p.backend.reply(none, live_old, none, current)
     p.backend.reply(1)  # RETIRE f1
@@ -166,3 +176,26 @@ async def test_forgetting_a_scope_unlinks_its_subjects_and_its_consolidation_sta
     unlink = sent[-1]
     assert unlink.operation == "forget_by_scope"
     assert unlink.commands == (*(("UNLINK", key) for key in state), ("HDEL", targets, ck.tag.encode()))
+
+
+async def test_fact_history_drops_versions_whose_documents_are_gone() -> None:
+    """Evicted or expired (no document, or past expires_at): never current, off the list and the pointer."""
+    p = build()
+    keys = p.rt.keys
+    fact = KINDS.index("fact")
+    d = subject_key_of(SCOPE.tag, "fact", "city")
+    lists: list[object] = []
+    for n in range(len(KINDS)):
+        lists += [b"f2", [b"f1", b"1000", b"f2", b"2000"]] if n == fact else [None, []]
+    p.backend.reply(*lists, [])
+    old = [b"Porto", b"city", None, b"1000", b"f2", b"2000", b"0", b"1000", None]
+    expired = [b"Lisbon", b"city", None, b"2000", None, None, None, b"2000", b"1"]
+    none = [None] * len(_HIST_FIELDS)
+    p.backend.reply(old, none, none, expired)
+    p.backend.reply(1)  # SUBJECT_DROP f2
+    records = await p.ledger.fact_history("city", thread_id="t")
+    *_, drop = p.backend.sent
+    assert drop.commands == (
+        ("EVALSHA", scripts.SUBJECT_DROP.sha, 2, keys.subject(d), keys.subject_versions(d), "f2", "0"),
+    )
+    assert [(r.id, r.current) for r in records] == [("f1", False)]

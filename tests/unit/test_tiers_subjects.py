@@ -18,8 +18,11 @@ async def test_a_write_without_a_subject_is_one_round_trip() -> None:
     assert len(p.backend.sent) == 1 and p.backend.sent[0].commands[0][0] == "HSET"
 
 
-async def test_a_write_with_a_subject_decides_in_its_round_trip_and_settles_in_one_more() -> None:
+async def test_a_write_with_a_subject_decides_in_its_round_trip_and_settles_in_one_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     p = build()
+    monkeypatch.setattr(p.rt.keys, "new_memory_id", lambda: "new")
     keys = p.rt.keys
     d = subject_key_of(Scope(thread_id="t").tag, "memory", "home city")
     # HSET, SUBJECT_PUT (replaced "old"), registry HSET x2, then the subject search
@@ -64,3 +67,37 @@ async def test_a_bad_subject_sends_nothing() -> None:
     with pytest.raises(ValidationError):
         await p.long_term.remember("x", subject=" \t ")
     assert p.backend.sent == []
+
+
+async def test_a_vanished_current_version_is_dropped_and_the_write_put_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pointer names "gone" (evicted, expired): the search misses it, EXISTS confirms, the write is put again."""
+    p = build()
+    monkeypatch.setattr(p.rt.keys, "new_memory_id", lambda: "new")
+    keys = p.rt.keys
+    d = subject_key_of(Scope(thread_id="t").tag, "memory", "city")
+    p.backend.reply(
+        1,
+        [b"past", b"", b"gone", [b"new", b"1", b"gone", b"5"]],
+        1,
+        1,
+        search_reply(1, (keys.doc("new"), {})),
+    )
+    p.backend.reply(0)  # EXISTS gone
+    p.backend.reply(1, [b"current", b"", b"new", [b"new", b"1"]])  # SUBJECT_DROP gone, SUBJECT_PUT new
+    mid = await p.long_term.remember("Porto", thread_id="t", subject="city", valid_from=1)
+    assert mid == "new"
+    _, check, heal = p.backend.sent
+    assert check.commands == (("EXISTS", keys.doc("gone"), keys.hist_doc("gone")),)
+    drop, put = heal.commands
+    assert drop == (
+        "EVALSHA",
+        scripts.SUBJECT_DROP.sha,
+        2,
+        keys.subject(d),
+        keys.subject_versions(d),
+        "gone",
+        "0",
+    )
+    assert put[:2] == ("EVALSHA", scripts.SUBJECT_PUT.sha) and put[5] == "new"
