@@ -151,10 +151,6 @@ class Model:
         self.current: dict[tuple[Target, str], str] = {}
         self.fact_of: dict[str, ScriptedFact] = {}
         self.history: set[str] = set()  # facts superseded or retracted: out of list, kept for history
-        # Subjects whose current fact was evicted (and none written since): a dated fact written
-        # to one goes straight to history (a subject bug, reported; test_model.py's strict
-        # xfail), so the machine writes undated facts there.
-        self.haunted: set[tuple[Target, str]] = set()
 
     # -- memories ----------------------------------------------------------------------
 
@@ -234,11 +230,6 @@ class Model:
 
     # -- consolidation (facts) -----------------------------------------------------------
 
-    def evicted(self, ids: Iterable[str]) -> None:
-        """``ids`` were evicted by a capped write: the subjects they were current for are haunted."""
-        gone = set(ids)
-        self.haunted.update(key for key, mid in self.current.items() if mid in gone)
-
     def current_facts(self, target: Target) -> dict[str, str]:
         """Normalised subject -> id of the target's current facts (a forgotten or evicted one is none)."""
         return {
@@ -300,7 +291,6 @@ class Model:
             )  # fmt: skip
             self.fact_of[mid] = fact
             self.current[(run.target, normalise(fact.subject))] = mid
-            self.haunted.discard((run.target, normalise(fact.subject)))
         gone = [ids[r] if isinstance(r, int) else r for r in (*run.replaces, *run.retracts) if r is not None]
         for mid in gone:
             if self.memories.pop(mid, None) is not None:
