@@ -160,26 +160,35 @@ async def run_waited(client: Any, pipe: Any, wait: ReplicaWait | None) -> tuple[
     if wait is None:
         return (list(await pipe.execute()) if len(pipe) else []), {}
     stack: list[Any] = list(pipe._command_stack)  # execute() empties the pipeline's own list
-    await pipe.execute(raise_on_error=False, allow_redirections=False)
+    try:
+        # Raising (valkey-py's default) keeps its failover path as it is; every command's result
+        # (the redirections too) is in the stack once it raised.
+        await pipe.execute(allow_redirections=False)
+    except vexc.ResponseError as exc:
+        if not any(cmd.result is exc for cmd in stack):
+            raise
     asked: dict[str, list[Any]] = {}
     for cmd in stack:
         result = cmd.result
-        if isinstance(result, vexc.AskError):
-            asked.setdefault(f"{result.host}:{result.port}", []).append(cmd)
-        elif isinstance(result, vexc.TryAgainError):
-            raise vexc.ConnectionError(f"a slot migration split a write's keys ({_command(cmd)}): try again")
-        elif isinstance(result, vexc.MovedError):  # as valkey-py does: its slot map follows
+        if isinstance(
+            result, vexc.MovedError
+        ):  # (a subclass of AskError) as valkey-py does: its slot map follows
             try:
                 cmd.result = await client.execute_command(*cmd.args, **cmd.kwargs)
             except Exception as moved_exc:
                 cmd.result = moved_exc
+        elif isinstance(result, vexc.AskError):
+            asked.setdefault(f"{result.host}:{result.port}", []).append(cmd)
+        elif isinstance(result, vexc.TryAgainError):
+            raise vexc.ConnectionError(f"a slot migration split a write's keys ({_command(cmd)}): try again")
     acks = {name: await _asked(client, name, cmds, wait) for name, cmds in asked.items()}
     for cmd in stack:
         failed = cmd.result
         if isinstance(failed, Exception):
-            failed.args = (
-                f"Command # {cmd.position + 1} ({_command(cmd)}) of pipeline caused error: {failed.args}",
-            )
+            if not str(failed).startswith("Command # "):  # valkey-py worded the one it raised
+                failed.args = (
+                    f"Command # {cmd.position + 1} ({_command(cmd)}) of pipeline caused error: {failed.args}",
+                )
             raise failed
     return [cmd.result for cmd in stack], acks
 

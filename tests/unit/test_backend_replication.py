@@ -164,6 +164,10 @@ class _Pipe:
         for cmd, result in zip(self._command_stack, self.results, strict=True):
             cmd.result = result
         self._command_stack = []
+        for cmd, result in enumerate(self.results):  # raise_on_error (the default): the first error
+            if isinstance(result, Exception):
+                result.args = (f"Command # {cmd + 1} (C{cmd}) of pipeline caused error: {result.args}",)
+                raise result
         return self.results
 
 
@@ -179,7 +183,7 @@ async def test_an_asked_write_is_sent_again_with_asking_and_its_own_wait_on_one_
     dst = _Node("127.0.0.1:7001", {"WAIT": 0})
     pipe = _Pipe(["ok", vexc.AskError("3999 127.0.0.1:7001"), 1])  # write, ASKed write, the source's WAIT
     replies, asked = await run_waited(_Client(dst), pipe, WAIT)
-    assert pipe.options == {"raise_on_error": False, "allow_redirections": False}
+    assert pipe.options == {"allow_redirections": False}
     assert dst.batches == [[("ASKING",), ("C1",), ("WAIT", 1, 250)]]
     assert replies == ["ok", "OK", 1]
     assert asked == {"127.0.0.1:7001": 0}
@@ -201,6 +205,26 @@ async def test_a_split_multikey_write_or_a_second_redirect_is_a_connection_fault
         await run_waited(_Client(dst), _Pipe([vexc.AskError("3999 127.0.0.1:7001"), 1]), WAIT)
     with pytest.raises(vexc.ConnectionError):  # ASK to a node the client does not know
         await run_waited(_Client(), _Pipe([vexc.AskError("3999 127.0.0.1:7009"), 1]), WAIT)
+
+
+class _Redirecting(_Client):
+    """A client whose ``execute_command`` answers a re-sent command (valkey-py follows MOVED there)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[Any, ...]] = []
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        self.sent.append(args)
+        return "moved-ok"
+
+
+async def test_a_moved_write_is_followed_as_valkey_py_does_not_as_an_ask() -> None:
+    """MovedError subclasses AskError: a failover's MOVED must not be taken for a migration's ASK."""
+    client = _Redirecting()
+    replies, asked = await run_waited(client, _Pipe([vexc.MovedError("3999 127.0.0.1:7001"), 1]), WAIT)
+    assert client.sent == [("C0",)]
+    assert (replies, asked) == (["moved-ok", 1], {})
 
 
 async def test_other_errors_are_raised_as_valkey_py_raises_them() -> None:
