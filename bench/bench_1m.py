@@ -14,6 +14,10 @@ the user runs (hybrid re-ranked recall with reinforcement, live config and disco
 * ``forget_by_scope`` of one thread (then written back, untimed);
 * server calls per operation (``INFO commandstats`` deltas, summed over the nodes): the
   library must not grow on a hot path, so these are equal at every size;
+* recalls whose full-text side timed out or failed and that ranked their KNN candidates
+  alone (``agent_memory_recall_degraded_total``, by reason), per row: a default recall
+  never fails for its text side (valkey-search 1.2.1's cluster stalled text queries
+  for its 50 s default timeout while reinforcement's writes were being indexed);
 * bytes per memory (``used_memory`` delta / memories) against the same documents written
   raw (the reference's fields, ``HSET`` into an index of the same schema) at the first step;
 * embedded engine only: restart-to-ready (``SHUTDOWN`` with the AOF, start, the search
@@ -47,6 +51,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from _harness import cpu_count, cpu_model
+from prometheus_client import CollectorRegistry
 
 from betterdb_memory import MemoryInput, MemoryStore
 from betterdb_memory.backend.dialect import keyless_route
@@ -61,6 +66,20 @@ SAMPLES = 60
 NAME = "bench1m"
 SEED = 1_000_000
 ROOT = Path(__file__).resolve().parents[1]
+#: The stores' metrics (the degraded recalls are read from it).
+REGISTRY = CollectorRegistry()
+DEGRADED = "agent_memory_recall_degraded_total"
+
+
+def degraded_recalls() -> dict[str, float]:
+    """Recalls that ranked their KNN candidates alone so far, by reason (every store of the run)."""
+    out: dict[str, float] = {}
+    for family in REGISTRY.collect():
+        for sample in family.samples:
+            if sample.name == DEGRADED and sample.value:
+                reason = sample.labels["reason"]
+                out[reason] = out.get(reason, 0.0) + sample.value
+    return out
 
 
 def log(msg: str) -> None:
@@ -122,6 +141,7 @@ class Step:
     bytes_per_memory: float = float("nan")
     restart: tuple[float, float] | None = None  # (seconds to ready, first recall ms)
     errors: dict[str, str] = field(default_factory=dict)  # name -> the error that stopped the row
+    degraded: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> reason -> recalls
 
 
 async def commandstats_total(client: Any) -> int:
@@ -149,6 +169,7 @@ async def measure(
     client: Any, name: str, step: Step, op: Callable[[int], Awaitable[Any]], n: int = SAMPLES
 ) -> None:
     lat = []
+    seen = degraded_recalls()
     try:
         for i in range(3):  # warm-up
             await op(10_000 + i)
@@ -163,6 +184,12 @@ async def measure(
         step.errors[name] = f"{type(exc).__name__}: {exc}"[:200]
         log(f"  {name}: {step.errors[name]} after {len(lat)} calls")
         return
+    finally:
+        now = degraded_recalls()
+        delta = {r: v - seen.get(r, 0.0) for r, v in now.items() if v > seen.get(r, 0.0)}
+        if delta:
+            step.degraded[name] = delta
+            log(f"  {name}: {sum(delta.values()):.0f} recalls ranked the KNN candidates alone {delta}")
     step.rows[name] = (statistics.median(lat) * 1e3, float(np.percentile(lat, 99)) * 1e3)
     step.calls[name] = (after - before) / n
 
@@ -242,7 +269,9 @@ async def run_step(client: Any, store: MemoryStore, book: Book, corpus: Corpus, 
     await measure(client, "count one thread", step, lambda i: store.count(thread_id=q(i)[2]))
 
     per_thread = step.size // THREADS
-    capped = MemoryStore(client=client, name=NAME, embedder=book, max_items_per_scope=max(per_thread, 1))
+    capped = MemoryStore(
+        client=client, name=NAME, embedder=book, max_items_per_scope=max(per_thread, 1), registry=REGISTRY
+    )
     extra = corpus.items(step.size + 5_000_000, SAMPLES + 3)
     try:
         await measure(
@@ -307,6 +336,12 @@ def render(engine: str, steps: Sequence[Step], raw_per: float, note: str, second
     for s in steps:
         for name, error in s.errors.items():
             out.append(f"- {s.size:,}, {name}: failed with {error}")
+        for name, reasons in s.degraded.items():
+            why = ", ".join(f"{r} {n:.0f}" for r, n in sorted(reasons.items()))
+            out.append(
+                f"- {s.size:,}, {name}: {sum(reasons.values()):.0f} of {SAMPLES + 3} recalls ranked the KNN "
+                f"candidates alone (text side: {why})"
+            )
     return "\n".join(out)
 
 
@@ -351,7 +386,7 @@ async def main(argv: Sequence[str]) -> int:
     note = ""
     raw_per = float("nan")
     try:
-        store = MemoryStore(client=client, name=NAME, embedder=book, default_threshold=2.0)
+        store = MemoryStore(client=client, name=NAME, embedder=book, default_threshold=2.0, registry=REGISTRY)
         await store.ensure_index()
         have = await store.count()
         log(f"{args.engine}: {have:,} memories already in the store")
@@ -386,7 +421,9 @@ async def main(argv: Sequence[str]) -> int:
                 t0 = time.perf_counter()
                 server.restart()
                 client = avalkey.Valkey.from_url(server.url, socket_timeout=120)
-                store = MemoryStore(client=client, name=NAME, embedder=book, default_threshold=2.0)
+                store = MemoryStore(
+                    client=client, name=NAME, embedder=book, default_threshold=2.0, registry=REGISTRY
+                )
                 while True:
                     try:
                         if parse_ft_info(await client.execute_command("FT.INFO", store.spec.index)).ready:

@@ -27,8 +27,9 @@ import valkey.asyncio as avalkey
 
 from betterdb_memory import HashingEmbedder, MemoryStore
 from betterdb_memory.core.codec import encode_vector
-from betterdb_memory.core.query import MemoryFilter, knn_search_args, text_search_args
+from betterdb_memory.core.query import MemoryFilter, knn_search_args
 from betterdb_memory.core.ranking import query_words
+from betterdb_memory.core.text_query import text_search_args
 from betterdb_memory.server import EmbeddedServer
 
 REPO = Path(__file__).resolve().parent.parent

@@ -422,7 +422,7 @@ def scenarios(ctx: Ctx, calls: int) -> list[Scenario]:
             "recall text with the defaults (hybrid re-ranking, reinforce on)",
             recall_default,
             calls,
-            "reinforcing hits: most are a memory's first access here (its document is rewritten)",
+            "reinforcing hits: counted beside their documents; the flush writes the documents later",
         ),
         Scenario(f"retrieve_context (budget {CONTEXT_BUDGET}, {CONTEXT_TURNS} turns)", context, calls),
         Scenario("remember (one memory)", remember, calls, writes=True),
@@ -628,7 +628,7 @@ async def client_experiments(ctx: Ctx, calls: int) -> list[Experiment]:
         )
     )
 
-    # 2. (Winners fetched in the reinforcement's round trip: shipped, as the FETCH script.)
+    # 2. (Winners fetched in the reinforcement's round trip: shipped, as the ACCESS script.)
     return out
 
 

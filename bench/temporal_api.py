@@ -58,7 +58,7 @@ def without_supersession() -> Iterator[None]:
     """The recall without same-slot supersession (the comparison row)."""
     saved = time_recall.TimeRecall._present
 
-    async def same(self: Any, hits: Any, vectors: Any) -> Any:
+    async def same(self: Any, hits: Any, vectors: Any, query: str = "") -> Any:
         return hits
 
     time_recall.TimeRecall._present = same  # type: ignore[method-assign]
@@ -94,7 +94,11 @@ async def part_a(
                     ]
                 )
             out: dict[str, Any] = {}
-            for label, ctx in (("rule", _nothing), ("plain", without_supersession)):
+            for label, ctx in (
+                ("rule", _nothing),
+                ("plain", without_supersession),
+                ("nofocus", without_focus),
+            ):
                 hits_cf = n = 0
                 with ctx():
                     for q, chain in enumerate(ds.chains):
@@ -134,6 +138,17 @@ async def part_a(
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+@contextmanager
+def without_focus() -> Iterator[None]:
+    """Same-slot supersession without its focus step (the rule as it was before it)."""
+    saved = time_recall.focus_scores
+    time_recall.focus_scores = lambda cands, question, pairs: [c.score for c in cands]  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        time_recall.focus_scores = saved  # type: ignore[assignment]
 
 
 async def part_b(

@@ -121,7 +121,10 @@ class MemoryStore(StoreInfo):
             up to 50 more on engines with TEXT fields).
         text_candidates: full-text hits of the query's words a re-ranked recall adds to its
             KNN candidates (50; 0: the KNN alone): memories the KNN misses, for one more query
-            in the same round trip (its cost: the benchmark pages).
+            sent beside the KNN (its cost: the benchmark pages).
+        text_timeout_ms: those full-text queries' budget (``TIMEOUT``, ms; 500). Past it, on a
+            server error or a partial answer the recall ranks the KNN candidates alone
+            (``explain.degraded``, ``agent_memory_recall_degraded_total``); a KNN failure raises.
         relevance_margin: with re-ranking, the threshold gates the recall as a whole: it
             answers when the nearest KNN candidate is within the threshold, or stands out
             from the median of the KNN candidates by at least this cosine distance; then
@@ -130,9 +133,11 @@ class MemoryStore(StoreInfo):
             ``embed_fn``; ``False``: the threshold alone.
         hnsw_m / hnsw_ef_construction / hnsw_ef_runtime: index parameters.
         reinforce_mode: ``"sync"`` (await the update) or ``"background"``.
-        reinforce_write_interval: seconds a document's ``last_accessed_at`` snapshot may
-            lag before a recall rewrites it (default: half-life / 200, 1 s..1 min). The
-            exact ``access_count`` is always kept (``get`` returns it).
+        reinforce_write_interval: the most seconds a document's ``last_accessed_at`` /
+            ``access_count`` (what Monitor and the reference read) lag behind its recalls: a
+            background flush writes them, coalesced, once per interval and on ``close``
+            (default: half-life / 200, 1 s..1 min). ``get`` is always exact. 0: each recall
+            writes them itself (on RediSearch each write re-indexes the vector).
         retry: connection-fault retry policy for idempotent operations.
         wait_replicas / wait_timeout: replicas that must acknowledge each write (``WAIT``)
             within ``wait_timeout`` seconds, else ``server.replication_timeout`` (the write
@@ -184,6 +189,7 @@ class MemoryStore(StoreInfo):
         rerank_candidates: int = 50,
         relevance_margin: float | bool | None = None,
         text_candidates: int = 50,
+        text_timeout_ms: int = 500,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
         hnsw_ef_runtime: int = 10,
@@ -217,7 +223,7 @@ class MemoryStore(StoreInfo):
             relevance_margin=relevance_margin, text_candidates=text_candidates, reinforce_mode=reinforce_mode,
             reinforce_write_interval=reinforce_write_interval, retry=retry, heartbeat_interval=heartbeat_interval,
             metadata_fields=metadata_fields,
-            wait_replicas=wait_replicas, wait_timeout=wait_timeout,
+            wait_replicas=wait_replicas, wait_timeout=wait_timeout, text_timeout_ms=text_timeout_ms,
         )  # fmt: skip
         session_config = SessionConfig.of(
             session_ttl=session_ttl,
@@ -357,7 +363,7 @@ class MemoryStore(StoreInfo):
         """Wait for background work, then close what this store opened (never the caller's client).
 
         Idempotent. Running rolling summaries get ``shutdown_grace`` seconds, other
-        background work 5 s; the stats are flushed. From its first line every other
+        background work 5 s; the stats and the lagging access snapshots are flushed. From its first line every other
         operation raises ``StoreClosedError`` (``state`` is ``CLOSING``, then ``CLOSED``);
         a second call waits for the first to finish.
         """
@@ -368,6 +374,7 @@ class MemoryStore(StoreInfo):
         try:
             await self._summaries.close()
             await self.supervisor.close(grace=5.0)  # service loops stop at once; other work drains
+            await self._docs.reinforcement.close()  # lagging access snapshots reach their documents
             await self._obs.close()  # the stats are flushed, the Monitor heartbeat key deleted
             self.backend.closed = True
             if self._owned_client:

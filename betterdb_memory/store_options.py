@@ -15,7 +15,7 @@ with ``HybridRanker`` for any other.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .backend.replication import ReplicaWait
 from .backend.retry import RetryPolicy
@@ -103,6 +103,7 @@ def check_options(
     metadata_fields: object = None,
     wait_replicas: object = 0,
     wait_timeout: object = 1.0,
+    text_timeout_ms: object = 500,
 ) -> StoreOptions:
     """Check ``MemoryStore``'s long-term arguments (see its docstring for their meanings).
 
@@ -153,6 +154,8 @@ def check_options(
         threshold, with_embed_fn, consolidation, dedup, reinforce_mode, reinforce_write_interval,
         candidate_factor, reranker, rerank_candidates, margin, text_candidates, chosen.model_id,
     )  # fmt: skip
+    budget = check_int(text_timeout_ms, "text_timeout_ms", minimum=1, maximum=60_000, setting=True)
+    settings = replace(settings, text_timeout_ms=budget)
     if telemetry is not None and not isinstance(telemetry, MemoryTelemetryOptions):
         raise ConfigurationError(
             "telemetry must be a MemoryTelemetryOptions (product analytics: analytics=True)",

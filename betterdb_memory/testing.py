@@ -267,6 +267,7 @@ class StoreOptions(TypedDict, total=False):
     rerank_candidates: int
     relevance_margin: float | bool | None
     text_candidates: int
+    text_timeout_ms: int
     hnsw_m: int
     hnsw_ef_construction: int
     hnsw_ef_runtime: int

@@ -22,7 +22,7 @@ the backend then reports the write as unconfirmed: a connection fault); a ``TRYA
 
 What is waited for: the round trips of the store's own writes (memories, turns,
 summaries, config, import). Not the bookkeeping that may lag by design: recall's
-reinforcement (``FETCH``), the scope locks, the index's set-up (``ensure_index``: its
+reinforcement (``ACCESS``, and the snapshot flush), the scope locks, the index's set-up (``ensure_index``: its
 markers are written again by any store that starts), Monitor's discovery and statistics.
 """
 
@@ -47,14 +47,17 @@ _READS = frozenset(
     {
         "EXISTS", "GET", "MGET", "HGET", "HGETALL", "HMGET", "HKEYS", "HEXISTS", "HSTRLEN", "HLEN",
         "LRANGE", "LLEN", "SMEMBERS", "SCARD", "SISMEMBER", "ZRANGE", "ZSCORE", "ZMSCORE", "ZCARD",
-        "PTTL", "TTL", "TYPE", "SCAN", "PING",
+        "PTTL", "TTL", "TYPE", "SCAN", "HSCAN", "PING",
     }
 )  # fmt: skip
 #: Scripts that read, or write only what may lag (reinforcement counters, locks).
-_UNWAITED_SCRIPTS = frozenset({"fetch", "lock", "unlock", "session_snapshot", "pending_turns"})
+_UNWAITED_SCRIPTS = frozenset(
+    {"access", "pend", "flush", "settle", "lock", "unlock", "session_snapshot", "pending_turns"}
+)
 #: Operations (before any ``.``) of the index's set-up and of Monitor's bookkeeping: heartbeats,
-#: and statistics (a flush that raised is counted again, so a WAIT there would count twice).
-_UNWAITED_OPERATIONS = frozenset({"ensure_index", "discovery", "stats"})
+#: and statistics (a flush that raised is counted again, so a WAIT there would count twice), and
+#: the reinforcement's (its counts, and the flush of document snapshots that may lag by design).
+_UNWAITED_OPERATIONS = frozenset({"ensure_index", "discovery", "stats", "reinforce"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,10 @@
 """Every Lua script of the package, as ``Script`` values: one registry, loaded together.
 
-No other module holds Lua but ``scripts_subjects`` (the subjects' block, in ``ALL``
-here). A part runs a script by putting ``SCRIPT.call(keys, args)`` in the commands it
+No other module holds Lua but ``scripts_subjects`` and ``scripts_reinforce`` (the
+subjects' and the reinforcement's blocks, in ``ALL`` here). A part runs a script by putting ``SCRIPT.call(keys, args)`` in the commands it
 hands the backend; the backend sends a plain ``EVALSHA`` and, on
 ``NOSCRIPT``, loads ``ALL`` and sends the round trip again. Each script touches the
-keys of one hash slot (``FETCH``: see below). The sessions' scripts (``APPEND_TURN``
+keys of one hash slot (``ACCESS``, ``FLUSH``: see ``scripts_reinforce``). The sessions' scripts (``APPEND_TURN``
 ...) and the transcripts' (``TRANSCRIPT_*``) are described beside their sources.
 
 The long-term tier:
@@ -14,19 +14,8 @@ memory has a TTL, and the ``expires_at`` field that readers check, so a lost
 ``PEXPIRE`` can never make an expired memory visible). Scripts remain only where a
 read must decide a write atomically:
 
-``FETCH`` (memories by id, and their reinforcement): each document's fields with its
-exact access count, read in one step; with ``reinforce`` 1 it also counts an access,
-so a recall reads its hits and reinforces them in one round trip. On RediSearch every
-write to a hash under the index prefix re-indexes the whole document, HNSW vector
-included (an order of magnitude more than the search itself: the benchmark pages
-have the figures). So a recall must not rewrite the document every time: the exact access count
-lives in the memory's counter key (``<name>:acc:{<doc key>}``, the document's slot),
-and the document's ``last_accessed_at`` / ``access_count`` / ``keep`` snapshot, what
-recency scoring, BetterDB Monitor and the reference library read, is rewritten on the
-first access and then only when older than ``interval`` ms. A deleted memory is never
-resurrected: each document is checked first (a gone one reads as nil). The only script
-that takes many slots: one call for many memories on a single server, one per memory
-on a cluster.
+Reading memories by id and reinforcing them (``ACCESS``, ``PEND``, ``FLUSH``,
+``SETTLE``) live in ``backend.scripts_reinforce``, registered here.
 
 ``RETIRE`` (a superseded or retracted fact): stamps the document and renames it out
 of the index prefix to its history key (the same slot), only if it still exists, so
@@ -47,13 +36,13 @@ first reply was lost finds its own token and succeeds) and released only by its 
 from __future__ import annotations
 
 from .commands import Script
+from .scripts_reinforce import SCRIPTS as _REINFORCE
 from .scripts_subjects import SUBJECT_DROP, SUBJECT_PUT, SUBJECT_TRIM
 
 __all__ = [
     "ALL",
     "APPEND_TURN",
     "ERASE_SESSION",
-    "FETCH",
     "LOCK",
     "PENDING_TURNS",
     "REEMBED_SWAP",
@@ -70,69 +59,6 @@ __all__ = [
     "TRANSCRIPT_POP",
     "UNLOCK",
 ]
-
-# One access to a live memory: the counter's new value (returned), the document's snapshot when due.
-_REINFORCE_FN = r"""
-local function reinforce(doc, counter, now, half_life, interval)
-  local n = redis.call('INCR', counter)
-  local ttl = redis.call('PTTL', doc)
-  if ttl > 0 then redis.call('PEXPIRE', counter, ttl) end
-  local stored = tonumber(redis.call('HGET', doc, 'access_count')) or 0
-  if n <= stored then
-    -- The counter is new (first access through this library) or was lost: continue
-    -- from the document's own count (written by another client, or a snapshot).
-    n = stored + 1
-    redis.call('SET', counter, n, 'KEEPTTL')
-  end
-  local last = tonumber(redis.call('HGET', doc, 'last_accessed_at')) or 0
-  -- The first access always reaches the document (readers see it was recalled); later
-  -- ones at most once per interval.
-  if stored == 0 or now - last >= interval then
-    local imp = tonumber(redis.call('HGET', doc, 'importance')) or 0.5
-    if imp < 0.001 then imp = 0.001 end
-    -- Recency counts from the later of the access and valid_from (a plan dated ahead).
-    local seen = tonumber(redis.call('HGET', doc, 'valid_from')) or now
-    if seen < now then seen = now end
-    local keep = seen / 1000 / half_life + math.log(imp) / math.log(2)
-    redis.call('HSET', doc, 'last_accessed_at', now, 'access_count', n, 'keep', keep)
-  end
-  return n
-end
-"""
-
-# KEYS: doc1, counter1, doc2, counter2, ... ; ARGV: reinforce (1/0), now_ms, half_life_s,
-# interval_ms, field...
-# -> per memory: nil when gone, else the fields' values (as read, before this access)
-#    followed by the exact access count before this access.
-_FETCH = (
-    _REINFORCE_FN
-    + r"""
-local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
-local now, half_life, interval = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local out = {}
-for j = 1, #KEYS, 2 do
-  local doc, counter = KEYS[j], KEYS[j + 1]
-  if redis.call('EXISTS', doc) == 0 then
-    out[#out + 1] = false
-  else
-    local values = {}
-    if #fields > 0 then values = redis.call('HMGET', doc, unpack(fields)) end
-    local count
-    if ARGV[1] == '1' then
-      count = reinforce(doc, counter, now, half_life, interval) - 1
-    else
-      local stored = tonumber(redis.call('HGET', doc, 'access_count')) or 0
-      count = tonumber(redis.call('GET', counter)) or 0
-      if count < stored then count = stored end
-    end
-    values[#values + 1] = count
-    out[#out + 1] = values
-  end
-end
-return out
-"""
-)
 
 # KEYS: lock ; ARGV: token, ttl_ms -> 1 acquired (or already ours), 0 held by another
 _LOCK = r"""
@@ -359,7 +285,6 @@ return last[1]
 
 # -- the registry ------------------------------------------------------------------------
 
-FETCH = Script.of("fetch", _FETCH)
 LOCK = Script.of("lock", _LOCK)
 UNLOCK = Script.of("unlock", _UNLOCK)
 RETIRE = Script.of("retire", _RETIRE)
@@ -379,7 +304,7 @@ TRANSCRIPT_POP = Script.of("transcript_pop", _TRANSCRIPT_POP)
 
 #: Every script of the package: loaded together on ``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``, a new primary).
 ALL: tuple[Script, ...] = (
-    FETCH,
+    *_REINFORCE,
     LOCK,
     UNLOCK,
     RETIRE,

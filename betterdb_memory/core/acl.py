@@ -42,7 +42,7 @@ _STORE_PATTERNS = ("mem", "acc", "upd", "caplock", "cons", "hist", "l1", "subj")
 # scripts). ``module|list`` is the engine probe; ``client|setinfo`` only keeps
 # valkey-py's connect handshake out of the ACL log.
 _COMMAND_TEXT = (
-    "+hset +hsetnx +hget +hmget +hgetall +hincrby +hkeys +hdel +get +set +incr +del +unlink +exists "
+    "+hset +hsetnx +hget +hmget +hgetall +hincrby +hkeys +hdel +hscan +get +set +incr +del +unlink +exists "
     "+rename +pexpire +pttl +persist +rpush +lpush +lindex +lrange +llen +ltrim +sadd +srem +smembers "
     "+zadd +zrange +zrem +zmscore +evalsha +script|load +ft.search +ft.info +module|list +client|setinfo"
 )

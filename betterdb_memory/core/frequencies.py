@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .query import escape_text_term
+from .text_query import escape_text_term
 
 __all__ = [
     "COMMON_SHARE",

@@ -223,6 +223,15 @@ class KeySpace:
         """The exact access counter of a memory, on its document's hash slot."""
         return f"{self.name}:acc:{{{self.doc(memory_id)}}}"
 
+    @property
+    def access_pending(self) -> str:
+        """HASH of the documents whose access snapshot lags: ``<name>:__mem_pending_access``.
+
+        Document key -> its last access (epoch ms). Written by recalls, emptied by the
+        reinforcement's flush (``backend.scripts_reinforce``); store-wide, like the stats.
+        """
+        return f"{self.name}:__mem_pending_access"
+
     def updates(self, memory_id: str) -> str:
         """The update history of a memory (a LIST, newest first), on its document's hash slot."""
         return f"{self.name}:upd:{{{self.doc(memory_id)}}}"

@@ -16,7 +16,7 @@ ranks better on conversations it was not fitted on: held out by conversation
 that made the constants).
 
 Shipped as constants (``FEATURES``, ``WEIGHTS``, ``CALIBRATION``): no download, no
-new dependency, standard library only. Regenerate them with
+new dependency (the standard library and numpy). Regenerate them with
 
     .venv/bin/python bench/quality_lab.py capture       # once: LoCoMo's candidate pools
     PYTHONPATH=. .venv/bin/python bench/train_learned_rank.py --write
@@ -60,25 +60,33 @@ gives the same candidates: the composite score's weights (similarity 0.6, recenc
 answering would be a different scale: about 0.1 for a typical best candidate, and
 recency would then outweigh meaning.)
 
-Cost: one pass over each candidate's cached term profile per query term, one
-time-parser pass over the query (a regex search when it names no time), two sorts
-of the candidates: ``O(candidates x query terms + candidates log candidates)``, the
-same order as ``HybridRanker``. Pure: no I/O, no clock, no randomness; the order of
-the input does not change the output.
+Cost: each candidate's fields and cached text profile read once (its terms as
+numbers, ``rank_arrays.intern``), one time-parser pass over the query (a regex
+search when it names no time); the rest is array work over the candidates
+(``core.rank_arrays``: the query-term counts and proximity in one pass over all the
+candidates' terms, the rankings, the thread order and neighbours, the dates, the
+weighted sum), the same bits as the plain loops it replaced. ``O(candidates x query terms +
+candidates log candidates)``, like ``HybridRanker``; ``bench/bench_rank.py`` times
+it. Pure: no I/O, no clock, no randomness; the order of the input does not change
+the output.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import operator
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
+
+from . import rank_arrays as ranks
 from .models import MemoryItem
-from .query_dates import date_columns, query_dates
+from .query_dates import query_dates
+from .rank_arrays import FloatArray, IntArray, Places
 from .ranking import HybridRanker
 
 __all__ = [
@@ -149,6 +157,10 @@ FITTED = "pairwise logistic, L2 1, on LoCoMo categories 1-4 (1536 questions, 10 
 FITTED_MODEL_ID = "onnx:all-MiniLM-L6-v2-int8"
 
 _RANKER = HybridRanker()
+_FIELDS = operator.attrgetter(
+    "id", "content", "created_at", "valid_from", "namespace", "agent_id", "thread_id"
+)
+_PROFILE = operator.attrgetter("term_ids", "length", "log_len", "speaker")
 _K1 = 0.5  # HybridRanker's defaults: k1 0.5, b 0
 _WORD = re.compile(r"\w+")
 _SPEAKER = re.compile(r"^\s*([^\W\d_][\w'.-]*(?: [^\W\d_][\w'.-]*){0,2})\s*:", re.UNICODE)
@@ -163,6 +175,7 @@ class Profile:
     length: int
     log_len: float  # log(1 + length)
     speaker: frozenset[str]  # the leading "Name:" as words (casefolded), empty if none
+    term_ids: IntArray = field(compare=False, repr=False)  # the terms, numbered (rank_arrays.intern)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -173,14 +186,24 @@ def profile(text: str) -> Profile:
     for i, t in enumerate(terms):
         positions.setdefault(t, []).append(i)
     match = _SPEAKER.match(text[:48])
-    speaker = frozenset(match.group(1).casefold().split()) if match else frozenset()
+    speaker = _speaker(match.group(1).casefold()) if match else _NOBODY
     return Profile(
         {t: len(p) for t, p in positions.items()},
         {t: tuple(p) for t, p in positions.items()},
         len(terms),
         math.log1p(len(terms)),
         speaker,
+        ranks.intern(terms),
     )
+
+
+_NOBODY: frozenset[str] = frozenset()
+
+
+@functools.lru_cache(maxsize=1024)
+def _speaker(name: str) -> frozenset[str]:
+    """A speaker's name as words: one object per name, so a recall's speakers compare by identity."""
+    return frozenset(name.split())
 
 
 def is_turn(text: str) -> bool:
@@ -212,14 +235,6 @@ def thread_order(item: MemoryItem) -> tuple[str, str, str, tuple[int, int], str]
     return (item.namespace or "", item.agent_id or "", item.thread_id, (when, item.created_at), item.id)
 
 
-def _ranks(values: Sequence[float], ids: Sequence[str]) -> list[int]:
-    """Each value's rank, highest first (ties by id, so the input order never matters)."""
-    out = [0] * len(values)
-    for r, (_, _, i) in enumerate(sorted(zip([-v for v in values], ids, range(len(values)), strict=True))):
-        out[i] = r
-    return out
-
-
 def columns(
     query: str,
     contents: Sequence[str],
@@ -237,96 +252,77 @@ def columns(
     when candidate ``i`` became true (epoch ms, ``valid_from`` else ``created_at``),
     matched against ``query_dates(query, as_of)``; None: the date features are 0.
     """
-    n = len(contents)
+    places = ranks.places(order) if order is not None else None
+    texts = _profiles(contents) or [()] * 4
+    d = np.fromiter(distances, np.float64, len(distances))
+    cols: list[list[float]] = _matrix(query, texts, d, ranks.by_id(ids), places, dates, as_of).tolist()
+    return cols
+
+
+def _profiles(contents: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The texts' ``Profile`` fields the ranker reads, field by field (one numbering of terms)."""
+    if ranks.numbering_full():  # a bound on memory: start the numbering over, with the cache
+        profile.cache_clear()  # (its arrays hold the old numbers)
+        ranks.forget_terms()
+    return list(zip(*map(_PROFILE, map(profile, contents)), strict=True))
+
+
+def _matrix(
+    query: str,
+    texts: Sequence[Sequence[Any]],
+    distances: FloatArray,
+    by_id: IntArray,
+    places: Places | None,
+    dates: Sequence[int] | None,
+    as_of: int,
+) -> FloatArray:
+    """``columns`` as a ``FEATURES`` x candidates array (what ``LearnedRanker`` sums).
+
+    Vectorised over the candidates, every float operation of the plain loop it replaced
+    kept in the same order (sums term by term in sorted order, ``fsum`` for the mean):
+    the same bits, so the same order (``tests/unit/learned_rank_reference.py``).
+    """
+    term_ids, lengths, log_len, speakers = texts  # the candidates' Profiles, field by field
+    n = len(log_len)
+    out = np.zeros((len(FEATURES), n))
     if n == 0:
-        return [[] for _ in FEATURES]
+        return out
+    dense = out[0]
+    np.subtract(1.0, distances, out=dense)
+    mean = math.fsum(dense.tolist()) / n  # fsum: exact, so the input order never changes a bit
+    var = math.fsum((dense * dense).tolist()) / n - mean * mean
+    out[1] = (dense - mean) / (math.sqrt(var) if var > 1e-18 else 1.0)  # dense_z
     qterms = sorted(set(_RANKER.terms(query)))
-    profs = [profile(c) for c in contents]
-    dense = [1.0 - d for d in distances]
-    mean = math.fsum(dense) / n  # fsum: exact, so the input order never changes a bit
-    var = math.fsum([x * x for x in dense]) / n - mean * mean
-    std = math.sqrt(var) if var > 1e-18 else 1.0
-    # Term by term over the candidates, as HybridRanker.lexical_scores (sorted: sums never depend on order).
-    lexical = [0.0] * n
-    matched = [0] * n
-    rarest = [0.0] * n
-    total_idf = max_idf = 0.0
-    for t in qterms:
-        tfs = [p.counts.get(t, 0) for p in profs]
-        df = n - tfs.count(0)
-        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        total_idf += idf
-        max_idf = max(max_idf, idf)
-        if df:
-            for i, tf in enumerate(tfs):
-                if tf:
-                    lexical[i] += idf * tf / (tf + _K1)
-                    matched[i] += 1
-                    if idf > rarest[i]:
-                        rarest[i] = idf
-    if total_idf > 0:
-        lexical = [min(1.0, x / total_idf) for x in lexical]
-    dense_rank = _ranks(dense, ids)
-    lex_rank = _ranks(lexical, ids)
-    z = [(x - mean) / std for x in dense]
-    prev_lex = [0.0] * n
-    next_lex = [0.0] * n
-    prev2_lex = [0.0] * n
-    next2_lex = [0.0] * n
-    prev_z = [0.0] * n
-    next_z = [0.0] * n
-    if order is not None:
-        # Grouped by thread (the key less its last two items), each sorted by (time, id): one
-        # comparison of a whole key per pair would re-compare the shared scope strings each time.
-        threads: dict[tuple[object, ...], list[tuple[object, object, int]]] = {}
-        for i, key in enumerate(order):
-            if key is not None:
-                threads.setdefault(key[:-2], []).append((key[-2], key[-1], i))
-        for members in threads.values():
-            members.sort()
-            seq = [i for _, _, i in members]
-            for k in range(len(seq) - 1):
-                a, b = seq[k], seq[k + 1]
-                next_lex[a], prev_lex[b] = lexical[b], lexical[a]
-                next_z[a], prev_z[b] = z[b], z[a]
-                if k + 2 < len(seq):
-                    c = seq[k + 2]
-                    next2_lex[a], prev2_lex[c] = lexical[c], lexical[a]
-    proximity = [0.0] * n
-    for i in range(n):
-        if matched[i] >= 2:
-            pos = profs[i].positions
-            hits = sorted((q, t) for t in qterms if t in pos for q in pos[t])
-            best = min((b[0] - a[0] for a, b in itertools.pairwise(hits) if a[1] != b[1]), default=0)
-            proximity[i] = 1.0 / best if best else 0.0
-    if dates is not None:
-        month, year, day = date_columns(query_dates(query, as_of), dates)
-    else:
-        month, year, day = [0.0] * n, [0.0] * n, [0.0] * n
-    words = {w.casefold() for w in _WORD.findall(query)} if any(p.speaker for p in profs) else set()
-    nq = len(qterms) or 1
-    inv_max = 1.0 / max_idf if max_idf > 0 else 0.0
-    return [
-        dense,
-        z,
-        [1.0 / (1 + r) for r in dense_rank],
-        lexical,
-        [1.0 / (1 + r) if x > 0 else 0.0 for r, x in zip(lex_rank, lexical, strict=True)],
-        [m / nq for m in matched],
-        [r * inv_max for r in rarest],
-        proximity,
-        [p.log_len for p in profs],
-        [1.0 if p.speaker and p.speaker <= words else 0.0 for p in profs],
-        prev_lex,
-        next_lex,
-        prev2_lex,
-        next2_lex,
-        prev_z,
-        next_z,
-        month,
-        year,
-        day,
-    ]
+    if qterms:
+        # Query terms x candidates, and proximity, from the candidates' numbered terms.
+        tf, out[7] = ranks.term_matrix(term_ids, np.fromiter(lengths, np.intp, n), qterms)
+        has = tf > 0
+        idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in has.sum(axis=1).tolist()]
+        total_idf = 0.0
+        for x in idf:  # in sorted term order, as HybridRanker.lexical_scores adds them
+            total_idf += x
+        part = np.array(idf)[:, None] * tf / (tf + _K1)  # 0 where a term is absent
+        held = has * np.array(idf)[:, None]  # each term's IDF where it is held
+        # Down the term axis of C-ordered arrays numpy adds row after row (pairwise summation
+        # is only along the contiguous axis): each candidate's sum in sorted term order.
+        out[3] = np.minimum(1.0, part.sum(axis=0) / total_idf)
+        out[5] = has.sum(axis=0) / len(qterms)  # coverage
+        out[6] = held.max(axis=0) * (1.0 / max(idf))
+    # Both rankings in one sort: rank r -> 1 / (1 + r), ties by id (the input order never matters).
+    ranked = by_id[np.argsort(-out[0:4:3, by_id], axis=1, kind="stable")]
+    out[[[2], [4]], ranked] = 1.0 / np.arange(1.0, n + 1.0)  # dense_rr, lex_rr
+    out[4] *= out[3] > 0  # lex_rr: 0 with no term matched
+    if places is not None:
+        ranks.neighbours(out, places)
+    out[8] = np.fromiter(log_len, np.float64, n)
+    if any(speakers):
+        words = {w.casefold() for w in _WORD.findall(query)}
+        named = {s: 1.0 if s and s <= words else 0.0 for s in set(speakers)}
+        if any(named.values()):
+            out[9] = np.fromiter(map(named.__getitem__, speakers), np.float64, n)
+    if dates is not None and (named_dates := query_dates(query, as_of)):
+        ranks.dates(out, named_dates, np.fromiter(dates, np.int64, n))
+    return out
 
 
 def features(
@@ -339,8 +335,10 @@ def features(
     as_of: int = 0,
 ) -> list[list[float]]:
     """One row of ``FEATURES`` per candidate (``columns`` transposed: what the bench fits on)."""
-    cols = columns(query, contents, distances, ids, order, dates, as_of)
-    return [list(row) for row in zip(*cols, strict=True)]
+    rows: list[list[float]] = np.transpose(
+        columns(query, contents, distances, ids, order, dates, as_of)
+    ).tolist()
+    return rows
 
 
 class LearnedRanker:
@@ -364,6 +362,7 @@ class LearnedRanker:
         if len(weights) != len(FEATURES):
             raise ValueError(f"{len(FEATURES)} weights expected, got {len(weights)}")
         self.weights = tuple(float(w) for w in weights)
+        self._weights = np.array(self.weights)[:, None]
         self.calibration = (float(calibration[0]), float(calibration[1]))
         self.neighbour_key = neighbour_key
 
@@ -372,38 +371,45 @@ class LearnedRanker:
 
     def scores(self, query: str, candidates: Sequence[tuple[MemoryItem, float]]) -> list[float]:
         """The model's score of each candidate, in input order."""
-        if not candidates:
-            return []
-        key = self.neighbour_key
-        cols = columns(
-            query,
-            [item.content for item, _ in candidates],
-            [d for _, d in candidates],
-            [item.id for item, _ in candidates],
-            [key(item) for item, _ in candidates] if key is not None else None,
-            [it.valid_from if it.valid_from is not None else it.created_at for it, _ in candidates],
-            max(it.created_at for it, _ in candidates),
+        return self._scores(query, candidates)[0].tolist() if candidates else []
+
+    def _scores(
+        self, query: str, candidates: Sequence[tuple[MemoryItem, float]]
+    ) -> tuple[FloatArray, IntArray, FloatArray, Sequence[MemoryItem]]:
+        """The scores (input order), the candidates' positions by id, distances and items."""
+        items, distances = zip(*candidates, strict=True)
+        # Every field read once, in C: id, content, created_at, valid_from, and the scope.
+        fields = list(zip(*map(_FIELDS, items), strict=True))
+        ids, contents, created, valid = fields[:4]
+        by_id = ranks.by_id(ids)
+        dates = (
+            valid
+            if None not in valid
+            else [c if v is None else v for v, c in zip(valid, created, strict=True)]
         )
-        total = [0.0] * len(candidates)
-        for w, col in zip(self.weights, cols, strict=True):
-            if w and any(col):  # most queries name no date and most candidates have no neighbour
-                total = list(map(operator.add, total, map(w.__mul__, col)))
-        return total
+        texts = _profiles(contents)  # Profiles, field by field
+        key = self.neighbour_key
+        places = None
+        if key is thread_order:
+            places = ranks.turn_places(fields, texts[3], dates, by_id)
+        elif key is not None:
+            places = ranks.places([key(it) for it in items])
+        dist = np.fromiter(distances, np.float64, len(distances))
+        cols = _matrix(query, texts, dist, by_id, places, dates, max(created))
+        # Feature by feature from 0.0 (row after row, as above): the plain sum it replaced, to
+        # the bit (it skipped the all-zero features; adding a zero never changes a sum from 0.0).
+        total: FloatArray = (cols * self._weights).sum(axis=0, initial=0.0)
+        return total, by_id, dist, items
 
     def rerank(
         self, query: str, candidates: Sequence[tuple[MemoryItem, float]]
     ) -> list[tuple[MemoryItem, float]]:
         """``(item, calibrated similarity)`` pairs, best first (the ``Reranker`` protocol)."""
-        scores = self.scores(query, candidates)
+        if not candidates:
+            return []
+        scores, by_id, distances, items = self._scores(query, candidates)
+        # Score descending, then distance, then id and position (by_id's order; lexsort is stable).
+        order = by_id[np.lexsort((distances[by_id], -scores[by_id]))]
         a, b = self.calibration
-        order = sorted(
-            zip(
-                [-s for s in scores],
-                [d for _, d in candidates],
-                [it.id for it, _ in candidates],
-                range(len(scores)),
-                strict=True,
-            )
-        )
-        exp = math.exp
-        return [(candidates[i][0], 1.0 / (1.0 + exp(min(700.0, -(a * -neg + b))))) for neg, _, _, i in order]
+        e = np.fromiter(map(math.exp, np.minimum(700.0, -(a * scores[order] + b)).tolist()), np.float64)
+        return list(zip(map(items.__getitem__, order.tolist()), (1.0 / (1.0 + e)).tolist(), strict=True))

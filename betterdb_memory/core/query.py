@@ -36,18 +36,15 @@ __all__ = [
     "MATCH_ALL",
     "SCOPE_FIELDS",
     "SCORE_ALIAS",
-    "TEXT_CANDIDATES",
     "VECTOR_FIELD",
     "IndexLayout",
     "IndexSpec",
     "MemoryFilter",
     "build_filter",
     "create_index_args",
-    "escape_text_term",
     "filter_search_args",
     "item_matches",
     "knn_search_args",
-    "text_search_args",
     "with_times",
 ]
 
@@ -406,45 +403,3 @@ def _in_time(fields: Mapping[str, Any], flt: MemoryFilter) -> bool:
         ms("valid_from"), ms("created_at") or 0, ms("valid_until"),
         since=flt.valid_since, until=flt.valid_before, as_of=flt.as_of,
     )  # fmt: skip
-
-
-#: Full-text hits a hybrid recall adds to its KNN candidates (per query, or per word).
-TEXT_CANDIDATES = 50
-
-
-def escape_text_term(word: str) -> str:
-    """A word as a full-text query term: a backslash before every character not a letter or digit."""
-    return "".join(ch if ch.isalnum() else "\\" + ch for ch in word)
-
-
-def text_search_args(
-    index: str,
-    words: Sequence[str],
-    flt: MemoryFilter,
-    *,
-    layout: IndexLayout = IndexLayout(),
-    per_word: bool,
-    return_fields: Sequence[str],
-    limit: int = TEXT_CANDIDATES,
-) -> list[list[str]]:
-    """FT.SEARCH argument lists for the full-text candidates of a hybrid recall.
-
-    RediSearch (``per_word=False``): one query, ``(@content:w1 F)|(@content:w2 F)|...``
-    scored by BM25STD, the scope filter ``F`` repeated inside every branch: with
-    ``F @content:(w1|w2)`` RediSearch 2.10 scores only one word of many documents.
-    valkey-search (``per_word=True``): one query per word (an OR of words drops its
-    stemmed matches, and it has no scorer); the caller ranks the union. Never a KNN
-    with a text pre-filter: valkey-search 1.2.1 returned a document that does not match.
-    """
-    clauses = build_filter(flt, layout)
-
-    def branch(word: str) -> str:
-        term = f"@content:{escape_text_term(word)}"
-        return f"({term} {clauses})" if clauses else f"({term})"
-
-    tail = ["RETURN", str(len(return_fields)), *return_fields, "LIMIT", "0", str(limit), "DIALECT", "2"]
-    if per_word:
-        return [["FT.SEARCH", index, branch(w), *tail] for w in words]
-    if not words:
-        return []
-    return [["FT.SEARCH", index, "|".join(branch(w) for w in words), "SCORER", "BM25STD", *tail]]

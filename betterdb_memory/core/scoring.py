@@ -103,6 +103,10 @@ class ScoreParts:
     #: The id of the newer statement of the same slot this hit was ranked below
     #: (same-slot supersession, ``core.supersession``), when it was.
     superseded_by: str | None = None
+    #: Why the recall ranked its KNN candidates alone, when it did: its full-text side
+    #: ``timeout`` (ran out of its budget), ``error`` (failed), ``partial`` (RediSearch
+    #: answered what it found before its timeout) (``core.text_query``).
+    degraded: str | None = None
 
 
 def similarity_from_distance(distance: float) -> float:

@@ -5,15 +5,19 @@ expression (``core.timewindow``) and says what the recall does with it:
 
 * **exact window** ("yesterday", "in May 2023", "since March", "before 2024"): the
   rest of the question is searched, and what falls in the window is ranked first
-  (``window_first``). The window's two KNN queries join the recall's own in one pipelined
-  round trip, merged in the client: *events* whose ``valid_from`` falls in ``[a, b)``
-  (``event_clause``, the fallback to ``created_at`` for the reference's documents
-  included), and *states* valid in the window (``state_clause``: a memory with a subject,
-  ``state_from`` before ``b``, still current, so it was true during the window: an
-  address counts for "last week"). The rest follows, so a window the asker meant
-  otherwise ("in June", of a conversation dated years ago, asked against today) never
-  empties a recall: filtering instead cost 3 points of hit@5 on LoCoMo; ranking first
-  keeps the window's precision when it holds at least ``k`` (bench/results/temporal.md).
+  (``window_first``). The window's KNN queries join the recall's own in one pipelined
+  round trip, merged in the client: on the main index one query (``inside_clause``) for
+  *events* whose ``valid_from`` falls in ``[a, b)`` (``event_clause``, the fallback to
+  ``created_at`` for the reference's documents included) or *states* valid in the window
+  (``state_clause``: a memory with a subject, ``state_from`` before ``b``, still current,
+  so it was true during the window: an address counts for "last week"); on the history
+  index, the *past versions* of a subject that overlapped the window (``history_clause``:
+  Lisbon, valid 2020-2024, for "where did Ada live in 2022?" after the move to Berlin).
+  Each asks for ``window_k`` hits, not the recall's whole pool: they only need to fill
+  the ``k`` places the window takes first (bench/results/temporal.md). The rest follows,
+  so a window the asker meant otherwise ("in June", of a conversation dated years ago,
+  asked against today) never empties a recall: filtering instead cost 3 points of hit@5
+  on LoCoMo; ranking first keeps the window's precision when it holds at least ``k``.
 * **fuzzy window** ("recently", "a few weeks ago", "the other day"): nothing is
   filtered; a hit inside the window gains ``FUZZY_BOOST`` on its similarity
   (``weights.similarity * FUZZY_BOOST`` on the composite score).
@@ -32,12 +36,12 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .models import MemoryHit
+from .models import MemoryHit, MemoryItem
 from .query import IndexLayout
 from .scoring import ScoreParts, Weights
 from .supersession import effective_scores, rank_superseded
 from .timewindow import TimeWindow, parse_time_window, resolve_tz
-from .validity import window
+from .validity import VALID_FROM, VALID_UNTIL, window
 
 __all__ = [
     "FUZZY_BOOST",
@@ -45,16 +49,25 @@ __all__ = [
     "TimePlan",
     "boost_window",
     "event_clause",
+    "history_clause",
+    "inside_clause",
     "search_text",
     "state_clause",
     "supersede",
     "time_plan",
+    "whole_items",
+    "window_first",
+    "window_k",
     "with_window",
 ]
 
 STATE_FROM = "state_from"  # NUMERIC, = valid_from, written only on memories with a subject
 _FULL = IndexLayout()  # an index this library made: every field
 FUZZY_BOOST = 0.25  # added to the 0..1 similarity of a hit inside a fuzzy window
+#: Hits each window query asks for, per hit of the recall (``window_k``).
+WINDOW_FACTOR = 2
+#: ... and at least this many (a recall of one hit still gives the ranker a choice).
+WINDOW_MIN = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +133,7 @@ def event_clause(w: TimeWindow, layout: IndexLayout = _FULL) -> str:
     """Events in the window: ``valid_from`` in ``[a, b)`` (``created_at`` on an index without it)."""
     if layout.valid_from:
         return window(w.start_ms, w.end_ms)
-    lo = "-inf" if w.start_ms is None else str(int(w.start_ms))
-    hi = "+inf" if w.end_ms is None else f"({int(w.end_ms)}"
-    return f"@created_at:[{lo} {hi}]"
+    return f"@created_at:{_range(w)}"
 
 
 def state_clause(w: TimeWindow, layout: IndexLayout = _FULL) -> str | None:
@@ -136,6 +147,57 @@ def state_clause(w: TimeWindow, layout: IndexLayout = _FULL) -> str | None:
         return None
     hi = "+inf" if w.end_ms is None else f"({int(w.end_ms)}"
     return f"@{STATE_FROM}:[-inf {hi}]"
+
+
+def inside_clause(w: TimeWindow, layout: IndexLayout = _FULL) -> str:
+    """Events in the window or current states valid in it: one clause, so one KNN query.
+
+    The union is written by De Morgan, ``-(NOT events NOT states)``, with no negation
+    below a union: the events' clause is itself a negation (``validity.window``), and
+    RediSearch 2.10.5 loses documents under a negation inside a union once ANDed with a
+    scope (``core.validity``'s docstring). Without ``state_from`` it is the events' clause.
+    """
+    state = state_clause(w, layout)
+    if state is None:
+        return event_clause(w, layout)
+    if w.start_ms is not None and w.end_ms is not None and w.start_ms >= w.end_ms:
+        return state  # no event falls in an empty window (and the engine refuses its range)
+    rng = _range(w)
+    if layout.valid_from:  # NOT events, ``validity.window`` without its outer negation
+        not_events = f"-@{VALID_FROM}:{rng} -(@created_at:{rng} -@{VALID_FROM}:[-inf +inf])"
+    else:
+        not_events = f"-@created_at:{rng}"
+    return f"-({not_events} -{state})"
+
+
+def _range(w: TimeWindow) -> str:
+    lo = "-inf" if w.start_ms is None else str(int(w.start_ms))
+    hi = "+inf" if w.end_ms is None else f"({int(w.end_ms)}"
+    return f"[{lo} {hi}]"
+
+
+def history_clause(w: TimeWindow) -> str:
+    """History index: superseded versions valid at some instant of the window.
+
+    ``valid_from < b`` (``created_at`` for a version written without one: a fact the
+    reference wrote) and ``valid_until > a`` (``TimeWindow.overlaps``); the positive
+    range first, so the query is not anchored on a match-all range.
+    """
+    parts = [] if w.start_ms is None else [f"@{VALID_UNTIL}:[({int(w.start_ms)} +inf]"]
+    parts.append(window(None, w.end_ms))
+    return " ".join(p for p in parts if p) or f"@{VALID_UNTIL}:[-inf +inf]"
+
+
+def window_k(k: int, pool: int) -> int:
+    """Hits each window query asks for: ``WINDOW_FACTOR * k`` (at least ``WINDOW_MIN``), at most ``pool``.
+
+    The window's hits take the recall's first places, so ``k`` of them keep its precision
+    inside the window; twice that leaves the ranker a choice among them (``k`` alone cost
+    LoCoMo 0.4 points of held-out hit@5). Asking for the whole pool (50 when re-ranking)
+    added up to twice the candidates to rank and parse: a windowed recall cost 11-18% more
+    than one without; now about 2% (bench/results/temporal.md, section E).
+    """
+    return max(1, min(pool, max(WINDOW_MIN, WINDOW_FACTOR * k)))
 
 
 def with_window(hits: Sequence[MemoryHit], plan: TimePlan) -> list[MemoryHit]:
@@ -169,11 +231,12 @@ def boost_window(hits: Sequence[MemoryHit], w: TimeWindow, weights: Weights) -> 
 def window_first(hits: Sequence[MemoryHit], w: TimeWindow, inside_ids: set[str]) -> list[MemoryHit]:
     """An exact window's hits first, best first within each part; scores stay descending.
 
-    Inside: returned by the window's events or states query (``inside_ids``), or dated in
-    the window. Each inside hit is lifted by the same amount, just enough to pass the
-    best hit outside, so the order inside and outside is the composite score's.
+    Inside: returned by the window's events or states query (``inside_ids``), dated in
+    the window, or a superseded version valid during it (``TimeWindow.overlaps``). Each
+    inside hit is lifted by the same amount, just enough to pass the best hit outside,
+    so the order inside and outside is the composite score's.
     """
-    inner = [h for h in hits if h.item.id in inside_ids or w.contains(h.item.valid_from)]
+    inner = [h for h in hits if h.item.id in inside_ids or _inside(h.item, w)]
     if not inner or len(inner) == len(hits):
         return list(hits)
     ids = {h.item.id for h in inner}
@@ -182,8 +245,34 @@ def window_first(hits: Sequence[MemoryHit], w: TimeWindow, inside_ids: set[str])
     return [*(_rescored(h, h.score + lift) for h in inner), *outer]
 
 
-def supersede(hits: Sequence[MemoryHit], pairs: Sequence[tuple[int, int]]) -> list[MemoryHit]:
+def _inside(item: MemoryItem, w: TimeWindow) -> bool:
+    if item.valid_until is not None:  # a past version: valid at some instant of the window
+        return w.overlaps(item.valid_from, item.valid_until)
+    return w.contains(item.valid_from)
+
+
+def whole_items(hits: Sequence[MemoryHit], full: Sequence[MemoryItem | None]) -> list[MemoryHit]:
+    """The ranked ``hits`` with their items read whole: ``full`` holds one per current hit, in order.
+
+    A superseded version (``valid_until`` set) came whole from the history index and is
+    not read again (its key left the reference's prefix); a current memory gone since
+    the search (``None``) is left out.
+    """
+    rest = iter(full)
+    out: list[MemoryHit] = []
+    for h in hits:
+        item = h.item if h.item.valid_until is not None else next(rest)
+        if item is not None:
+            out.append(h if item is h.item else dataclasses.replace(h, item=item))
+    return out
+
+
+def supersede(
+    hits: Sequence[MemoryHit], pairs: Sequence[tuple[int, int]], scores: Sequence[float] | None = None
+) -> list[MemoryHit]:
     """``hits`` (best first) re-ordered by same-slot ``(older, newer)`` pairs of their indices.
+
+    ``scores``: what to rank by instead of the hits' scores (``supersession.focus_scores``).
 
     The newest version of a slot takes the best score of the slot's versions and each
     older one goes just below its supersessors (``supersession.rank_superseded``); the
@@ -198,14 +287,15 @@ def supersede(hits: Sequence[MemoryHit], pairs: Sequence[tuple[int, int]]) -> li
     for older, newer in pairs:
         if older not in newest or vf[newer] > vf[newest[older]]:
             newest[older] = newer
-    scores = effective_scores([h.score for h in hits], vf, pairs)
+    base = [h.score for h in hits] if scores is None else list(scores)
+    effective = effective_scores(base, vf, pairs)
     out: list[MemoryHit] = []
-    for i in rank_superseded([h.score for h in hits], vf, pairs):
+    for i in rank_superseded(base, vf, pairs):
         h = hits[i]
         if i in newest:
-            out.append(_rescored(h, scores[i], superseded_by=hits[newest[i]].item.id))
-        elif scores[i] != h.score:
-            out.append(_rescored(h, scores[i]))
+            out.append(_rescored(h, effective[i], superseded_by=hits[newest[i]].item.id))
+        elif effective[i] != h.score:
+            out.append(_rescored(h, effective[i]))
         else:
             out.append(h)
     return out

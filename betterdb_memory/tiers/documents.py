@@ -4,7 +4,8 @@ The lowest part of the long-term tier: recall, scopes, capacity and consolidatio
 read and delete documents through it. A memory is its HASH document
 (``<name>:mem:<id>``) plus its exact access counter (``<name>:acc:{<doc key>}``) and
 its update history (``<name>:upd:{<doc key>}``), on the same slot, so they always go
-together.
+together; a recalled memory's exact last access waits in the store's pending HASH
+until its document's snapshot is flushed (``tiers.reinforce``).
 """
 
 from __future__ import annotations
@@ -17,25 +18,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..backend import scripts
-from ..backend.commands import Attempts, Step
+from ..backend.commands import Attempts, ScriptCall, Step
 from ..core.codec import as_text, to_float, to_int
 from ..core.keys import validate_memory_id
 from ..core.models import MemoryItem, MemoryVersion, item_from_fields
 from ..core.query import ITEM_FIELDS
 from ..errors import StoreConnectionError, ValidationError
 from .history import History
+from .reinforce import Reinforcement
 from .runtime import Runtime
 
 __all__ = ["Documents"]
 
 log = logging.getLogger(__name__)
 
-# FETCH's leading ARGV: reinforce (1/0), now_ms, half_life_s, interval_ms.
+# ACCESS's leading ARGV: reinforce (1/0), now_ms, half_life_s, interval_ms.
 _READ_ONLY = ("0", "0", "1", "0")
-
-
-def _reinforcing(now: float, half_life: float, interval: float) -> tuple[str, ...]:
-    return ("1", str(int(now * 1000)), repr(half_life), str(int(interval * 1000)))
 
 
 class Documents:
@@ -44,6 +42,7 @@ class Documents:
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
         self._history = History(rt)
+        self.reinforcement = Reinforcement(rt)
 
     async def get(self, id: str) -> MemoryItem | None:
         """The memory with this id, or None (never the raw vector).
@@ -65,15 +64,15 @@ class Documents:
         self,
         ids: Sequence[str],
         *,
-        reinforce: tuple[float, float, float] | None = None,
+        reinforce: tuple[float, float] | None = None,
         history: bool = False,
     ) -> list[MemoryItem | None]:
-        """The memories ``ids`` (None where gone or expired) with exact access counts.
+        """The memories ``ids`` (None where gone or expired) with exact access counts and times.
 
-        ``reinforce``: ``(now, half_life_seconds, interval_seconds)`` to count this as an
-        access of each (``scripts.FETCH``'s bookkeeping) in the same step; the items
-        returned are as they were before it. One ``FETCH`` script on a single server; on
-        a cluster one per memory (each touches one slot), pipelined.
+        ``reinforce``: ``(now, half_life_seconds)`` to count this as an access of each
+        (``tiers.reinforce``) in the same step; the items returned are as they were
+        before it. One ``ACCESS`` script on a single server; on a cluster one per memory
+        (each touches one slot) and the pending HASH's, pipelined.
 
         Not retried with ``reinforce``: a replay would count an access twice. When that
         round trip fails on the connection, the memories are read again without it (the
@@ -93,7 +92,7 @@ class Documents:
             rows = await self._fetch_rows(ids, _READ_ONLY, idempotent=True)
         else:
             try:
-                rows = await self._fetch_rows(ids, _reinforcing(*reinforce), idempotent=False)
+                rows = await self._fetch_rows(ids, self.reinforcement.flags(*reinforce), idempotent=False)
             except StoreConnectionError as exc:
                 log.warning("reading and reinforcing %d memories failed (%s); reading again", len(ids), exc)
                 rt.metrics.observe_background_failure("reinforce")
@@ -115,20 +114,22 @@ class Documents:
                 expired.append(mid)
                 continue
             item = item_from_fields(mid, fields, fact_source=rt.settings.fact_source)
-            exact = to_int(row[len(ITEM_FIELDS)]) if len(row) > len(ITEM_FIELDS) else 0
-            out.append(dataclasses.replace(item, access_count=exact) if exact != item.access_count else item)
+            count = to_int(row[len(ITEM_FIELDS)])
+            last = max(item.last_accessed_at, int(to_float(row[len(ITEM_FIELDS) + 1]) or 0))
+            if count != item.access_count or last != item.last_accessed_at:  # the snapshot lags
+                item = dataclasses.replace(item, access_count=count, last_accessed_at=last)
+            out.append(item)
         if expired:
             self.drop_expired(expired)
         return self._history.past_items(ids, out, past) if history else out
 
-    async def reinforce(self, ids: Sequence[str], now: float, half_life: float, interval: float) -> None:
-        """Count an access of each of ``ids`` (``FETCH`` with no fields): one command on a single server.
+    async def reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
+        """Count an access of each of ``ids`` (``ACCESS`` with no fields): one command on a single server.
 
         Not retried: a replayed increment would count an access twice.
         """
-        await self._fetch_rows(
-            ids, _reinforcing(now, half_life, interval), idempotent=False, fields=(), operation="reinforce"
-        )
+        flags = self.reinforcement.flags(now, half_life)
+        await self._fetch_rows(ids, flags, idempotent=False, fields=(), operation="reinforce")
 
     async def _fetch_rows(
         self,
@@ -142,21 +143,16 @@ class Documents:
     ) -> list[Any]:
         """One row per id, then the replies of ``also`` (sent in the same round trip)."""
         rt = self._rt
-        backend = rt.backend
-        args = [*flags, *fields]
-        details = {"ids": len(ids)}
-        if not backend.cluster:
-            keys = [k for mid in ids for k in (rt.keys.doc(mid), rt.keys.access(mid))]
-            call = scripts.FETCH.call(keys, args)
-            if not also:
-                return list(await backend.script(operation, call, idempotent=idempotent))
-            replies = await backend.pipeline(operation, [call, *also], idempotent=idempotent, details=details)
-            return [*replies[0], *replies[1:]]
-
-        calls = [scripts.FETCH.call([rt.keys.doc(mid), rt.keys.access(mid)], args) for mid in ids]
-        replies = await backend.pipeline(operation, [*calls, *also], idempotent=idempotent, details=details)
-        rows = [reply[0] if reply else None for reply in replies[: len(ids)]]
-        return [*rows, *replies[len(ids) :]]
+        steps = self.reinforcement.steps(ids, flags, fields)
+        if len(steps) == 1 and not also and isinstance(steps[0], ScriptCall):
+            replies = [await rt.backend.script(operation, steps[0], idempotent=idempotent)]
+        else:
+            replies = await rt.backend.pipeline(
+                operation, [*steps, *also], idempotent=idempotent, details={"ids": len(ids)}
+            )
+        rows, rest = self.reinforcement.rows(ids, flags, replies)
+        self.reinforcement.note(ids, flags, rows)
+        return [*rows, *rest]
 
     def drop_expired(self, ids: Sequence[str]) -> None:
         """Delete memories found past their ``expires_at`` (in the background).

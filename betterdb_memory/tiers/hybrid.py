@@ -8,41 +8,62 @@ figures: the benchmark pages, "Retrieval quality research", from
 ``bench/results/quality-research.md``). They join the KNN candidates and everything is
 re-ranked together (``core.ranking``).
 
-Per engine (``core.query.text_search_args``): RediSearch answers one BM25-scored query
+Per engine (``core.text_query.text_search_args``): RediSearch answers one BM25-scored query
 for all the words; valkey-search >= 1.2 one query per word, whose union is ranked here
 by the same lexical score the re-ranker uses, keeping the best ``text_candidates``;
 engines without TEXT fields (valkey-search 1.0), or an index whose ``content`` is not
 one, keep the KNN-only path. A text-only candidate's cosine distance is computed here
 from its stored vector, so every candidate is scored on the same scale.
+
+The text queries are an extra, so they never hold a recall up or bring it down: they
+are sent beside the KNN (not in its round trip, whose reply would wait for theirs),
+each with ``TIMEOUT`` (``Settings.text_timeout_ms``), and the client waits for them a
+little longer than that (``core.text_query.client_bound_seconds``). When they time out,
+fail with a server error, or come back partial, the recall ranks the KNN candidates
+alone: counted (``agent_memory_recall_degraded_total{reason}``), shown in ``explain``
+(``ScoreParts.degraded``) and logged at warning the first time per reason. A KNN
+failure still raises. Why: on valkey-search 1.2.1's cluster a text query stalled for
+the engine's 50 s default timeout while reinforcement's writes were being indexed
+(``/work/notes`` of the textbudget branch; ``bench/bench_1m.py``), and failed the recall.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..core.codec import to_float
 from ..core.frequencies import DocumentFrequencies, TextPlan, word_count_args
-from ..core.models import MemoryItem, item_from_fields, ranking_item
-from ..core.query import (
-    VECTOR_FIELD,
-    MemoryFilter,
-    filter_search_args,
-    text_search_args,
-)
+from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
+from ..core.query import VECTOR_FIELD, MemoryFilter, filter_search_args
 from ..core.ranking import HybridRanker, Reranker, query_words
 from ..core.replies import parse_search_reply
+from ..core.text_query import (
+    DegradedReason,
+    client_bound_seconds,
+    is_timeout_message,
+    reply_warning,
+    text_search_args,
+)
 from ..core.where import check_fields, result_matches
+from ..errors import ServerError, StoreClosedError, StoreConnectionError, StoreTimeoutError
 from .documents import Documents
 from .runtime import Runtime
 
 __all__ = ["TextCandidates", "TextRequest"]
 
 _DEFAULT_RANKER = HybridRanker()
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +82,7 @@ class TextCandidates:
         self._rt = rt
         self._docs = docs
         self._frequencies = DocumentFrequencies()
+        self._warned: set[str] = set()  # the degraded reasons logged at warning already
 
     def available(self) -> bool:
         """Whether the engine and the index in use can answer a full-text query on ``content`` (and it is on)."""
@@ -105,6 +127,7 @@ class TextCandidates:
                 per_word=caps.engine != "redisearch",
                 return_fields=want,
                 limit=self._rt.settings.text_candidates,
+                timeout_ms=self._rt.settings.text_timeout_ms,
             )
         queries = len(searches)
         searches += [word_count_args(index, w) for w in plan.probe_words]
@@ -113,6 +136,74 @@ class TextCandidates:
         if not searches:
             return None
         return TextRequest(plan, searches, queries)
+
+    async def alongside(
+        self, request: TextRequest | None, knn: Awaitable[T]
+    ) -> tuple[T, list[Any], str | None]:
+        """``knn``'s result, with the replies of ``request``'s text queries sent beside it, and why
+        the recall is degraded (None: it is not; the replies are then complete).
+
+        The text queries run concurrently with ``knn`` under their budget; when they time
+        out or fail, the replies are empty (the recall ranks the KNN candidates alone).
+        ``knn`` failing raises (the text queries are then cancelled).
+        """
+        if request is None:
+            return await knn, [], None
+        task = asyncio.ensure_future(self._send(request))
+        try:
+            result = await knn
+        except BaseException:
+            task.cancel()
+            raise
+        replies, reason, detail = await task
+        texts = self.learn(request, replies) if reason is None else []
+        if reason is None:
+            warnings = [w for w in map(reply_warning, texts) if w and is_timeout_message(w)]
+            if warnings:
+                reason, detail = "partial", "; ".join(warnings)
+        if reason is not None:
+            self._degraded(reason, detail)
+        return result, texts, reason
+
+    async def _send(self, request: TextRequest) -> tuple[list[Any], DegradedReason | None, str]:
+        """The text queries' replies, or why there are none (a timeout, a server's error)."""
+        bound = client_bound_seconds(self._rt.settings.text_timeout_ms)
+        send = self._rt.backend.pipeline("recall", [], searches=request.searches)
+        try:
+            return await asyncio.wait_for(send, bound), None, ""
+        except TimeoutError:  # the client's bound (StoreTimeoutError: the socket's)
+            return [], "timeout", f"no answer within {bound:.2f} s"
+        except StoreClosedError:
+            raise
+        except (ServerError, StoreConnectionError) as exc:
+            message = str(exc.details.get("server_message") or exc)
+            timed_out = isinstance(exc, StoreTimeoutError) or is_timeout_message(message)
+            return [], "timeout" if timed_out else "error", message
+
+    def _degraded(self, reason: DegradedReason, detail: str) -> None:
+        self._rt.metrics.observe_recall_degraded(reason)
+        level = logging.DEBUG if reason in self._warned else logging.WARNING
+        self._warned.add(reason)
+        log.log(
+            level,
+            "recall ranked its KNN candidates alone: the full-text queries %s (%s); counted in "
+            "recall_degraded_total{reason=%r}, later ones are logged at debug",
+            {"timeout": "timed out", "error": "failed", "partial": "came back partial"}[reason],
+            detail[:300],
+            reason,
+        )
+
+    @staticmethod
+    def mark(hits: list[MemoryHit], reason: str | None) -> list[MemoryHit]:
+        """``hits`` with ``explain.degraded`` set to ``reason`` (hits without ``explain`` unchanged)."""
+        if reason is None:
+            return hits
+        return [
+            h
+            if h.explain is None
+            else dataclasses.replace(h, explain=dataclasses.replace(h.explain, degraded=reason))
+            for h in hits
+        ]
 
     def learn(self, request: TextRequest, replies: Sequence[Any]) -> list[Any]:
         """Keep the counts the probes brought; the replies of the text queries."""

@@ -3,7 +3,7 @@
 Every query is a KNN query (bare ``*`` or hybrid with a scope filter), so it runs on valkey-search 1.0; hits are re-sorted client-side
 because RediSearch returns KNN hits in document-id order without SORTBY. The
 ``threshold`` is the reference's: a cosine-distance ceiling on the KNN distance. The
-hits' reinforcement is one ``backend.scripts.FETCH`` call (one per hit, pipelined, on
+hits' reinforcement is one ``scripts_reinforce.ACCESS`` call (one per hit, pipelined, on
 a cluster); a re-ranked recall reads its winners with it in the same round trip.
 """
 
@@ -31,7 +31,7 @@ from ..core.ranking import Gate, rank
 from ..core.replies import parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
-from ..core.time_recall import TimePlan, search_text
+from ..core.time_recall import TimePlan, search_text, whole_items
 from ..core.validation import check_content
 from ..core.where import check_fields, result_matches
 from ..observability.tracing import add_attributes
@@ -239,8 +239,8 @@ class Recall:
             return_fields=fields,
         )
         backend = self._rt.backend
-        if also is not None:
-            extra = [*(self._time.states_args(vector, a, k, fields) for a in also.filters), *extra]
+        if also is not None:  # a window's queries: the main index's, the history index's
+            extra = [*also.searches, *extra]
         past = flt.as_of is not None  # the history index's half, in the same round trip
         if past:
             extra = [*extra, self._history.knn_args(vector, flt, k, fields)]
@@ -253,7 +253,7 @@ class Recall:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
         hits = parse_search_reply(replies[0]).hits
         if also is not None:  # a window's events and states: the hits the first did not find
-            hits = also.merge(hits, replies)
+            hits = also.merge(hits, replies, self._history)
         if check and len(hits) >= k and k < _MAX_KNN:
             # The engine's KNN filled k with memories the exact check may drop (case variants on
             # an index another library created): widen the KNN until k pass or it holds all.
@@ -298,6 +298,7 @@ class Recall:
             self._docs.drop_expired(expired)
         if past:
             out += self._history.knn_hits(replies.pop(), flt)
+        out += also.past if also is not None else []  # a window's past versions (read whole)
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
         return out, replies[1:]
 
@@ -360,15 +361,14 @@ class Recall:
         vectors: dict[str, bytes] = {}
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
-        flt, also = self._time.filters(plan, flt)  # a window's events + states (the index's fields)
-        # A re-ranked recall also asks the full-text index, in the same round trip.
         pool = min(n, 10_000)
+        # In the KNN's round trip: a window's queries (events and states; past versions). A
+        # re-ranked recall also asks the full-text index: beside the KNN, within a budget (tiers.hybrid).
+        also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
-        candidates, replies = await self._search(
-            vector, flt, pool, fields, text.searches if text else [], slim=slim, also=also, vectors=vectors
-        )
+        knn = self._search(vector, flt, pool, fields, [], slim=slim, also=also, vectors=vectors)
+        (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
         knn_distances = [d for _, d in candidates]
-        text_replies = self._text.learn(text, replies) if text is not None else []
         if text_replies and query is not None:
             candidates = candidates + self._text.candidates(
                 text_replies,
@@ -386,6 +386,7 @@ class Recall:
         half_life = self._rt.config().half_life_seconds
         # Re-ranked: the threshold gates the whole recall (core.ranking.Gate); dense: each hit.
         gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
+        candidates = self._docs.reinforcement.overlay(candidates)  # this store's accesses not yet flushed
         hits = rank(
             candidates,
             k=len(candidates) if plan.reorders else k,
@@ -399,19 +400,18 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
-        hits = await self._time.order(hits, plan, k=k, weights=weights, vectors=vectors, window=also)
+        hits = await self._time.order(
+            hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query
+        )
+        hits = self._text.mark(hits, degraded)  # explain says when the text side was left out
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
         if slim and hits:
             full = await self._docs.fetch(
-                [h.item.id for h in hits],
-                reinforce=(now, half_life, self.access_interval(half_life)) if merged else None,
+                [h.item.id for h in hits if h.item.valid_until is None],  # past versions came whole
+                reinforce=(now, half_life) if merged else None,
             )
-            hits = [
-                dataclasses.replace(h, item=item)
-                for h, item in zip(hits, full, strict=True)
-                if item is not None
-            ]
+            hits = whole_items(hits, full)
         near_miss = False
         if not hits and knn_distances:
             nearest = min(knn_distances)
@@ -427,22 +427,10 @@ class Recall:
                 await self.reinforce(current, now, half_life)
         return hits, search_seconds, near_miss
 
-    def access_interval(self, half_life: float) -> float:
-        """How stale a document's access snapshot may get before a recall rewrites it.
-
-        1/200 of the half-life, between 1 s and 1 min, so BetterDB Monitor and the
-        reference library (which read the document) see fresh values. Each rewrite
-        re-indexes the whole document on RediSearch; see ``backend.scripts``.
-        """
-        interval = self._rt.settings.reinforce_write_interval
-        if interval is not None:
-            return interval
-        return min(60.0, max(1.0, half_life / 200.0))
-
     async def reinforce(self, ids: Sequence[str], now: float, half_life: float) -> None:
-        """Bump ``access_count`` / ``last_accessed_at`` of ``ids`` in one round trip (``Documents.reinforce``)."""
+        """Count an access of ``ids`` in one round trip (``Documents.reinforce``; the lag: ``tiers.reinforce``)."""
         try:
-            await self._docs.reinforce(ids, now, half_life, self.access_interval(half_life))
+            await self._docs.reinforce(ids, now, half_life)
         except Exception as exc:  # reinforcement must never break the read path
             log.warning("reinforcement of %d hits failed: %s", len(ids), exc)
             self._rt.metrics.observe_background_failure("reinforce")

@@ -22,20 +22,30 @@ import numpy.typing as npt
 
 from ..core.codec import encode_vector
 from ..core.learned_rank import is_turn
-from ..core.models import MemoryHit
+from ..core.models import MemoryHit, MemoryItem
 from ..core.query import VECTOR_FIELD, MemoryFilter, knn_search_args
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.scoring import Weights
-from ..core.supersession import Candidate, Prototypes, near_pairs, prototype_texts, same_kind_pairs
+from ..core.supersession import (
+    Candidate,
+    Prototypes,
+    focus_scores,
+    near_pairs,
+    prototype_texts,
+    same_kind_pairs,
+)
 from ..core.time_recall import (
     TimePlan,
     boost_window,
-    event_clause,
-    state_clause,
+    history_clause,
+    inside_clause,
     supersede,
     window_first,
+    window_k,
     with_window,
 )
+from ..core.where import check_fields, names_declared
+from .history import HISTORY_ITEM_FIELDS, History
 from .runtime import Runtime
 
 __all__ = ["TimeRecall", "WindowQueries", "keep_vector"]
@@ -45,20 +55,30 @@ log = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class WindowQueries:
-    """An exact window's KNN queries of one recall (events, then states), and the keys they found."""
+    """An exact window's KNN queries of one recall, sent in its round trip, and what they found.
 
-    filters: list[MemoryFilter]
+    ``searches``: FT.SEARCH arguments, the main index's queries (one: events and states)
+    first, then the history index's (past versions) when ``history`` is its filter.
+    ``inside``: the main index's keys they returned; ``past``: the past versions, read
+    whole, as (item, distance).
+    """
+
+    searches: list[list[str | bytes]]
+    history: MemoryFilter | None = None
     inside: set[str] = field(default_factory=set)
+    past: list[tuple[MemoryItem, float]] = field(default_factory=list)
 
-    def merge(self, hits: list[SearchHit], replies: list[Any]) -> list[SearchHit]:
+    def merge(self, hits: list[SearchHit], replies: list[Any], past: History) -> list[SearchHit]:
         """``hits`` plus the window queries' hits it lacks (their replies, ``replies[1:]``, popped)."""
         known = {h.key for h in hits}
-        for _ in self.filters:
+        for _ in range(len(self.searches) - (self.history is not None)):
             for h in parse_search_reply(replies.pop(1)).hits:
                 self.inside.add(h.key)
                 if h.key not in known:
                     known.add(h.key)
                     hits.append(h)
+        if self.history is not None:
+            self.past = past.knn_hits(replies.pop(1), self.history)
         return hits
 
 
@@ -77,35 +97,48 @@ class TimeRecall:
         self._prototypes: Prototypes | None = None
         self._prototypes_failed = False
 
-    def filters(self, plan: TimePlan, flt: MemoryFilter) -> tuple[MemoryFilter, WindowQueries | None]:
-        """The recall's own filter, and the window's events and states filters (none without an exact window).
+    def window(
+        self,
+        plan: TimePlan,
+        flt: MemoryFilter,
+        vector: npt.NDArray[np.float32],
+        *,
+        k: int,
+        pool: int,
+        fields: Sequence[str],
+    ) -> WindowQueries | None:
+        """An exact window's queries (None without one), ``window_k(k, pool)`` hits each.
 
-        The recall's own query is not narrowed: the window's queries add what lies inside it
-        (ranked first, ``order``), so a window the question meant otherwise ("in June",
-        asked of a conversation dated years ago) never empties a recall.
+        The recall's own query is not narrowed: the window's queries add what lies inside
+        it (ranked first, ``order``), so a window the question meant otherwise ("in June",
+        asked of a conversation dated years ago) never empties a recall. Both carry the
+        recall's filter (scope, tags, ``where``, ``since`` / ``until``). The history
+        index's query is left out with ``as_of`` (the recall already asks that index for
+        the versions valid then; ``window_first`` tells which overlap the window) and
+        with a ``where`` on declared fields, which that index does not hold.
         """
         w = plan.window
         if w is None or not plan.filters:
-            return flt, None
-        layout = self._rt.index.layout
-        out = [dataclasses.replace(flt, clauses=(*flt.clauses, event_clause(w, layout)))]
-        state = state_clause(w, layout)
-        if state is not None:
-            out.append(dataclasses.replace(flt, clauses=(*flt.clauses, state)))
-        return flt, WindowQueries(out)
-
-    def states_args(
-        self, vector: npt.NDArray[np.float32], states: MemoryFilter, k: int, fields: Sequence[str]
-    ) -> list[str | bytes]:
-        """The states' KNN query, sent with the recall's own in one round trip (merged by key)."""
-        return knn_search_args(
-            self._rt.index.name,
-            encode_vector(vector),
-            k=k,
-            flt=states,
-            layout=self._rt.index.layout,
-            return_fields=fields,
-        )
+            return None
+        n = window_k(k, pool)
+        blob = encode_vector(vector)
+        index = self._rt.index
+        fields = tuple(dict.fromkeys([*fields, *check_fields(flt, index.needs_check(flt))]))
+        inside = dataclasses.replace(flt, clauses=(*flt.clauses, inside_clause(w, index.layout)))
+        searches = [
+            knn_search_args(index.name, blob, k=n, flt=inside, layout=index.layout, return_fields=fields)
+        ]
+        if flt.as_of is not None or (flt.where is not None and names_declared(flt.where)):
+            return WindowQueries(searches)
+        past = dataclasses.replace(flt, history=True, clauses=(*flt.clauses, history_clause(w)))
+        wanted = (*HISTORY_ITEM_FIELDS, *(flt.where.fields if flt.where is not None else ()))
+        searches.append(
+            knn_search_args(
+                index.history.name, blob, k=n, flt=past, layout=index.history.layout,
+                return_fields=tuple(dict.fromkeys(wanted)),
+            )
+        )  # fmt: skip
+        return WindowQueries(searches, history=past)
 
     def fields(self, plan: TimePlan, fields: Sequence[str]) -> tuple[str, ...]:
         """``fields`` plus the stored vector when the present order needs it (and the client can read it)."""
@@ -122,10 +155,12 @@ class TimeRecall:
         weights: Weights,
         vectors: Mapping[str, bytes],
         window: WindowQueries | None = None,
+        query: str | None = None,
     ) -> list[MemoryHit]:
         """The ranked ``hits`` (all candidates, best first) re-ordered for ``plan``, cut to ``k``.
 
         ``window``: an exact window's queries (what they returned is ranked first).
+        ``query``: the question (same-slot supersession reads the names it asks about).
         """
         out = list(hits)
         if plan.filters and plan.window is not None:
@@ -134,10 +169,12 @@ class TimeRecall:
         elif plan.boosts and plan.window is not None:
             out = boost_window(out, plan.window, weights)
         elif plan.present and len(out) > 1:
-            out = await self._present(out, vectors)
+            out = await self._present(out, vectors, query or "")
         return with_window(out[:k], plan)
 
-    async def _present(self, hits: list[MemoryHit], vectors: Mapping[str, bytes]) -> list[MemoryHit]:
+    async def _present(
+        self, hits: list[MemoryHit], vectors: Mapping[str, bytes], query: str = ""
+    ) -> list[MemoryHit]:
         """Same-slot supersession over the hits that carry a readable vector."""
         width = self._rt.embedder.dimensions * 4
         # Conversation turns ("Name: ...") are not statements of a slot: two turns of one
@@ -156,6 +193,7 @@ class TimeRecall:
                 np.frombuffer(vectors[hits[i].item.id], dtype="<f4"),
                 hits[i].item.valid_from,
                 hits[i].score,
+                1.0 - hits[i].distance,
             )
             for i in idx
         ]
@@ -166,7 +204,10 @@ class TimeRecall:
         if prototypes is None:
             return hits
         kept = same_kind_pairs(cands, pairs, prototypes)
-        return supersede(hits, [(idx[o], idx[n]) for o, n in kept])
+        scores = [h.score for h in hits]
+        for i, score in zip(idx, focus_scores(cands, query, kept), strict=True):
+            scores[i] = score
+        return supersede(hits, [(idx[o], idx[n]) for o, n in kept], scores)
 
     async def _load_prototypes(self) -> Prototypes | None:
         """The prototype vectors, embedded once with the store's embedder; None if that failed once.

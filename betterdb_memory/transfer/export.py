@@ -52,6 +52,19 @@ class ExportResult:
     vectors: bool
 
 
+def _exact_access(fields: dict[Any, Any], access: Any, seen: Any) -> dict[Any, Any]:
+    """The document's fields with its exact access snapshot (its own lags behind the
+    counter and the pending time until the reinforcement's flush: ``tiers.reinforce``)."""
+    raw = b"content" in fields
+    exact = {"access_count": to_int(access, 0), "last_accessed_at": to_int(seen, 0)}
+    out = dict(fields)
+    for name, value in exact.items():
+        key = name.encode() if raw else name
+        if value > to_int(fields.get(key), 0):
+            out[key] = str(value).encode() if raw else str(value)
+    return out
+
+
 def _json(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
 
@@ -144,12 +157,15 @@ async def export_store(
                 ("GET", keys.access(mid)),
                 ("LRANGE", keys.updates(mid), 0, -1),
             ]
+        # The last accesses whose document snapshot still lags (tiers.reinforce): exact times.
+        read.append(("HMGET", keys.access_pending, *(keys.doc(mid) for mid in ids)))
         replies = await backend.pipeline(_OPERATION, read) if ids else []
         now_ms = int(time.time() * 1000)
         for n, mid in enumerate(ids):
             fields, pttl, access, updates = replies[4 * n : 4 * n + 4]
             if not fields:
                 continue  # deleted since the scan saw it
+            fields = _exact_access(fields, access, replies[-1][n])
             expires = to_int(fields.get(b"expires_at", fields.get("expires_at")), 0)
             if expires and expires <= now_ms:
                 expired += 1

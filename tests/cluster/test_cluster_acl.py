@@ -34,7 +34,7 @@ import valkey.exceptions as vexc
 from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import Fact, HashingEmbedder, MemoryStore, PermissionDeniedError, acl_rules
-from betterdb_memory.backend import scripts
+from betterdb_memory.backend import scripts_reinforce
 from betterdb_memory.backend.dialect import keyless_route
 from betterdb_memory.errors import classify_server_error
 
@@ -249,7 +249,7 @@ async def _raw(t: Tenants, refusals: dict[str, str]) -> None:
         finally:
             await node.aclose()
     a = t.client(t.a)
-    fetch = scripts.FETCH.call([doc, acc], ["0", "0", "1", "0", "content"])
+    fetch = scripts_reinforce.ACCESS.call([doc, acc], ["0", "0", "1e9", "0", "content"])
     calls: list[tuple[Any, ...]] = [
         fetch.command(),  # get()'s script
         ("HGETALL", doc),

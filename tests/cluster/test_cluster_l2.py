@@ -65,13 +65,21 @@ async def test_scopes_stay_exact_and_forget_by_scope_reaches_every_shard(
     assert await store.count(thread_id="T1") == 0 and await store.count(thread_id="t1") == 5
 
 
-async def test_reinforcement_and_forget_touch_one_slot_each(make_store: Callable[..., MemoryStore]) -> None:
+async def test_reinforcement_and_forget_touch_one_slot_each(
+    make_store: Callable[..., MemoryStore], cluster_client: ValkeyCluster
+) -> None:
     store = make_store()
     mid = await store.remember("reinforced", vector=unit(3))
     await store.recall_by_vector(unit(3), k=1, threshold=2.0)
     await store.recall_by_vector(unit(3), k=1, threshold=2.0)
     item = await store.get(mid)
-    assert item is not None and item.access_count == 2
+    assert item is not None and item.access_count == 2 and item.last_accessed_at > item.created_at
+    # The document's snapshot follows at the flush (the pending hash lives on its own slot).
+    assert int(await cluster_client.hget(store.keys.doc(mid), "access_count")) == 0  # lagging
+    assert await store._docs.reinforcement.flush() == 1
+    count, last = await cluster_client.hmget(store.keys.doc(mid), "access_count", "last_accessed_at")
+    assert (int(count), int(last)) == (2, item.last_accessed_at)
+    assert await store.get(mid) == item
     assert await store.forget(mid) is True and await store.get(mid) is None
 
 

@@ -42,8 +42,11 @@ async def make_store(
 async def test_round_trip_and_reembed_on_a_cluster(
     make_store: Callable[..., MemoryStore], cluster_client: ValkeyCluster, unique_name: str
 ) -> None:
-    """Keys on every shard are exported and imported exactly; a re-embedding moves them all."""
-    source = make_store()
+    """Keys on every shard are exported and imported exactly; a re-embedding moves them all.
+
+    (Write-through reinforcement: the key-by-key comparison needs the source's documents to
+    hold their exact access snapshot, see tests/integration/test_transfer.py.)"""
+    source = make_store(reinforce_write_interval=0)
     ids = await populate(source)
     buf = io.StringIO()
     exported = await export_store(source, buf, vectors=True)

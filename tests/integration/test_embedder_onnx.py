@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("onnxruntime", reason="needs the 'onnx' extra")
 
 from betterdb_memory.embedders import Embedder, OnnxEmbedder, default_embedder
+from betterdb_memory.embedders.onnx_windows import split_ids
 from betterdb_memory.errors import ConfigurationError, ValidationError
 
 pytestmark = pytest.mark.integration
@@ -30,6 +31,12 @@ TEXTS = [
 def embedder() -> OnnxEmbedder:
     """One embedder for the module: the model loads once (about half a second)."""
     return OnnxEmbedder()
+
+
+@pytest.fixture(scope="module")
+def pooling() -> OnnxEmbedder:
+    """``long_text="pool"``: long texts embedded in windows."""
+    return OnnxEmbedder(long_text="pool")
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -85,11 +92,47 @@ async def test_cross_lingual_pairs_stay_apart_from_unrelated_text(embedder: Onnx
     assert cos(a, b) > cos(a, c)
 
 
-async def test_texts_are_truncated_at_max_length(embedder: OnnxEmbedder) -> None:
-    """Past 256 tokens the rest is ignored, so a long text works and its tail does not matter."""
+async def test_texts_are_truncated_at_max_length_by_default(embedder: OnnxEmbedder) -> None:
+    """``long_text="truncate"``: past 256 tokens the rest is ignored, so the tail does not matter."""
     head = "memory " * 300
     long_a, long_b = await embedder.embed([head + "apples and pears", head + "a completely different ending"])
     np.testing.assert_allclose(long_a, long_b, atol=1e-6)
+
+
+async def test_pool_reads_all_of_a_long_text(pooling: OnnxEmbedder) -> None:
+    """``long_text="pool"``: the tail of a long text changes its vector (the last window holds it)."""
+    head = "memory " * 300
+    long_a, long_b = await pooling.embed([head + "apples and pears", head + "a completely different ending"])
+    assert cos(long_a, long_b) < 1 - 1e-3
+    np.testing.assert_allclose(np.linalg.norm([long_a, long_b], axis=1), 1.0, atol=1e-5)
+
+
+async def test_a_long_text_is_the_mean_of_its_windows_embedded_alone(
+    embedder: OnnxEmbedder, pooling: OnnxEmbedder
+) -> None:
+    """The pooled vector is the renormalised mean of its windows' vectors; the first window is the truncated text."""
+    text = " ".join(f"sentence number {i} talks about topic {i % 7}." for i in range(120))
+    [pooled] = await pooling.embed([text])
+    embedder._ensure_loaded()
+    truncated = embedder._tokenizer.encode(text).ids
+    windows = split_ids(pooling._tokenizer.encode(text).ids, 256, 32)
+    assert len(windows) >= 3 and windows[0] == list(truncated)
+    alone = np.vstack([pooling._run([w]) for w in windows])
+    mean = alone.mean(axis=0)
+    np.testing.assert_allclose(pooled, mean / np.linalg.norm(mean), atol=1e-5)
+
+
+async def test_texts_that_fit_get_the_same_bits_from_both_modes(
+    embedder: OnnxEmbedder, pooling: OnnxEmbedder
+) -> None:
+    """Short texts, alone or beside long ones in one call, get exactly the vectors truncation gives."""
+    long_text = " ".join(f"paragraph {i} of a pasted document about invoices." for i in range(80))
+    for texts in (TEXTS, [*TEXTS, long_text], [long_text, *TEXTS, long_text]):
+        pooled, truncated = await pooling.embed(texts), await embedder.embed(texts)
+        short = [i for i, t in enumerate(texts) if t != long_text]
+        assert pooled[short].tobytes() == truncated[short].tobytes()
+        if len(short) < len(texts):
+            assert not np.array_equal(pooled, truncated)  # the long ones do differ
 
 
 async def test_concurrent_first_calls_load_the_model_once() -> None:
@@ -123,6 +166,21 @@ async def test_non_string_input_is_a_validation_error(embedder: OnnxEmbedder) ->
 
 
 def test_arguments_are_validated() -> None:
-    for kwargs in ({"batch_size": 0}, {"max_length": 1}, {"max_length": 513}, {"intra_op_threads": 0}):
+    for kwargs in (
+        {"batch_size": 0},
+        {"max_length": 1},
+        {"max_length": 513},
+        {"intra_op_threads": 0},
+        {"long_text": "chunk"},
+    ):
         with pytest.raises(ConfigurationError):
-            OnnxEmbedder(**kwargs)
+            OnnxEmbedder(**kwargs)  # type: ignore[arg-type]
+
+
+def test_long_text_is_named_in_the_error_and_the_repr() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        OnnxEmbedder(long_text="chunk")  # type: ignore[arg-type]
+    assert info.value.code == "configuration.invalid"
+    assert info.value.details == {"argument": "long_text", "value": "'chunk'"}
+    assert "long_text='truncate'" in repr(OnnxEmbedder())
+    assert "long_text='pool'" in repr(OnnxEmbedder(long_text="pool"))

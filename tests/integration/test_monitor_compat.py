@@ -441,6 +441,7 @@ async def test_get_tool_sees_the_libraries_reinforcement(
     ids = await written(store, embed)
     hits = await store.recall("q", thread_id=THREAD, k=1)
     assert [h.item.content for h in hits] == ["middle"]
+    await store.close()  # flushes the access snapshot (a running store: within reinforce_write_interval)
     raw = hash_reply(await client.execute_command("HGETALL", f"{name}:mem:{ids['middle']}"))
     assert int(text(raw["access_count"])) == 1
     assert int(text(raw["last_accessed_at"])) >= int(text(raw["created_at"]))

@@ -324,8 +324,10 @@ async def test_our_writes_land_in_the_reference_index(
     listed = await theirs.list(ref.MemoryListOptions(thread_id="alice"))
     assert listed.items[0].id == mid  # newest first
 
-    # our reinforcement is visible to the reference
+    # our reinforcement is visible to the reference, once its snapshot is flushed (close
+    # flushes; a running store within reinforce_write_interval)
     await ours.recall("ours, in alice", thread_id="alice", k=1)
+    await ours.close()
     reinforced = await theirs.get(mid)
     assert reinforced is not None and reinforced.access_count == 1
 

@@ -266,3 +266,44 @@ async def test_a_drop_in_embed_fn_store_keeps_the_reference_order(
     assert len(hits) == 2
     assert all(h.explain is not None and h.explain.time_window is None for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+# Another attribute of the same person ranked first (every statement of a person is near any
+# question naming them, and a slot of three versions has three chances to win): same-slot
+# supersession re-orders that person's statements by what they say beyond the name, so the
+# slot asked about answers, with its newest version (core.supersession.focus_scores).
+_STORIES = [
+    (
+        "Who is Ivan Reyes in a relationship with?",
+        [
+            ("Ivan Reyes started working for Initech.", "2019-03-01"),
+            ("Ivan Reyes's employer is Massive Dynamic.", "2020-06-01"),
+            ("Ivan Reyes is employed by Monarch.", "2023-02-01"),
+            ("Ivan Reyes and Robin are a couple.", "2017-05-01"),
+            ("Ivan Reyes got engaged to Harper.", "2021-09-01"),
+        ],
+    ),
+    (
+        "What does Aiko Torley do for a living?",
+        [
+            ("Aiko Torley married Riley.", "2014-03-01"),
+            ("Aiko Torley is dating Jordan.", "2015-06-01"),
+            ("Aiko Torley is in a relationship with Alex.", "2022-02-01"),
+            ("Aiko Torley's job title is dentist.", "2016-05-01"),
+            ("Aiko Torley became a accountant.", "2024-09-01"),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "versions"), _STORIES, ids=["partner", "job"])
+async def test_the_slot_the_question_asks_about_answers(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder, question: str, versions: list[tuple[str, str]]
+) -> None:
+    store = make_store(embedder=onnx)
+    ids = [await store.remember(text, valid_from=when) for text, when in versions]
+    hits = await store.recall(question, k=3, threshold=2.0, reinforce=False, explain=True)
+    assert hits[0].item.id == ids[-1]  # the asked slot's newest version
+    assert hits[1].item.id == ids[-2] and hits[1].explain is not None
+    assert hits[1].explain.superseded_by == ids[-1]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

@@ -113,12 +113,37 @@ def same_ranking(a: list[list[tuple[str, float]]], b: list[list[tuple[str, float
     ]
 
 
+async def test_an_export_carries_the_exact_access_snapshot_the_documents_lag_behind(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey, unique_name: str
+) -> None:
+    """Reinforcement writes a document's access snapshot after a lag (tiers.reinforce); an
+    export taken meanwhile writes the exact count and time, so the imported documents (what
+    Monitor reads) hold them."""
+    source = make_store(embedder=HashingEmbedder(64), reinforce_write_interval=3600)
+    mid = await source.remember("Ada prefers green tea in the morning.", thread_id="ada")
+    for _ in range(2):
+        await source.recall("green tea morning", thread_id="ada", threshold=2.0)
+    exact = await source.get(mid)
+    assert exact is not None and exact.access_count == 2
+    assert int(await client.hget(source.keys.doc(mid), "access_count")) == 0  # lagging
+    buf = io.StringIO()
+    await export_store(source, buf)
+    target = make_store(name=unique_name + "_b", embedder=HashingEmbedder(64))
+    await import_store(target, buf.getvalue().splitlines())
+    count, last = await client.hmget(target.keys.doc(mid), "access_count", "last_accessed_at")
+    assert (int(count), int(last)) == (2, exact.last_accessed_at)
+    assert await target.get(mid) == exact
+
+
 @pytest.mark.parametrize("vectors", [True, False], ids=["with-vectors", "re-embedded"])
 async def test_round_trip_keeps_everything(
     make_store: Callable[..., MemoryStore], client: avalkey.Valkey, unique_name: str, vectors: bool
 ) -> None:
-    """Export then import under a new name: every key, field, count, TTL, history and turn is the same."""
-    source = make_store(embedder=HashingEmbedder(64))
+    """Export then import under a new name: every key, field, count, TTL, history and turn is the same.
+
+    (Write-through reinforcement, so the source's documents hold their exact access
+    snapshot for the key-by-key comparison; a lagging source: the next test.)"""
+    source = make_store(embedder=HashingEmbedder(64), reinforce_write_interval=0)
     ids = await populate(source)
     history = await source.fact_history("home city", thread_id="ada")
     assert [r.current for r in history] == [True, False]  # a superseded fact exists to carry over

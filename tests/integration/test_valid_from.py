@@ -92,6 +92,7 @@ async def test_keep_score_counts_from_valid_from_and_reinforcement_keeps_a_plan_
     ahead = 4_102_444_800_000  # 2100-01-01: a plan
     plan = await store.remember("a plan", valid_from=ahead)
     await store.recall("a plan", threshold=2.0)  # reinforces: the keep-score is rewritten
+    await store.close()  # by the flush of the access snapshot (tiers.reinforce)
     assert int(await client.hget(store.keys.doc(plan), "access_count")) == 1
     assert float(await client.hget(store.keys.doc(plan), "keep")) == pytest.approx(
         keep_score(ahead / 1000, 0.5, hl)

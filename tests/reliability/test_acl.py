@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 STORE_RULES = (
     "~{name}:mem:* ~{name}:acc:* ~{name}:upd:* ~{name}:caplock:* ~{name}:cons:* ~{name}:hist:* ~{name}:l1:* "
     "~{name}:subj:* ~{name}:__mem_* "
-    "+hset +hsetnx +hget +hmget +hgetall +hincrby +hkeys +hdel +get +set +incr +del +unlink +exists "
+    "+hset +hsetnx +hget +hmget +hgetall +hincrby +hkeys +hdel +hscan +get +set +incr +del +unlink +exists "
     "+rename +pexpire +pttl +persist +rpush +lpush +lindex +lrange +llen +ltrim +sadd +srem +smembers "
     "+zadd +zrange +zrem +zmscore "
     "+evalsha +script|load +ft.search +ft.create +ft.info +module|list +client|setinfo"

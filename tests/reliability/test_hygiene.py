@@ -29,8 +29,11 @@ from .conftest import scan_keys, unit
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
-# Store-wide hashes: the index metadata, the Monitor stats and the live config.
-STORE_WIDE = ("__mem_meta", "__mem_stats", "__mem_config")
+# Store-wide hashes: the index metadata, the Monitor stats, the live config, and the
+# reinforcement's pending accesses (emptied by its next flush, within the write interval).
+STORE_WIDE = (
+    "__mem_meta", "__mem_stats", "__mem_config", "__mem_pending_access", "__mem_pending_access:flush",
+)  # fmt: skip
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 ``backend/`` holds the client and sends every command; the parts hand it commands
 as values. So outside ``backend/`` (and the embedded server, and the OpenAI
 embedder's own cache client) nothing imports ``valkey`` at run time, nothing
-registers a script with the client, and no module but ``backend/scripts.py`` holds Lua.
+registers a script with the client, and no module but ``backend/scripts.py`` (and its parts,
+``backend/scripts_*.py``) holds Lua.
 """
 
 from __future__ import annotations
@@ -63,15 +64,20 @@ def test_no_script_is_registered_with_a_client() -> None:
 
 
 def test_all_lua_lives_in_backend_scripts() -> None:
-    """The registry, and the subjects' block it registers (split off to hold the registry to its size)."""
+    """The registry, and the blocks it registers (split off to hold the registry to its size)."""
     holders = [name for name, _ in _modules() if "redis.call(" in (PACKAGE / name).read_text()]
-    assert sorted(holders) == ["backend/scripts.py", "backend/scripts_subjects.py"]
-    from betterdb_memory.backend import scripts, scripts_subjects
+    assert sorted(holders) == [
+        "backend/scripts.py",
+        "backend/scripts_reinforce.py",
+        "backend/scripts_subjects.py",
+    ]
+    from betterdb_memory.backend import scripts, scripts_reinforce, scripts_subjects
 
     assert {
         scripts_subjects.SUBJECT_PUT,
         scripts_subjects.SUBJECT_DROP,
         scripts_subjects.SUBJECT_TRIM,
+        *scripts_reinforce.SCRIPTS,
     } <= set(scripts.ALL)
 
 

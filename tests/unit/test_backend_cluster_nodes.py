@@ -72,12 +72,12 @@ async def test_scripts_are_loaded_on_each_node_the_failing_commands_go_to() -> N
 
     a, b = _Node("a:1"), _Node("b:2")
     client = _Cluster({"k1": a, "k2": b, "k3": a})
-    commands = [scripts.FETCH.call(["k1", "c1"]), ("HGETALL", "k2"), scripts.FETCH.call(["k3", "c3"])]
+    commands = [scripts.RETIRE.call(["k1", "c1"]), ("HGETALL", "k2"), scripts.RETIRE.call(["k3", "c3"])]
     assert [n.name for n in await nodes_of(client, commands)] == ["a:1", "b:2", "a:1"]
-    await load_scripts_on(client, commands, [scripts.FETCH, scripts.LOCK])
+    await load_scripts_on(client, commands, [scripts.RETIRE, scripts.LOCK])
     assert client.sent == [
-        ("SCRIPT LOAD", scripts.FETCH.source, "a:1"),
+        ("SCRIPT LOAD", scripts.RETIRE.source, "a:1"),
         ("SCRIPT LOAD", scripts.LOCK.source, "a:1"),
-        ("SCRIPT LOAD", scripts.FETCH.source, "b:2"),
+        ("SCRIPT LOAD", scripts.RETIRE.source, "b:2"),
         ("SCRIPT LOAD", scripts.LOCK.source, "b:2"),
     ]

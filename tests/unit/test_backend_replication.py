@@ -10,7 +10,7 @@ import valkey.exceptions as vexc
 from valkey.asyncio.cluster import ClusterNode, ClusterPipeline, PipelineCommand, ValkeyCluster
 
 from betterdb_memory import HashingEmbedder
-from betterdb_memory.backend import scripts
+from betterdb_memory.backend import scripts, scripts_reinforce
 from betterdb_memory.backend.replication import ReplicaWait, check_acks, run_waited, wait_fault, waits_for
 from betterdb_memory.errors import ConfigurationError, ServerError
 from betterdb_memory.store_options import check_options
@@ -36,7 +36,7 @@ def test_a_round_trip_with_a_write_waits(operation: str, steps: list[object]) ->
     ("operation", "steps"),
     [
         ("get", [("HGETALL", "k"), ("EXISTS", "k"), ("hmget", "k", "f")]),
-        ("recall", [scripts.FETCH.call(["d", "c"], ["1"])]),  # reinforcement may lag
+        ("recall", [scripts_reinforce.ACCESS.call(["d", "c"], ["1"])]),  # reinforcement may lag
         ("consolidate", [scripts.LOCK.call(["lock"], ["t", 1000])]),
         ("discovery.heartbeat", [("HSET", "registry", "x", "y")]),
         ("stats.incr", [("HINCRBY", "stats", "x", 1)]),

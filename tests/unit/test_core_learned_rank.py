@@ -323,3 +323,92 @@ def test_only_conversation_turns_have_neighbours() -> None:
         [learned_rank.thread_order(it) for it, _ in facts],
     )
     assert cols[FEATURES.index("next_lex")] == [0.0] * 3
+
+
+# -- the vectorised ranker against the plain loop it replaced (issue 28: faster, same output) --
+
+_NAMES = ("Caroline", "Melanie", "Jon", "Gina")
+_WORDS = (
+    "painting pottery class camping beach sunset adoption agency support group concert guitar "
+    "violin festival kids family dog library book poem recipe garden hiking lake sweden grandma "
+    "necklace career school friends summer trip museum canvas workshop charity race paint painted"
+)
+_VOCAB = _WORDS.split()
+_DAY = 86_400_000
+
+
+def _fixed_inputs() -> list[tuple[str, list[tuple[MemoryItem, float]]]]:
+    """Seeded recalls with what makes ranking tricky: ties, duplicates, threads, scopes, dates."""
+    rng = random.Random(2028)
+    queries = [
+        "What did Caroline paint at her pottery class?",
+        "What did Melanie say about the beach and the sunset in May 2023?",
+        "When did Jon go hiking on 8 May, 2023?",
+        "What did Gina bake last month for the charity race?",
+        "what is it that they were doing?",  # stop words only
+        "Which book did Caroline read in 1965?",
+        "pottery pottery class class paint painting painted",
+    ]
+    out = []
+    for size in (1, 2, 7, 50, 100):
+        for query in queries:
+            cands = []
+            for _ in range(size):
+                words = " ".join(rng.choice(_VOCAB) for _w in range(rng.randint(0, 14)))
+                text = f"{rng.choice(_NAMES)}: {words}" if rng.random() < 0.8 else f"a note about {words}"
+                if cands and rng.random() < 0.1:
+                    text = cands[-1][0].content  # a duplicate text
+                created = 1_700_000_000_000 + rng.randint(0, 3) * _DAY
+                valid = rng.choice([None, created, -86_400_000 * 3000 + rng.randint(0, 99) * _DAY * 9])
+                valid = valid if valid is not None or rng.random() < 0.5 else 1_683_504_000_000
+                it = MemoryItem(
+                    id=f"m{rng.randint(0, 10**6):07d}" if rng.random() < 0.95 else "m-dup",
+                    content=text, importance=0.5, created_at=created, last_accessed_at=created,
+                    access_count=0, thread_id=rng.choice(["t1", "t1", "t1", "t2", None, ""]),
+                    agent_id=rng.choice([None, "", "a1"]), namespace=rng.choice([None, "n1"]),
+                    valid_from=valid,
+                )  # fmt: skip
+                dist = round(rng.uniform(0.3, 0.9), 2) if rng.random() < 0.5 else rng.uniform(0.3, 0.9)
+                cands.append((it, dist))
+            out.append((query, cands))
+    # Exact ties: the same text at the same distance, ids against the input order.
+    twins = [
+        (item(f"z{9 - i}", "Caroline: pottery class" if i < 3 else "a pottery note", 5, None), 0.5)
+        for i in range(6)
+    ]
+    out += [(queries[0], twins), (queries[0], twins[::-1] + [c for _, c in out[-1:] for c in c[:20]])]
+    return out
+
+
+@pytest.mark.parametrize(
+    "key",
+    [learned_rank.thread_order, None, lambda it: ("x", it.thread_id or "", it.created_at, it.id)],
+    ids=["thread_order", "none", "custom"],
+)
+def test_the_vectorised_ranker_gives_the_reference_order_and_scores(key: Any) -> None:
+    """Same order, scores and similarities (within 1e-9; in fact the same bits) as the plain loop.
+
+    ``learned_rank_reference`` is a frozen copy of the scoring before it was vectorised;
+    ``bench/bench_rank.py --check`` runs the same comparison over LoCoMo.
+    """
+    from tests.unit.learned_rank_reference import ReferenceRanker
+    from tests.unit.learned_rank_reference import columns as reference_columns
+
+    new, old = LearnedRanker(neighbour_key=key), ReferenceRanker(neighbour_key=key)
+    for query, cands in _fixed_inputs():
+        got, want = new.rerank(query, cands), old.rerank(query, cands)
+        assert [it.id for it, _ in got] == [it.id for it, _ in want]
+        assert [it for it, _ in got] == [it for it, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-9, rel=0)
+        assert new.scores(query, cands) == pytest.approx(old.scores(query, cands), abs=1e-9, rel=0)
+        args = (
+            query,
+            [it.content for it, _ in cands],
+            [d for _, d in cands],
+            [it.id for it, _ in cands],
+            [key(it) for it, _ in cands] if key is not None else None,
+            [it.valid_from if it.valid_from is not None else it.created_at for it, _ in cands],
+            max(it.created_at for it, _ in cands),
+        )
+        for mine, theirs in zip(columns(*args), reference_columns(*args), strict=True):  # type: ignore[arg-type]
+            assert mine == pytest.approx(theirs, abs=1e-12, rel=0)

@@ -418,43 +418,6 @@ def test_escape_tag_leaves_no_special_character_unescaped(value: str) -> None:
     assert not {ch for ch in _unescaped(escaped) if ord(ch) < 0x80} & set(TAG_SYNTAX + WHITESPACE)
 
 
-# -- full-text candidates of a hybrid recall (issue 16) ---------------------------------------
-
-
-def test_text_search_args_repeat_the_filter_in_every_branch_on_redisearch() -> None:
-    from betterdb_memory.core.query import text_search_args
-
-    flt = MemoryFilter(scope=Scope(thread_id="t-1"))
-    [args] = text_search_args(
-        "n:mem:idx", ["lisbon", "priya"], flt, per_word=False, return_fields=["content"]
-    )
-    assert args == [
-        "FT.SEARCH", "n:mem:idx",
-        "(@content:lisbon @threadId:{t\\-1})|(@content:priya @threadId:{t\\-1})",
-        "SCORER", "BM25STD", "RETURN", "1", "content", "LIMIT", "0", "50", "DIALECT", "2",
-    ]  # fmt: skip
-    assert text_search_args("i", [], flt, per_word=False, return_fields=["content"]) == []
-
-
-def test_text_search_args_one_query_per_word_on_valkey_search() -> None:
-    from betterdb_memory.core.query import text_search_args
-
-    out = text_search_args(
-        "i", ["a1", "b-2"], MemoryFilter(), per_word=True, return_fields=["content", "vector"], limit=20
-    )
-    assert [a[2] for a in out] == ["(@content:a1)", "(@content:b\\-2)"]
-    assert all(a[3:] == ["RETURN", "2", "content", "vector", "LIMIT", "0", "20", "DIALECT", "2"] for a in out)
-    assert all("SCORER" not in a for a in out)  # valkey-search has no scorer
-
-
-def test_escape_text_term_escapes_everything_but_letters_and_digits() -> None:
-    from betterdb_memory.core.query import escape_text_term
-
-    assert escape_text_term("o'neil") == "o\\'neil"
-    assert escape_text_term("café2") == "café2"
-    assert escape_text_term("a|b)@c") == "a\\|b\\)\\@c"
-
-
 # -- time (issue 26): one appended clause, checked in the client too ---------------------
 
 

@@ -16,10 +16,12 @@ from betterdb_memory.core.supersession import (
     Candidate,
     Prototypes,
     SupersessionRule,
+    focus_scores,
     near_pairs,
     present_order,
     prototype_texts,
     rank_superseded,
+    same_exclusive_kind,
     same_kind_pairs,
     superseded_pairs,
 )
@@ -218,3 +220,92 @@ def test_rank_superseded_moves_nothing_else() -> None:
     vf = [10, 1, 2, 20]
     # only 1 -> 2 is a slot (older 1 at 0.9, newer 2 at 0.6): 2 takes 0.9, 1 goes just below
     assert rank_superseded(scores, vf, [(1, 2)]) == [0, 2, 1, 3]
+
+
+# -- which slot the question asks about (focus_scores) -------------------------------------------
+
+
+def _ada_two_slots(question: np.ndarray) -> list[Candidate]:
+    """Three employer versions ranked above two home versions; ``question`` is the question's vector."""
+    rows = [
+        ("w1", "Ada works at Acme.", _vec(0, 0, 1, 0.1), 1, 0.90),
+        ("w2", "Ada joined Globex.", _vec(0, 0, 1, 0.12), 2, 0.88),
+        ("w3", "Ada's employer is Initech.", _vec(0, 0, 1, 0.08), 3, 0.87),
+        ("h1", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 4, 0.86),
+        ("h2", "Ada moved to Berlin.", _vec(1, 0, 0, 0.12), 5, 0.80),
+        ("b", "Bruno lives in Oslo.", _vec(1, 0, 0, 0.3), 6, 0.95),
+    ]
+    return [Candidate(c, t, v, vf, s, float(v @ question)) for c, t, v, vf, s in rows]
+
+
+def test_focus_puts_the_asked_slot_first() -> None:
+    """Ada's employer versions outrank her home ones; the question is about her home: Berlin first."""
+    where = _vec(0.8, 0, 0.5, 0.2)  # nearer home than work, beyond what all of Ada's share
+    cands = _ada_two_slots(where)
+    assert [cands[i].id for i in present_order(cands, _protos())][:2] == ["b", "w3"]  # without the question
+    order = present_order(cands, _protos(), question="Where does Ada live?")
+    assert [cands[i].id for i in order][:3] == ["b", "h2", "h1"]
+
+
+def test_focus_is_a_permutation_of_the_entity_scores() -> None:
+    cands = _ada_two_slots(_vec(0.8, 0, 0.5, 0.2))
+    pairs = superseded_pairs(cands, _protos())
+    scores = focus_scores(cands, "Where does Ada live?", pairs)
+    assert scores[5] == 0.95  # Bruno: not the entity asked about
+    assert sorted(scores[:5]) == sorted(c.score for c in cands[:5])
+    assert {scores[3], scores[4]} == {0.90, 0.88}  # the home versions take the entity's best scores
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Where does Bruno live?", "where does she live?"],  # another entity, no name at all
+)
+def test_focus_without_the_entity_in_the_question_changes_nothing(question: str) -> None:
+    cands = _ada_two_slots(_vec(0.8, 0, 0.5, 0.2))
+    pairs = superseded_pairs(cands, _protos())
+    assert focus_scores(cands, question, pairs) == [c.score for c in cands]
+
+
+def test_focus_needs_a_same_slot_pair_within_the_entity() -> None:
+    cands = _ada_two_slots(_vec(0.8, 0, 0.5, 0.2))
+    assert focus_scores(cands, "Where does Ada live?", []) == [c.score for c in cands]
+    # a candidate without a known similarity stays where it is
+    blind = [Candidate(c.id, c.text, c.vector, c.valid_from, c.score) for c in cands]
+    assert focus_scores(blind, "Where does Ada live?", [(3, 4)]) == [c.score for c in cands]
+
+
+# -- rule 3's second way: mutual nearest statements of one entity, an exclusive kind ahead ----------
+
+
+def _work_protos() -> Prototypes:
+    """A 5-d space: home, employer, job (exclusive), likes (many), and noise."""
+    kinds = ["home", "employer", "job", "likes"]
+    return Prototypes.of(np.eye(5, dtype=np.float32)[:4], kinds)
+
+
+def test_one_slot_split_between_two_kinds_is_a_pair() -> None:
+    """Best kinds employer / job (not in each other's two best), yet each other's nearest statement."""
+    joined = _c("a", "Ada joined Acme.", _vec(0, 0.7, 0.5, 0.55, 0.2), 1, 0.9)
+    works = _c("b", "Ada works at Initech.", _vec(0, 0.5, 0.7, 0.3, 0.2), 2, 0.8)
+    home = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0, 0.1), 3, 0.7)
+    cands = [joined, works, home]
+    protos = _work_protos()
+    assert near_pairs(cands) == [(0, 1)]
+    assert not same_exclusive_kind(protos.kind_scores(np.stack([joined.vector, works.vector])), protos)[0, 1]
+    assert same_kind_pairs(cands, [(0, 1)], protos) == [(0, 1)]
+    strict = SupersessionRule(min_exclusive_margin=1.0)
+    assert same_kind_pairs(cands, [(0, 1)], protos, strict) == []
+
+
+def test_mutual_nearest_likes_are_not_a_pair() -> None:
+    tea = _c("a", "Ada likes tea.", _vec(0, 0.1, 0, 0.9, 0.3), 1, 0.9)
+    coffee = _c("b", "Ada loves coffee.", _vec(0, 0, 0.1, 0.85, 0.4), 2, 0.8)
+    assert near_pairs([tea, coffee]) == [(0, 1)]
+    assert same_kind_pairs([tea, coffee], [(0, 1)], _work_protos()) == []
+
+
+def test_not_each_other_s_nearest_is_not_a_pair_by_the_second_way() -> None:
+    joined = _c("a", "Ada joined Acme.", _vec(0, 0.7, 0.5, 0.55, 0.2), 1, 0.9)
+    works = _c("b", "Ada works at Initech.", _vec(0, 0.5, 0.7, 0.3, 0.2), 2, 0.8)
+    twin = _c("c", "Ada joined Acme's board.", _vec(0, 0.7, 0.5, 0.55, 0.21), 3, 0.7)  # nearer to a
+    assert (0, 1) not in same_kind_pairs([joined, works, twin], [(0, 1)], _work_protos())

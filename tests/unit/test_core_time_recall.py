@@ -14,11 +14,15 @@ from betterdb_memory.core.time_recall import (
     TimePlan,
     boost_window,
     event_clause,
+    history_clause,
+    inside_clause,
     search_text,
     state_clause,
     supersede,
     time_plan,
+    whole_items,
     window_first,
+    window_k,
     with_window,
 )
 from betterdb_memory.errors import ValidationError
@@ -27,10 +31,12 @@ AS_OF = datetime(2024, 5, 8, 15, 0, tzinfo=UTC)  # a Wednesday
 MAY_2023 = (1_682_899_200_000, 1_685_577_600_000)  # [2023-05-01, 2023-06-01) UTC
 
 
-def _hit(mid: str, score: float, valid_from: int, explain: bool = True) -> MemoryHit:
+def _hit(
+    mid: str, score: float, valid_from: int, explain: bool = True, valid_until: int | None = None
+) -> MemoryHit:
     item = MemoryItem(
         id=mid, content=mid, importance=0.5, created_at=valid_from, last_accessed_at=valid_from,
-        access_count=0, valid_from=valid_from,
+        access_count=0, valid_from=valid_from, valid_until=valid_until,
     )  # fmt: skip
     parts = ScoreParts(score, 0.0, 0.5, Weights(), score) if explain else None
     return MemoryHit(item, score, score, 1.0 - score, parts)
@@ -165,3 +171,79 @@ def test_window_first_lifts_the_inside_above_the_rest_keeping_each_part_s_order(
     assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
     assert out[0].score - 0.6 == pytest.approx(out[2].score - 0.3)  # one lift for the whole inside
     assert window_first(hits[:1], plan.window, set()) == hits[:1]  # nothing inside: unchanged
+
+
+def test_inside_clause_is_events_or_states_in_one_query_without_a_union() -> None:
+    plan = time_plan("in May 2023", as_of=AS_OF)
+    assert plan.window is not None
+    a, b = MAY_2023
+    rng = f"[{a} ({b}]"
+    not_events = f"-@valid_from:{rng} -(@created_at:{rng} -@valid_from:[-inf +inf])"
+    assert event_clause(plan.window) == f"-({not_events})"  # the events' clause, negated inside
+    assert inside_clause(plan.window) == f"-({not_events} -@state_from:[-inf ({b}])"
+    assert "|" not in inside_clause(plan.window)  # RediSearch 2.10.5: no negation below a union
+    no_states = IndexLayout(state_from=False)
+    assert inside_clause(plan.window, no_states) == event_clause(plan.window)
+    reference = IndexLayout(valid_from=False)  # an index without valid_from (created_at instead)
+    assert inside_clause(plan.window, reference) == f"-(-@created_at:{rng} -@state_from:[-inf ({b}])"
+    args = knn_search_args("idx", b"v", k=3, flt=MemoryFilter(clauses=(inside_clause(plan.window),)))
+    assert args[2].startswith("(@created_at:[-inf +inf] -(-@valid_from:")  # anchored on match-all
+
+
+def test_inside_clause_of_open_windows() -> None:
+    since = time_plan("since March", as_of=AS_OF).window
+    before = time_plan("before 2024", as_of=AS_OF).window
+    assert since is not None and before is not None
+    assert inside_clause(since).endswith(" -@state_from:[-inf +inf])")
+    assert f"[{since.start_ms} +inf]" in inside_clause(since)
+    assert inside_clause(before).startswith("-(-@valid_from:[-inf (1704067200000] ")
+
+
+def test_history_clause_is_the_versions_overlapping_the_window() -> None:
+    plan = time_plan("in May 2023", as_of=AS_OF)
+    assert plan.window is not None
+    a, b = MAY_2023
+    assert history_clause(plan.window) == (
+        f"@valid_until:[({a} +inf] -(-@valid_from:[-inf ({b}] -(@created_at:[-inf ({b}] -@valid_from:[-inf +inf]))"
+    )
+    since = time_plan("since March", as_of=AS_OF).window
+    before = time_plan("before 2024", as_of=AS_OF).window
+    assert since is not None and before is not None
+    assert history_clause(since) == f"@valid_until:[({since.start_ms} +inf]"
+    assert history_clause(before).startswith("-(-@valid_from:[-inf (1704067200000]")
+    flt = MemoryFilter(history=True, clauses=(history_clause(plan.window),))
+    assert build_filter(flt).startswith("@valid_until:")  # positive first: no match-all anchor
+
+
+def test_window_k_fills_k_with_room_to_choose_within_the_pool() -> None:
+    assert window_k(5, 50) == 10
+    assert window_k(1, 50) == 10
+    assert window_k(10, 50) == 20
+    assert window_k(40, 50) == 50  # never more than the recall's own pool
+    assert window_k(3, 3) == 3
+
+
+def test_window_first_counts_a_past_version_valid_during_the_window() -> None:
+    plan = time_plan("Where did Ada live in May 2023?", as_of=AS_OF)
+    assert plan.window is not None
+    a, b = MAY_2023
+    hits = [
+        _hit("berlin", 0.9, b + 1),  # current, began after the window
+        _hit("porto", 0.8, a - 900, valid_until=a - 1),  # ended before it
+        _hit("lisbon", 0.7, a - 500, valid_until=b + 500),  # valid across it
+    ]
+    assert [h.item.id for h in window_first(hits, plan.window, set())] == ["lisbon", "berlin", "porto"]
+
+
+def test_whole_items_keeps_past_versions_and_drops_what_is_gone() -> None:
+    hits = [_hit("a", 0.9, 1), _hit("past", 0.8, 1, valid_until=5), _hit("gone", 0.7, 1), _hit("b", 0.6, 1)]
+    full_a = MemoryItem(
+        id="a", content="A whole", importance=0.5, created_at=1, last_accessed_at=1, access_count=0
+    )
+    full_b = MemoryItem(
+        id="b", content="B whole", importance=0.5, created_at=1, last_accessed_at=1, access_count=0
+    )
+    out = whole_items(hits, [full_a, None, full_b])
+    assert [h.item.id for h in out] == ["a", "past", "b"]
+    assert out[0].item is full_a and out[1] is hits[1] and out[2].item is full_b
+    assert [h.score for h in out] == [0.9, 0.8, 0.6]

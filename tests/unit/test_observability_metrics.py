@@ -205,7 +205,7 @@ def test_only_low_cardinality_labels_are_exposed(registry: CollectorRegistry) ->
     m.observe_consolidation("facts", created=1)
     m.observe_background_failure("heartbeat")
     m.observe_context({"system": 1})
-    allowed = {"store_name", "mode", "outcome", "task", "part", "le"}
+    allowed = {"store_name", "mode", "outcome", "task", "part", "reason", "le"}
     for family in registry.collect():
         assert family.name.startswith("agent_memory_")
         for sample in family.samples:

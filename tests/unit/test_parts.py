@@ -148,6 +148,9 @@ async def test_recall_clamps_a_distance_a_hair_below_zero() -> None:
         ("text_candidates", -1, "configuration.range"),
         ("text_candidates", 1001, "configuration.range"),
         ("text_candidates", True, "configuration.type"),
+        ("text_timeout_ms", 0, "configuration.range"),
+        ("text_timeout_ms", 60_001, "configuration.range"),
+        ("text_timeout_ms", "500", "configuration.type"),
     ],
 )
 def test_new_store_options_refuse_bad_values_with_a_typed_error(option: str, bad: object, code: str) -> None:
@@ -157,6 +160,16 @@ def test_new_store_options_refuse_bad_values_with_a_typed_error(option: str, bad
     with pytest.raises(ConfigurationError) as caught:
         MemoryStore(client=None, name="opts", embedder=HashingEmbedder(), discovery=False, **{option: bad})  # type: ignore[arg-type]
     assert caught.value.code == code
+
+
+def test_text_timeout_ms_reaches_the_settings() -> None:
+    default = MemoryStore(client=None, name="t1", embedder=HashingEmbedder(), discovery=False)  # type: ignore[arg-type]
+    mine = MemoryStore(
+        client=None, name="t2", embedder=HashingEmbedder(), discovery=False, text_timeout_ms=120
+    )  # type: ignore[arg-type]
+    assert (default._rt.settings.text_timeout_ms, mine._rt.settings.text_timeout_ms) == (500, 120)
+    for store in (default, mine):
+        asyncio.run(store.close())
 
 
 def test_relevance_margin_defaults_to_the_embedders_and_can_be_turned_off() -> None:

@@ -1,0 +1,220 @@
+"""What a window in the question costs a recall: the same question with and without its time expression.
+
+The diary of ``temporal_data.dated_events`` (856 events, ONNX MiniLM vectors cached by
+``bench/temporal_eval.py``'s ``embed``) is written once into one store, with a few
+subjects' past versions in the history index; then each question with a time expression
+is asked without it ("plain", the same vector: only the window differs) and with it, in
+each variant of the window's queries, on its ``as_of`` day (the parser's clock). The
+variants of one question run back to back, in an order rotated per question, so a busy
+shared host slows them alike; medians are reported, with precision@5 inside the window.
+
+Variants (``--variants``):
+
+* ``plain``: the question without its time expression (no window).
+* ``window``: the library as it is (``TimeRecall.window``).
+* ``before``: the window's queries as they were before this bench: events and states as
+  two KNN queries of the recall's whole pool each, no history query.
+* ``k=<n>``: the library's queries with ``n`` hits each (``window_k`` replaced).
+* ``no-history``: the library's queries without the history index's.
+
+    .venv/bin/python bench/temporal_latency.py               # embedded RediSearch
+    .venv/bin/python bench/temporal_latency.py --url valkey://localhost:6379 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import dataclasses
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+
+from temporal_api import K, _no_time, clock  # noqa: E402
+from temporal_data import dated_events  # noqa: E402
+from temporal_eval import embed  # noqa: E402
+
+from betterdb_memory import MemoryStore  # noqa: E402
+from betterdb_memory.core import time_recall as core_tr  # noqa: E402
+from betterdb_memory.core.codec import encode_vector  # noqa: E402
+from betterdb_memory.core.query import knn_search_args  # noqa: E402
+from betterdb_memory.core.timewindow import parse_time_window  # noqa: E402
+from betterdb_memory.embedders import OnnxEmbedder  # noqa: E402
+from betterdb_memory.tiers import time_recall  # noqa: E402
+
+SUBJECTS = 40  # people whose home city changed: 80 past versions in the history index
+
+
+def _before(self: Any, plan: Any, flt: Any, vector: Any, *, k: int, pool: int, fields: Any) -> Any:
+    """The window's queries before: events, then states, the whole pool each, no history."""
+    w = plan.window
+    if w is None or not plan.filters:
+        return None
+    index = self._rt.index
+    blob = encode_vector(vector)
+    clauses = [core_tr.event_clause(w, index.layout)]
+    state = core_tr.state_clause(w, index.layout)
+    if state is not None:
+        clauses.append(state)
+    searches = [
+        knn_search_args(
+            index.name,
+            blob,
+            k=pool,
+            flt=dataclasses.replace(flt, clauses=(*flt.clauses, c)),
+            layout=index.layout,
+            return_fields=fields,
+        )
+        for c in clauses
+    ]
+    return time_recall.WindowQueries(searches)
+
+
+@contextmanager
+def variant(name: str) -> Iterator[None]:
+    """The library's window queries replaced as ``name`` says, for one recall."""
+    saved_window, saved_k = time_recall.TimeRecall.window, time_recall.window_k
+    if name == "before":
+        time_recall.TimeRecall.window = _before  # type: ignore[method-assign]
+    elif name == "no-history":
+
+        def main_only(self: Any, *a: Any, **kw: Any) -> Any:
+            out = saved_window(self, *a, **kw)
+            if out is not None and out.history is not None:
+                out = time_recall.WindowQueries(out.searches[:-1])
+            return out
+
+        time_recall.TimeRecall.window = main_only  # type: ignore[method-assign]
+    elif name.startswith("k="):
+        n = int(name[2:])
+        time_recall.window_k = lambda k, pool: min(n, pool)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        time_recall.TimeRecall.window = saved_window  # type: ignore[method-assign]
+        time_recall.window_k = saved_k  # type: ignore[assignment]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    ds = dated_events.build()
+    windows = [parse_time_window(q.text, as_of=q.as_of) for q in ds.questions]
+    rests = [w.query if w is not None else q.text for q, w in zip(ds.questions, windows, strict=True)]
+    vecs = embed([e.text for e in ds.events] + [q.text for q in ds.questions] + rests, args.cache)
+    ne, nq = len(ds.events), len(ds.questions)
+    rvecs = vecs[ne + nq :]
+    timed = [i for i, q in enumerate(ds.questions) if q.expression is not None]
+    names = args.variants.split(",")
+    lat: dict[str, list[float]] = {n: [] for n in names}
+    prec: dict[str, list[float]] = {n: [] for n in names}
+    with tempfile.TemporaryDirectory(prefix="temporal-lat-") as data_dir:
+        store = await MemoryStore.connect(
+            args.url, name=f"tlat-{uuid.uuid4().hex[:8]}", data_dir=data_dir, embedder=OnnxEmbedder()
+        )
+        try:
+            ids = await store.remember_many(
+                [
+                    {"content": e.text, "valid_from": e.valid_from, "vector": vecs[i].tolist()}
+                    for i, e in enumerate(ds.events)
+                ]
+            )
+            # What the window counts as inside: an event dated in it, a state valid during it.
+            valid: dict[str, tuple[int, int | None]] = {
+                i: (e.valid_from, None) for i, e in zip(ids, ds.events, strict=True)
+            }
+            start = min(e.valid_from for e in ds.events)
+            for p in range(SUBJECTS):  # past versions: the history index is not empty
+                froms = [start + (v * 200 + p) * 86_400_000 for v in range(3)]
+                for v, city in enumerate(("Porto", "Lisbon", "Berlin")):
+                    mid = await store.remember(
+                        f"Person {p} lives in {city}.",
+                        subject=f"home city of person {p}",
+                        valid_from=froms[v],
+                    )
+                    valid[mid] = (froms[v], froms[v + 1] if v < 2 else 2**62)  # a state: overlaps
+
+            async def ask(qi: int, name: str) -> float:
+                q = ds.questions[qi]
+                text = _no_time(q.text, q.expression or "") if name == "plain" else q.text
+                with clock(q.as_of), variant(name):
+                    t0 = time.perf_counter()
+                    hits = await store.recall_by_vector(
+                        rvecs[qi].tolist(), query=text, k=K, threshold=2.0, reinforce=False
+                    )
+                    elapsed = time.perf_counter() - t0
+                lo = q.start if q.start is not None else -(2**62)
+                hi = q.end if q.end is not None else 2**62
+
+                def inside(vf: int, vu: int | None) -> bool:
+                    return lo <= vf < hi if vu is None else vf < hi and vu > lo
+
+                n_in = sum(1 for vf, vu in valid.values() if inside(vf, vu))
+                if n_in:
+                    got = sum(inside(*valid[h.item.id]) for h in hits)
+                    prec[name].append(got / min(K, n_in))
+                return elapsed
+
+            for qi in timed[:40]:  # warm up (prototypes, caches, the engine's pages)
+                for name in names:
+                    await ask(qi, name)
+            for name in names:
+                prec[name].clear()
+            for r in range(args.rounds):
+                for j, qi in enumerate(timed):
+                    shift = (j + r) % len(names)
+                    for name in names[shift:] + names[:shift]:
+                        lat[name].append(await ask(qi, name))
+            if args.profile:
+                prof = cProfile.Profile()
+                prof.enable()
+                for qi in timed:
+                    await ask(qi, names[-1])
+                prof.disable()
+                pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        finally:
+            await store.close()
+    return {"lat": lat, "prec": prec, "n": len(timed) * args.rounds, "events": ne}
+
+
+def _p(xs: list[float], q: float) -> float:
+    return sorted(xs)[int(q * (len(xs) - 1))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "temporal-cache")
+    ap.add_argument("--url", default=os.environ.get("VALKEY_URL"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--variants", default="plain,window,before")
+    ap.add_argument("--profile", action="store_true", help="profile the last variant")
+    args = ap.parse_args()
+    load = os.getloadavg()[0]
+    r = asyncio.run(run(args))
+    lat: dict[str, list[float]] = r["lat"]
+    base = statistics.median(lat["plain"]) if "plain" in lat else None
+    print(
+        f"{r['n']} recalls per variant, k={K}, {r['events']} events, load {load:.1f}->{os.getloadavg()[0]:.1f}"
+    )
+    print("| variant | p50 ms | p90 ms | p50 / plain | precision@5 inside |")
+    print("|---|---|---|---|---|")
+    fmt: Callable[[float], str] = lambda x: f"{x * 1000:.2f}"  # noqa: E731
+    for name, xs in lat.items():
+        ratio = "" if base is None else f"{statistics.median(xs) / base:.3f}"
+        p = r["prec"][name]
+        prec = f"{statistics.fmean(p):.3f}" if p and name != "plain" else ""
+        print(f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {prec} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""tiers.hybrid: the text side of a hybrid recall beside the KNN, within its budget, degrading to the KNN alone."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+
+from betterdb_memory.core.models import MemoryHit, MemoryItem
+from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.core.scoring import ScoreParts, Weights
+from betterdb_memory.errors import QuerySyntaxError, ServerError
+from betterdb_memory.testing import RecordingBackend
+from betterdb_memory.tiers.documents import Documents
+from betterdb_memory.tiers.hybrid import TextCandidates, TextRequest
+from tests.unit.parts import runtime, search_reply
+
+QUERY = "where is priya moving"
+
+
+def degraded(reason: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "agent_memory_recall_degraded_total", {"store_name": "parts", "reason": reason}
+    )
+    return value or 0.0
+
+
+def text_side(**settings: Any) -> tuple[TextCandidates, RecordingBackend, TextRequest]:
+    backend = RecordingBackend()
+    rt = runtime(backend, **settings)
+    side = TextCandidates(rt, Documents(rt))
+    request = side.request(QUERY, MemoryFilter(), ("content",), pool=50)
+    assert request is not None and request.queries == 1  # RediSearch: one query for all the words
+    return side, backend, request
+
+
+async def knn() -> str:
+    return "knn"
+
+
+def test_the_text_query_carries_the_stores_budget() -> None:
+    _, _, request = text_side(text_timeout_ms=250)
+    [text] = request.searches[: request.queries]
+    assert text[text.index("TIMEOUT") + 1] == "250"
+    _, _, default = text_side()
+    assert default.searches[0][default.searches[0].index("TIMEOUT") + 1] == "500"
+
+
+async def test_a_warning_that_is_not_a_timeout_does_not_degrade() -> None:
+    side, backend, request = text_side()
+    other = {b"warning": [b"Max prefix expansions limit was reached"], b"total_results": 0, b"results": []}
+    backend.reply(other, *[0] * (len(request.searches) - 1))
+    assert await side.alongside(request, knn()) == ("knn", [other], None)
+
+
+async def test_complete_replies_pass_through_undegraded() -> None:
+    side, backend, request = text_side()
+    hit = search_reply(1, ("parts:mem:m1", {"content": "priya moves to porto"}))
+    backend.reply(hit, *[0] * (len(request.searches) - 1))
+    before = {r: degraded(r) for r in ("timeout", "error", "partial")}
+    result, replies, reason = await side.alongside(request, knn())
+    assert (result, replies, reason) == ("knn", [hit], None)
+    assert {r: degraded(r) for r in before} == before
+
+
+async def test_a_redisearch_partial_answer_is_used_and_counted_as_degraded() -> None:
+    """ON_TIMEOUT RETURN under RESP3: the hits found so far come back with a warning; fail-soft."""
+    side, backend, request = text_side()
+    partial = {
+        b"warning": [b"Timeout limit was reached"],
+        b"total_results": 1,
+        b"results": [{b"id": b"parts:mem:m1", b"extra_attributes": {b"content": b"priya"}}],
+    }
+    backend.reply(partial, *[0] * (len(request.searches) - 1))
+    before = degraded("partial")
+    result, replies, reason = await side.alongside(request, knn())
+    assert (result, replies, reason) == ("knn", [partial], "partial")
+    assert degraded("partial") == before + 1
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (ServerError("recall: Search operation cancelled due to timeout"), "timeout"),  # valkey-search
+        (ServerError("recall: Timeout limit was reached"), "timeout"),  # RediSearch, ON_TIMEOUT FAIL
+        (QuerySyntaxError("recall: Syntax error at offset 3"), "error"),
+    ],
+)
+async def test_a_failed_text_side_leaves_the_knn_alone(error: Exception, reason: str) -> None:
+    side, backend, request = text_side()
+    backend.reply(error, *[0] * (len(request.searches) - 1))
+    before = degraded(reason)
+    result, replies, got = await side.alongside(request, knn())
+    assert (result, replies, got) == ("knn", [], reason)
+    assert degraded(reason) == before + 1
+
+
+async def test_a_text_side_that_never_answers_is_cut_at_the_client_bound() -> None:
+    side, backend, request = text_side(text_timeout_ms=1)  # bound: 0.101 s
+    never = asyncio.Event()
+
+    async def stuck(*args: Any, **kwargs: Any) -> list[Any]:
+        await never.wait()
+        return []
+
+    backend.pipeline = stuck  # type: ignore[method-assign]
+    before = degraded("timeout")
+    assert await side.alongside(request, knn()) == ("knn", [], "timeout")
+    assert degraded("timeout") == before + 1
+
+
+async def test_a_knn_failure_raises_and_cancels_the_text_side() -> None:
+    side, backend, request = text_side()
+    started, never = asyncio.Event(), asyncio.Event()
+
+    async def stuck(*args: Any, **kwargs: Any) -> list[Any]:
+        started.set()
+        await never.wait()
+        return []
+
+    backend.pipeline = stuck  # type: ignore[method-assign]
+
+    async def broken() -> str:
+        await started.wait()
+        raise ServerError("recall: Search operation cancelled due to timeout")
+
+    before = {r: degraded(r) for r in ("timeout", "error", "partial")}
+    others = asyncio.all_tasks()  # tasks other tests left on this loop are not the text side
+    with pytest.raises(ServerError):
+        await side.alongside(request, broken())
+    for _ in range(5):  # a cancelled wait_for takes a few turns of the loop to finish
+        await asyncio.sleep(0)
+    assert not asyncio.all_tasks() - others  # the text side is gone
+    assert {r: degraded(r) for r in before} == before
+
+
+async def test_no_request_is_the_knn_alone() -> None:
+    side, _, _ = text_side()
+    assert await side.alongside(None, knn()) == ("knn", [], None)
+
+
+def test_mark_sets_explain_degraded_only_where_explain_is() -> None:
+    item = MemoryItem(id="m1", content="x", importance=0.5, created_at=0, last_accessed_at=0, access_count=0)
+    parts = ScoreParts(similarity=1.0, recency=1.0, importance=0.5, weights=Weights(1, 0, 0), score=1.0)
+    explained = MemoryHit(item=item, score=1.0, similarity=1.0, distance=0.0, explain=parts)
+    bare = MemoryHit(item=item, score=1.0, similarity=1.0, distance=0.0)
+    marked = TextCandidates.mark([explained, bare], "timeout")
+    assert marked[0].explain is not None and marked[0].explain.degraded == "timeout"
+    assert marked[1].explain is None
+    assert TextCandidates.mark([explained], None) == [explained]
