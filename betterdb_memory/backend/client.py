@@ -55,7 +55,7 @@ from .commands import Attempts, ScriptCall, Step, wire
 from .dialect import keyless_route, probe
 from .locks import ScopedLock
 from .reconnects import watch_connections
-from .replication import ReplicaWait, check_acks, wait_fault, waits_for
+from .replication import ReplicaWait, check_acks, run_waited, wait_fault, waits_for
 from .retry import RetryPolicy, call
 from .translate import is_connection_error
 
@@ -324,7 +324,7 @@ class ValkeyBackend:
                     for args in searches:
                         pipe.execute_command(*args)
                 try:
-                    replies = list(await pipe.execute()) if len(pipe) else []
+                    replies, asked = await run_waited(self.client, pipe, wait if self.cluster else None)
                 except vexc.NoScriptError:
                     if attempt == 2:
                         raise
@@ -336,7 +336,7 @@ class ValkeyBackend:
                         raise
                     raise fault from exc
                 if wait is not None:
-                    await self._check_waits(operation, commands, wait, nodes, replies)
+                    await self._check_waits(operation, commands, wait, nodes, replies, asked)
                 if self.cluster and searches:
                     replies += await asyncio.gather(
                         *(self.client.execute_command(*self._search_args(a), **self._route) for a in searches)
@@ -371,6 +371,7 @@ class ValkeyBackend:
         wait: ReplicaWait,
         nodes: list[str],
         replies: list[Any],
+        asked: Mapping[str, Any],
     ) -> None:
         """Take the ``WAIT`` replies out of ``replies``; raise when replicas fell short.
 
@@ -382,7 +383,7 @@ class ValkeyBackend:
         del replies[start : start + len(nodes)]
         if self.cluster and {n.name for n in await self._nodes_of(commands)} != set(nodes):
             raise vexc.ConnectionError(f"a slot moved during {operation}: its WAIT did not follow the write")
-        check_acks(wait, operation, acks)
+        check_acks(wait, operation, acks, asked)
 
     async def scan(self, operation: str, pattern: str, *, count: int = 1000) -> AsyncIterator[list[str]]:
         """Batches of key names matching ``pattern`` (glob), each name once per SCAN pass.

@@ -9,6 +9,17 @@ write's own pipeline: on a single server a pipeline is one connection; on a clus
 valkey-py sends each node's share of a pipeline on one connection of that node, so one
 WAIT per node that took a write goes there, routed to that node.
 
+A write the cluster redirects with ``ASK`` (its slot is being migrated and the key is
+already on the importing node) is applied by the importing node, on a connection the
+``WAIT`` queued for the migrating node never sees: that ``WAIT`` would confirm nothing
+about it. valkey-py's cluster pipeline re-sends such a command on its own, so a waiting
+pipeline runs without valkey-py's redirections (``run_waited``): each ``ASK``ed write
+is sent again to the node that asked for it, as ``ASKING``, the write, then ``WAIT``,
+all on one connection of that node, and that node's acknowledgement counts like the
+others'. A ``MOVED`` write is re-sent the way valkey-py does it (its slot map changes, and
+the backend then reports the write as unconfirmed: a connection fault); a ``TRYAGAIN``
+(a multi-key write whose keys the migration split) is a connection fault at once.
+
 What is waited for: the round trips of the store's own writes (memories, turns,
 summaries, config, import). Not the bookkeeping that may lag by design: recall's
 reinforcement (``ACCESS``, and the snapshot flush), the scope locks, the index's set-up (``ensure_index``: its
@@ -24,11 +35,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import valkey.exceptions as vexc
+from valkey.asyncio.cluster import PipelineCommand
 
 from ..errors import ServerError
 from .commands import ScriptCall, Step
 
-__all__ = ["ReplicaWait", "check_acks", "wait_fault", "waits_for"]
+__all__ = ["ReplicaWait", "check_acks", "run_waited", "wait_fault", "waits_for"]
 
 #: Commands that change nothing (a round trip of only these sends no WAIT).
 _READS = frozenset(
@@ -84,18 +96,24 @@ def waits_for(operation: str, steps: Sequence[Step]) -> bool:
     return False
 
 
-def check_acks(wait: ReplicaWait, operation: str, acks: Mapping[str, Any]) -> None:
+def check_acks(
+    wait: ReplicaWait, operation: str, acks: Mapping[str, Any], asked: Mapping[str, Any] | None = None
+) -> None:
     """Raise unless every node that took a write of ``operation`` had ``wait.replicas`` acknowledgements.
 
     ``acks`` maps a node (its ``host:port``; ``""`` on a single server) to its ``WAIT``
-    reply: the number of replicas that acknowledged.
+    reply: the number of replicas that acknowledged; ``asked``, the same for the
+    ``WAIT`` s that followed ``ASK`` ed writes (a node in both counts its lower reply).
 
     Raises:
         ServerError: ``server.replication_timeout``: the write is applied on the
             primary (reads see it) but fewer replicas than asked confirmed it within
             the timeout; a failover before they receive it may lose it.
     """
-    short = {node: int(n) for node, n in acks.items() if int(n) < wait.replicas}
+    every = {node: int(n) for node, n in acks.items()}
+    for node, n in (asked or {}).items():
+        every[node] = min(int(n), every.get(node, int(n)))
+    short = {node: n for node, n in every.items() if n < wait.replicas}
     if not short:
         return
     fewest = min(short.values())
@@ -128,3 +146,79 @@ def wait_fault(exc: Exception, writes: int) -> Exception | None:
     if text.startswith("Too many targets for command ('WAIT'") or (found and int(found.group(1)) > writes):
         return vexc.ConnectionError(f"a failover interrupted a write's WAIT ({exc})")
     return None
+
+
+async def run_waited(client: Any, pipe: Any, wait: ReplicaWait | None) -> tuple[list[Any], dict[str, Any]]:
+    """Execute ``pipe``; on a cluster pipeline carrying ``WAIT`` s (``wait`` set), follow ``ASK`` with a ``WAIT``.
+
+    Returns the pipeline's replies (as ``pipe.execute()`` would) and, per node an
+    ``ASK`` sent writes to, that node's ``WAIT`` reply. Errors are raised as valkey-py
+    raises them (the first failed command, its position in the message). With
+    ``wait`` None this is ``pipe.execute()``.
+
+    Uses valkey-py's pipeline internals (``_command_stack``, ``PipelineCommand``,
+    ``ClusterNode.execute_pipeline``: one connection for a node's batch), pinned by
+    tests/unit/test_backend_replication.py.
+    """
+    if wait is None:
+        return (list(await pipe.execute()) if len(pipe) else []), {}
+    stack: list[Any] = list(pipe._command_stack)  # execute() empties the pipeline's own list
+    try:
+        # Raising (valkey-py's default) keeps its failover path as it is; every command's result
+        # (the redirections too) is in the stack once it raised.
+        await pipe.execute(allow_redirections=False)
+    except vexc.ResponseError as exc:
+        if not any(cmd.result is exc for cmd in stack):
+            raise
+    asked: dict[str, list[Any]] = {}
+    for cmd in stack:
+        result = cmd.result
+        if isinstance(
+            result, vexc.MovedError
+        ):  # (a subclass of AskError) as valkey-py does: its slot map follows
+            try:
+                cmd.result = await client.execute_command(*cmd.args, **cmd.kwargs)
+            except Exception as moved_exc:
+                cmd.result = moved_exc
+        elif isinstance(result, vexc.AskError):
+            asked.setdefault(f"{result.host}:{result.port}", []).append(cmd)
+        elif isinstance(result, vexc.TryAgainError):
+            raise vexc.ConnectionError(f"a slot migration split a write's keys ({_command(cmd)}): try again")
+    acks = {name: await _asked(client, name, cmds, wait) for name, cmds in asked.items()}
+    for cmd in stack:
+        failed = cmd.result
+        if isinstance(failed, Exception):
+            if not str(failed).startswith("Command # "):  # valkey-py worded the one it raised
+                failed.args = (
+                    f"Command # {cmd.position + 1} ({_command(cmd)}) of pipeline caused error: {failed.args}",
+                )
+            raise failed
+    return [cmd.result for cmd in stack], acks
+
+
+async def _asked(client: Any, name: str, cmds: Sequence[Any], wait: ReplicaWait) -> Any:
+    """Send ``cmds`` (``ASK``ed to node ``name``) there, each after ``ASKING``, then ``WAIT``, on one
+    connection; set their results and answer the ``WAIT`` reply."""
+    node = client.get_node(node_name=name)
+    if node is None:  # a node the client does not know yet: nothing can be sent to it directly
+        raise vexc.ConnectionError(f"ASK to an unknown node {name}: its WAIT cannot follow the write")
+    batch: list[Any] = []
+    for cmd in cmds:
+        batch += [
+            PipelineCommand(len(batch), "ASKING"),
+            PipelineCommand(len(batch) + 1, *cmd.args, **cmd.kwargs),
+        ]
+    batch.append(PipelineCommand(len(batch), *wait.command()))
+    await node.execute_pipeline(batch)
+    for cmd, sent in zip(cmds, batch[1::2], strict=False):
+        cmd.result = sent.result
+        if isinstance(sent.result, vexc.AskError | vexc.MovedError | vexc.TryAgainError):
+            raise vexc.ConnectionError(f"the slot of {_command(cmd)} moved again during its ASK: try again")
+    reply = batch[-1].result
+    if isinstance(reply, Exception):
+        raise vexc.ConnectionError(f"the WAIT after an ASK to {name} failed ({reply})") from reply
+    return reply
+
+
+def _command(cmd: Any) -> str:
+    return " ".join(a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in cmd.args)

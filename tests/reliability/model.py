@@ -10,6 +10,18 @@ memory just written; ``update`` is never capped; upserts keep the memory's creat
 time; a TTL (hours long here, so nothing expires) is the write's own, kept by
 ``update(ttl=None)`` and removed by ``update(ttl=0)``. L1 sessions keep the last ``window`` turns (``summarize_batch=0``).
 
+Consolidation (``mode="facts"``, docs/concepts/consolidation.md): the candidates are the
+memories of the target's scope that are not facts and that no earlier run into that
+target consumed (by id: an upsert under a consumed id stays consumed); the extractor
+is called only when there are some, and all of them are consumed. Its facts are
+applied dated ones in date order, undated ones where they stand; per exact target
+scope and normalised subject (NFKC, case-folded, whitespace collapsed) a statement
+equal to the current one, or dated before a dated current one, changes nothing; else
+it is written (a memory of kind ``fact``, content ``[date] statement``, the target's
+exact scope, no tags, uncapped) and the current one leaves ``list`` for its history;
+a tombstone retracts the current one (unless dated before it). Facts are memories:
+they count in caps, are evicted, listed, counted, recalled, forgotten like any other.
+
 Keep-score: ``t / half_life + log2(max(importance, 1e-3))`` with ``t`` the creation
 time. The test's half-life is so long (``HALF_LIFE``) that the time term only breaks
 ties between equal importances, oldest first; memories created in the same
@@ -21,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 HALF_LIFE = 1e9  # seconds: recency ~1 for every memory, keep order = importance, then age
@@ -62,6 +75,7 @@ class Memory:
     born: int  # creation order (kept by upserts and updates): the keep-score's time term
     vector_seed: int | None  # None once new content was embedded again (the vector is the embedder's)
     expiring: bool = False  # written with a TTL (hours: none expires during a test)
+    kind: str = "memory"  # "fact" for consolidation's output
 
     def matches(self, flt: Filter) -> bool:
         return (
@@ -86,6 +100,42 @@ class Eviction:
     more: int = 0
 
 
+Target = tuple[str | None, str | None, str | None]  # an exact scope: (namespace, agent_id, thread_id)
+
+
+def normalise(text: str) -> str:
+    """How subjects and statements are compared: NFKC, case-folded, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ScriptedFact:
+    """One fact the scripted extractor returns (``betterdb_memory.Fact``'s fields)."""
+
+    subject: str
+    statement: str
+    date: str | None = None  # an ISO date: they order as text
+    tombstone: bool = False
+
+    @property
+    def content(self) -> str:
+        return f"[{self.date}] {self.statement}" if self.date else self.statement
+
+
+@dataclasses.dataclass(slots=True)
+class FactRun:
+    """What a facts run must do: its candidates (oldest first), the facts it writes (in order), the rest."""
+
+    target: Target
+    candidates: list[str] = dataclasses.field(default_factory=list)
+    puts: list[ScriptedFact] = dataclasses.field(default_factory=list)
+    # Per put: the current fact it replaces (an id, or the index of an earlier put), or None.
+    replaces: list[str | int | None] = dataclasses.field(default_factory=list)
+    retracts: list[str | int] = dataclasses.field(default_factory=list)  # ids or put indexes
+    unchanged: int = 0
+    unmatched: list[str] = dataclasses.field(default_factory=list)
+
+
 class Model:
     """Memories and L1 turns as the README describes them."""
 
@@ -95,6 +145,12 @@ class Model:
         self.deleted: set[str] = set()  # ids forgotten or evicted and not written since
         self.turns: dict[tuple[str | None, str], list[str]] = {}
         self._clock = 0
+        # Facts: per target, the ids consumed; per (target, subject) the current fact's id
+        # (current while it is still a memory); per fact, its normalised statement and date.
+        self.consumed: dict[Target, set[str]] = {}
+        self.current: dict[tuple[Target, str], str] = {}
+        self.fact_of: dict[str, ScriptedFact] = {}
+        self.history: set[str] = set()  # facts superseded or retracted: out of list, kept for history
 
     # -- memories ----------------------------------------------------------------------
 
@@ -171,6 +227,77 @@ class Model:
 
     def matching(self, flt: Filter) -> list[Memory]:
         return [m for m in self.memories.values() if m.matches(flt)]
+
+    # -- consolidation (facts) -----------------------------------------------------------
+
+    def current_facts(self, target: Target) -> dict[str, str]:
+        """Normalised subject -> id of the target's current facts (a forgotten or evicted one is none)."""
+        return {
+            subject: mid for (t, subject), mid in self.current.items() if t == target and mid in self.memories
+        }
+
+    def plan_facts(self, target: Target, script: Sequence[ScriptedFact]) -> FactRun:
+        """What ``consolidate("facts")`` into ``target`` must do with the extractor's ``script``."""
+        run = FactRun(target)
+        consumed = self.consumed.setdefault(target, set())
+        run.candidates = [
+            m.id
+            for m in sorted(self.matching(Filter(*target)), key=lambda m: m.born)
+            if m.kind != "fact" and m.id not in consumed
+        ]
+        if not run.candidates:
+            return run  # the extractor is not called
+        consumed.update(run.candidates)
+        dated = [i for i, f in enumerate(script) if f.date is not None]
+        order = list(range(len(script)))
+        for slot, i in zip(dated, sorted(dated, key=lambda i: str(script[i].date)), strict=True):
+            order[slot] = i
+        # subject -> (ref, normalised statement, date): ref an id or an index into run.puts
+        state: dict[str, tuple[str | int, str, str | None] | None] = {
+            subject: (mid, normalise(self.fact_of[mid].statement), self.fact_of[mid].date)
+            for subject, mid in self.current_facts(target).items()
+        }
+        for i in order:
+            fact = script[i]
+            key = normalise(fact.subject)
+            cur = state.get(key)
+            older = cur is not None and fact.date is not None and cur[2] is not None and fact.date < cur[2]
+            if fact.tombstone:
+                if cur is None:
+                    run.unmatched.append(fact.subject)
+                elif older:
+                    run.unchanged += 1
+                else:
+                    run.retracts.append(cur[0])
+                    state[key] = None
+                continue
+            if cur is not None and (normalise(fact.statement) == cur[1] or older):
+                run.unchanged += 1
+                continue
+            run.puts.append(fact)
+            run.replaces.append(None if cur is None else cur[0])
+            state[key] = (len(run.puts) - 1, normalise(fact.statement), fact.date)
+        return run
+
+    def apply_facts(self, run: FactRun, ids: Sequence[str], importance: float) -> None:
+        """The run's facts written under ``ids`` (the store's, in order); what they replace leaves."""
+        assert len(ids) == len(run.puts)
+        ns, agent, thread = run.target
+        for fact, mid in zip(run.puts, ids, strict=True):
+            self._clock += 1
+            self.memories[mid] = Memory(
+                mid, fact.content, importance, (), ns, agent, thread,
+                born=self._clock, vector_seed=None, kind="fact",
+            )  # fmt: skip
+            self.fact_of[mid] = fact
+            self.current[(run.target, normalise(fact.subject))] = mid
+        gone = [ids[r] if isinstance(r, int) else r for r in (*run.replaces, *run.retracts) if r is not None]
+        for mid in gone:
+            if self.memories.pop(mid, None) is not None:
+                self.history.add(mid)
+        for (t, subject), mid in list(self.current.items()):
+            if t == run.target and mid in self.history:
+                del self.current[(t, subject)]
 
     # -- L1 ----------------------------------------------------------------------------
 

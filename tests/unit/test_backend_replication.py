@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 import pytest
 import valkey.exceptions as vexc
+from valkey.asyncio.cluster import ClusterNode, ClusterPipeline, PipelineCommand, ValkeyCluster
 
 from betterdb_memory import HashingEmbedder
 from betterdb_memory.backend import scripts, scripts_reinforce
-from betterdb_memory.backend.replication import ReplicaWait, check_acks, wait_fault, waits_for
+from betterdb_memory.backend.replication import ReplicaWait, check_acks, run_waited, wait_fault, waits_for
 from betterdb_memory.errors import ConfigurationError, ServerError
 from betterdb_memory.store_options import check_options
 
@@ -128,3 +132,113 @@ def test_bad_wait_options_raise_configuration_errors(
         _options(**given)
     assert info.value.code == code
     assert info.value.details["argument"] == argument
+
+
+# -- run_waited: a write redirected by ASK gets its WAIT on the node that applied it -------------
+
+
+class _Node:
+    def __init__(self, name: str, replies: dict[str, Any]) -> None:
+        self.name, self.replies, self.batches = name, replies, []  # type: list[list[tuple[Any, ...]]]
+
+    async def execute_pipeline(self, commands: list[PipelineCommand]) -> bool:
+        self.batches.append([c.args for c in commands])
+        for c in commands:
+            c.result = self.replies.get(str(c.args[0]), "OK")
+        return False
+
+
+class _Pipe:
+    """valkey-py's cluster pipeline as ``run_waited`` uses it: ``_command_stack``, ``execute``."""
+
+    def __init__(self, results: list[Any]) -> None:
+        self._command_stack = [PipelineCommand(i, f"C{i}") for i in range(len(results))]
+        self.results = results
+        self.options: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self._command_stack)
+
+    async def execute(self, **options: Any) -> list[Any]:
+        self.options = options
+        for cmd, result in zip(self._command_stack, self.results, strict=True):
+            cmd.result = result
+        self._command_stack = []
+        for cmd, result in enumerate(self.results):  # raise_on_error (the default): the first error
+            if isinstance(result, Exception):
+                result.args = (f"Command # {cmd + 1} (C{cmd}) of pipeline caused error: {result.args}",)
+                raise result
+        return self.results
+
+
+class _Client:
+    def __init__(self, *nodes: _Node) -> None:
+        self.nodes = {n.name: n for n in nodes}
+
+    def get_node(self, node_name: str) -> _Node | None:
+        return self.nodes.get(node_name)
+
+
+async def test_an_asked_write_is_sent_again_with_asking_and_its_own_wait_on_one_connection() -> None:
+    dst = _Node("127.0.0.1:7001", {"WAIT": 0})
+    pipe = _Pipe(["ok", vexc.AskError("3999 127.0.0.1:7001"), 1])  # write, ASKed write, the source's WAIT
+    replies, asked = await run_waited(_Client(dst), pipe, WAIT)
+    assert pipe.options == {"allow_redirections": False}
+    assert dst.batches == [[("ASKING",), ("C1",), ("WAIT", 1, 250)]]
+    assert replies == ["ok", "OK", 1]
+    assert asked == {"127.0.0.1:7001": 0}
+    with pytest.raises(ServerError) as info:  # the node that applied it has no replica: unconfirmed
+        check_acks(WAIT, "remember", {"127.0.0.1:7000": 1}, asked)
+    assert info.value.details["nodes"] == {"127.0.0.1:7001": 0}
+
+
+async def test_without_a_redirect_nothing_more_is_sent() -> None:
+    replies, asked = await run_waited(_Client(), _Pipe(["ok", 1]), WAIT)
+    assert (replies, asked) == (["ok", 1], {})
+
+
+async def test_a_split_multikey_write_or_a_second_redirect_is_a_connection_fault() -> None:
+    with pytest.raises(vexc.ConnectionError):
+        await run_waited(_Client(), _Pipe([vexc.TryAgainError("TRYAGAIN"), 1]), WAIT)
+    dst = _Node("127.0.0.1:7001", {"C0": vexc.MovedError("3999 127.0.0.1:7000")})
+    with pytest.raises(vexc.ConnectionError):
+        await run_waited(_Client(dst), _Pipe([vexc.AskError("3999 127.0.0.1:7001"), 1]), WAIT)
+    with pytest.raises(vexc.ConnectionError):  # ASK to a node the client does not know
+        await run_waited(_Client(), _Pipe([vexc.AskError("3999 127.0.0.1:7009"), 1]), WAIT)
+
+
+class _Redirecting(_Client):
+    """A client whose ``execute_command`` answers a re-sent command (valkey-py follows MOVED there)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[Any, ...]] = []
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        self.sent.append(args)
+        return "moved-ok"
+
+
+async def test_a_moved_write_is_followed_as_valkey_py_does_not_as_an_ask() -> None:
+    """MovedError subclasses AskError: a failover's MOVED must not be taken for a migration's ASK."""
+    client = _Redirecting()
+    replies, asked = await run_waited(client, _Pipe([vexc.MovedError("3999 127.0.0.1:7001"), 1]), WAIT)
+    assert client.sent == [("C0",)]
+    assert (replies, asked) == (["moved-ok", 1], {})
+
+
+async def test_other_errors_are_raised_as_valkey_py_raises_them() -> None:
+    with pytest.raises(vexc.NoScriptError, match=r"^Command # 1 \(C0\) of pipeline caused error"):
+        await run_waited(_Client(), _Pipe([vexc.NoScriptError("NOSCRIPT"), 1]), WAIT)
+
+
+def test_the_valkey_py_internals_it_relies_on_exist() -> None:
+    """A valkey-py upgrade that renames them fails here, not in a migration."""
+    assert "_command_stack" in inspect.getsource(ClusterPipeline.__init__)
+    params = inspect.signature(ClusterPipeline.execute).parameters
+    assert {"raise_on_error", "allow_redirections"} <= set(params)
+    assert (
+        callable(ClusterNode.execute_pipeline)
+        and "node_name" in inspect.signature(ValkeyCluster.get_node).parameters
+    )
+    assert PipelineCommand(0, "WAIT", 1, 2).args == ("WAIT", 1, 2)
