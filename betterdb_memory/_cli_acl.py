@@ -31,6 +31,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--no-discovery", action="store_true", help="no BetterDB Monitor discovery keys")
     s.add_argument(
+        "--cluster",
+        action="store_true",
+        help="add what a cluster client needs to start (CLUSTER SLOTS, COMMAND); run it on every node",
+    )
+    s.add_argument(
         "--agent-cache", action="store_true", help="add AgentMemory's llm / tool / session cache tiers"
     )
 
@@ -41,6 +46,7 @@ def cmd_acl(args: argparse.Namespace) -> int:
         "discovery": not args.no_discovery,
         "agent_cache": args.agent_cache,
         "create_index": not args.tenant,
+        "cluster": args.cluster,
     }
     if args.json:
         print(json.dumps({"user": args.user, "rules": list(acl_rules(args.name, **options))}))

@@ -47,6 +47,8 @@ _COMMAND_TEXT = (
     "+zadd +zrange +zrem +zmscore +evalsha +script|load +ft.search +ft.info +module|list +client|setinfo"
 )
 _STORE_COMMANDS = tuple(_COMMAND_TEXT.split())
+# A cluster client's start-up: the slot map and the commands' key positions.
+_CLUSTER_COMMANDS = ("+cluster|slots", "+command")
 # AgentMemory's cache tiers (betterdb-agent-cache): llm / tool / session, its stats hash
 # and tool policies; SCAN for ``invalidate_by_tool`` / ``destroy_thread``.
 _CACHE_PATTERNS = ("llm:*", "tool:*", "session:*", "__stats", "__tool_policies")
@@ -58,7 +60,12 @@ _HEARTBEAT = "__betterdb:heartbeat:"
 
 
 def acl_rules(
-    name: str, *, discovery: bool = True, agent_cache: bool = False, create_index: bool = True
+    name: str,
+    *,
+    discovery: bool = True,
+    agent_cache: bool = False,
+    create_index: bool = True,
+    cluster: bool = False,
 ) -> tuple[str, ...]:
     """The ``ACL SETUSER`` rules (after ``reset on >password``) of a user limited to one store.
 
@@ -77,6 +84,10 @@ def acl_rules(
         create_index: grant FT.CREATE, so the store creates its index itself. ``False``
             for a tenant (an administrator creates the index once): on RediSearch 2.10
             FT.CREATE reaches any prefix.
+        cluster: add what a cluster client reads when it starts: the slot map
+            (``+cluster|slots``) and the commands' key positions (``+command``). Without
+            them valkey-py's cluster client cannot start (``tests/cluster/test_cluster_acl.py``);
+            run the line on every node, replicas included (ACL users are per node).
 
     Returns:
         The rules, in order, each one argument of ``ACL SETUSER`` (a selector is one
@@ -98,6 +109,8 @@ def acl_rules(
         if agent_cache:
             patterns.append(f"~{_HEARTBEAT}{name}")
         selectors += [f"(~{_REGISTRY} +hget +hset +hexists)", f"(~{_PROTOCOL} +set)"]
+    if cluster:
+        commands += list(_CLUSTER_COMMANDS)
     return (*patterns, *commands, *selectors)
 
 
@@ -109,6 +122,7 @@ def acl_setuser_line(
     discovery: bool = True,
     agent_cache: bool = False,
     create_index: bool = True,
+    cluster: bool = False,
 ) -> str:
     """``ACL SETUSER <user> reset on ><password> <rules>`` as one ``valkey-cli`` line.
 
@@ -116,7 +130,9 @@ def acl_setuser_line(
     outside quotes); no other rule needs quoting.
     """
     words = ["ACL", "SETUSER", user, "reset", "on", f">{password}"]
-    words += acl_rules(name, discovery=discovery, agent_cache=agent_cache, create_index=create_index)
+    words += acl_rules(
+        name, discovery=discovery, agent_cache=agent_cache, create_index=create_index, cluster=cluster
+    )
     return " ".join(f'"{w}"' if " " in w else w for w in words)
 
 

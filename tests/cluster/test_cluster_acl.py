@@ -89,7 +89,8 @@ async def tenants(
 ) -> AsyncIterator[Tenants]:
     t = Tenants(valkey_cluster, f"{unique_name}a", f"{unique_name}b")
     for name in (t.a, t.b):  # ACLs are per node: the user goes to every node
-        rules = (*acl_rules(name, create_index=False), *CLUSTER_RULES)
+        rules = acl_rules(name, create_index=False, cluster=True)
+        assert set(CLUSTER_RULES) <= set(rules)  # acl_rules(cluster=True) grants the start-up
         await _each_node(t, "ACL", "SETUSER", t.user[name], "reset", "on", f">{PASSWORD}", *rules)
         admin_store = _store(cluster_client, name)
         try:

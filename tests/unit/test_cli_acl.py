@@ -30,3 +30,10 @@ def test_tenant_no_discovery_and_cache_options_reach_the_rules(capsys: pytest.Ca
 def test_a_bad_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["acl", "--name", "a b"]) == 2
     assert "store name" in capsys.readouterr().err
+
+
+def test_cluster_option_reaches_the_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["acl", "--name", "acme", "--tenant", "--cluster", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rules"] == list(acl_rules("acme", create_index=False, cluster=True))
+    assert "+cluster|slots" in out["rules"]

@@ -153,3 +153,13 @@ def test_the_documented_line_is_the_helpers() -> None:
     block = page.split("```text\n", 1)[1].split("```", 1)[0]
     expected = acl_setuser_line("app", user="app-memory", password="password", discovery=False)
     assert " ".join(block.split()) == expected
+
+
+def test_a_cluster_user_gets_the_client_start_up_and_nothing_wider() -> None:
+    """valkey-py's cluster client reads CLUSTER SLOTS and COMMAND when it starts
+    (tests/cluster/test_cluster_acl.py); on one server neither is granted."""
+    plain, cluster = acl_rules("app"), acl_rules("app", cluster=True)
+    assert set(cluster) - set(plain) == {"+cluster|slots", "+command"}
+    assert "+cluster" not in cluster and "+@all" not in cluster  # CLUSTER's other subcommands stay refused
+    assert "+command" in acl_setuser_line("app", user="u", cluster=True)
+    assert "+command" not in acl_setuser_line("app", user="u")
