@@ -10,7 +10,8 @@ The rule they keep (docs/concepts/time.md): at every instant at most one version
 subject is valid. Versions follow each other by ``valid_from``; of two with the same
 ``valid_from`` the later write wins (the earlier one is then valid at no instant). The
 current version is the latest one; with none current (it was forgotten, retracted or
-vanished), a write becomes current only when no remaining version starts after it.
+vanished), a write becomes current only when no remaining version valid at some instant
+starts after it (a tie's loser, valid at no instant, does not count).
 """
 
 from __future__ import annotations
@@ -23,16 +24,25 @@ __all__ = ["SUBJECT_DROP", "SUBJECT_PUT", "SUBJECT_TRIM"]
 # -> {"current"|"past", replaced id or "", pointer's current id or "", ZRANGE versions WITHSCORES}
 # A write not older than the current version becomes current (a later write of the same
 # instant wins); an older one is a past version. With no current version, a write becomes
-# current unless another version starts after it (it then fills a past gap). Replaying a
-# call is harmless: the id is already current (nothing replaced), or past again.
+# current unless another version valid at some instant starts after it (it then fills a
+# past gap). A tie's earlier versions are marked ``void:<id>`` in the pointer (valid at no
+# instant: they never keep an older write from being current). Replaying a call is
+# harmless: the id is already current (nothing replaced), or past again; it voids nothing.
 _SUBJECT_PUT = r"""
 local id, vf = ARGV[1], tonumber(ARGV[2])
 local cur = redis.call('HGET', KEYS[1], 'current')
 local cur_vf = tonumber(redis.call('HGET', KEYS[1], 'valid_from') or '')
+if not redis.call('ZSCORE', KEYS[2], id) then
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[2], vf, vf, 'BYSCORE')) do
+    redis.call('HSET', KEYS[1], 'void:' .. m, '1')
+  end
+end
 local latest = nil
-local top = redis.call('ZRANGE', KEYS[2], 0, 1, 'REV', 'WITHSCORES')
+local top = redis.call('ZRANGE', KEYS[2], 0, 31, 'REV', 'WITHSCORES')
 for i = 1, #top, 2 do
-  if top[i] ~= id then latest = tonumber(top[i + 1]); break end
+  if top[i] ~= id and redis.call('HEXISTS', KEYS[1], 'void:' .. top[i]) == 0 then
+    latest = tonumber(top[i + 1]); break
+  end
 end
 redis.call('ZADD', KEYS[2], vf, id)
 local decision, replaced = 'past', ''
@@ -73,7 +83,10 @@ return 1
 # 0: forgotten or vanished, it leaves the list) -> 1 when it was the current version (the
 # subject now has none: forgetting it does not bring the previous one back), else 0
 _SUBJECT_DROP = r"""
-if ARGV[2] ~= '1' then redis.call('ZREM', KEYS[2], ARGV[1]) end
+if ARGV[2] ~= '1' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('HDEL', KEYS[1], 'void:' .. ARGV[1])
+end
 if redis.call('HGET', KEYS[1], 'current') == ARGV[1] then
   redis.call('HDEL', KEYS[1], 'current', 'valid_from')
   return 1

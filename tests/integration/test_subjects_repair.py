@@ -209,3 +209,26 @@ async def test_concurrent_past_dated_writes_keep_one_version_at_each_instant(
             page = await store.list(thread_id="t", as_of=t, limit=100)
             assert len(page.items) == 1, [(i.content, i.valid_from, i.valid_until) for i in page.items]
     assert [i.content for i in (await store.list(thread_id="t")).items] == ["now"]
+
+
+async def test_a_ties_loser_does_not_keep_an_older_write_from_being_current(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    """Found by the model test (consolidation): of two versions of one instant the later write
+    wins and the earlier is valid at no instant. With the winner gone, a write dated before
+    them is current: no version valid at some instant starts after it."""
+    store = make_store()
+    loser = await store.remember("Paris", thread_id="ada", subject="job", valid_from=Y2024)
+    winner = await store.remember("Berlin", thread_id="ada", subject="job", valid_from=Y2024)
+    before = await store.get(loser)
+    assert before is not None and before.valid_from == before.valid_until == Y2024  # valid at no instant
+    assert await store.forget(winner)
+    older = await store.remember("Lisbon", thread_id="ada", subject="job", valid_from=Y2020)
+    assert await ids_of(store, thread_id="ada") == {older}, "the older write is current"
+    assert await client.hget(store.keys.subject(digest("ada", "job")), "current") == older.encode()
+    got = await store.get(older)
+    assert got is not None and got.valid_until is None
+    at_2025 = {i.id for i in (await store.list(thread_id="ada", as_of=Y2025)).items}
+    assert at_2025 == {older}
+    history = [v.id for v in await store.fact_history("job", thread_id="ada")]
+    assert set(history) == {loser, older}  # the loser stays listed

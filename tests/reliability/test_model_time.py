@@ -10,7 +10,8 @@ version; a write not older than the current one supersedes it (which then ends w
 new one begins; a tie: the later write wins); an older-dated write enters the history as
 a past version (valid until the next version's start, the versions before it shortened
 to its own start); forgetting the current version leaves none, and a write then becomes
-current unless a version left starts after it; forgetting a past version leaves a gap.
+current unless a version left (valid at some instant) starts after it; forgetting a past
+version leaves a gap.
 At every instant at most one version of a subject is valid. Same profiles as ``test_model``
 (``BETTERDB_MODEL_EXAMPLES`` / ``BETTERDB_MODEL_STEPS``).
 """
@@ -84,9 +85,8 @@ class TimeModel:
         # The latest version wins (a tie: the later write). With a current one, that is
         # the current one; with none (forgotten), any version left may start later.
         cur_id = self.current.get(key)
-        latest = (
-            self.versions[cur_id].valid_from if cur_id else max((o.valid_from for o in others), default=None)
-        )
+        valid_somewhen = [o.valid_from for o in others if o.valid_until != o.valid_from]  # not a tie's loser
+        latest = self.versions[cur_id].valid_from if cur_id else max(valid_somewhen, default=None)
         if latest is None or vf >= latest:
             v.current = True
             self.current[key] = mid
