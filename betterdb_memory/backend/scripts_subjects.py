@@ -28,11 +28,12 @@ __all__ = ["SUBJECT_DROP", "SUBJECT_PUT", "SUBJECT_TRIM"]
 # past gap). A tie's earlier versions are marked ``void:<id>`` in the pointer (valid at no
 # instant: they never keep an older write from being current). Replaying a call is
 # harmless: the id is already current (nothing replaced), or past again; it voids nothing.
+# Only commands of the least-privilege ACL (core.acl): ZMSCORE, not ZSCORE; HGET, not HEXISTS.
 _SUBJECT_PUT = r"""
 local id, vf = ARGV[1], tonumber(ARGV[2])
 local cur = redis.call('HGET', KEYS[1], 'current')
 local cur_vf = tonumber(redis.call('HGET', KEYS[1], 'valid_from') or '')
-if not redis.call('ZSCORE', KEYS[2], id) then
+if not redis.call('ZMSCORE', KEYS[2], id)[1] then
   for _, m in ipairs(redis.call('ZRANGE', KEYS[2], vf, vf, 'BYSCORE')) do
     redis.call('HSET', KEYS[1], 'void:' .. m, '1')
   end
@@ -40,7 +41,7 @@ end
 local latest = nil
 local top = redis.call('ZRANGE', KEYS[2], 0, 31, 'REV', 'WITHSCORES')
 for i = 1, #top, 2 do
-  if top[i] ~= id and redis.call('HEXISTS', KEYS[1], 'void:' .. top[i]) == 0 then
+  if top[i] ~= id and not redis.call('HGET', KEYS[1], 'void:' .. top[i]) then
     latest = tonumber(top[i + 1]); break
   end
 end
