@@ -60,6 +60,14 @@ T = TypeVar("T")
 CAP = 3
 EXAMPLES = int(os.environ.get("BETTERDB_MODEL_EXAMPLES", "40"))
 STEPS = int(os.environ.get("BETTERDB_MODEL_STEPS", "40"))
+#: The Hypothesis profile of every model test (test_model_time.py too).
+MODEL_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 # Consolidation rules: off by default until the discrepancies they still find in some random
 # runs (notes/rel.md: eviction ties beside facts, a fact acknowledged and missing) are analysed.
 FACTS = os.environ.get("BETTERDB_MODEL_FACTS", "0") == "1"
@@ -493,13 +501,7 @@ def test_the_store_agrees_with_its_model(valkey_url: str) -> None:
     StoreMachine.calls.clear()
     run_state_machine_as_test(
         StoreMachine,
-        settings=settings(
-            max_examples=EXAMPLES,
-            stateful_step_count=STEPS,
-            deadline=None,
-            database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ),
+        settings=MODEL_SETTINGS,
     )
     print(f"model test: {EXAMPLES} examples of up to {STEPS} steps: {dict(StoreMachine.calls)}")
 

@@ -19,7 +19,6 @@ At every instant at most one version of a subject is valid. Same profiles as ``t
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections import Counter
 from collections.abc import Awaitable
@@ -29,20 +28,17 @@ from typing import ClassVar, TypeVar
 
 import pytest
 import valkey.asyncio as avalkey
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from betterdb_memory import HashingEmbedder, MemoryStore
 
-from .test_model import _drop_store, vector
+from .test_model import EXAMPLES, MODEL_SETTINGS, STEPS, _drop_store, vector
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
 T = TypeVar("T")
 
-EXAMPLES = int(os.environ.get("BETTERDB_MODEL_EXAMPLES", "40"))
-STEPS = int(os.environ.get("BETTERDB_MODEL_STEPS", "40"))
 
 DATES = ["2020-01-01", "2021-01-01", "2022-01-01", "2023-01-01"]
 # Probes at the dates themselves (a version's first instant) and between them.
@@ -272,13 +268,7 @@ def test_subjects_and_history_agree_with_their_model(valkey_url: str) -> None:
     TimeMachine.calls.clear()
     run_state_machine_as_test(
         TimeMachine,
-        settings=settings(
-            max_examples=EXAMPLES,
-            stateful_step_count=STEPS,
-            deadline=None,
-            database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        ),
+        settings=MODEL_SETTINGS,
     )
     print(f"model time test: {EXAMPLES} examples of up to {STEPS} steps: {dict(TimeMachine.calls)}")
 
