@@ -87,10 +87,11 @@ def check_int(
         ValidationError / ConfigurationError (``setting``): ``.type`` when it is not an
             int, ``.range`` when it is out of bounds.
     """
-    what = f"{name} must be an integer{_bounds(minimum, maximum, False)}, not {value!r}"
     if not is_int(value):
+        what = f"{name} must be an integer{_bounds(minimum, maximum, False)}, not {value!r}"
         raise _invalid(name, what, "type", setting=setting, type=type(value).__name__)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        what = f"{name} must be an integer{_bounds(minimum, maximum, False)}, not {value!r}"
         raise _invalid(name, what, "range", setting=setting, min=minimum, max=maximum)
     return value
 
@@ -112,16 +113,19 @@ def check_number(
         ValidationError / ConfigurationError (``setting``): ``.type`` when it is not a
             number, ``.nonfinite`` for NaN or infinity, ``.range`` when it is out of bounds.
     """
-    what = f"{name} must be a finite number{_bounds(minimum, maximum, positive)}, not {value!r}"
+    # The message is built only for a bad value: these checks run on every call's arguments.
     if not is_number(value):
+        what = f"{name} must be a finite number{_bounds(minimum, maximum, positive)}, not {value!r}"
         raise _invalid(name, what, "type", setting=setting, type=type(value).__name__)
     out = float(value)
     if not math.isfinite(out):
+        what = f"{name} must be a finite number{_bounds(minimum, maximum, positive)}, not {value!r}"
         raise _invalid(name, what, "nonfinite", setting=setting)
     if (
         (positive and out <= 0)
         or (minimum is not None and out < minimum)
         or (maximum is not None and out > maximum)
     ):
+        what = f"{name} must be a finite number{_bounds(minimum, maximum, positive)}, not {value!r}"
         raise _invalid(name, what, "range", setting=setting, min=minimum, max=maximum)
     return out

@@ -50,11 +50,25 @@ def _name(raw: Any) -> str:
     return as_text(raw)
 
 
+# A reply's hits share their field names: ``(b"content", b"importance", ...)`` -> the names
+# decoded, looked up once per hit instead of one call per field (bounded like ``_NAMES``).
+_ROWS: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+
 def _field_map(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
         return {_name(k): v for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return {_name(value[i]): value[i + 1] for i in range(0, len(value) - 1, 2)}
+        raw = tuple(value[0 : len(value) - 1 : 2])
+        try:
+            names = _ROWS.get(raw)
+        except TypeError:  # a name that is no string (not an FT.SEARCH reply's)
+            return {_name(k): v for k, v in zip(raw, value[1::2], strict=True)}
+        if names is None:
+            names = tuple(_name(n) for n in raw)
+            if len(_ROWS) < _NAMES_MAX:
+                _ROWS[raw] = names
+        return dict(zip(names, value[1::2], strict=True))
     return {}
 
 
