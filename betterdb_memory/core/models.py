@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
-from .codec import as_text, split_tags, to_float, to_int
+from .codec import as_text, split_tags, to_int
 from .dialect import Capabilities
 from .ft_info import IndexInfo
 from .scoring import ScoreParts
@@ -170,6 +171,39 @@ def _valid_until(value: Any) -> int | None:
 # only when it differs from what a reader assumes).
 
 
+def _basics(get: Callable[[str], Any]) -> tuple[str, float, int, int, int]:
+    """(content, importance, created_at, last_accessed_at, access_count) of a hash's fields.
+
+    ``as_text`` / ``to_float`` / ``to_int`` with their common case inline: ``int`` and
+    ``float`` read bytes themselves, and raise on None (absent) as on text that is no number.
+    """
+    raw = get("content")
+    content = raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw)
+    raw = get("importance")
+    try:
+        importance = float(raw)
+    except (TypeError, ValueError):
+        importance = 0.5
+    if not math.isfinite(importance):
+        importance = 0.5
+    raw = get("created_at")
+    try:
+        created = int(raw)
+    except (TypeError, ValueError):
+        created = to_int(raw)
+    raw = get("last_accessed_at")
+    try:
+        accessed = int(raw)
+    except (TypeError, ValueError):
+        accessed = to_int(raw)
+    raw = get("access_count")
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        count = to_int(raw)
+    return content, importance, created, accessed, count
+
+
 def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
     """A ``MemoryItem`` with only what ranking reads (content, importance, times, access count, scope).
 
@@ -182,11 +216,7 @@ def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
     valid_from = get("valid_from")
     return MemoryItem(
         memory_id,
-        as_text(get("content")),
-        to_float(get("importance"), 0.5),
-        to_int(get("created_at")),
-        to_int(get("last_accessed_at")),
-        to_int(get("access_count")),
+        *_basics(get),
         [],
         None,
         _opt(get("threadId")),
@@ -235,11 +265,7 @@ def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: 
     valid_until = None if raw is None else _valid_until(raw)
     return MemoryItem(
         memory_id,
-        as_text(get("content")),
-        to_float(get("importance"), 0.5),
-        to_int(get("created_at")),
-        to_int(get("last_accessed_at")),
-        to_int(get("access_count")),
+        *_basics(get),
         tags,
         source,
         _opt(get("threadId")),

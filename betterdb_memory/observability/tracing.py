@@ -129,12 +129,20 @@ ATTR_MEMORY_TTL: Final = "memory.ttl"
 _OPERATION_RE: Final = re.compile(r"^[a-z][A-Za-z0-9_]*(\.[a-z][A-Za-z0-9_]*)*$")
 
 
+# The operations already checked: a store names a few, once per call each.
+_CHECKED: set[str] = set()
+
+
 def _check_operation(operation: str) -> str:
+    if type(operation) is str and operation in _CHECKED:
+        return operation
     if not isinstance(operation, str) or len(operation) > 64 or not _OPERATION_RE.match(operation):
         raise ValidationError(
             f"operation must be a short identifier like 'recall' or 'consolidateFacts', got {operation!r}",
             details={"argument": "operation"},
         )
+    if type(operation) is str and len(_CHECKED) < 1024:
+        _CHECKED.add(operation)
     return operation
 
 
