@@ -171,11 +171,13 @@ def _valid_until(value: Any) -> int | None:
 # only when it differs from what a reader assumes).
 
 
-def _basics(get: Callable[[str], Any]) -> tuple[str, float, int, int, int]:
+def _basics(get: Callable[[str], Any], seen: tuple[int, int] | None) -> tuple[str, float, int, int, int]:
     """(content, importance, created_at, last_accessed_at, access_count) of a hash's fields.
 
     ``as_text`` / ``to_float`` / ``to_int`` with their common case inline: ``int`` and
     ``float`` read bytes themselves, and raise on None (absent) as on text that is no number.
+    ``seen``: an access the document does not show yet, (last access ms, count): each
+    value is the greater of the two (what ``with_access`` would make of the item).
     """
     raw = get("content")
     content = raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw)
@@ -201,22 +203,27 @@ def _basics(get: Callable[[str], Any]) -> tuple[str, float, int, int, int]:
         count = int(raw)
     except (TypeError, ValueError):
         count = to_int(raw)
+    if seen is not None:
+        accessed, count = max(seen[0], accessed), max(seen[1], count)
     return content, importance, created, accessed, count
 
 
-def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
+def ranking_item(
+    memory_id: str, fields: Mapping[str, Any], *, seen: tuple[int, int] | None = None
+) -> MemoryItem:
     """A ``MemoryItem`` with only what ranking reads (content, importance, times, access count, scope).
 
     A recall ranks up to a hundred candidates and returns a few: the winners are read
     whole afterwards (``Documents.fetch``), so the candidates skip the other fields.
     The scope places a candidate in its thread (``LearnedRanker``'s neighbours).
+    ``seen``: as in ``item_from_fields``.
     """
     get = fields.get
     expires = get("expires_at")
     valid_from = get("valid_from")
     return MemoryItem(
         memory_id,
-        *_basics(get),
+        *_basics(get, seen),
         [],
         None,
         _opt(get("threadId")),
@@ -232,11 +239,20 @@ def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
     )
 
 
-def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: str = "fact") -> MemoryItem:
+def item_from_fields(
+    memory_id: str,
+    fields: Mapping[str, Any],
+    *,
+    fact_source: str = "fact",
+    seen: tuple[int, int] | None = None,
+) -> MemoryItem:
     """Build a ``MemoryItem`` from HASH fields (bytes or str values, the reference's layout).
 
     ``kind`` is stored only by this library; for a document another library wrote it
     follows ``source`` (``summary`` and the facts source are the reference's kinds).
+    ``seen``: this store's access of the memory that its document does not show yet
+    (``tiers.reinforce``), (last access ms, count): the item carries the later / greater
+    of each, built once instead of built and then replaced.
     """
     get = fields.get
     metadata: Any = {}
@@ -248,7 +264,8 @@ def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: 
             metadata = json.loads(meta_text) if meta_text and meta_text != "{}" else {}
         except json.JSONDecodeError:
             metadata = {}
-    source = _opt(get("source"))
+    raw = get("source")
+    source = None if raw is None else _opt(raw)
     raw = get("kind")
     kind = "" if raw is None else as_text(raw)
     if not kind:
@@ -265,18 +282,18 @@ def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: 
     valid_until = None if raw is None else _valid_until(raw)
     return MemoryItem(
         memory_id,
-        *_basics(get),
+        *_basics(get, seen),
         tags,
         source,
         _opt(get("threadId")),
         _opt(get("agentId")),
-        _opt(get("namespace")),
+        None if (raw := get("namespace")) is None else _opt(raw),
         sensitivity,
         kind,
-        _opt(get("subject")),
+        None if (raw := get("subject")) is None else _opt(raw),
         expires,
         metadata if isinstance(metadata, dict) else {},
-        _opt(get("date")),
+        None if (raw := get("date")) is None else _opt(raw),
         valid_from,
         valid_until,
     )

@@ -278,6 +278,8 @@ class Recall:
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
         fact_source = self._rt.settings.fact_source
+        build = ranking_item if slim else functools.partial(item_from_fields, fact_source=fact_source)
+        pending = self._docs.reinforcement.pending  # lagging accesses: ``overlay`` then finds them current
         for hit in hits:
             f = hit.fields
             if SCORE_ALIAS not in f:
@@ -289,7 +291,7 @@ class Recall:
                 expired.append(self._rt.keys.memory_id_of(hit.key))
                 continue
             mid = self._rt.keys.memory_id_of(hit.key)
-            item = ranking_item(mid, f) if slim else item_from_fields(mid, f, fact_source=fact_source)
+            item = build(mid, f, seen=pending.get(mid))
             keep_vector(vectors, mid, f)
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
             # a cosine distance is 0..2, so the similarity stays within 0..1.

@@ -129,6 +129,12 @@ class Reinforcement:
             if row:
                 self._seen[mid] = (now, to_int(row[-2]) + 1)
 
+    @property
+    def pending(self) -> dict[str, tuple[int, int]]:
+        """This store's lagging accesses, memory id -> (last access ms, count): what ``overlay``
+        applies (a search passes them to the items it builds: ``item_from_fields(seen=)``)."""
+        return self._seen
+
     def overlay(self, candidates: list[tuple[MemoryItem, float]]) -> list[tuple[MemoryItem, float]]:
         """``candidates`` (as the search read their documents) with this store's lagging accesses."""
         seen = self._seen

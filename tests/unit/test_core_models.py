@@ -86,3 +86,15 @@ def test_with_access_is_replace_of_the_two_fields() -> None:
     item = item_from_fields("m1", _FULL)
     assert with_access(item, 42, 7) == dataclasses.replace(item, last_accessed_at=42, access_count=7)
     assert len(dataclasses.fields(MemoryItem)) == 19
+
+
+def test_a_lagging_access_is_built_in_as_with_access_would() -> None:
+    """``seen``: the later last access and the greater count, each on its own."""
+    stored = item_from_fields("m1", _FULL)
+    for seen in ((1700000200000, 5), (1700000200000, 1), (1, 9), (1, 1)):
+        expected = with_access(
+            stored, max(seen[0], stored.last_accessed_at), max(seen[1], stored.access_count)
+        )
+        assert item_from_fields("m1", _FULL, seen=seen) == expected
+        assert ranking_item("m1", _FULL, seen=seen).last_accessed_at == expected.last_accessed_at
+        assert ranking_item("m1", _FULL, seen=seen).access_count == expected.access_count
