@@ -30,6 +30,11 @@ __all__ = ["check_int", "check_number", "is_int", "is_number"]
 # -- numbers: "an int, not a bool, within bounds" ---------------------------------------------
 
 
+# A tuple, not ``int | float``: ``isinstance`` with a union expression builds the union per
+# call and takes a slower path; every numeric argument of every call is checked here.
+_NUMBERS = (int, float)
+
+
 def is_int(value: object) -> TypeGuard[int]:
     """An ``int`` that is not a ``bool`` (``True`` is an ``int`` to Python, never a count to us)."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -37,7 +42,7 @@ def is_int(value: object) -> TypeGuard[int]:
 
 def is_number(value: object) -> TypeGuard[int | float]:
     """An ``int`` or ``float`` that is not a ``bool`` (finite or not)."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, _NUMBERS) and not isinstance(value, bool)
 
 
 def _bounds(minimum: float | None, maximum: float | None, positive: bool) -> str:

@@ -35,6 +35,10 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float32]
 
+# ``isinstance`` with a tuple: ``str | bytes | bytearray`` builds a union at every call and
+# takes its slower path (a vector is checked on every write and recall).
+_TEXT = (str, bytes, bytearray)
+
 
 def validate_vector(vector: object, *, dimensions: int, name: str = "vector") -> FloatArray:
     """Return ``vector`` as a float32 array of ``dimensions`` finite, non-zero values.
@@ -43,7 +47,7 @@ def validate_vector(vector: object, *, dimensions: int, name: str = "vector") ->
         ValidationError: wrong type or length, NaN or inf, or all zeros (a zero vector
             has no direction; cosine distance to it is undefined).
     """
-    if isinstance(vector, str | bytes | bytearray):
+    if isinstance(vector, _TEXT):
         raise ValidationError(
             f"{name} must be a sequence of floats", code="validation.vector_type", details={"argument": name}
         )

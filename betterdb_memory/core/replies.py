@@ -55,10 +55,15 @@ def _name(raw: Any) -> str:
 _ROWS: dict[tuple[Any, ...], tuple[str, ...]] = {}
 
 
+# Tuples of types, not ``list | tuple``: ``isinstance`` takes a union's slower path.
+_SEQUENCES = (list, tuple)
+_CONTAINERS = (list, tuple, dict)
+
+
 def _field_map(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
         return {_name(k): v for k, v in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, _SEQUENCES):
         raw = tuple(value[0 : len(value) - 1 : 2])
         try:
             names = _ROWS.get(raw)
@@ -90,18 +95,19 @@ def parse_search_reply(reply: Any, *, nocontent: bool = False) -> SearchResult:
             attrs = _get(entry_map, "extra_attributes")
             hits.append(SearchHit(key, _field_map(attrs) if attrs is not None else {}))
         return SearchResult(total, hits)
-    if not isinstance(reply, list | tuple) or not reply:
+    if not isinstance(reply, _SEQUENCES) or not reply:
         return SearchResult(0, [])
     total = int(reply[0])
     rest = reply[1:]
     hits = []
     if nocontent:
         return SearchResult(total, [SearchHit(as_text(k), {}) for k in rest])
-    i = 0
-    while i < len(rest):
-        key = as_text(rest[i])
+    i, n = 0, len(rest)
+    while i < n:
+        raw = rest[i]
+        key = raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw)
         fields: dict[str, Any] = {}
-        if i + 1 < len(rest) and isinstance(rest[i + 1], list | tuple | dict):
+        if i + 1 < n and isinstance(rest[i + 1], _CONTAINERS):
             fields = _field_map(rest[i + 1])
             i += 2
         else:
