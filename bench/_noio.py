@@ -35,7 +35,7 @@ import cProfile
 import pstats
 import statistics
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -85,6 +85,8 @@ class Replay:
         self._real_pipeline = client.pipeline
         self.background = 0  # background round trips sent to the server during replays
         self.leaked = 0  # round trips of measured calls not in their recording, sent to the server
+        self.leaked_keys: Counter[tuple[str, ...]] = Counter()
+        self.stand_in: Any = None  # the installed execute_command stand-in (checked after timing)
 
     # -- recording ------------------------------------------------------------------------
 
@@ -162,6 +164,7 @@ class Replay:
                 return await real_command(*args, **options)
             if not replay._known(args):  # e.g. a word-count probe whose 30 s ran out: to the server
                 replay.leaked += 1
+                replay.leaked_keys[command_key(args)] += 1
                 return await real_command(*args, **options)
             return replay._answer(args)
 
@@ -183,6 +186,7 @@ class Replay:
                 commands = [c for c, _ in self.command_stack]
                 leak = not all(replay._known(c) for c in commands)
                 replay.leaked += leak
+                replay.leaked_keys.update(command_key(c) for c in commands if leak and not replay._known(c))
                 if leak or is_background(commands, True):
                     replay.background += not leak
                     pipe = real_pipeline(*self._args[0], **self._args[1])
@@ -192,6 +196,7 @@ class Replay:
                 return [replay._answer(c) for c in commands]
 
         self.client.execute_command, self.client.pipeline = command, Pipe
+        self.stand_in = command
         try:
             yield
         finally:
@@ -225,6 +230,8 @@ class NoIo:
     functions: list[tuple[str, float]] = field(default_factory=list)  # (function, share), top ones
     error: str = ""
     leaked: int = 0  # replayed round trips that went to the server (not in the recording)
+    leaked_keys: list[str] = field(default_factory=list)  # the commands that did, most frequent first
+    real_while_timing: int = 0  # round trips that reached the server while the samples were taken
 
     @property
     def p50_us(self) -> float:
@@ -278,6 +285,9 @@ async def measure_noio(
                     t0 = time.perf_counter()
                     await replay.stand_ins(i)
                     out.stand_in.append(time.perf_counter() - t0)
+            if client.execute_command is not replay.stand_in:  # something replaced the stand-ins: I/O
+                raise UnknownCommand("the client's execute_command was replaced during the replay")
+            real_while_timing = replay.leaked + replay.background
             prof = cProfile.Profile()
             for i in indices:
                 replay.begin(i)
@@ -293,6 +303,8 @@ async def measure_noio(
         out.error = str(cause)
         return out
     out.leaked = replay.leaked
+    out.real_while_timing = real_while_timing
+    out.leaked_keys = [" ".join(k)[:80] for k, _ in replay.leaked_keys.most_common(3)]
     stats = pstats.Stats(prof)
     where = categorize(stats)
     where.pop(HARNESS, None)  # the stand-ins and the scenario's own closure: not the library
@@ -344,12 +356,17 @@ def render_noio(results: Sequence[NoIo]) -> list[str]:
             f"| {m.name} | **{m.library_us:.0f}** | {goal} | {_verdict(m)} | {m.p50_us:.0f} / {m.mean_us:.0f} "
             f"| {m.stand_in_us:.1f} | {m.trips} | {len(m.samples):,} ({m.calls} calls recorded) |"
         )
-    leaks = [f"{m.name}: {m.leaked:,}" for m in results if m.leaked]
+    leaks = [
+        f"{m.name}: {m.leaked:,} ({', '.join(f'`{k}`' for k in m.leaked_keys)}), "
+        f"{m.real_while_timing:,} round trips to the server while timing {len(m.samples):,} calls"
+        for m in results
+        if m.leaked or m.real_while_timing
+    ]
     if leaks:
         out += [
             "",
-            "Round trips of replayed calls that their recording lacked went to the server (their samples "
-            "include I/O): " + "; ".join(leaks) + ".",
+            "Round trips of replayed calls that their recording lacked went to the server (those samples "
+            "include I/O; the stores' background work also runs there): " + "; ".join(leaks) + ".",
         ]
     out.append("")
     for m in results:
