@@ -17,6 +17,7 @@
 #   5. bench_compare.py, 1k + 10k (embedded)   compare.md/.json/.png          ~2 min
 #   6. profile_store.py, embedded, 10k         profile.md                     ~2.5 min
 #   7. profile_store.py, valkey-search, 10k    profile-valkey-search.md       ~2.5 min
+#   then bench/readme_chart.py (headline.svg from this compare.json; seconds) and issue29.md
 #
 # The LoCoMo rows read ../shared/data/locomo10.json in place and embed its turns and
 # questions with the packaged ONNX embedder once (1.5-3.5 min, before any timing),
@@ -71,6 +72,10 @@ step "profile embedded" "$PY" bench/profile_store.py "${Q[@]}" --out "$R/profile
 # (--no-experiments: the forget experiments take minutes on valkey-search; issue 29 reads the no-I/O pass.)
 step "profile valkey-search" vs_run "$PY" bench/profile_store.py "${Q[@]}" --url "$URL" --no-experiments \
   --out "$R/profile-valkey-search.md"
+# The README's headline chart from this run's compare.json (and the recorded quality.md).
+if [ -z "$QUICK" ] && [ "$R" = bench/results ]; then
+  step "headline chart" "$PY" bench/readme_chart.py
+fi
 
 # Every issue 29 table of this run, in one file.
 {
