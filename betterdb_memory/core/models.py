@@ -204,7 +204,11 @@ def _basics(get: Callable[[str], Any], seen: tuple[int, int] | None) -> tuple[st
     except (TypeError, ValueError):
         count = to_int(raw)
     if seen is not None:
-        accessed, count = max(seen[0], accessed), max(seen[1], count)
+        at, times = seen
+        if at > accessed:
+            accessed = at
+        if times > count:
+            count = times
     return content, importance, created, accessed, count
 
 
