@@ -19,7 +19,9 @@ scenario of this package and print its top functions by own time.
     .venv/bin/python bench/profile_python.py --profile "recall_by_vector k=10 (default"
 
 The embedder is a dict lookup (``VectorBook``-like), the threshold 2.0 (every recall
-returns its 10 hits), every other option the default (reinforcement on, with its lag).
+returns its 10 hits), every other option the default (reinforcement on, with its lag:
+the recalls that reinforce run on a second store, whose items then carry their lagging
+accesses, as a store's repeated recalls do).
 """
 
 from __future__ import annotations
@@ -140,19 +142,32 @@ def load_against(path: str) -> str:
 
 
 async def scenarios(pkg: str, client: Replay, name: str, book: Book, n: int) -> dict[str, Call]:
-    """A populated store of package ``pkg`` and its scenarios (each recorded once)."""
-    store = importlib.import_module(f"{pkg}.store").MemoryStore(
-        client=client, name=name, embedder=book, default_threshold=2.0, registry=CollectorRegistry()
-    )
+    """Two populated stores of package ``pkg`` and their scenarios (each recorded once).
+
+    The recalls that reinforce run on a store of their own: their hits' lagging accesses
+    (``tiers.reinforce``) would otherwise be in the other recall's items too.
+    """
     texts = sorted(book.vectors)
     memories = [t for t in texts if t.startswith("memory ")]
-    for i in range(0, n, 500):
-        await store.remember_many(
-            [
-                {"content": t, "vector": book.vectors[t], "thread_id": f"t{j % 20}", "agent_id": "a"}
-                for j, t in enumerate(memories[i : min(n, i + 500)], start=i)
-            ]
+    made = []
+    for suffix in ("", "r"):
+        made.append(
+            importlib.import_module(f"{pkg}.store").MemoryStore(
+                client=client,
+                name=name + suffix,
+                embedder=book,
+                default_threshold=2.0,
+                registry=CollectorRegistry(),
+            )
         )
+        for i in range(0, n, 500):
+            await made[-1].remember_many(
+                [
+                    {"content": t, "vector": book.vectors[t], "thread_id": f"t{j % 20}", "agent_id": "a"}
+                    for j, t in enumerate(memories[i : min(n, i + 500)], start=i)
+                ]
+            )
+    store, reinforced = made
     query = next(t for t in texts if t.startswith("query"))
     writes = memories[n:]
     counter = iter(range(10**12))
@@ -161,10 +176,10 @@ async def scenarios(pkg: str, client: Replay, name: str, book: Book, n: int) -> 
         await store.recall_by_vector(book.vectors[query], k=10, reinforce=False)
 
     async def by_vector() -> None:
-        await store.recall_by_vector(book.vectors[query], k=10)
+        await reinforced.recall_by_vector(book.vectors[query], k=10)
 
     async def text() -> None:
-        await store.recall(query, k=10)
+        await reinforced.recall(query, k=10)
 
     async def remember() -> None:
         t = writes[next(counter) % len(writes)]
@@ -199,7 +214,12 @@ async def scenarios(pkg: str, client: Replay, name: str, book: Book, n: int) -> 
         return run
 
     store_calls = {label: replayed(label, call) for label, call in calls.items()}
-    store_calls["__close__"] = store.close
+
+    async def close() -> None:
+        await store.close()
+        await reinforced.close()
+
+    store_calls["__close__"] = close
     return store_calls
 
 
