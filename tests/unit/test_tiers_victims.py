@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
+
+import pytest
 
 from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.tiers import victims as victims_module
 from betterdb_memory.tiers.victims import LOOKAHEAD, Victims, _Ceiling
 from tests.unit.parts import build, search_reply
 
 FLT = MemoryFilter(scope=Scope(thread_id="t"))
+
+
+@pytest.fixture(autouse=True)
+def _frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cap reads leave out memories expired *now* (``victims.live``): one instant for the
+    reads a test builds and the ones it compares them with."""
+    monkeypatch.setattr(victims_module, "time", SimpleNamespace(time=lambda: 1_700_000_000.0))
 
 
 async def test_without_a_ceiling_the_scope_is_read_sorted_by_keep() -> None:
