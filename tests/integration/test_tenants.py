@@ -39,7 +39,6 @@ import numpy as np
 import pytest
 import valkey.asyncio as avalkey
 import valkey.exceptions as vexc
-from betterdb_agent_cache.types import DiscoveryOptions  # type: ignore[import-untyped]
 
 from betterdb_memory import (
     AgentMemory,
@@ -483,16 +482,8 @@ async def _check_isolation(admin: avalkey.Valkey, t: Tenants) -> int:
     a_client = t.client("a")
     fresh = _store(a_client, t.b)
     primed = _store(a_client, t.b)
-    # The cache tiers' own Monitor registration (betterdb-agent-cache) is off here: it writes the
-    # registry field <name> at construction without checking ownership (a known limit, documented;
-    # test_the_facades_cache_tiers_register_only_a_name_the_user_owns).
-    facade = AgentMemory(
-        client=a_client,
-        name=t.b,
-        embedder=HashingEmbedder(),
-        discovery=True,
-        cache_discovery=DiscoveryOptions(enabled=False),
-    )
+    # Both tiers' Monitor registration on: neither may write a marker under B's name.
+    facade = AgentMemory(client=a_client, name=t.b, embedder=HashingEmbedder(), discovery=True)
     try:
         # Tenant A's own store works under its rules (the rules are enough, not just restrictive).
         own = _store(a_client, t.a, discovery=t.discovery)
@@ -682,30 +673,30 @@ async def test_an_index_under_the_store_name_over_other_keys_is_refused(
             await admin.delete(key)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "not a bug of ours to patch in place: betterdb-agent-cache 0.12's AgentCache starts its "
-        "Monitor registration (HSET of the '<name>' field) in its own constructor, before any call "
-        "of ours can check the name; only a facade change (build the cache tiers with discovery off "
-        "and start it in initialize() once the memory index proved the name) would stop it, and that "
-        "drops the marker of a facade that never calls initialize(): a behaviour change left to the "
-        "lead (notes/rel.md); docs/operations/acl.md documents the limit"
-    ),
-)
 async def test_the_facades_cache_tiers_register_only_a_name_the_user_owns(
     admin: avalkey.Valkey, tenants: Tenants
 ) -> None:
-    """Known limit (docs/operations/acl.md): an AgentMemory built with tenant A's user and tenant
-    B's name writes the cache tiers' marker ``<B>`` into the shared registry (HSET, which the
-    discovery selector allows on any field). When this passes, update the docs and drop the xfail."""
+    """An AgentMemory built with tenant A's user and tenant B's name writes no cache-tier marker
+    ``<B>`` into the shared registry (HSET there is allowed on any field): its cache tiers register
+    only once the memory index has proved the name, in ``initialize()`` or at the memory tier's first
+    operation, and A's user cannot ready B's index. betterdb-agent-cache 0.12 alone registers from
+    its constructor (facade.py builds it with discovery off). The same facade on A's own name
+    registers, so the check can fail."""
     t = tenants
     a_client = t.client("a")
     facade = AgentMemory(client=a_client, name=t.b, embedder=HashingEmbedder(), discovery=True)
+    own = AgentMemory(client=a_client, name=t.a, embedder=HashingEmbedder(), discovery=True)
     try:
-        with contextlib.suppress(Exception):
-            await facade.cache.ensure_discovery_ready()
+        with pytest.raises(PermissionDeniedError):
+            await asyncio.wait_for(facade.memory.remember("mine now", agent_id="ag"), CALL_TIMEOUT)
+        with pytest.raises(PermissionDeniedError):
+            await asyncio.wait_for(facade.initialize(), CALL_TIMEOUT)
+        await asyncio.wait_for(facade.cache.ensure_discovery_ready(), CALL_TIMEOUT)
+        await asyncio.wait_for(own.initialize(), CALL_TIMEOUT)
+        owned = await admin.hget(REGISTRY, t.a)
     finally:
         await facade.close()
+        await own.close()
         await a_client.aclose()
-    assert await admin.hget(REGISTRY, t.b) is None
+    assert await admin.hget(REGISTRY, t.b) is None, "tenant A's facade wrote a cache marker under B's name"
+    assert owned is not None and json.loads(owned)["type"] == "agent_cache", "the control did not register"
