@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from betterdb_agent_cache import AgentCache, AgentCacheOptions
+from betterdb_agent_cache.errors import AgentCacheUsageError
 from betterdb_agent_cache.types import AnalyticsOptions, ConfigRefreshOptions, DiscoveryOptions
 
 from betterdb_memory._cache_monitor import CacheMonitor, discovery_off
@@ -97,7 +98,7 @@ async def test_a_name_collision_surfaces_through_ensure_discovery_ready() -> Non
     cache = AgentCache(discovery_off(options))
     try:
         CacheMonitor(options).register(cache)
-        with pytest.raises(Exception, match="semantic_cache|already"):
+        with pytest.raises(AgentCacheUsageError, match="collision"):
             await cache.ensure_discovery_ready()
         assert client.registry_writes() == []
     finally:
