@@ -28,8 +28,13 @@ exact access count and last access, read in one step; with ``reinforce`` 1 it al
 counts an access. A deleted memory is never resurrected: each document is checked first
 (a gone one reads as nil). On a single server one call reads many memories and takes the
 pending HASH as its last key; on a cluster one call per memory (its two keys share a
-slot) and the pending HASH, on its own slot, is read (``HMGET``) and raised (``PEND``)
-beside them in the same round trip.
+slot) and the pending HASH, on its own slot, is read and raised by ``PEND`` (read alone,
+``HMGET``, when not reinforcing) beside them in the same round trip. Both scripts keep
+their server calls few (each counts in ``INFO commandstats`` and costs a dispatch on a
+recall's hot path): per memory, one HMGET, INCR (or GET) and PTTL; per recall, one HMGET
+and one HSET of the pending HASH. Not batched per node: a cluster script may name keys of
+one slot only (``allow-cross-slot-keys`` reaches undeclared keys of other slots, which a
+slot migration or a stale slot map turns into errors for the whole batch).
 """
 
 from __future__ import annotations
@@ -57,7 +62,8 @@ end
 #    the exact access count and the exact last access (epoch ms, 0: never), both before it.
 # Few server calls per memory (each is counted and costs a dispatch, on a recall's hot path):
 # one HMGET reads the fields and the snapshot; EXISTS only when it found none of them;
-# INCR's answer gives the count before it (GET only when not reinforcing).
+# INCR's answer gives the count before it (GET only when not reinforcing). The pending
+# HASH is read once (HMGET) and raised once (HSET) per call.
 _ACCESS = (
     _SNAPSHOT_FN
     + r"""
@@ -67,6 +73,12 @@ local now, half_life, interval = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(
 local n = #KEYS
 local pending = false
 if n % 2 == 1 then pending = KEYS[n]; n = n - 1 end
+local marks, raise = {}, {}
+if pending then
+  local docs = {}
+  for j = 1, n, 2 do docs[#docs + 1] = KEYS[j] end
+  if #docs > 0 then marks = redis.call('HMGET', pending, unpack(docs)) end
+end
 local out = {}
 for j = 1, n, 2 do
   local doc, counter = KEYS[j], KEYS[j + 1]
@@ -83,8 +95,7 @@ for j = 1, n, 2 do
     -- document's own count (another client's, or a snapshot) is the floor.
     local stored = tonumber(got[1]) or 0
     local last = tonumber(got[2]) or 0
-    local marked = 0
-    if pending then marked = tonumber(redis.call('HGET', pending, doc)) or 0 end
+    local marked = tonumber(marks[(j + 1) / 2]) or 0
     local count
     if ARGV[1] == '1' then
       local m = redis.call('INCR', counter)
@@ -99,7 +110,8 @@ for j = 1, n, 2 do
       if interval <= 0 then
         snapshot(doc, m, math.max(now, last), half_life)  -- write-through
       elseif pending and now > marked then
-        redis.call('HSET', pending, doc, ARGV[2])
+        raise[#raise + 1] = doc
+        raise[#raise + 1] = ARGV[2]
       end
     else
       count = tonumber(redis.call('GET', counter)) or 0
@@ -111,6 +123,7 @@ for j = 1, n, 2 do
     out[#out + 1] = values
   end
 end
+if #raise > 0 then redis.call('HSET', pending, unpack(raise)) end
 return out
 """
 )
