@@ -366,6 +366,7 @@ UNIT_TESTS = Path(__file__).resolve().parent
 #: Unit test files that test the package as a whole (or a file outside it), not one module.
 WHOLE_PACKAGE = {
     "test_backend_boundary.py": "no client library outside backend/ (walks every module)",
+    "test_bench_issue29.py": "bench/_noio.py, bench_store.py and store_goals29.py, outside the package",
     "test_bench_temporal_data.py": "bench/temporal_data, outside the package",
     "test_constants_once.py": "each constant defined once (walks every module)",
     "test_core_fixtures.py": "the real-reply fixtures' loader, shared by the reply tests",
