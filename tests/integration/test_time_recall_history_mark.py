@@ -11,6 +11,7 @@ versions. The queries are counted by a spy over the store's real backend.
 from __future__ import annotations
 
 import asyncio
+import io
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ import valkey.asyncio as avalkey
 from betterdb_memory import Fact, MemoryStore
 from betterdb_memory.core.times import to_ms
 from betterdb_memory.testing import ScriptedFactExtractor
+from betterdb_memory.transfer import export_store, import_store
 
 pytestmark = pytest.mark.integration
 
@@ -166,3 +168,20 @@ async def test_consolidation_marks_the_store_before_it_retires_a_fact(
         "Where did Ada live in March 2024?", thread_id="t", k=10, threshold=2.0, reinforce=False
     )
     assert paris in {h.item.id for h in hits}
+
+
+async def test_an_import_of_past_versions_marks_the_store(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey, unique_name: str
+) -> None:
+    """Imported history rows reach a windowed recall of a process that had seen no history."""
+    source = make_store()
+    _, lisbon, _ = await _ada(source)
+    buf = io.StringIO()
+    await export_store(source, buf)
+    target = make_store(name=unique_name + "_b")
+    await target.recall(QUESTION, thread_id="ada", k=1, threshold=2.0, reinforce=False)  # learns "0"
+    assert await mark(client, target) == b"0"
+    await import_store(target, buf.getvalue().splitlines())
+    assert await mark(client, target) == b"1"
+    hits = await target.recall(QUESTION, thread_id="ada", k=3, threshold=2.0, reinforce=False)
+    assert hits[0].item.id == lisbon
