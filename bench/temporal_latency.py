@@ -138,6 +138,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     labels = [f"{kind}/{name}" for kind in kinds for name in names]
     lat: dict[str, list[float]] = {n: [] for n in labels}
     prec: dict[str, list[float]] = {n: [] for n in labels}
+    server: dict[str, list[float]] = {n: [] for n in labels}  # the server's own µs per recall
+    cpu: dict[str, list[float]] = {n: [] for n in labels}  # this process's CPU seconds per recall
     with tempfile.TemporaryDirectory(prefix="temporal-lat-") as data_dir:
         first = await MemoryStore.connect(
             args.url, name=f"tlat-{uuid.uuid4().hex[:8]}", data_dir=data_dir, embedder=OnnxEmbedder()
@@ -176,12 +178,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 store = stores[kind]
                 q = ds.questions[qi]
                 text = _no_time(q.text, q.expression or "") if name == "plain" else q.text
+                before = await _server_usec(first) if args.server else 0
                 with clock(q.as_of), variant(name):
-                    t0 = time.perf_counter()
+                    c0, t0 = time.process_time(), time.perf_counter()
                     hits = await store.recall_by_vector(
                         rvecs[qi].tolist(), query=text, k=K, threshold=2.0, reinforce=False
                     )
-                    elapsed = time.perf_counter() - t0
+                    elapsed, spent = time.perf_counter() - t0, time.process_time() - c0
+                cpu[label].append(spent)
+                if args.server:
+                    server[label].append(await _server_usec(first) - before)
                 lo = q.start if q.start is not None else -(2**62)
                 hi = q.end if q.end is not None else 2**62
 
@@ -199,6 +205,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     await ask(qi, label)
             for label in labels:
                 prec[label].clear()
+                server[label].clear()
+                cpu[label].clear()
             for r in range(args.rounds):
                 for j, qi in enumerate(timed):
                     shift = (j + r) % len(labels)
@@ -214,7 +222,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             for store in reversed(list(stores.values())):
                 await store.close()
-    return {"lat": lat, "prec": prec, "n": len(timed) * args.rounds, "events": ne}
+    return {
+        "lat": lat,
+        "prec": prec,
+        "server": server,
+        "cpu": cpu,
+        "n": len(timed) * args.rounds,
+        "events": ne,
+    }
+
+
+async def _server_usec(store: MemoryStore) -> float:
+    """The server's total µs spent in commands so far (INFO commandstats, INFO itself left out)."""
+    stats = await store.client.info("commandstats")
+    return float(sum(v["usec"] for k, v in stats.items() if k != "cmdstat_info"))
 
 
 def _p(xs: list[float], q: float) -> float:
@@ -229,6 +250,9 @@ def main() -> int:
     ap.add_argument("--variants", default="plain,window,ask-history")
     ap.add_argument("--stores", default="bare,subjects", help="bare (no past version), subjects")
     ap.add_argument("--profile", action="store_true", help="profile the last variant")
+    ap.add_argument(
+        "--server", action="store_true", help="also the server's µs per recall (INFO commandstats)"
+    )
     args = ap.parse_args()
     load = os.getloadavg()[0]
     r = asyncio.run(run(args))
@@ -237,15 +261,21 @@ def main() -> int:
     print(
         f"{r['n']} recalls per variant, k={K}, {r['events']} events, load {load:.1f}->{os.getloadavg()[0]:.1f}"
     )
-    print("| variant | p50 ms | p90 ms | p50 / plain | precision@5 inside |")
-    print("|---|---|---|---|---|")
+    print(
+        "| variant | p50 ms | p90 ms | p50 / plain | client CPU ms (mean) | server µs (mean) | precision@5 inside |"
+    )
+    print("|---|---|---|---|---|---|---|")
     fmt: Callable[[float], str] = lambda x: f"{x * 1000:.2f}"  # noqa: E731
     for name, xs in lat.items():
         base = plain.get(name.split("/")[0])
         ratio = "" if base is None else f"{statistics.median(xs) / base:.3f}"
         p = r["prec"][name]
         prec = f"{statistics.fmean(p):.3f}" if p and not name.endswith("/plain") else ""
-        print(f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {prec} |")
+        cpu = fmt(statistics.fmean(r["cpu"][name]))
+        srv = f"{statistics.fmean(r['server'][name]):.0f}" if r["server"][name] else ""
+        print(
+            f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {cpu} | {srv} | {prec} |"
+        )
     return 0
 
 
