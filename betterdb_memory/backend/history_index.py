@@ -133,6 +133,8 @@ class HistoryIndex:
         await self.rewrite_legacy()
         with contextlib.suppress(IndexExistsError):
             await self.backend.search("ensure_index", history_index_args(spec, self.keys))
+        if self.backend.cluster:
+            return  # FT.INFO counts one shard; recalls there always ask the history index
         for _ in range(40):  # a new index over no document is built at once; bounded (2 s)
             reply = await self.backend.index_info(self.name)
             if reply is None or parse_ft_info(reply).ready:
@@ -146,11 +148,9 @@ class HistoryIndex:
 
         On a cluster FT.INFO counts one shard and recalls always ask the history index.
         """
-        steps = (
-            []
-            if self.backend.cluster
-            else settle_steps(self.keys.meta, num_docs=info.num_docs, ready=info.ready)
-        )
+        if self.backend.cluster:
+            return
+        steps = settle_steps(self.keys.meta, num_docs=info.num_docs, ready=info.ready)
         if steps:
             await self.backend.pipeline("ensure_index", steps)
 
