@@ -16,6 +16,13 @@ Variants (``--variants``):
   two KNN queries of the recall's whole pool each, no history query.
 * ``k=<n>``: the library's queries with ``n`` hits each (``window_k`` replaced).
 * ``no-history``: the library's queries without the history index's.
+* ``ask-history``: the library's queries with the history index's always sent (as before
+  the store's history mark, ``core.history_mark``: a store that never retired a version
+  paid it too).
+
+Stores (``--stores``): ``subjects``, the diary plus the subjects' past versions (the
+history index holds 80 documents); ``bare``, the diary alone (it never retired a version).
+Both live on one server; a question is asked in every (store, variant) back to back.
 
     .venv/bin/python bench/temporal_latency.py               # embedded RediSearch
     .venv/bin/python bench/temporal_latency.py --url valkey://localhost:6379 --rounds 5
@@ -93,9 +100,21 @@ def variant(name: str) -> Iterator[None]:
             out = saved_window(self, *a, **kw)
             if out is not None and out.history is not None:
                 out = time_recall.WindowQueries(out.searches[:-1])
+            elif out is not None:
+                out = time_recall.WindowQueries(out.searches)
             return out
 
         time_recall.TimeRecall.window = main_only  # type: ignore[method-assign]
+    elif name == "ask-history":
+
+        def always(self: Any, *a: Any, **kw: Any) -> Any:
+            known, self._past_known = self._past_known, True
+            try:
+                return saved_window(self, *a, **kw)
+            finally:
+                self._past_known = known  # what the store's mark taught it
+
+        time_recall.TimeRecall.window = always  # type: ignore[method-assign]
     elif name.startswith("k="):
         n = int(name[2:])
         time_recall.window_k = lambda k, pool: min(n, pool)  # type: ignore[assignment]
@@ -115,75 +134,108 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     rvecs = vecs[ne + nq :]
     timed = [i for i, q in enumerate(ds.questions) if q.expression is not None]
     names = args.variants.split(",")
-    lat: dict[str, list[float]] = {n: [] for n in names}
-    prec: dict[str, list[float]] = {n: [] for n in names}
+    kinds = args.stores.split(",")
+    labels = [f"{kind}/{name}" for kind in kinds for name in names]
+    lat: dict[str, list[float]] = {n: [] for n in labels}
+    prec: dict[str, list[float]] = {n: [] for n in labels}
+    server: dict[str, list[float]] = {n: [] for n in labels}  # the server's own µs per recall
+    cpu: dict[str, list[float]] = {n: [] for n in labels}  # this process's CPU seconds per recall
     with tempfile.TemporaryDirectory(prefix="temporal-lat-") as data_dir:
-        store = await MemoryStore.connect(
+        first = await MemoryStore.connect(
             args.url, name=f"tlat-{uuid.uuid4().hex[:8]}", data_dir=data_dir, embedder=OnnxEmbedder()
         )
-        try:
-            ids = await store.remember_many(
-                [
-                    {"content": e.text, "valid_from": e.valid_from, "vector": vecs[i].tolist()}
-                    for i, e in enumerate(ds.events)
-                ]
+        stores = {kinds[0]: first}
+        for kind in kinds[1:]:
+            stores[kind] = MemoryStore(
+                client=first.client, name=f"tlat-{uuid.uuid4().hex[:8]}", embedder=first.embedder
             )
-            # What the window counts as inside: an event dated in it, a state valid during it.
-            valid: dict[str, tuple[int, int | None]] = {
-                i: (e.valid_from, None) for i, e in zip(ids, ds.events, strict=True)
-            }
-            start = min(e.valid_from for e in ds.events)
-            for p in range(SUBJECTS):  # past versions: the history index is not empty
-                froms = [start + (v * 200 + p) * 86_400_000 for v in range(3)]
-                for v, city in enumerate(("Porto", "Lisbon", "Berlin")):
-                    mid = await store.remember(
-                        f"Person {p} lives in {city}.",
-                        subject=f"home city of person {p}",
-                        valid_from=froms[v],
-                    )
-                    valid[mid] = (froms[v], froms[v + 1] if v < 2 else 2**62)  # a state: overlaps
+        # What the window counts as inside: an event dated in it, a state valid during it.
+        valid: dict[str, dict[str, tuple[int, int | None]]] = {}
+        try:
+            for kind, store in stores.items():
+                ids = await store.remember_many(
+                    [
+                        {"content": e.text, "valid_from": e.valid_from, "vector": vecs[i].tolist()}
+                        for i, e in enumerate(ds.events)
+                    ]
+                )
+                valid[kind] = {i: (e.valid_from, None) for i, e in zip(ids, ds.events, strict=True)}
+                if kind != "subjects":
+                    continue
+                start = min(e.valid_from for e in ds.events)
+                for p in range(SUBJECTS):  # past versions: the history index is not empty
+                    froms = [start + (v * 200 + p) * 86_400_000 for v in range(3)]
+                    for v, city in enumerate(("Porto", "Lisbon", "Berlin")):
+                        mid = await store.remember(
+                            f"Person {p} lives in {city}.",
+                            subject=f"home city of person {p}",
+                            valid_from=froms[v],
+                        )
+                        valid[kind][mid] = (froms[v], froms[v + 1] if v < 2 else 2**62)  # a state
 
-            async def ask(qi: int, name: str) -> float:
+            async def ask(qi: int, label: str) -> float:
+                kind, name = label.split("/", 1)
+                store = stores[kind]
                 q = ds.questions[qi]
                 text = _no_time(q.text, q.expression or "") if name == "plain" else q.text
+                before = await _server_usec(first) if args.server else 0
                 with clock(q.as_of), variant(name):
-                    t0 = time.perf_counter()
+                    c0, t0 = time.process_time(), time.perf_counter()
                     hits = await store.recall_by_vector(
                         rvecs[qi].tolist(), query=text, k=K, threshold=2.0, reinforce=False
                     )
-                    elapsed = time.perf_counter() - t0
+                    elapsed, spent = time.perf_counter() - t0, time.process_time() - c0
+                cpu[label].append(spent)
+                if args.server:
+                    server[label].append(await _server_usec(first) - before)
                 lo = q.start if q.start is not None else -(2**62)
                 hi = q.end if q.end is not None else 2**62
 
                 def inside(vf: int, vu: int | None) -> bool:
                     return lo <= vf < hi if vu is None else vf < hi and vu > lo
 
-                n_in = sum(1 for vf, vu in valid.values() if inside(vf, vu))
+                n_in = sum(1 for vf, vu in valid[kind].values() if inside(vf, vu))
                 if n_in:
-                    got = sum(inside(*valid[h.item.id]) for h in hits)
-                    prec[name].append(got / min(K, n_in))
+                    got = sum(inside(*valid[kind][h.item.id]) for h in hits)
+                    prec[label].append(got / min(K, n_in))
                 return elapsed
 
             for qi in timed[:40]:  # warm up (prototypes, caches, the engine's pages)
-                for name in names:
-                    await ask(qi, name)
-            for name in names:
-                prec[name].clear()
+                for label in labels:
+                    await ask(qi, label)
+            for label in labels:
+                prec[label].clear()
+                server[label].clear()
+                cpu[label].clear()
             for r in range(args.rounds):
                 for j, qi in enumerate(timed):
-                    shift = (j + r) % len(names)
-                    for name in names[shift:] + names[:shift]:
-                        lat[name].append(await ask(qi, name))
+                    shift = (j + r) % len(labels)
+                    for label in labels[shift:] + labels[:shift]:
+                        lat[label].append(await ask(qi, label))
             if args.profile:
                 prof = cProfile.Profile()
                 prof.enable()
                 for qi in timed:
-                    await ask(qi, names[-1])
+                    await ask(qi, labels[-1])
                 prof.disable()
                 pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         finally:
-            await store.close()
-    return {"lat": lat, "prec": prec, "n": len(timed) * args.rounds, "events": ne}
+            for store in reversed(list(stores.values())):
+                await store.close()
+    return {
+        "lat": lat,
+        "prec": prec,
+        "server": server,
+        "cpu": cpu,
+        "n": len(timed) * args.rounds,
+        "events": ne,
+    }
+
+
+async def _server_usec(store: MemoryStore) -> float:
+    """The server's total µs spent in commands so far (INFO commandstats, INFO itself left out)."""
+    stats = await store.client.info("commandstats")
+    return float(sum(v["usec"] for k, v in stats.items() if k != "cmdstat_info"))
 
 
 def _p(xs: list[float], q: float) -> float:
@@ -195,24 +247,35 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "temporal-cache")
     ap.add_argument("--url", default=os.environ.get("VALKEY_URL"))
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--variants", default="plain,window,before")
+    ap.add_argument("--variants", default="plain,window,ask-history")
+    ap.add_argument("--stores", default="bare,subjects", help="bare (no past version), subjects")
     ap.add_argument("--profile", action="store_true", help="profile the last variant")
+    ap.add_argument(
+        "--server", action="store_true", help="also the server's µs per recall (INFO commandstats)"
+    )
     args = ap.parse_args()
     load = os.getloadavg()[0]
     r = asyncio.run(run(args))
     lat: dict[str, list[float]] = r["lat"]
-    base = statistics.median(lat["plain"]) if "plain" in lat else None
+    plain = {k.split("/")[0]: statistics.median(xs) for k, xs in lat.items() if k.endswith("/plain")}
     print(
         f"{r['n']} recalls per variant, k={K}, {r['events']} events, load {load:.1f}->{os.getloadavg()[0]:.1f}"
     )
-    print("| variant | p50 ms | p90 ms | p50 / plain | precision@5 inside |")
-    print("|---|---|---|---|---|")
+    print(
+        "| variant | p50 ms | p90 ms | p50 / plain | client CPU ms (mean) | server µs (mean) | precision@5 inside |"
+    )
+    print("|---|---|---|---|---|---|---|")
     fmt: Callable[[float], str] = lambda x: f"{x * 1000:.2f}"  # noqa: E731
     for name, xs in lat.items():
+        base = plain.get(name.split("/")[0])
         ratio = "" if base is None else f"{statistics.median(xs) / base:.3f}"
         p = r["prec"][name]
-        prec = f"{statistics.fmean(p):.3f}" if p and name != "plain" else ""
-        print(f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {prec} |")
+        prec = f"{statistics.fmean(p):.3f}" if p and not name.endswith("/plain") else ""
+        cpu = fmt(statistics.fmean(r["cpu"][name]))
+        srv = f"{statistics.fmean(r['server'][name]):.0f}" if r["server"][name] else ""
+        print(
+            f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {cpu} | {srv} | {prec} |"
+        )
     return 0
 
 

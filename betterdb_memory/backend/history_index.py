@@ -18,6 +18,7 @@ each target's subjects -> each subject's history set), never by a SCAN.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -26,7 +27,8 @@ from typing import Any
 
 from ..core.codec import as_text
 from ..core.dialect import Capabilities
-from ..core.ft_info import parse_ft_info
+from ..core.ft_info import IndexInfo, parse_ft_info
+from ..core.history_mark import settle_steps
 from ..core.keys import ConsolidationKeys, KeySpace, Scope
 from ..core.query import VECTOR_FIELD, IndexLayout, IndexSpec
 from ..core.times import to_ms
@@ -114,6 +116,7 @@ class HistoryIndex:
         if reply is not None:
             info = parse_ft_info(reply)
             if info.dimensions is None or info.dimensions == spec.dimensions:
+                await self._settle(info)
                 return
             # Left by an earlier store of this name with another model (its main index and
             # meta hash deleted, this one not): empty, it is rebuilt; holding versions, refused.
@@ -130,6 +133,26 @@ class HistoryIndex:
         await self.rewrite_legacy()
         with contextlib.suppress(IndexExistsError):
             await self.backend.search("ensure_index", history_index_args(spec, self.keys))
+        if self.backend.cluster:
+            return  # FT.INFO counts one shard; recalls there always ask the history index
+        for _ in range(40):  # a new index over no document is built at once; bounded (2 s)
+            reply = await self.backend.index_info(self.name)
+            if reply is None or parse_ft_info(reply).ready:
+                break
+            await asyncio.sleep(0.05)
+        if reply is not None:
+            await self._settle(parse_ft_info(reply))
+
+    async def _settle(self, info: IndexInfo) -> None:
+        """Record whether the store may hold past versions (``core.history_mark``), single server only.
+
+        On a cluster FT.INFO counts one shard and recalls always ask the history index.
+        """
+        if self.backend.cluster:
+            return
+        steps = settle_steps(self.keys.meta, num_docs=info.num_docs, ready=info.ready)
+        if steps:
+            await self.backend.pipeline("ensure_index", steps)
 
     async def rewrite_legacy(self) -> int:
         """``valid_until`` of the fact history to ms (ISO text before time support); how many rewritten."""

@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from ..backend import scripts
-from ..backend.commands import Command, score_pairs
+from ..backend.commands import Command, Step, score_pairs
+from ..core import history_mark
 from ..core.codec import as_text, to_int
 from ..core.consolidation import Selection, Tally, output_item
 from ..core.facts import (
@@ -240,11 +241,12 @@ class FactLedger:
         """
         moved = 0
         stamp = str(until if until is not None else int(time.time() * 1000))
+        mark: list[Step] = [history_mark.mark(self._rt.keys.meta)]  # before the first move
         for mid in ids:
             keys = [self._rt.keys.doc(mid), ck.hist_doc(mid), self._rt.keys.access(mid)]
-
-            args = [stamp, by or "", "1" if retracted else "0"]
-            if await self._rt.backend.script("consolidate", scripts.RETIRE.call(keys, args)):
+            step = scripts.RETIRE.call(keys, [stamp, by or "", "1" if retracted else "0"])
+            mark, replies = [], await self._rt.backend.pipeline("consolidate", [*mark, step])
+            if replies[-1]:
                 moved += 1
                 subject = subjects.get(mid)
                 if subject:

@@ -239,6 +239,7 @@ class Recall:
             return_fields=fields,
         )
         backend = self._rt.backend
+        reads = also.reads if also is not None else []  # a window's history mark (tiers.time_recall)
         if also is not None:  # a window's queries: the main index's, the history index's
             extra = [*also.searches, *extra]
         past = flt.as_of is not None  # the history index's half, in the same round trip
@@ -247,8 +248,9 @@ class Recall:
         replies: list[Any]
         if extra:
             replies = await self._rt.index.with_index(
-                "recall", lambda: backend.pipeline("recall", [], searches=[args, *extra])
+                "recall", lambda: backend.pipeline("recall", reads, searches=[args, *extra])
             )
+            replies = await self._time.settle(also, replies)
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
         hits = parse_search_reply(replies[0]).hits

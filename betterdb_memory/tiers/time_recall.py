@@ -12,6 +12,7 @@ A store whose recalls never meet two versions of a statement never embeds them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..core import history_mark
 from ..core.codec import encode_vector
 from ..core.learned_rank import is_turn
 from ..core.models import MemoryHit, MemoryItem
@@ -59,12 +61,16 @@ class WindowQueries:
 
     ``searches``: FT.SEARCH arguments, the main index's queries (one: events and states)
     first, then the history index's (past versions) when ``history`` is its filter.
-    ``inside``: the main index's keys they returned; ``past``: the past versions, read
-    whole, as (item, distance).
+    ``reads``: commands sent first in the round trip (the history mark, while the store is
+    not known to hold past versions); ``deferred``: the history index's query and filter,
+    sent by ``TimeRecall.settle`` only if the mark says so. ``inside``: the main index's
+    keys they returned; ``past``: the past versions, read whole, as (item, distance).
     """
 
     searches: list[list[str | bytes]]
     history: MemoryFilter | None = None
+    reads: list[tuple[str, ...]] = field(default_factory=list)
+    deferred: tuple[list[str | bytes], MemoryFilter] | None = None
     inside: set[str] = field(default_factory=set)
     past: list[tuple[MemoryItem, float]] = field(default_factory=list)
 
@@ -96,6 +102,9 @@ class TimeRecall:
         self._rt = rt
         self._prototypes: Prototypes | None = None
         self._prototypes_failed = False
+        # The store may hold past versions (its meta's mark said so, or could not tell):
+        # every windowed recall asks the history index from then on (core.history_mark).
+        self._past_known = False
 
     def window(
         self,
@@ -132,13 +141,36 @@ class TimeRecall:
             return WindowQueries(searches)
         past = dataclasses.replace(flt, history=True, clauses=(*flt.clauses, history_clause(w)))
         wanted = (*HISTORY_ITEM_FIELDS, *(flt.where.fields if flt.where is not None else ()))
-        searches.append(
-            knn_search_args(
-                index.history.name, blob, k=n, flt=past, layout=index.history.layout,
-                return_fields=tuple(dict.fromkeys(wanted)),
-            )
+        history = knn_search_args(
+            index.history.name, blob, k=n, flt=past, layout=index.history.layout,
+            return_fields=tuple(dict.fromkeys(wanted)),
         )  # fmt: skip
-        return WindowQueries(searches, history=past)
+        # A cluster sends a pipeline's commands before its searches, not beside them: no mark read there.
+        if self._past_known or self._rt.backend.cluster:
+            return WindowQueries([*searches, history], history=past)
+        return WindowQueries(
+            searches, reads=[history_mark.read(self._rt.keys.meta)], deferred=(history, past)
+        )
+
+    async def settle(self, window: WindowQueries | None, replies: list[Any]) -> list[Any]:
+        """The round trip's ``replies`` without ``window.reads``'; the history index asked now if needed.
+
+        The mark says "may hold past versions" (or nothing: a store an older version wrote):
+        the deferred query is sent in one more round trip, its reply put where ``merge``
+        expects it, and every later windowed recall of this process sends it in its own.
+        """
+        if window is None or not window.reads:
+            return replies
+        held, replies = history_mark.may_hold(replies[0]), replies[len(window.reads) :]
+        if held is False or window.deferred is None:
+            return replies
+        self._past_known = True
+        args, window.history = window.deferred
+        search = functools.partial(self._rt.backend.search, "recall", args)
+        reply = await self._rt.index.with_index("recall", search)
+        at = 1 + len(window.searches)  # after the recall's own query and the main index's
+        window.searches.append(args)
+        return [*replies[:at], reply, *replies[at:]]
 
     def fields(self, plan: TimePlan, fields: Sequence[str]) -> tuple[str, ...]:
         """``fields`` plus the stored vector when the present order needs it (and the client can read it)."""

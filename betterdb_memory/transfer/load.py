@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..backend.commands import Command
 from ..core.codec import as_text, encode_vector, to_int, validate_vector
 from ..core.filter_fields import DECLARED_PREFIX, PRESENCE_FIELD, index_fields
+from ..core.history_mark import mark
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD
 from ..embedders.base import Embedder
@@ -104,7 +105,8 @@ class _Writer:
         vectors = await self._vectors(docs)
         keys = self.store.keys
 
-        write: list[Command] = []
+        # Past versions among them: the meta's mark first, as every move to history sends it.
+        write: list[Command] = [mark(keys.meta)] if any(r.kind != "memory" for r in docs) else []
         for row, vector in zip(docs, vectors, strict=True):
             key = keys.doc(row.id) if row.kind == "memory" else self.hist.hist_doc(row.id)
             ttl = _remaining(row.expire_at, now_ms)

@@ -48,6 +48,8 @@ async def test_versions_across_slots_keep_one_current(
     history = await store.fact_history("city", thread_id="ada")
     assert [r.id for r in history] == [*reversed(ids), past]
     assert await cluster_client.hget(store.keys.hist_doc(past), "superseded_by") == ids[0].encode()
+    # The history mark (core.history_mark), on another slot than the versions, set with them.
+    assert await cluster_client.hget(store.keys.meta, "history") == b"1"
 
 
 async def test_twenty_concurrent_writers_leave_one_current(make_store: Callable[..., MemoryStore]) -> None:

@@ -121,6 +121,7 @@ async def _exercise(url: str, name: str, *, discovery: bool) -> None:
         hits = await store.recall_by_vector(vectors[ids.index(probe) - 1], k=1, threshold=2.0, thread_id="t")
         assert [h.item.id for h in hits] == [probe]
         assert await store.recall("beta fact", k=3, threshold=2.0)
+        assert await store.recall("beta fact this week", k=3, threshold=2.0)  # reads the history mark
         assert (await store.get(ids[0])).content == "beta fact"  # type: ignore[union-attr]
         assert (await store.get(probe)).access_count == 1  # type: ignore[union-attr]
         assert len((await store.list(thread_id="t", limit=10)).items) == 3
@@ -169,6 +170,7 @@ async def _exercise(url: str, name: str, *, discovery: bool) -> None:
                 extract_facts=lambda items: [Fact("city", "lives in Berlin")], agent_id="c"
             )
         assert moved.superseded == 1
+        assert await store.recall("city this week", k=3, threshold=2.0, agent_id="c")  # asks history now
         await store.remember("forget the job", vector=unit(62), agent_id="c")
         await store.consolidate(
             "facts", extract_facts=lambda items: [Fact("job", "", tombstone=True)], agent_id="c"

@@ -20,7 +20,7 @@ SCOPE = Scope(thread_id="t")
 async def test_retire_moves_each_fact_with_the_retire_script_then_links_its_history() -> None:
     p = build()
     ck = p.ledger.keys_of(SCOPE)
-    p.backend.reply(1)  # f1 moved
+    p.backend.reply(1, 1)  # the store's history mark, f1 moved
     p.backend.reply(1, 1)  # its history linked
     p.backend.reply(0)  # f2 was gone already
     moved = await p.ledger.retire(
@@ -30,6 +30,7 @@ async def test_retire_moves_each_fact_with_the_retire_script_then_links_its_hist
     retire1, link, retire2 = p.backend.sent
     keys = p.rt.keys
     assert retire1.commands == (
+        ("HSET", keys.meta, "history", "1"),  # before the first move (core.history_mark)
         ("EVALSHA", scripts.RETIRE.sha, 3, keys.doc("f1"), ck.hist_doc("f1"), keys.access("f1"),
          "1767225600000", "f9", "0"),
     )  # fmt: skip
@@ -38,6 +39,7 @@ async def test_retire_moves_each_fact_with_the_retire_script_then_links_its_hist
     assert zadd[:2] == ("ZADD", ck.history(digest)) and zadd[3] == "f1"
     assert hset == ("HSET", ck.subjects, digest, "ada's city")
     assert retire2.commands[0][3:6] == (keys.doc("f2"), ck.hist_doc("f2"), keys.access("f2"))
+    assert len(retire2.commands) == 1  # marked once per call
 
 
 async def test_fact_history_reads_every_kinds_versions_and_the_legacy_list_then_both_documents() -> None:
@@ -103,10 +105,11 @@ async def test_fact_history_retires_a_version_left_in_the_index() -> None:
     current = [b"Lisbon", b"city", None, b"2000", None, None, None, b"2000", None]
     none = [None] * len(_HIST_FIELDS)
     p.backend.reply(none, live_old, none, current)
-    p.backend.reply(1)  # RETIRE f1
+    p.backend.reply(1, 1)  # the store's history mark, RETIRE f1
     records = await p.ledger.fact_history("city", thread_id="t")
     *_, retire = p.backend.sent
     assert retire.commands == (
+        ("HSET", keys.meta, "history", "1"),  # before the move (core.history_mark)
         (
             "EVALSHA",
             scripts.RETIRE.sha,

@@ -33,7 +33,7 @@ async def test_a_write_with_a_subject_decides_in_its_round_trip_and_settles_in_o
         1,
         search_reply(1, (keys.doc("old"), {})),
     )
-    p.backend.reply(1)  # RETIRE old
+    p.backend.reply(1, 1)  # the store's history mark, RETIRE old
     mid = await p.long_term.remember("Berlin", thread_id="t", subject="Home City", valid_from=2)
     first, second = p.backend.sent
     hset, put, scopes, scope = first.commands
@@ -48,6 +48,7 @@ async def test_a_write_with_a_subject_decides_in_its_round_trip_and_settles_in_o
     )
     assert first.searches[0][:3] == ("FT.SEARCH", keys.index, "@subject_key:{" + d + "}")
     assert second.commands == (
+        ("HSET", keys.meta, "history", "1"),  # before the move (core.history_mark)
         (
             "EVALSHA",
             scripts.RETIRE.sha,
