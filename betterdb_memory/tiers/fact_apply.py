@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 from ..backend import scripts
-from ..backend.commands import Step
 from ..core.codec import as_text
 from ..core.consolidation import Selection, Tally, output_item
 from ..core.facts import CurrentFact, FactOp, FactPlan, date_text_of, normalise
@@ -167,21 +166,19 @@ class PlanApply:
         run.state.pop(op.key, None)
         if old is None:
             return
-        if old not in run.legacy:
-            # Off its subject, still listed (SUBJECT_DROP keep=1); ended at its start, it is valid
-            # at no instant: marked void in the pointer as SUBJECT_PUT marks a tie's loser, so it
-            # keeps no older-dated write from being current (docs/concepts/time.md).
-            keys = self._rt.keys
+        pointer = None
+        if old not in run.legacy:  # off its subject, still listed (SUBJECT_DROP keep=1)
             digest = subject_key_of(ck.tag, "fact", normalise_subject(op.subject))
-            pointer = keys.subject(digest)
-            calls: list[Step] = [
-                scripts.SUBJECT_DROP.call([pointer, keys.subject_versions(digest)], [old, "1"])
-            ]
-            if until == begun:
-                calls.append(("HSET", pointer, f"void:{old}", "1"))
-            await self._rt.backend.pipeline("consolidate", calls)
+            pointer = self._rt.keys.subject(digest)
+            drop = scripts.SUBJECT_DROP.call([pointer, self._rt.keys.subject_versions(digest)], [old, "1"])
+            await self._rt.backend.script("consolidate", drop)
         subjects = {old: op.subject} if old in run.legacy else {}
-        await self._ledger.retire(ck, [old], by=None, retracted=True, subjects=subjects, until=until)
+        moved = await self._ledger.retire(ck, [old], by=None, retracted=True, subjects=subjects, until=until)
+        if pointer is not None and moved and until == begun:
+            # Ended where it began, it is valid at no instant: void in the pointer, as SUBJECT_PUT
+            # marks a tie's loser, so it keeps no older-dated write from being current
+            # (docs/concepts/time.md). A version this run wrote as a past one is left as it is.
+            await self._rt.backend.command("consolidate", "HSET", pointer, f"void:{old}", "1")
         tally.retracted += 1
 
     async def _as_decided(self, ck: ConsolidationKeys, run: _Run, before: Mapping[str, CurrentFact]) -> None:
