@@ -19,20 +19,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..backend import scripts
 from ..backend.commands import Command, Step, score_pairs
 from ..core import history_mark
 from ..core.codec import as_text, to_int
-from ..core.consolidation import Selection, Tally, output_item
+from ..core.consolidation import Selection, Tally
 from ..core.facts import (
     CurrentFact,
-    FactOp,
     FactPlan,
     FactRecord,
-    date_text_of,
     fact_record,
     fact_statement,
     normalise,
@@ -45,21 +42,14 @@ from ..core.models import MemoryItem, MemoryKind
 from ..core.query import MemoryFilter
 from ..core.record import KINDS
 from ..core.subjects import Retire, next_version, normalise_subject, subject_key_of
-from ..core.times import to_ms
 from ..core.validation import check_kind
 from ..errors import ValidationError
+from .fact_apply import Known, PlanApply, ms_of
 from .long_term import LongTermMemory
 from .runtime import Runtime
 from .scopes import ScopeReader
 
 __all__ = ["FactLedger", "Known"]
-
-
-class Known(NamedTuple):
-    """What ``current_facts`` learned beside the plan's input: legacy ids, and each current fact's start (ms)."""
-
-    legacy: set[str]
-    starts: dict[str, int]
 
 
 _HIST_FIELDS = (
@@ -123,7 +113,7 @@ class FactLedger:
             if not as_text(h.fields.get("subject_key")):
                 known.legacy.add(mid)
             # Its start: valid_from, else (a fact from before subjects) its date, else its write.
-            dated = _ms_of(instant)
+            dated = ms_of(instant)
             stored = h.fields.get("valid_from")
             known.starts[mid] = to_int(stored) if stored else dated or to_int(h.fields.get("created_at"))
         return current, subjects, duplicates, known
@@ -139,82 +129,12 @@ class FactLedger:
         tally: Tally,
         known: Known | None = None,
     ) -> dict[str, CurrentFact]:
-        """Write the plan's new facts (their subjects retire what they replace), then apply tombstones.
+        """Apply a page's plan in its order; the target's current facts after it (``tiers.fact_apply``)."""
+        return await PlanApply(self._rt, self._long_term, self).run(
+            ck, sel, plan, page, importance, current, tally, known or Known(set(), {})
+        )
 
-        The new facts go through the subject write path (``tiers.subjects``), which
-        retires the version each replaces; a legacy current fact (no pointer names it)
-        is retired here. A fact's ``valid_from`` is its date (undated: the latest
-        ``valid_from`` of the page of memories it was extracted from), raised to
-        the start of the version the plan says it supersedes, so the subject's timeline
-        agrees with the plan's rules (an undated statement supersedes a dated one). A
-        tombstone takes the current fact off its subject and retires it with
-        ``retracted`` set. On an index without ``subject_key`` (made by
-        betterdb-agent-memory, not rebuilt yet) every fact is handled as a legacy one:
-        written without a subject key, retired here, its history in the ledger's list.
-        """
-        known = known or Known(set(), {})
-        subjects_on = self._rt.index.layout.subject_key
-        legacy = known.legacy
-        tally.unchanged += plan.unchanged
-        tally.unmatched += plan.unmatched
-        ops = plan.ops
-        puts = [i for i, op in enumerate(ops) if op.action == "put"]
-        new_ids: dict[int, str] = {}
-        # An undated fact is as old as what it was read from: the latest of the page's memories.
-        page_ms = max((m.valid_from or m.created_at for m in page), default=int(time.time() * 1000))
-        starts: dict[str | int, int] = {k: v for k, v in known.starts.items()}
-        for i in puts:
-            op = ops[i]
-            prior = starts.get(op.expected) if op.expected is not None else None
-            own = _ms_of(op.instant) or page_ms
-            starts[i] = own if prior is None else max(own, prior)
-        if puts:
-            written, _, _ = await self._long_term.write(
-                [self._fact_item(sel, ops[i], importance, page, starts[i]) for i in puts],
-                capped=False,
-                dedup=False,
-                subjects=subjects_on,
-            )
-            new_ids = dict(zip(puts, written, strict=True))
-            if not subjects_on:
-                legacy = legacy | set(written)
-                for i in puts:
-                    await self._link_history(ck, ops[i].key, new_ids[i])
-            tally.created += written
-        state = dict(current)
-        for i, op in enumerate(ops):
-            expected = op.expected
-            old = new_ids.get(expected) if isinstance(expected, int) else expected
-            # A retraction ends its version at its date (undated: the page's), never before it began.
-            until = max(_ms_of(op.instant) or page_ms, starts.get(expected, 0) if expected is not None else 0)
-            if op.action == "put":
-                if old is not None:
-                    if old in legacy:
-                        await self.retire(
-                            ck,
-                            [old],
-                            by=new_ids[i],
-                            retracted=False,
-                            subjects={old: op.subject},
-                            until=starts[i],
-                        )
-                    tally.superseded += 1
-                assert op.fact is not None
-                state[op.key] = CurrentFact(new_ids[i], normalise(op.fact.statement), op.instant)
-            else:
-                if old is not None:
-                    if old not in legacy:
-                        digest = subject_key_of(ck.tag, "fact", normalise_subject(op.subject))
-                        await self._long_term.subjects.drop(digest, old, keep=True, operation="consolidate")
-                    await self.retire(
-                        ck, [old], by=None, retracted=True, subjects={old: op.subject} if old in legacy else {},
-                        until=until,
-                    )  # fmt: skip
-                    tally.retracted += 1
-                state.pop(op.key, None)
-        return state
-
-    async def _link_history(self, ck: ConsolidationKeys, subject_key: str, fact_id: str) -> None:
+    async def link_history(self, ck: ConsolidationKeys, subject_key: str, fact_id: str) -> None:
         """Record a legacy fact's retirement in the ledger's own history list (stores before subjects)."""
         digest = subject_digest(subject_key)
 
@@ -250,29 +170,10 @@ class FactLedger:
                 moved += 1
                 subject = subjects.get(mid)
                 if subject:
-                    await self._link_history(ck, normalise(subject), mid)
+                    await self.link_history(ck, normalise(subject), mid)
         if moved:
             self._rt.metrics.add_items(-moved)
         return moved
-
-    def _fact_item(
-        self, sel: Selection, op: FactOp, importance: float, page: Sequence[MemoryItem], valid_from: int
-    ) -> dict[str, Any]:
-        assert op.fact is not None
-        date_text = date_text_of(op.fact.date)
-        item = output_item(
-            sel,
-            op.content,
-            importance,
-            page,
-            kind="fact",
-            source=self._rt.settings.fact_source,
-            metadata={},
-            subject=op.fact.subject.strip(),
-            date_text=date_text,
-        )
-        item["valid_from"] = valid_from
-        return item
 
     async def fact_history(
         self,
@@ -437,13 +338,3 @@ class FactLedger:
 
             unlinks: list[Command] = [("UNLINK", key) for key in doomed]
             await self._rt.backend.pipeline("forget_by_scope", [*unlinks, ("HDEL", targets_key, tag)])
-
-
-def _ms_of(instant: datetime | None) -> int | None:
-    """A fact's date as epoch ms for its ``valid_from`` (None: undated, or outside the years 1900-9999)."""
-    if instant is None:
-        return None
-    try:
-        return to_ms(instant)
-    except ValidationError:
-        return None

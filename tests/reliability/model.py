@@ -18,9 +18,17 @@ applied dated ones in date order, undated ones where they stand; per exact targe
 scope and normalised subject (NFKC, case-folded, whitespace collapsed) a statement
 equal to the current one, or dated before a dated current one, changes nothing; else
 it is written (a memory of kind ``fact``, content ``[date] statement``, the target's
-exact scope, no tags, uncapped) and the current one leaves ``list`` for its history;
-a tombstone retracts the current one (unless dated before it). Facts are memories:
-they count in caps, are evicted, listed, counted, recalled, forgotten like any other.
+exact scope, no tags, uncapped); a tombstone retracts the current one (unless dated
+before it). The plan's ops are applied in its order, and which version is current is
+the subject rule's (docs/concepts/time.md, "One version at each instant"): a fact starts
+at its date, undated at its page's time (the latest creation of its candidates; a later
+creation is a later time, every date is earlier), raised to the start of the version the
+plan says it replaces; it is current unless it is older than the current version, or,
+with none current, older than a version left that is valid at some instant (a tie's
+loser and a fact retracted at its start are valid at none; a forgotten or evicted
+version has left). A past one, the version it replaces and a retracted one leave
+``list`` for their history. Facts are memories: they count in caps, are evicted,
+listed, counted, recalled, forgotten like any other.
 
 Keep-score: ``t / half_life + log2(max(importance, 1e-3))`` with ``t`` the creation
 time (docs/concepts/time.md: recency counts from ``valid_from``, which the model's
@@ -103,6 +111,12 @@ class Eviction:
 
 
 Target = tuple[str | None, str | None, str | None]  # an exact scope: (namespace, agent_id, thread_id)
+# A fact's start: (0, date, 0) for a dated one, (1, "", born) at a page's time (after every date).
+Start = tuple[int, str, int]
+
+
+def start_of(date: str | None, page: int) -> Start:
+    return (0, date, 0) if date is not None else (1, "", page)
 
 
 def normalise(text: str) -> str:
@@ -134,6 +148,9 @@ class FactRun:
     # Per put: the current fact it replaces (an id, or the index of an earlier put), or None.
     replaces: list[str | int | None] = dataclasses.field(default_factory=list)
     retracts: list[str | int] = dataclasses.field(default_factory=list)  # ids or put indexes
+    # In the plan's order: ("put", index into puts, None) or ("del", id or put index, the tombstone's date).
+    ops: list[tuple[str, str | int, str | None]] = dataclasses.field(default_factory=list)
+    page: int = 0  # the page's time: the latest creation (``born``) of its candidates
     unchanged: int = 0
     unmatched: list[str] = dataclasses.field(default_factory=list)
 
@@ -153,6 +170,12 @@ class Model:
         self.current: dict[tuple[Target, str], str] = {}
         self.fact_of: dict[str, ScriptedFact] = {}
         self.history: set[str] = set()  # facts superseded or retracted: out of list, kept for history
+        # The subject rule: per fact its start, per (target, subject) its versions (in the
+        # list), the versions valid at no instant (void) and each fact's (target, subject).
+        self.starts: dict[str, Start] = {}
+        self.versions: dict[tuple[Target, str], dict[str, None]] = {}
+        self.void: set[str] = set()
+        self.version_key: dict[str, tuple[Target, str]] = {}
 
     # -- memories ----------------------------------------------------------------------
 
@@ -250,6 +273,7 @@ class Model:
         if not run.candidates:
             return run  # the extractor is not called
         consumed.update(run.candidates)
+        run.page = max(self.memories[mid].born for mid in run.candidates)
         dated = [i for i, f in enumerate(script) if f.date is not None]
         order = list(range(len(script)))
         for slot, i in zip(dated, sorted(dated, key=lambda i: str(script[i].date)), strict=True):
@@ -271,6 +295,7 @@ class Model:
                     run.unchanged += 1
                 else:
                     run.retracts.append(cur[0])
+                    run.ops.append(("del", cur[0], fact.date))
                     state[key] = None
                 continue
             if cur is not None and (normalise(fact.statement) == cur[1] or older):
@@ -278,28 +303,89 @@ class Model:
                 continue
             run.puts.append(fact)
             run.replaces.append(None if cur is None else cur[0])
+            run.ops.append(("put", len(run.puts) - 1, None))
             state[key] = (len(run.puts) - 1, normalise(fact.statement), fact.date)
         return run
 
     def apply_facts(self, run: FactRun, ids: Sequence[str], importance: float) -> None:
-        """The run's facts written under ``ids`` (the store's, in order); what they replace leaves."""
+        """The run's ops applied in order, its facts written under ``ids`` (the store's, in order)."""
         assert len(ids) == len(run.puts)
         ns, agent, thread = run.target
-        for fact, mid in zip(run.puts, ids, strict=True):
+        for action, ref, date in run.ops:
+            if action == "del":
+                self._retract(run, ids[ref] if isinstance(ref, int) else ref, date)
+                continue
+            assert isinstance(ref, int)
+            fact, mid, replaces = run.puts[ref], ids[ref], run.replaces[ref]
+            key = (run.target, normalise(fact.subject))
+            start = start_of(fact.date, run.page)
+            if replaces is not None:
+                start = max(start, self.starts[ids[replaces] if isinstance(replaces, int) else replaces])
             self._clock += 1
             self.memories[mid] = Memory(
                 mid, fact.content, importance, (), ns, agent, thread,
                 born=self._clock, vector_seed=None, kind="fact",
             )  # fmt: skip
-            self.fact_of[mid] = fact
-            self.current[(run.target, normalise(fact.subject))] = mid
-        gone = [ids[r] if isinstance(r, int) else r for r in (*run.replaces, *run.retracts) if r is not None]
-        for mid in gone:
-            if self.memories.pop(mid, None) is not None:
-                self.history.add(mid)
-        for (t, subject), mid in list(self.current.items()):
-            if t == run.target and mid in self.history:
-                del self.current[(t, subject)]
+            self.fact_of[mid], self.starts[mid], self.version_key[mid] = fact, start, key
+            self._subject_put(key, mid)
+
+    def _subject_put(self, key: tuple[Target, str], mid: str) -> None:
+        """``SUBJECT_PUT``: is the new version ``mid`` current; the one it replaces or itself to history."""
+        versions = self.versions.setdefault(key, {})
+        for v in [v for v in versions if v not in self.memories and v not in self.history]:
+            del versions[v]  # forgotten or evicted: left the subject (the write's repair)
+            if self.current.get(key) == v:
+                del self.current[key]
+        start = self.starts[mid]
+        self.void.update(v for v in versions if self.starts[v] == start)  # a tie: the later write wins
+        latest = max((self.starts[v] for v in versions if v not in self.void), default=None)
+        versions[mid] = None
+        cur = self.current.get(key)
+        if (cur is not None and start >= self.starts[cur]) or (
+            cur is None and (latest is None or start >= latest)
+        ):
+            self.current[key] = mid
+            if cur is not None:
+                self._to_history(cur)
+        else:
+            self._to_history(mid)  # a past version
+
+    def _retract(self, run: FactRun, mid: str, date: str | None) -> None:
+        """A tombstone: off its subject, to history, void when it ends where it began."""
+        key = self.version_key[mid]
+        if self.current.get(key) == mid:
+            del self.current[key]
+        if mid in self.memories:  # (a fact the run wrote as a past version is left as it is)
+            self._to_history(mid)
+            if max(start_of(date, run.page), self.starts[mid]) == self.starts[mid]:
+                self.void.add(mid)
+
+    def _to_history(self, mid: str) -> None:
+        if self.memories.pop(mid, None) is not None:
+            self.history.add(mid)
+
+    def forget_past(self, mid: str) -> None:
+        """``forget`` of a fact's past version: its history document and its place on the subject go."""
+        if mid in self.history:
+            self.history.discard(mid)
+            self.deleted.add(mid)
+
+    def forget_targets(self, flt: Filter) -> None:
+        """A whole-scope ``forget_by_scope``: the subjects, history and consumed sources of the targets in it."""
+        inside = Filter(flt.namespace, flt.agent_id, flt.thread_id)
+        for target in list(self.consumed):
+            if Memory("", "", 0.0, (), *target, born=0, vector_seed=None).matches(inside):
+                del self.consumed[target]
+        for mid, (target, _) in list(self.version_key.items()):
+            if Memory("", "", 0.0, (), *target, born=0, vector_seed=None).matches(inside):
+                self.forget_past(mid)
+        for key in [
+            k
+            for k in self.versions
+            if Memory("", "", 0.0, (), *k[0], born=0, vector_seed=None).matches(inside)
+        ]:
+            del self.versions[key]
+            self.current.pop(key, None)
 
     # -- L1 ----------------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import io
 import os
 import uuid
@@ -51,7 +50,7 @@ from betterdb_memory import Fact, HashingEmbedder, MemoryNotFoundError, MemorySt
 from betterdb_memory.transfer import export_store, import_store
 
 from .conftest import DIM
-from .model import HALF_LIFE, WINDOW, Filter, Model, ScriptedFact, Target, normalise
+from .model import HALF_LIFE, WINDOW, Filter, Model, ScriptedFact, Target
 
 pytestmark = [pytest.mark.integration, pytest.mark.reliability]
 
@@ -68,11 +67,8 @@ MODEL_SETTINGS = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-# Consolidation rules: off by default until the discrepancy they still find in some random
-# runs is fixed: a fact acknowledged and missing (``fact_ids`` names a fact that went to
-# history; the fact ledger's). The other one, eviction ties beside facts, was a dated fact's
-# keep-score counted from its date (now from its write: tests/integration/test_capacity_time.py).
-FACTS = os.environ.get("BETTERDB_MODEL_FACTS", "0") == "1"
+# Consolidation rules (on by default; BETTERDB_MODEL_FACTS=0 leaves them out).
+FACTS = os.environ.get("BETTERDB_MODEL_FACTS", "1") == "1"
 
 namespaces = st.sampled_from([None, "n1", "n2"])
 agents = st.sampled_from([None, "a1", "a2"])
@@ -123,7 +119,6 @@ class StoreMachine(RuleBasedStateMachine):
         self.name = f"model{uuid.uuid4().hex[:10]}"
         self.model = Model(CAP)
         self.seeds = 0
-        self.haunted: dict[Target, set[str]] = {}  # subjects of the same-run bug, per target
         self.turn_no = 0
         self.client: avalkey.Valkey = self.run(self._client())
         self.store = MemoryStore(
@@ -270,6 +265,8 @@ class StoreMachine(RuleBasedStateMachine):
             return
         n = self.run(self.store.forget_by_scope(**flt.kwargs()))
         assert n == self.model.forget([m.id for m in self.model.matching(flt)])
+        if not flt.tags:  # the whole scope: its targets' subjects, fact history and consumed sources
+            self.model.forget_targets(flt)
 
     @rule(mid=ids)
     def get(self, mid: str) -> None:
@@ -323,20 +320,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.calls["consolidate"] += 1
         if fresh:
             self.remember(None, 0.5, [], *scope)
-        # A tombstone in this run, or one that retracted a fact written in its own run (then the
-        # subject keeps that fact as current for later dated writes): the same-run bug.
-        haunted = {normalise(f.subject) for f in script if f.tombstone} | self.haunted.get(scope, set())
-        if any(f.date and normalise(f.subject) in haunted for f in script):
-            # Around the known bug (test_a_dated_version_after_a_current_one_left_is_current, same
-            # run): undated, the statement supersedes the current fact, as documented.
-            script = [
-                dataclasses.replace(f, date=None) if normalise(f.subject) in haunted else f for f in script
-            ]
-            self.calls["undated (known bug)"] += 1
         run = self.model.plan_facts(scope, script)
-        retracted_own = {normalise(run.puts[r].subject) for r in run.retracts if isinstance(r, int)}
-        kept = {normalise(f.subject) for f in run.puts} - retracted_own
-        self.haunted[scope] = (self.haunted.get(scope, set()) | retracted_own) - kept
         seen: list[list[str]] = []
 
         def extract(items: list[Any]) -> list[Fact]:
@@ -380,7 +364,9 @@ class StoreMachine(RuleBasedStateMachine):
         if mid in self.model.memories:
             assert got is True
             self.model.forget([mid])
-        elif mid not in self.model.history:
+        elif mid in self.model.history:  # a past version: deleted, off its subject
+            self.model.forget_past(mid)
+        else:
             assert got is False
 
     # -- L1 ----------------------------------------------------------------------------
@@ -508,26 +494,26 @@ def test_the_store_agrees_with_its_model(valkey_url: str) -> None:
     print(f"model test: {EXAMPLES} examples of up to {STEPS} steps: {dict(StoreMachine.calls)}")
 
 
-_SAME_RUN_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="subject bug (reported to the subjects work): a tombstone and a statement dated before "
-    "the current fact in one consolidation: the statement is written while the current fact is "
-    "still there (FactLedger.apply_plan writes new facts before it applies tombstones), so it goes "
-    "to history and the subject is left with no current fact",
-)
-
-
 @pytest.mark.parametrize(
-    "leaves", ["evicted", pytest.param("retracted in the same run", marks=_SAME_RUN_BUG)]
+    ("leaves", "current"),
+    [
+        ("evicted", True),
+        ("retracted in the same run", False),
+        ("retracted at its start in the same run", True),
+    ],
 )
-def test_a_dated_version_after_a_current_one_left_is_current(valkey_url: str, leaves: str) -> None:
+def test_a_dated_version_after_a_current_one_left_is_current(
+    valkey_url: str, leaves: str, current: bool
+) -> None:
     """Found by the model: a subject's current fact leaves, evicted by a capped write, or
     retracted by a tombstone that the extractor lists before the new statement. The subject is
     then stated again, dated 2022 (before the version that left, which started at its write).
-    With no current fact, the new one must be current (docs/concepts/time.md: only a write
-    older than *the current one* enters the history) and listed. Both filed it as history (so
-    no current fact, while ``fact_ids`` named it current); main's subjects repair fixed the
-    eviction case (kept here as a regression test), the same-run case remains."""
+    The subject rule decides (docs/concepts/time.md, "One version at each instant"): an evicted
+    version has left, so the new one is current; a retracted one still covers the instants it
+    was valid at, so the new one is a past version until it began (as when the tombstone comes
+    in an earlier run), unless the tombstone (dated 2021) ended it where it began. ``fact_ids``
+    names what the store lists: it used to name the new fact current while it was in history,
+    and the tombstone was applied after the statement, so the last case had no current fact."""
 
     async def scenario() -> None:
         client = avalkey.Valkey.from_url(valkey_url)
@@ -550,11 +536,12 @@ def test_a_dated_version_after_a_current_one_left_is_current(valkey_url: str, le
                 assert await store.get(first.created[0]) is None
             again = [Fact("city", "Berlin", "2022-01-01")]
             if leaves != "evicted":
-                again.insert(0, Fact("city", "", tombstone=True))
+                dated = "2021-01-01" if "at its start" in leaves else None
+                again.insert(0, Fact("city", "", dated, tombstone=True))
             second = await store.consolidate("facts", extract_facts=lambda items: again, **scope)
-            listed = {i.id for i in (await store.list(limit=100, **scope)).items}
-            assert second.fact_ids == second.created
-            assert set(second.created) <= listed, "the new current fact is listed"
+            listed = {i.id for i in (await store.list(limit=100, **scope)).items if i.kind == "fact"}
+            assert set(second.fact_ids) == listed, "fact_ids names the facts the store lists"
+            assert second.fact_ids == (second.created if current else [])
         finally:
             await store.close()
             await _drop_store(client, name)
