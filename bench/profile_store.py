@@ -53,6 +53,7 @@ from typing import Any
 import valkey.asyncio as avalkey
 import valkey.utils
 from _harness import Recorder, is_background, summarize_trips
+from _noio import NoIo, measure_noio, render_noio
 from bench_store import (
     BATCH,
     CONTEXT_BUDGET,
@@ -731,6 +732,37 @@ async def _keys_of(client: Any, store: MemoryStore, thread: str) -> list[str]:
 
 # -- run ------------------------------------------------------------------------------------
 
+# The no-I/O pass: (scenario, issue 29's budget in µs or None for a reference row).
+NOIO = (
+    ("recall_by_vector (k=10, reinforce off)", 90.0),
+    ("remember (one memory)", 35.0),
+    ("recall text (k=10, hybrid re-ranking, reinforce off)", None),
+    ("recall text with the defaults (hybrid re-ranking, reinforce on)", None),
+)
+
+
+async def noio_pass(ctx: Ctx, calls: int, repeat: int) -> list[NoIo]:
+    """Issue 29's Python budgets: each scenario's calls recorded, then replayed with no I/O (``_noio``).
+
+    Its own scenario objects (fresh memories and queries), so the passes after it see new data.
+    """
+    by_name = {sc.name: sc for sc in scenarios(ctx, calls)}
+    out = []
+    for name, goal in NOIO:
+        print(f"no-I/O: {name}", file=sys.stderr)
+        out.append(
+            await measure_noio(
+                ctx.client,
+                name,
+                by_name[name].call,
+                range(calls),
+                goal_us=goal,
+                repeat=repeat,
+                categorize=cpu_categories,
+            )
+        )
+    return out
+
 
 async def setup(client: Any, n: int) -> Ctx:
     bench = Bench(client, DEFAULT_PLAN)
@@ -831,6 +863,7 @@ def render(
     exps: Sequence[tuple[str, str, float, float, str]],
     ranking_cache: str,
     elapsed: float,
+    noio: Sequence[NoIo] = (),
 ) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
@@ -848,6 +881,7 @@ def render(
         "(cProfile self time by where it runs, a builtin's time charged to its caller; "
         f"'{WAITING}' is idle time; the profiler inflates Python code, so read shares).",
         "",
+        *render_noio(noio),
         "## Baselines: raw round trips on this client (p50)",
         "",
         "| command | ms |",
@@ -973,11 +1007,22 @@ async def main(argv: Sequence[str]) -> None:
     parser.add_argument(
         "--url", default=None, help="a throw-away server instead of the embedded one (the run FLUSHALLs it)"
     )
+    parser.add_argument(
+        "--noio-calls",
+        type=int,
+        default=200,
+        help="no-I/O pass (issue 29): calls recorded per scenario, each replayed --noio-repeat times (default 200)",
+    )
+    parser.add_argument(
+        "--noio-repeat", type=int, default=5, help="replays of each recorded call (default 5)"
+    )
+    parser.add_argument("--no-noio", action="store_true", help="leave out the no-I/O pass")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1000 memories, 20 calls")
     parser.add_argument("--wall-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.calls = 1000, 20
+        args.noio_calls, args.noio_repeat = 20, 3
     if args.wall_only:
         print(json.dumps(await wall_only(args.n, args.calls, with_experiments=not args.no_experiments)))
         return
@@ -992,6 +1037,7 @@ async def main(argv: Sequence[str]) -> None:
             await client.flushall(asynchronous=False)
         print(f"populating {args.n:,} memories", file=sys.stderr)
         ctx = await setup(client, args.n)
+        noio = [] if args.no_noio else await noio_pass(ctx, args.noio_calls, args.noio_repeat)
         # Reads on the populated store, then the client-side experiments, then the writes
         # (which grow the store), then the server-side experiments.
         results = []
@@ -1021,7 +1067,7 @@ async def main(argv: Sequence[str]) -> None:
         print("parser comparison (subprocess)", file=sys.stderr)
         other = parser_compare(args.libvalkey, args.n, args.calls, with_experiments=not args.no_experiments)
     report = render(
-        argv, machine_lines, args.n, results, base, other, exps, cache, time.perf_counter() - started
+        argv, machine_lines, args.n, results, base, other, exps, cache, time.perf_counter() - started, noio
     )
     kept = ""
     if args.out.exists():

@@ -24,20 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
 from betterdb_agent_cache import AgentCache, AgentCacheOptions  # type: ignore[import-untyped]
-from betterdb_agent_cache.discovery import (  # type: ignore[import-untyped]
-    HEARTBEAT_KEY_PREFIX,
-    HEARTBEAT_TTL_SECONDS,
-    PROTOCOL_KEY,
-    PROTOCOL_VERSION,
-)
 from betterdb_agent_cache.types import (  # type: ignore[import-untyped]
     AnalyticsOptions,
     ConfigRefreshOptions,
@@ -45,6 +37,7 @@ from betterdb_agent_cache.types import (  # type: ignore[import-untyped]
     TelemetryOptions,
 )
 
+from ._cache_monitor import CacheMonitor, discovery_off
 from .core.options import AgentMemoryConfig, MemoryTelemetryOptions
 from .embedders.base import Embedder, EmbeddingFunction
 from .errors import ConfigurationError, StoreClosedError
@@ -53,8 +46,6 @@ from .observability.telemetry import do_not_track
 from .store import MemoryStore
 
 __all__ = ["AgentMemory", "AgentMemoryClosedError", "AgentMemoryOptions"]
-
-log = logging.getLogger(__name__)
 
 
 def _analytics_off() -> Any:
@@ -249,12 +240,15 @@ class AgentMemory:
             )
         self._memory = store
         self._cache_options = cache_options
-        self._cache = AgentCache(cache_options)
-        # AgentCache starts its discovery and policy refresh only when built inside a
-        # running event loop; built outside one, initialize() builds it again inside.
+        # Discovery off: the cache tiers register with Monitor only once the memory index
+        # has proved the name (_cache_monitor.py says why), in initialize() or when the
+        # memory tier first readies its index.
+        self._cache = AgentCache(discovery_off(cache_options))
+        self._monitor = CacheMonitor(cache_options)
+        # AgentCache starts its policy refresh only when built inside a running event
+        # loop; built outside one, initialize() builds it again inside.
         self._cache_started = _loop_running()
-        self._heartbeat: asyncio.Task[None] | None = None
-        self._heartbeat_stop = asyncio.Event()
+        self._register_when_memory_ready()
 
     @classmethod
     async def connect(
@@ -335,45 +329,52 @@ class AgentMemory:
         """Create the memory index, then wait for both tiers' discovery and start config refresh.
 
         Raises what creating the index raises, and a discovery name collision of
-        either tier, as the reference does.
+        either tier, as the reference does. The cache tiers write their Monitor marker
+        only once the memory index exists for this user (here, or at the memory tier's
+        first operation), so a user never writes the marker of a name it cannot use.
         """
         if not self._cache_started:
-            unstarted, self._cache = self._cache, AgentCache(self._cache_options)
+            unstarted, self._cache = self._cache, AgentCache(discovery_off(self._cache_options))
             self._cache_started = True
             await unstarted.shutdown()
         await self._memory.ensure_index()
+        self._register_cache()
         await asyncio.gather(
             self._cache.ensure_discovery_ready(),
             self._memory.ensure_discovery_ready(),
             self._memory.ensure_config_refresh_started(),
         )
-        if self._heartbeat is None and self._cache_options.discovery.enabled:
-            self._heartbeat = asyncio.get_running_loop().create_task(
-                self._cache_heartbeat(self._heartbeat_stop)
-            )
+        self._monitor.start_heartbeat()
 
-    async def _cache_heartbeat(self, stop: asyncio.Event) -> None:
-        """Keep the cache tiers' Monitor heartbeat alive (betterdb-agent-cache 0.12 never writes it).
+    def _register_when_memory_ready(self) -> None:
+        """Register the cache tiers when the memory tier's index is (or becomes) ready.
 
-        Its ``DiscoveryManager`` sends ``SET key value 'EX' 60`` and ``SET key 1 'NX'``
-        positionally, which valkey-py reads as ``ex='EX', px=60`` / ``ex='NX'`` and refuses
-        client-side; the error is swallowed, so Monitor sees the cache marker but never a
-        live instance. This writes ``__betterdb:heartbeat:<name>`` (``EX 60``) and
-        ``__betterdb:protocol`` (``NX``) every heartbeat interval until ``close()``;
-        harmless (same values) once the upstream writes work. Stopped by ``stop``, not by
-        cancellation: a cancel landing inside a valkey-py call can be swallowed on 3.11.
+        The memory tier readies its index lazily, on its first operation; a facade that
+        stores and recalls without calling ``initialize()`` still gets its cache marker
+        then, as it got it at construction before. Chained onto the store's own
+        on-ready callback (its Monitor marker and live config), which the index runs
+        each time it has created or adopted the index.
         """
-        key = f"{HEARTBEAT_KEY_PREFIX}{self._cache_options.name}"
-        interval = max(1.0, self._cache_options.discovery.heartbeat_interval_ms / 1000)
-        client = self._cache_options.client
-        while not stop.is_set():
-            try:
-                await client.set(key, datetime.now(UTC).isoformat(), ex=HEARTBEAT_TTL_SECONDS)
-                await client.set(PROTOCOL_KEY, str(PROTOCOL_VERSION), nx=True)
-            except Exception as exc:  # advisory: never take the agent down
-                log.debug("cache tiers' Monitor heartbeat failed: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), interval)
+        index = self._memory.index
+        first = index._on_ready
+
+        async def on_ready(capabilities: list[str]) -> None:
+            if first is not None:
+                await first(capabilities)
+            self._register_cache()
+
+        index._on_ready = on_ready
+        if index.ready:  # a store= that has already proved its name
+            self._register_cache()
+
+    def _register_cache(self) -> None:
+        """Start the cache tiers' Monitor registration (once) on a started AgentCache.
+
+        Built outside a loop, the AgentCache is not started: initialize() replaces it
+        and registers the new one.
+        """
+        if not self._closed and self._cache_started:
+            self._monitor.register(self._cache)
 
     async def close(self) -> None:
         """Stop the cache tiers (heartbeat, policy refresh) and close the store, even if one fails.
@@ -383,10 +384,7 @@ class AgentMemory:
         if self._closed:
             return
         self._closed = True
-        if self._heartbeat is not None:
-            self._heartbeat_stop.set()
-            await self._heartbeat  # ends after its write in flight, if any
-            self._heartbeat = None
+        await self._monitor.stop()
         try:
             # AgentCache.shutdown() neither cancels nor awaits its discovery registration:
             # let it finish, so nothing of the cache runs on the client after close().

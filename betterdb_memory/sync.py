@@ -1107,7 +1107,9 @@ class SyncAgentMemory(AgentMemoryBridge):
         """Create the memory index, then wait for both tiers' discovery and start config refresh.
 
         Raises what creating the index raises, and a discovery name collision of
-        either tier, as the reference does.
+        either tier, as the reference does. The cache tiers write their Monitor marker
+        only once the memory index exists for this user (here, or at the memory tier's
+        first operation), so a user never writes the marker of a name it cannot use.
         """
         return self._await(self._target.initialize)
 

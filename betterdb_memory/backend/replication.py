@@ -20,6 +20,17 @@ others'. A ``MOVED`` write is re-sent the way valkey-py does it (its slot map ch
 the backend then reports the write as unconfirmed: a connection fault); a ``TRYAGAIN``
 (a multi-key write whose keys the migration split) is a connection fault at once.
 
+A waiting pipeline is sent once, without valkey-py's own retries (``_execute_once``):
+after a connection error or a socket timeout valkey-py sends the pipeline again, but only
+the commands whose reply it lacks (or whose reply is falsy). A write whose reply had
+arrived is not sent again, and the ``WAIT`` behind it goes alone, on a new connection and,
+its ``target_nodes`` spent by the first attempt, to the default node: a ``WAIT`` on a
+connection that wrote nothing answers at once with every replica, so a write no replica
+had would count as confirmed (seen: two writes confirmed while their primary's replica
+was frozen, ``tests/cluster/test_cluster_wait_retry.py``). The fault is raised instead,
+and the backend's retry sends the whole round trip again: the writes and their ``WAIT``,
+on one connection.
+
 What is waited for: the round trips of the store's own writes (memories, turns,
 summaries, config, import). Not the bookkeeping that may lag by design: recall's
 reinforcement (``ACCESS``, and the snapshot flush), the scope locks, the index's set-up (``ensure_index``: its
@@ -156,17 +167,17 @@ async def run_waited(client: Any, pipe: Any, wait: ReplicaWait | None) -> tuple[
     raises them (the first failed command, its position in the message). With
     ``wait`` None this is ``pipe.execute()``.
 
-    Uses valkey-py's pipeline internals (``_command_stack``, ``PipelineCommand``,
-    ``ClusterNode.execute_pipeline``: one connection for a node's batch), pinned by
-    tests/unit/test_backend_replication.py.
+    Uses valkey-py's pipeline internals (``_command_stack``, ``_execute``,
+    ``PipelineCommand``, ``ClusterNode.execute_pipeline``: one connection for a node's
+    batch), pinned by tests/unit/test_backend_replication.py.
     """
     if wait is None:
         return (list(await pipe.execute()) if len(pipe) else []), {}
-    stack: list[Any] = list(pipe._command_stack)  # execute() empties the pipeline's own list
+    stack: list[Any] = list(pipe._command_stack)  # sending empties the pipeline's own list
     try:
         # Raising (valkey-py's default) keeps its failover path as it is; every command's result
         # (the redirections too) is in the stack once it raised.
-        await pipe.execute(allow_redirections=False)
+        await _execute_once(client, pipe)
     except vexc.ResponseError as exc:
         if not any(cmd.result is exc for cmd in stack):
             raise
@@ -194,6 +205,25 @@ async def run_waited(client: Any, pipe: Any, wait: ReplicaWait | None) -> tuple[
                 )
             raise failed
     return [cmd.result for cmd in stack], acks
+
+
+async def _execute_once(client: Any, pipe: Any) -> None:
+    """valkey-py's ``ClusterPipeline.execute(allow_redirections=False)`` without its retries.
+
+    One attempt: a connection error or socket timeout resets the client as valkey-py does
+    (the next call re-reads the slot map) and is raised, never answered by a lone ``WAIT``
+    on another connection (the module docstring says why).
+    """
+    try:
+        if client._initialize:
+            await client.initialize()
+        await pipe._execute(client, pipe._command_stack, raise_on_error=True, allow_redirections=False)
+    except BaseException as exc:
+        if type(exc) in pipe.ERRORS_ALLOW_RETRY:
+            await client._reset_for_reinitialize()
+        raise
+    finally:
+        pipe._command_stack = []
 
 
 async def _asked(client: Any, name: str, cmds: Sequence[Any], wait: ReplicaWait) -> Any:

@@ -30,6 +30,11 @@ __all__ = ["check_int", "check_number", "is_int", "is_number"]
 # -- numbers: "an int, not a bool, within bounds" ---------------------------------------------
 
 
+# A tuple, not ``int | float``: ``isinstance`` with a union expression builds the union per
+# call and takes a slower path; every numeric argument of every call is checked here.
+_NUMBERS = (int, float)
+
+
 def is_int(value: object) -> TypeGuard[int]:
     """An ``int`` that is not a ``bool`` (``True`` is an ``int`` to Python, never a count to us)."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -37,7 +42,7 @@ def is_int(value: object) -> TypeGuard[int]:
 
 def is_number(value: object) -> TypeGuard[int | float]:
     """An ``int`` or ``float`` that is not a ``bool`` (finite or not)."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, _NUMBERS) and not isinstance(value, bool)
 
 
 def _bounds(minimum: float | None, maximum: float | None, positive: bool) -> str:
@@ -87,10 +92,11 @@ def check_int(
         ValidationError / ConfigurationError (``setting``): ``.type`` when it is not an
             int, ``.range`` when it is out of bounds.
     """
-    what = f"{name} must be an integer{_bounds(minimum, maximum, False)}, not {value!r}"
     if not is_int(value):
+        what = f"{name} must be an integer{_bounds(minimum, maximum, False)}, not {value!r}"
         raise _invalid(name, what, "type", setting=setting, type=type(value).__name__)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        what = f"{name} must be an integer{_bounds(minimum, maximum, False)}, not {value!r}"
         raise _invalid(name, what, "range", setting=setting, min=minimum, max=maximum)
     return value
 
@@ -112,16 +118,19 @@ def check_number(
         ValidationError / ConfigurationError (``setting``): ``.type`` when it is not a
             number, ``.nonfinite`` for NaN or infinity, ``.range`` when it is out of bounds.
     """
-    what = f"{name} must be a finite number{_bounds(minimum, maximum, positive)}, not {value!r}"
+    # The message is built only for a bad value: these checks run on every call's arguments.
     if not is_number(value):
+        what = f"{name} must be a finite number{_bounds(minimum, maximum, positive)}, not {value!r}"
         raise _invalid(name, what, "type", setting=setting, type=type(value).__name__)
     out = float(value)
     if not math.isfinite(out):
+        what = f"{name} must be a finite number{_bounds(minimum, maximum, positive)}, not {value!r}"
         raise _invalid(name, what, "nonfinite", setting=setting)
     if (
         (positive and out <= 0)
         or (minimum is not None and out < minimum)
         or (maximum is not None and out > maximum)
     ):
+        what = f"{name} must be a finite number{_bounds(minimum, maximum, positive)}, not {value!r}"
         raise _invalid(name, what, "range", setting=setting, min=minimum, max=maximum)
     return out

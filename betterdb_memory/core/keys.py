@@ -74,14 +74,27 @@ def validate_store_name(name: object) -> str:
     return name
 
 
+# Ids already found valid: a recall builds two keys for each of its hits (the document and
+# its access counter), each checking the id again; a set lookup costs a tenth of the match.
+# Bounded (emptied when full): any id can be checked again.
+_VALID_IDS: set[str] = set()
+_VALID_IDS_MAX = 65_536
+
+
 def validate_memory_id(memory_id: object) -> str:
     """Check a memory id before it becomes part of a key."""
+    if type(memory_id) is str and memory_id in _VALID_IDS:
+        return memory_id
     if not isinstance(memory_id, str) or not _ID_RE.fullmatch(memory_id):
         raise ValidationError(
             f"not a memory id: {memory_id!r}",
             code="validation.memory_id",
             details={"argument": "id"},
         )
+    if type(memory_id) is str:
+        if len(_VALID_IDS) >= _VALID_IDS_MAX:
+            _VALID_IDS.clear()
+        _VALID_IDS.add(memory_id)
     return memory_id
 
 

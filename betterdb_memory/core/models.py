@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
-from .codec import as_text, split_tags, to_float, to_int
+from .codec import as_text, split_tags, to_int
 from .dialect import Capabilities
 from .ft_info import IndexInfo
 from .scoring import ScoreParts
@@ -25,6 +26,7 @@ __all__ = [
     "StoreStats",
     "item_from_fields",
     "ranking_item",
+    "with_access",
 ]
 
 #: How sensitive a memory is (``recall(exclude_sensitivity=)``), least first.
@@ -144,79 +146,183 @@ class StoreStats:
 
 
 def _opt(value: Any) -> str | None:
-    text = as_text(value)
+    """A reply value as text, None when absent or empty (``as_text(value) or None``, inlined)."""
+    if value is None:
+        return None
+    text = value.decode("utf-8", errors="replace") if type(value) is bytes else as_text(value)
     return text or None
 
 
-def _valid_from(fields: Mapping[str, Any]) -> int:
-    """The stored ``valid_from`` (ms), or the sentinel that makes it the item's ``created_at``."""
-    text = as_text(fields.get("valid_from"))
+def _valid_from(value: Any) -> int:
+    """A stored ``valid_from`` (ms), or the sentinel that makes it the item's ``created_at``."""
+    text = as_text(value)
     return to_int(text, _FROM_CREATED) if text else _FROM_CREATED
 
 
-def _valid_until(fields: Mapping[str, Any]) -> int | None:
+def _valid_until(value: Any) -> int | None:
     """A history document's ``valid_until`` (ms); None on a current memory (or unreadable text)."""
-    text = as_text(fields.get("valid_until"))
+    text = as_text(value)
     return to_int(text) if text.isdigit() else None
 
 
-def ranking_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
+# Recall builds an item per hit (ten per call, a hundred candidates when re-ranking), so
+# these two read each field once and call a helper only for a field that is present: most
+# of a memory's optional fields are absent from its hash (``core.record`` writes a field
+# only when it differs from what a reader assumes).
+
+
+def _basics(get: Callable[[str], Any], seen: tuple[int, int] | None) -> tuple[str, float, int, int, int]:
+    """(content, importance, created_at, last_accessed_at, access_count) of a hash's fields.
+
+    ``as_text`` / ``to_float`` / ``to_int`` with their common case inline: ``int`` and
+    ``float`` read bytes themselves, and raise on None (absent) as on text that is no number.
+    ``seen``: an access the document does not show yet, (last access ms, count): each
+    value is the greater of the two (what ``with_access`` would make of the item).
+    """
+    raw = get("content")
+    content = raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw)
+    raw = get("importance")
+    try:
+        importance = float(raw)
+    except (TypeError, ValueError):
+        importance = 0.5
+    if not math.isfinite(importance):
+        importance = 0.5
+    raw = get("created_at")
+    try:
+        created = int(raw)
+    except (TypeError, ValueError):
+        created = to_int(raw)
+    raw = get("last_accessed_at")
+    try:
+        accessed = int(raw)
+    except (TypeError, ValueError):
+        accessed = to_int(raw)
+    raw = get("access_count")
+    try:
+        count = int(raw)
+    except (TypeError, ValueError):
+        count = to_int(raw)
+    if seen is not None:
+        at, times = seen
+        if at > accessed:
+            accessed = at
+        if times > count:
+            count = times
+    return content, importance, created, accessed, count
+
+
+def ranking_item(
+    memory_id: str, fields: Mapping[str, Any], *, seen: tuple[int, int] | None = None
+) -> MemoryItem:
     """A ``MemoryItem`` with only what ranking reads (content, importance, times, access count, scope).
 
     A recall ranks up to a hundred candidates and returns a few: the winners are read
     whole afterwards (``Documents.fetch``), so the candidates skip the other fields.
     The scope places a candidate in its thread (``LearnedRanker``'s neighbours).
+    ``seen``: as in ``item_from_fields``.
     """
+    get = fields.get
+    expires = get("expires_at")
+    valid_from = get("valid_from")
     return MemoryItem(
-        id=memory_id,
-        content=as_text(fields.get("content")),
-        importance=to_float(fields.get("importance"), 0.5),
-        created_at=to_int(fields.get("created_at")),
-        last_accessed_at=to_int(fields.get("last_accessed_at")),
-        expires_at=to_int(fields.get("expires_at")) or None,
-        thread_id=_opt(fields.get("threadId")),
-        agent_id=_opt(fields.get("agentId")),
-        namespace=_opt(fields.get("namespace")),
-        valid_from=_valid_from(fields),
-        access_count=to_int(fields.get("access_count")),
+        memory_id,
+        *_basics(get, seen),
+        [],
+        None,
+        _opt(get("threadId")),
+        _opt(get("agentId")),
+        _opt(get("namespace")),
+        "none",
+        "memory",
+        None,
+        None if expires is None else to_int(expires) or None,
+        {},
+        None,
+        _FROM_CREATED if valid_from is None else _valid_from(valid_from),
     )
 
 
-def item_from_fields(memory_id: str, fields: Mapping[str, Any], *, fact_source: str = "fact") -> MemoryItem:
+def item_from_fields(
+    memory_id: str,
+    fields: Mapping[str, Any],
+    *,
+    fact_source: str = "fact",
+    seen: tuple[int, int] | None = None,
+) -> MemoryItem:
     """Build a ``MemoryItem`` from HASH fields (bytes or str values, the reference's layout).
 
     ``kind`` is stored only by this library; for a document another library wrote it
     follows ``source`` (``summary`` and the facts source are the reference's kinds).
+    ``seen``: this store's access of the memory that its document does not show yet
+    (``tiers.reinforce``), (last access ms, count): the item carries the later / greater
+    of each, built once instead of built and then replaced.
     """
-    meta_text = as_text(fields.get("metadata"))
-    try:
-        # Absent or "{}" is by far the most common value: skip the parser (recall hot path).
-        metadata = json.loads(meta_text) if meta_text and meta_text != "{}" else {}
-    except json.JSONDecodeError:
-        metadata = {}
-    source = _opt(fields.get("source"))
-    kind = as_text(fields.get("kind"))
+    get = fields.get
+    metadata: Any = {}
+    raw = get("metadata")
+    if raw is not None:
+        meta_text = as_text(raw)
+        try:
+            # Absent or "{}" is by far the most common value: skip the parser (recall hot path).
+            metadata = json.loads(meta_text) if meta_text and meta_text != "{}" else {}
+        except json.JSONDecodeError:
+            metadata = {}
+    raw = get("source")
+    source = None if raw is None else _opt(raw)
+    raw = get("kind")
+    kind = "" if raw is None else as_text(raw)
     if not kind:
         kind = "summary" if source == "summary" else "fact" if source == fact_source else "memory"
-    expires = to_int(fields.get("expires_at"))
+    raw = get("tags")
+    tags = [] if raw is None else split_tags(raw)
+    raw = get("sensitivity")
+    sensitivity = "none" if raw is None else as_text(raw) or "none"
+    raw = get("expires_at")
+    expires = None if raw is None else to_int(raw) or None
+    raw = get("valid_from")
+    valid_from = _FROM_CREATED if raw is None else _valid_from(raw)
+    raw = get("valid_until")
+    valid_until = None if raw is None else _valid_until(raw)
     return MemoryItem(
-        id=memory_id,
-        content=as_text(fields.get("content")),
-        importance=to_float(fields.get("importance"), 0.5),
-        created_at=to_int(fields.get("created_at")),
-        last_accessed_at=to_int(fields.get("last_accessed_at")),
-        access_count=to_int(fields.get("access_count")),
-        tags=split_tags(fields.get("tags")),
-        source=source,
-        thread_id=_opt(fields.get("threadId")),
-        agent_id=_opt(fields.get("agentId")),
-        namespace=_opt(fields.get("namespace")),
-        sensitivity=as_text(fields.get("sensitivity")) or "none",
-        kind=kind,
-        subject=_opt(fields.get("subject")),
-        expires_at=expires or None,
-        metadata=metadata if isinstance(metadata, dict) else {},
-        date=_opt(fields.get("date")),
-        valid_from=_valid_from(fields),
-        valid_until=_valid_until(fields),
+        memory_id,
+        *_basics(get, seen),
+        tags,
+        source,
+        _opt(get("threadId")),
+        _opt(get("agentId")),
+        None if (raw := get("namespace")) is None else _opt(raw),
+        sensitivity,
+        kind,
+        None if (raw := get("subject")) is None else _opt(raw),
+        expires,
+        metadata if isinstance(metadata, dict) else {},
+        None if (raw := get("date")) is None else _opt(raw),
+        valid_from,
+        valid_until,
+    )
+
+
+def with_access(item: MemoryItem, last_accessed_at: int, access_count: int) -> MemoryItem:
+    """``item`` with another last access and access count (``dataclasses.replace``, at a third of its cost)."""
+    return MemoryItem(
+        item.id,
+        item.content,
+        item.importance,
+        item.created_at,
+        last_accessed_at,
+        access_count,
+        item.tags,
+        item.source,
+        item.thread_id,
+        item.agent_id,
+        item.namespace,
+        item.sensitivity,
+        item.kind,
+        item.subject,
+        item.expires_at,
+        item.metadata,
+        item.date,
+        item.valid_from,
+        item.valid_until,
     )

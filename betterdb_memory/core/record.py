@@ -32,7 +32,7 @@ from .codec import FloatArray, encode_vector, join_tags, normalise
 from .keys import Scope
 from .models import MemoryKind, Sensitivity
 from .scoring import keep_score
-from .validity import last_seen_ms
+from .validity import keep_from_ms
 
 __all__ = [
     "KINDS",
@@ -139,7 +139,8 @@ def encode_record(
         fields += ["valid_from", str(valid_from)]
     if memory.subject_key is not None:
         fields += ["state_from", str(valid_from), "subject_key", memory.subject_key]
-    seen = last_seen_ms(valid_from, created, accessed, count)
+    # A subject's version counts from its write at the earliest (``validity.keep_from_ms``).
+    seen = keep_from_ms(valid_from, created, accessed, count, state=memory.subject is not None)
     fields += ["keep", repr(keep_score(seen / 1000.0, memory.importance, half_life_seconds))]
     if memory.sensitivity != "none":
         fields += ["sensitivity", memory.sensitivity]

@@ -50,11 +50,30 @@ def _name(raw: Any) -> str:
     return as_text(raw)
 
 
+# A reply's hits share their field names: ``(b"content", b"importance", ...)`` -> the names
+# decoded, looked up once per hit instead of one call per field (bounded like ``_NAMES``).
+_ROWS: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+
+# Tuples of types, not ``list | tuple``: ``isinstance`` takes a union's slower path.
+_SEQUENCES = (list, tuple)
+_CONTAINERS = (list, tuple, dict)
+
+
 def _field_map(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
         return {_name(k): v for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return {_name(value[i]): value[i + 1] for i in range(0, len(value) - 1, 2)}
+    if isinstance(value, _SEQUENCES):
+        raw = tuple(value[0 : len(value) - 1 : 2])
+        try:
+            names = _ROWS.get(raw)
+        except TypeError:  # a name that is no string (not an FT.SEARCH reply's)
+            return {_name(k): v for k, v in zip(raw, value[1::2], strict=True)}
+        if names is None:
+            names = tuple(_name(n) for n in raw)
+            if len(_ROWS) < _NAMES_MAX:
+                _ROWS[raw] = names
+        return dict(zip(names, value[1::2], strict=True))
     return {}
 
 
@@ -76,18 +95,19 @@ def parse_search_reply(reply: Any, *, nocontent: bool = False) -> SearchResult:
             attrs = _get(entry_map, "extra_attributes")
             hits.append(SearchHit(key, _field_map(attrs) if attrs is not None else {}))
         return SearchResult(total, hits)
-    if not isinstance(reply, list | tuple) or not reply:
+    if not isinstance(reply, _SEQUENCES) or not reply:
         return SearchResult(0, [])
     total = int(reply[0])
     rest = reply[1:]
     hits = []
     if nocontent:
         return SearchResult(total, [SearchHit(as_text(k), {}) for k in rest])
-    i = 0
-    while i < len(rest):
-        key = as_text(rest[i])
+    i, n = 0, len(rest)
+    while i < n:
+        raw = rest[i]
+        key = raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw)
         fields: dict[str, Any] = {}
-        if i + 1 < len(rest) and isinstance(rest[i + 1], list | tuple | dict):
+        if i + 1 < n and isinstance(rest[i + 1], _CONTAINERS):
             fields = _field_map(rest[i + 1])
             i += 2
         else:

@@ -244,13 +244,30 @@ def recall_request(
     w = None
     if weights is not None:
         w = Weights.of(dict(weights) if isinstance(weights, Mapping) else weights)
-    flt = MemoryFilter(
-        scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
-        tags=check_tags(tags),
-        exclude_sensitivity=check_sensitivities(exclude_sensitivity),
+    unfiltered = (
+        tags is None
+        and namespace is None
+        and agent_id is None
+        and thread_id is None
+        and exclude_sensitivity is None
+        and as_of is None
+        and since is None
+        and until is None
     )
-    flt = with_times(flt, as_of=as_of, since=since, until=until)
+    if unfiltered:  # the common call: the values below, built once
+        flt = _NO_FILTER
+    else:
+        flt = MemoryFilter(
+            scope=Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id),
+            tags=check_tags(tags),
+            exclude_sensitivity=check_sensitivities(exclude_sensitivity),
+        )
+        flt = with_times(flt, as_of=as_of, since=since, until=until)
     zone = resolve_tz(tz)
+    if query is None and not flt.has_time:
+        plan = _PRESENT  # ``time_plan(None)``: no window to look for, a question about the present
+    else:
+        plan = time_plan(query, as_of=flt.as_of, tz=zone, timed=flt.has_time)
     return RecallRequest(
         flt=flt,
         k=kk,
@@ -261,5 +278,11 @@ def recall_request(
         query=query,
         where=where,
         tz=zone,
-        plan=time_plan(query, as_of=flt.as_of, tz=zone, timed=flt.has_time),
+        plan=plan,
     )
+
+
+# What a recall with no filter and no time asks (both frozen): ``MemoryFilter(scope=Scope.of(),
+# tags=check_tags(None), ...)`` and ``time_plan(None)``, equal to a fresh one (a unit test says so).
+_NO_FILTER = MemoryFilter()
+_PRESENT = TimePlan(window=None, present=True)

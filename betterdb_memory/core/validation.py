@@ -52,12 +52,14 @@ def check_content(content: object, *, name: str = "content") -> str:
             code="validation.type",
             details={"argument": name, "type": type(content).__name__},
         )
-    if not content.strip():
+    # ``isspace`` stops at the first other character and ``isascii`` reads a flag: a write's
+    # content is checked without copying it (``strip``) or encoding it when it is ASCII.
+    if not content or content.isspace():
         raise ValidationError(
             f"{name} must not be empty", code="validation.empty", details={"argument": name}
         )
     try:
-        size = len(content.encode("utf-8"))
+        size = len(content) if content.isascii() else len(content.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise ValidationError(
             f"{name} is not valid Unicode (lone surrogate)",

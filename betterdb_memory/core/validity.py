@@ -34,6 +34,7 @@ __all__ = [
     "VALID_UNTIL",
     "history_valid_at",
     "in_time",
+    "keep_from_ms",
     "last_seen_ms",
     "time_clause",
     "valid_at",
@@ -154,3 +155,25 @@ def last_seen_ms(valid_from: T | None, created_at: T, last_accessed_at: T, acces
     if access_count > 0 or last_accessed_at > created_at:
         return max(valid_from, last_accessed_at)
     return valid_from
+
+
+def keep_from_ms(
+    valid_from: T | None, created_at: T, last_accessed_at: T, access_count: int, *, state: bool
+) -> T:
+    """Where the capacity keep-score counts from: ``last_seen_ms``, and for a state, never before its write.
+
+    ``state``: the memory names a subject (``remember(subject=...)``, a consolidated
+    fact). In the main index such a memory is its subject's *current* version: a
+    statement that holds now, not an event that happened at ``valid_from``. "Ada lives
+    in Lisbon since 2019", written today, was last known true today; counted from 2019
+    it would be the first victim of its scope, before every undated note of the last
+    months however unimportant (at the default 7-day half-life, 2019 is hundreds of
+    half-lives back, while importance spans about ten). So its write counts as its
+    first access: the later of ``valid_from`` and ``created_at``, then of the last
+    access too. Events keep ``last_seen_ms`` (issue 26: an old event goes before a
+    fresh one of the same importance), and so does recall's recency for every memory.
+    An access already counts from a time after the write, so the reinforcement's
+    snapshot (``max(valid_from, access)``) follows this rule unchanged.
+    """
+    seen = last_seen_ms(valid_from, created_at, last_accessed_at, access_count)
+    return max(seen, created_at) if state else seen

@@ -161,7 +161,7 @@ def validate_embeddings(matrix: object, *, count: int, dimensions: int, model_id
             code="embedder.bad_shape",
             details={"model_id": model_id, "expected": [count, dimensions], "got": list(arr.shape)},
         )
-    if not np.isfinite(arr).all():
+    if np.count_nonzero(np.isfinite(arr)) != arr.size:  # ``.all()`` is a Python wrapper: per write and query
         bad_rows = np.flatnonzero(~np.all(np.isfinite(arr), axis=1)).tolist()
         raise EmbeddingError(
             f"embedder {model_id!r} returned NaN or infinity",

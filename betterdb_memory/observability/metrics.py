@@ -50,6 +50,7 @@ Why the shape is what it is:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Final, Literal
@@ -87,11 +88,19 @@ _TASK_RE: Final = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _PREFIX_RE: Final = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]{0,63}$")
 
 
+# Every recall and write records a few values: the common case (a plain int, a finite
+# float) is accepted before the full check, which builds its error only for a bad value.
+
+
 def _count(name: str, n: int) -> int:
+    if type(n) is int and n >= 0:
+        return n
     return check_int(n, name, minimum=0)
 
 
 def _seconds(name: str, value: float) -> float:
+    if type(value) is float and 0.0 <= value < math.inf:
+        return value
     return check_number(value, name, minimum=0.0)
 
 
@@ -165,7 +174,7 @@ class MemoryMetrics:
 
     def add_items(self, delta: int) -> None:
         """Move the item gauge by ``delta`` (written: positive; deleted: negative) between counts."""
-        if check_int(delta, "delta"):
+        if delta if type(delta) is int else check_int(delta, "delta"):
             self._items.inc(delta)
 
     def observe_supersessions(self, n: int) -> None:

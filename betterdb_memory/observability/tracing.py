@@ -33,12 +33,14 @@ error: the span just ends.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from opentelemetry import trace
+from opentelemetry.environment_variables import OTEL_PYTHON_TRACER_PROVIDER
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
@@ -127,12 +129,20 @@ ATTR_MEMORY_TTL: Final = "memory.ttl"
 _OPERATION_RE: Final = re.compile(r"^[a-z][A-Za-z0-9_]*(\.[a-z][A-Za-z0-9_]*)*$")
 
 
+# The operations already checked: a store names a few, once per call each.
+_CHECKED: set[str] = set()
+
+
 def _check_operation(operation: str) -> str:
+    if type(operation) is str and operation in _CHECKED:
+        return operation
     if not isinstance(operation, str) or len(operation) > 64 or not _OPERATION_RE.match(operation):
         raise ValidationError(
             f"operation must be a short identifier like 'recall' or 'consolidateFacts', got {operation!r}",
             details={"argument": "operation"},
         )
+    if type(operation) is str and len(_CHECKED) < 1024:
+        _CHECKED.add(operation)
     return operation
 
 
@@ -237,8 +247,32 @@ _IDLE: Final[AbstractContextManager[Span]] = nullcontext(trace.INVALID_SPAN)
 _NO_SDK = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
 
 
+# ``trace.get_tracer_provider()`` looks its environment variable up in ``os.environ`` on every
+# call until a provider is set, which costs more than the rest of an idle span (``in
+# os.environ`` encodes the key and raises a KeyError). The same test against the environment's
+# own dict, with the key encoded once, is a dict lookup (``os.environ`` reads that dict too).
+_ENV_DATA: Mapping[Any, Any] | None = getattr(os.environ, "_data", None)
+_ENV_KEY: Any = os.environ.encodekey(OTEL_PYTHON_TRACER_PROVIDER) if _ENV_DATA is not None else None
+
+
+_UNKNOWN: Final = object()  # an API version without that global: ask ``get_tracer_provider``
+
+
+def _provider_in_env() -> bool:
+    """Whether ``OTEL_PYTHON_TRACER_PROVIDER`` names a provider (``get_tracer_provider`` loads it)."""
+    if _ENV_DATA is None:
+        return OTEL_PYTHON_TRACER_PROVIDER in os.environ
+    return _ENV_KEY in _ENV_DATA
+
+
 def _tracing_off() -> bool:
-    """Whether no tracer provider is set (checked per span: one may be set at any time)."""
+    """Whether no tracer provider is set (checked per span: one may be set at any time).
+
+    The API's global (``trace._TRACER_PROVIDER``, what ``set_tracer_provider`` sets) is read
+    first: still None and no provider named in the environment, nothing can record.
+    """
+    if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None and not _provider_in_env():
+        return True
     return isinstance(trace.get_tracer_provider(), _NO_SDK)
 
 

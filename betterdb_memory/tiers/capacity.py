@@ -3,7 +3,8 @@
 What a cap counts is the reference's meaning: a write with scope fields or tags
 counts every memory matching them as a filter (a field the write leaves None matches
 any value; all of the write's tags must be present); an unscoped write is never
-capped. The count rides in the write's own round trip (``FT.SEARCH ... LIMIT 0 0``
+capped. Only live memories count (``victims.live``): one whose ``expires_at`` has
+passed is gone for every read even while its key waits for the server's expiry. The count rides in the write's own round trip (``FT.SEARCH ... LIMIT 0 0``
 after the ``HSET`` s; both engines index synchronously, so it sees the write).
 
 Only a scope found over its cap pays more: its victims are the lowest keep-scores
@@ -32,7 +33,7 @@ from ..core.replies import parse_search_reply
 from .documents import Documents
 from .runtime import Runtime
 from .scopes import ScopeReader
-from .victims import HINTS, LOOKAHEAD, Read, Victims
+from .victims import HINTS, LOOKAHEAD, Read, Victims, live
 
 __all__ = ["Capacity"]
 
@@ -82,7 +83,8 @@ class Capacity:
         caps = self._rt.index.capabilities
         assert caps is not None
         if caps.filter_queries:
-            return filter_search_args(self._rt.index.name, flt, layout=self._rt.index.layout, limit=0)
+            layout = self._rt.index.layout
+            return filter_search_args(self._rt.index.name, live(flt, layout), layout=layout, limit=0)
         # valkey-search 1.0: no count without KNN; a no-op the caller reads as "unknown".
         return ["PING"]
 
@@ -164,7 +166,9 @@ class Capacity:
             caps = self._rt.index.capabilities
             assert caps is not None
             if not caps.filter_queries or self._rt.index.needs_check(flt):
-                total, _ = await self._scopes.scan_all(flt, (), operation="capacity")
+                total, _ = await self._scopes.scan_all(
+                    live(flt, self._rt.index.layout), (), operation="capacity"
+                )
             else:
                 total = parse_search_reply(answers[0], nocontent=True).total
             self._note_count(flt, total, cap)

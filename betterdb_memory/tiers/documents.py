@@ -10,7 +10,6 @@ until its document's snapshot is flushed (``tiers.reinforce``).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
@@ -21,7 +20,7 @@ from ..backend import scripts
 from ..backend.commands import Attempts, ScriptCall, Step
 from ..core.codec import as_text, to_float, to_int
 from ..core.keys import validate_memory_id
-from ..core.models import MemoryItem, MemoryVersion, item_from_fields
+from ..core.models import MemoryItem, MemoryVersion, item_from_fields, with_access
 from ..core.query import ITEM_FIELDS
 from ..errors import StoreConnectionError, ValidationError
 from .history import History
@@ -117,7 +116,7 @@ class Documents:
             count = to_int(row[len(ITEM_FIELDS)])
             last = max(item.last_accessed_at, int(to_float(row[len(ITEM_FIELDS) + 1]) or 0))
             if count != item.access_count or last != item.last_accessed_at:  # the snapshot lags
-                item = dataclasses.replace(item, access_count=count, last_accessed_at=last)
+                item = with_access(item, last, count)
             out.append(item)
         if expired:
             self.drop_expired(expired)

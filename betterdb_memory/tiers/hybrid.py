@@ -270,11 +270,13 @@ class TextCandidates:
             cos = (stored @ vector.astype(np.float32)) / (norms * (float(np.linalg.norm(vector)) or 1.0))
             distance_of = dict(zip(blobs, np.clip(1.0 - cos, 0.0, 2.0).tolist(), strict=True))
         found: dict[str, tuple[MemoryItem, float]] = {}
+        pending = self._docs.reinforcement.pending  # lagging accesses, built in (``Reinforcement.overlay``)
         for mid, f in kept.items():
+            seen = pending.get(mid)
             item = (
-                ranking_item(mid, f)
+                ranking_item(mid, f, seen=seen)
                 if slim
-                else item_from_fields(mid, f, fact_source=rt.settings.fact_source)
+                else item_from_fields(mid, f, fact_source=rt.settings.fact_source, seen=seen)
             )
             found[mid] = (item, distance_of.get(mid, farthest))
         if expired:

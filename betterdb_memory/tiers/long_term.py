@@ -292,6 +292,20 @@ class LongTermMemory:
             subject_steps = self.subjects.steps(puts, scopes)
             subject_searches = self.subjects.searches(puts)
 
+        # Ids are fixed client-side before the first attempt, so a retry after a
+        # dropped connection rewrites the same documents: safe to retry.
+        backend = self._rt.backend
+        single = not replaced and not leftovers and not cap_filters and not puts
+        if len(records) == 1 and single and not records[0][3]:
+            # The everyday write, one HSET: a plain command costs less than a pipeline of one.
+            _, mid, fields, _ = records[0]
+            key = self._rt.keys.doc(mid)
+            await self._rt.index.with_index(
+                "remember", lambda: backend.command("remember", "HSET", key, *fields)
+            )
+            self._rt.metrics.add_items(1)
+            return [str(m) for m in ids], 0, dedup_hits
+
         writes: list[Step] = []
         for _, mid, fields, ttl_ms in records:
             key = self._rt.keys.doc(mid)
@@ -309,38 +323,24 @@ class LongTermMemory:
             if ttl_ms:
                 writes.append(("PEXPIRE", key, ttl_ms))
 
-        # Ids are fixed client-side before the first attempt, so a retry after a
-        # dropped connection rewrites the same documents: safe to retry.
-        backend = self._rt.backend
-        single = not replaced and not leftovers and not cap_filters and not puts
-        if len(records) == 1 and single and not records[0][3]:
-            # The everyday write, one HSET: a plain command costs less than a pipeline of one.
-            _, mid, fields, _ = records[0]
-            key = self._rt.keys.doc(mid)
-            results = [
-                await self._rt.index.with_index(
-                    "remember", lambda: backend.command("remember", "HSET", key, *fields)
-                )
-            ]
-        else:
-            try:
-                results = await self._rt.index.with_index(
+        try:
+            results = await self._rt.index.with_index(
+                "remember",
+                lambda: backend.pipeline(
                     "remember",
-                    lambda: backend.pipeline(
-                        "remember",
-                        [
-                            *writes,
-                            *subject_steps,
-                            *self._capacity.lock_calls(rounds),
-                        ],  # the locks: after the writes, before the counts
-                        details={"count": len(records)},
-                        searches=[*subject_searches, *self._capacity.searches(rounds)],
-                    ),
-                )
-            except BaseException:
-                # A lock the failed or cancelled round trip may have taken.
-                await self._capacity.release(rounds)
-                raise
+                    [
+                        *writes,
+                        *subject_steps,
+                        *self._capacity.lock_calls(rounds),
+                    ],  # the locks: after the writes, before the counts
+                    details={"count": len(records)},
+                    searches=[*subject_searches, *self._capacity.searches(rounds)],
+                ),
+            )
+        except BaseException:
+            # A lock the failed or cancelled round trip may have taken.
+            await self._capacity.release(rounds)
+            raise
         self._rt.metrics.add_items(len(records) - len(replaced))
         if puts:
             nw, ns = len(writes), len(subject_steps)

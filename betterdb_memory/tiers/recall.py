@@ -278,18 +278,21 @@ class Recall:
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
         fact_source = self._rt.settings.fact_source
+        build = ranking_item if slim else functools.partial(item_from_fields, fact_source=fact_source)
+        pending = self._docs.reinforcement.pending  # lagging accesses: ``overlay`` then finds them current
+        exact, memory_id_of = check or flt.where is not None, self._rt.keys.memory_id_of  # per hit below
         for hit in hits:
             f = hit.fields
             if SCORE_ALIAS not in f:
                 continue  # expired between match and load
-            if not result_matches(f, flt, check):
+            if exact and not result_matches(f, flt, check):
                 continue
             expires = as_text(f.get("expires_at"))
             if expires and to_float(expires) <= now_ms:
                 expired.append(self._rt.keys.memory_id_of(hit.key))
                 continue
-            mid = self._rt.keys.memory_id_of(hit.key)
-            item = ranking_item(mid, f) if slim else item_from_fields(mid, f, fact_source=fact_source)
+            mid = memory_id_of(hit.key)
+            item = build(mid, f, seen=pending.get(mid))
             keep_vector(vectors, mid, f)
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
             # a cosine distance is 0..2, so the similarity stays within 0..1.

@@ -26,7 +26,6 @@ script writes the document (no lag, the old cost).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 import uuid
@@ -36,7 +35,7 @@ from typing import Any
 from ..backend.commands import Step
 from ..backend.scripts_reinforce import ACCESS, FLUSH, PEND, SETTLE
 from ..core.codec import as_text, to_float, to_int
-from ..core.models import MemoryItem
+from ..core.models import MemoryItem, with_access
 from ..errors import ValidationError
 from .runtime import Runtime
 
@@ -130,6 +129,12 @@ class Reinforcement:
             if row:
                 self._seen[mid] = (now, to_int(row[-2]) + 1)
 
+    @property
+    def pending(self) -> dict[str, tuple[int, int]]:
+        """This store's lagging accesses, memory id -> (last access ms, count): what ``overlay``
+        applies (a search passes them to the items it builds: ``item_from_fields(seen=)``)."""
+        return self._seen
+
     def overlay(self, candidates: list[tuple[MemoryItem, float]]) -> list[tuple[MemoryItem, float]]:
         """``candidates`` (as the search read their documents) with this store's lagging accesses."""
         seen = self._seen
@@ -143,11 +148,7 @@ class Reinforcement:
             item, distance = out[n]
             at, count = seen[item.id]
             if at > item.last_accessed_at or count > item.access_count:
-                item = dataclasses.replace(
-                    item,
-                    last_accessed_at=max(at, item.last_accessed_at),
-                    access_count=max(count, item.access_count),
-                )
+                item = with_access(item, max(at, item.last_accessed_at), max(count, item.access_count))
                 out[n] = (item, distance)
         return out
 

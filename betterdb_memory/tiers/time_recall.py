@@ -85,7 +85,7 @@ class WindowQueries:
 def keep_vector(vectors: dict[str, bytes] | None, memory_id: str, fields: Mapping[str, Any]) -> None:
     """Keep a search hit's stored vector in ``vectors`` (when asked for, and readable)."""
     raw = fields.get(VECTOR_FIELD)
-    if vectors is not None and isinstance(raw, bytes | bytearray):
+    if vectors is not None and isinstance(raw, (bytes, bytearray)):
         vectors[memory_id] = bytes(raw)
 
 

@@ -20,19 +20,20 @@ evictions can make one stale, which costs a wider read, never a wrong victim.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 from ..core.codec import as_text, to_float, to_int
-from ..core.query import MemoryFilter, filter_search_args
+from ..core.query import IndexLayout, MemoryFilter, filter_search_args
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.scoring import keep_score
-from ..core.validity import last_seen_ms
+from ..core.validity import keep_from_ms
 from .runtime import Runtime
 from .scopes import ScopeReader
 
-__all__ = ["HINTS", "LOOKAHEAD", "Read", "Victims", "pick"]
+__all__ = ["HINTS", "LOOKAHEAD", "Read", "Victims", "live", "pick"]
 
 # The keep-score ceiling of a scope's next victim search: tries before sorting the whole
 # scope, growth of the span per try, the smallest span, how many scopes are remembered.
@@ -105,8 +106,8 @@ class Victims:
         # No keep-score index or no SORTBY: rank the scope in the client.
         half_life = self._rt.config().half_life_seconds
         total, hits = await self._scopes.scan_all(
-            flt,
-            ("importance", "last_accessed_at", "created_at", "keep", "valid_from", "access_count"),
+            live(flt, self._rt.index.layout),
+            ("importance", "last_accessed_at", "created_at", "valid_from", "access_count", "subject"),
             operation="capacity",
         )
         excess = total - cap
@@ -117,11 +118,12 @@ class Victims:
             f = h.fields
             vf = as_text(f.get("valid_from"))
             seen = (
-                last_seen_ms(
+                keep_from_ms(
                     to_float(vf) if vf else None,
                     to_float(f.get("created_at")),
                     to_float(f.get("last_accessed_at")),
                     to_int(f.get("access_count")),
+                    state=bool(as_text(f.get("subject"))),
                 )
                 / 1000.0
             )
@@ -186,20 +188,23 @@ class Victims:
         """
         if bound is None:
             total, hits = await self._scopes.scan(
-                flt, ("keep",), operation="capacity", sortby=("keep", True), limit=want
-            )
+                live(flt, self._rt.index.layout), ("keep",), operation="capacity", sortby=("keep", True),
+                limit=want,
+            )  # fmt: skip
             assert total is not None  # exact: a server-side filter on this library's index
             return total, total, hits
-        count = filter_search_args(self._rt.index.name, flt, layout=self._rt.index.layout, limit=0)
+        layout = self._rt.index.layout
+        count = filter_search_args(self._rt.index.name, live(flt, layout), layout=layout, limit=0)
         below = self.below_args(flt, bound, want)
         replies = await self._rt.backend.pipeline("capacity", [], searches=[count, below])
         ranged = parse_search_reply(replies[1])
         return parse_search_reply(replies[0], nocontent=True).total, ranged.total, ranged.hits
 
     def below_args(self, flt: MemoryFilter, bound: float, want: int) -> list[Any]:
-        """The lowest ``want`` keep-scores of the scope at or under ``bound``, sorted."""
+        """The lowest ``want`` keep-scores of the scope's live memories at or under ``bound``, sorted."""
+        layout = self._rt.index.layout
         return filter_search_args(
-            self._rt.index.name, dataclasses.replace(flt, max_keep=bound), layout=self._rt.index.layout,
+            self._rt.index.name, dataclasses.replace(live(flt, layout), max_keep=bound), layout=layout,
             return_fields=("keep",), sortby=("keep", True), limit=want,
         )  # fmt: skip
 
@@ -230,6 +235,20 @@ class Victims:
         self._ceilings.move_to_end(flt)
         while len(self._ceilings) > HINTS:
             self._ceilings.popitem(last=False)
+
+
+def live(flt: MemoryFilter, layout: IndexLayout) -> MemoryFilter:
+    """``flt`` without the memories already expired: what a cap counts and evicts from.
+
+    An expired memory (``expires_at`` passed) is gone for every read, but its key stays
+    until the server's expiry removes it (lazily, or by its periodic sampling, a while
+    later under many TTLs). Counted, it would push a scope over its cap and cost a live
+    memory, leaving the scope under its cap once the server catches up. An index without
+    ``expires_at`` (made by another library) cannot tell, and counts every key as before.
+    """
+    if not layout.expires_at:
+        return flt
+    return dataclasses.replace(flt, exclude_expired_at=int(time.time() * 1000))
 
 
 def pick(ranked: list[str], protect: set[str], excess: int) -> list[str]:

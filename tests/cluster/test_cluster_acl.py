@@ -1,7 +1,8 @@
 """Tenants on the valkey-search cluster: tenant A's user reaches nothing of tenant B's store.
 
-The standalone check (tests/integration/test_tenants.py) runs every public call; this is
-its cluster twin on a representative subset, for what a cluster adds: ACLs are per node
+The standalone check (tests/integration/test_tenants.py) and this cluster twin make the same
+attempts (tests/tenant_attacks.py: every public call of a store, export and import), judged
+alike; this one for what a cluster adds: ACLs are per node
 (``ACL SETUSER`` runs on every node here: a user missing on one node is refused there),
 a search sent to one node is fanned out to every shard by valkey-search's coordinator,
 and the store's multi-key scripts run on the node of their keys' slot.
@@ -12,7 +13,7 @@ needs to start (``CLUSTER_RULES``: the slot map and the commands' key positions;
 checked below). An administrator creates both
 indexes. B stores memories (spread over the shards), L1 turns and facts with B's own
 credentials; A's own store answers a fanned-out recall with all of A's memories (the
-coordinator serves a tenant user). Then A, under B's store name, calls the subset below
+coordinator serves a tenant user). Then A, under B's store name, makes every call
 and runs raw FT.SEARCH / FT.INFO / FT.AGGREGATE on B's index on *every* node, and the
 store's scripts (EVALSHA) over B's keys: every attempt is refused with a permission error
 (``PermissionDeniedError`` ``server.no_permission`` for library calls). Afterwards B is
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
@@ -33,14 +34,22 @@ import valkey.asyncio as avalkey
 import valkey.exceptions as vexc
 from valkey.asyncio.cluster import ValkeyCluster
 
-from betterdb_memory import Fact, HashingEmbedder, MemoryStore, PermissionDeniedError, acl_rules
+from betterdb_memory import Fact, HashingEmbedder, MemoryStore, acl_rules
 from betterdb_memory.backend import scripts_reinforce
 from betterdb_memory.backend.dialect import keyless_route
-from betterdb_memory.errors import classify_server_error
+from tests.tenant_attacks import (
+    CALL_TIMEOUT,
+    SILENT_WHEN_READY,
+    Extractor,
+    Summarizer,
+    attack_store,
+    export_tampered,
+    raw_refused,
+    store_attacks,
+)
 
 pytestmark = [pytest.mark.integration]
 
-CALL_TIMEOUT = 60.0  # generous: a refusal answers at once, a hang must fail the test
 PASSWORD = "tenant-pw"
 #: What a cluster client needs beyond ``acl_rules``: the slot map (CLUSTER SLOTS) and the
 #: commands' key positions (COMMAND), which valkey-py's cluster client reads when it starts.
@@ -53,6 +62,7 @@ class Tenants:
         self.user = {a: f"u{a}", b: f"u{b}"}
         self.b_ids: list[str] = []
         self.b_fact: str = ""
+        self.b_export: list[str] = []
         self.clients: list[ValkeyCluster] = []
 
     def client(self, name: str, **options: Any) -> ValkeyCluster:
@@ -69,7 +79,7 @@ class Tenants:
 def _store(client: Any, name: str) -> MemoryStore:
     return MemoryStore(
         client=client, name=name, embedder=HashingEmbedder(), discovery=False, config_refresh=False,
-        summarize_batch=0,
+        summarize_batch=0, fact_extractor=Extractor(), summarizer=Summarizer(),
     )  # fmt: skip
 
 
@@ -176,48 +186,6 @@ async def _idle(t: Tenants, client: ValkeyCluster, keys: list[str]) -> dict[str,
     return out
 
 
-def _attacks(t: Tenants) -> dict[str, Callable[[MemoryStore], Awaitable[Any]]]:
-    mid = t.b_ids[0]
-    return {
-        "ensure_index": lambda s: s.ensure_index(),
-        "index_info": lambda s: s.index_info(),
-        "remember": lambda s: s.remember("planted by a", agent_id="ag"),
-        "remember_many": lambda s: s.remember_many([{"content": "planted", "agent_id": "ag"}]),
-        "update": lambda s: s.update(mid, content="overwritten by a"),
-        "get": lambda s: s.get(mid),
-        "get_many": lambda s: s.get_many(t.b_ids),
-        "forget": lambda s: s.forget(mid),
-        "recall": lambda s: s.recall("secret", k=5, threshold=2.0, agent_id="ag"),
-        "recall_by_vector": lambda s: s.recall_by_vector(_unit(0), k=5, threshold=2.0),
-        "count": lambda s: s.count(agent_id="ag"),
-        "list": lambda s: s.list(agent_id="ag"),
-        "forget_by_scope": lambda s: s.forget_by_scope(agent_id="ag"),
-        "store_turn": lambda s: s.store_turn("s1", "planted", "planted", agent_id="ag"),
-        "get_recent_turns": lambda s: s.get_recent_turns("s1", agent_id="ag"),
-        "clear_session": lambda s: s.clear_session("s1", agent_id="ag"),
-        "consolidate": lambda s: s.consolidate(
-            "facts", extract_facts=lambda items: [Fact("city", "lives in Rome")], agent_id="c"
-        ),
-        "fact_history": lambda s: s.fact_history("city", agent_id="c"),
-        "stats": lambda s: s.stats(),
-    }
-
-
-async def _refused(label: str, call: Awaitable[Any], refusals: dict[str, str]) -> None:
-    try:
-        result = await asyncio.wait_for(call, CALL_TIMEOUT)
-    except PermissionDeniedError as exc:
-        refusals[label] = f"[{exc.code}] {exc.message}"
-        return
-    except Exception as exc:
-        raise AssertionError(
-            f"{label}: refused with {type(exc).__name__}, not PermissionDeniedError: {exc}"
-        ) from exc
-    raise AssertionError(
-        f"{label}: tenant A's call on B's store was NOT refused; it returned {result!r}"[:500]
-    )
-
-
 async def _raw(t: Tenants, refusals: dict[str, str]) -> None:
     """A's own connection to each node: FT.* on B's index, and the store's scripts over B's keys."""
     b, mid = t.b, t.b_ids[0]
@@ -246,7 +214,7 @@ async def _raw(t: Tenants, refusals: dict[str, str]) -> None:
         node = avalkey.Valkey(host="127.0.0.1", port=port, username=t.user[t.a], password=PASSWORD)
         try:
             for i, cmd in enumerate(per_node):
-                await _raw_refused(f"{port} #{i} {cmd[0]}", node.execute_command(*cmd), refusals)
+                await raw_refused(f"{port} #{i} {cmd[0]}", node.execute_command(*cmd), refusals)
         finally:
             await node.aclose()
     a = t.client(t.a)
@@ -261,23 +229,7 @@ async def _raw(t: Tenants, refusals: dict[str, str]) -> None:
     sha = await a.script_load("return redis.call('HGETALL', ARGV[1])")
     calls.append(("EVALSHA", sha, 1, f"{t.a}:mem:x{{{doc}}}", doc))
     for i, cmd in enumerate(calls):
-        await _raw_refused(f"cluster #{i} {cmd[0]}", a.execute_command(*cmd), refusals)
-
-
-async def _raw_refused(label: str, call: Awaitable[Any], refusals: dict[str, str]) -> None:
-    try:
-        reply = await asyncio.wait_for(call, CALL_TIMEOUT)
-    except vexc.NoPermissionError as exc:
-        refusals[label] = str(exc)
-        return
-    except vexc.ResponseError as exc:
-        # valkey-search refuses an index whose prefixes the user may not read with a plain ERR;
-        # a script's refused call, and EVAL (not granted), are permission errors by their text.
-        if classify_server_error(str(exc)) is not PermissionDeniedError:
-            raise AssertionError(f"{label}: not a permission refusal: {exc}") from exc
-        refusals[label] = str(exc)
-        return
-    raise AssertionError(f"{label}: tenant A ran it on B's data: {reply!r}"[:400])
+        await raw_refused(f"cluster #{i} {cmd[0]}", a.execute_command(*cmd), refusals)
 
 
 async def test_a_tenant_user_without_cluster_slots_cannot_start_a_cluster_client(tenants: Tenants) -> None:
@@ -314,6 +266,11 @@ async def test_tenant_a_reaches_nothing_of_tenant_b_on_a_cluster(
         assert len(spread) > 1, ([a_store.keys.doc(i) for i in own], spread)
     finally:
         await a_store.close()
+    admin_b = _store(cluster_client, t.b)
+    try:
+        t.b_export = await export_tampered(admin_b)  # what A would import over B's store
+    finally:
+        await admin_b.close()
     fresh, ready = _store(t.client(t.a), t.b), _store(t.client(t.a), t.b)
     # The index readied by the admin: each call's own commands then reach the server. Done
     # before the snapshot: the admin's readiness check reads B's index metadata.
@@ -327,11 +284,11 @@ async def test_tenant_a_reaches_nothing_of_tenant_b_on_a_cluster(
     await asyncio.sleep(2.5)  # OBJECT IDLETIME counts seconds: let every key of B age before the attacks
     idle_before = await _idle(t, cluster_client, b_keys)
     assert min(idle_before.values()) >= 1, "B's keys must have aged for the 'unread' check to mean anything"
+    attacks = store_attacks(t.b_ids, t.b_ids[0], t.b_export)
     refusals: dict[str, str] = {}
     for label, store in (("fresh", fresh), ("ready", ready)):
         try:
-            for name, attack in _attacks(t).items():
-                await _refused(f"{label} {name}", attack(store), refusals)
+            refusals |= await attack_store(store, attacks, label)
         finally:
             await store.close()
     await _raw(t, refusals)
@@ -343,7 +300,7 @@ async def test_tenant_a_reaches_nothing_of_tenant_b_on_a_cluster(
     print(f"cluster tenants: {len(refusals)} attempts refused:")
     for label, text in refusals.items():
         print(f"  {label}: {text[:150]}")
-    assert len(refusals) == 2 * len(_attacks(t)) + 6 * len(t.cluster.ports) + 4
+    assert len(refusals) == 2 * len(attacks) - len(SILENT_WHEN_READY) + 6 * len(t.cluster.ports) + 4
     typed = [
         k for k, v in refusals.items() if k.startswith(("fresh", "ready")) and "server.no_permission" not in v
     ]

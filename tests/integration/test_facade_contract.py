@@ -287,6 +287,32 @@ async def test_built_outside_an_event_loop_still_registers(client: Any, unique_n
         await agent.close()
 
 
+async def test_the_cache_marker_waits_for_the_memory_index(client: Any, unique_name: str) -> None:
+    """The cache tiers register with Monitor once the memory index exists for this user (so a
+    user never writes the marker of a name it cannot use; test_tenants.py): at the memory tier's
+    first operation without ``initialize()``, or at once around a store that is ready already.
+    Cache calls alone do not register it (they never touch the memory index)."""
+    agent = AgentMemory(_opts(client, unique_name))
+    try:
+        await agent.llm.check({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+        await agent.cache.ensure_discovery_ready()
+        assert await _hget(client, REGISTRY, unique_name) is None  # cache calls alone: no marker
+        await agent.memory.remember("the index is readied by this first write")
+        await agent.cache.ensure_discovery_ready()
+        assert json.loads(await _hget(client, REGISTRY, unique_name) or "{}")["type"] == "agent_cache"
+    finally:
+        await agent.close()
+    await client.hdel(REGISTRY, unique_name)
+    store = MemoryStore(client=client, name=unique_name, embed_fn=embed)
+    await store.ensure_index()
+    around = AgentMemory(store=store)
+    try:
+        await around.cache.ensure_discovery_ready()
+        assert json.loads(await _hget(client, REGISTRY, unique_name) or "{}")["type"] == "agent_cache"
+    finally:
+        await around.close()
+
+
 class _Boom(Exception):
     pass
 

@@ -26,12 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-import io
 import json
 import time
-import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 from urllib.parse import urlparse, urlunparse
 
@@ -39,25 +36,22 @@ import numpy as np
 import pytest
 import valkey.asyncio as avalkey
 import valkey.exceptions as vexc
-from betterdb_agent_cache.types import DiscoveryOptions  # type: ignore[import-untyped]
 
-from betterdb_memory import (
-    AgentMemory,
-    ExtractedFact,
-    Fact,
-    HashingEmbedder,
-    MemoryStore,
-    PermissionDeniedError,
-    Turn,
-    acl_rules,
+from betterdb_memory import AgentMemory, Fact, HashingEmbedder, MemoryStore, PermissionDeniedError, acl_rules
+from tests.tenant_attacks import (
+    CALL_TIMEOUT,
+    Extractor,
+    Summarizer,
+    attack_store,
+    export_tampered,
+    public_coroutines,
+    raw_refused,
+    refused,
+    store_attacks,
 )
-from betterdb_memory.core.query import MemoryFilter
-from betterdb_memory.errors import CommandNotSupportedError, classify_server_error
-from betterdb_memory.transfer import export_store, import_store
 
 pytestmark = [pytest.mark.integration]
 
-CALL_TIMEOUT = 60.0  # generous: a refused call answers at once, a hang must fail the test
 REGISTRY = "__betterdb:caches"
 PROTOCOL = "__betterdb:protocol"
 HEARTBEAT = "__betterdb:heartbeat:"
@@ -68,24 +62,14 @@ def _user_url(url: str, user: str, password: str) -> str:
     return urlunparse(parts._replace(netloc=f"{user}:{password}@{parts.hostname}:{parts.port}"))
 
 
-class _Extractor:
-    async def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
-        return [ExtractedFact("the user drinks tea", topic_tags=("tea",), importance=0.4)]
-
-
-class _Summarizer:
-    async def summarize(self, turns: Sequence[Turn], previous: str | None = None) -> str:
-        return "they talked"
-
-
 def _store(client: Any, name: str, **options: Any) -> MemoryStore:
     options.setdefault("discovery", True)
     return MemoryStore(
         client=client,
         name=name,
         embedder=HashingEmbedder(),
-        fact_extractor=_Extractor(),
-        summarizer=_Summarizer(),
+        fact_extractor=Extractor(),
+        summarizer=Summarizer(),
         max_session_turns=2,
         summarize_batch=2,
         **options,
@@ -192,92 +176,17 @@ async def _idle_times(admin: avalkey.Valkey, keys: Sequence[str]) -> dict[str, i
     return {k: int(await admin.object("idletime", k)) for k in keys}
 
 
-def _attacks(t: Tenants) -> dict[str, Callable[[MemoryStore], Awaitable[Any]]]:
-    """One call per public coroutine method of MemoryStore, aimed at B's data."""
-    mid, own = t.b_ids[0], t.b_own
-    vec = [1.0] + [0.0] * 383
-
-    def summary(items: Any) -> str:
-        return "stolen"
-
-    def facts(items: Any) -> list[Fact]:
-        return [Fact("city", "lives in Rome", "2022-01-01")]
-
-    async def consolidate_facts(s: MemoryStore) -> Any:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return await s.consolidate_facts(extract_facts=facts, agent_id="c")
-
-    return {
-        "ensure_index": lambda s: s.ensure_index(),
-        "ensure_discovery_ready": lambda s: s.ensure_discovery_ready(),
-        "ensure_config_refresh_started": lambda s: s.ensure_config_refresh_started(),
-        "index_info": lambda s: s.index_info(),
-        "migrate_index": lambda s: s.migrate_index(),
-        "stats": lambda s: s.stats(),
-        "refresh_config": lambda s: s.refresh_config(),
-        "remember": lambda s: s.remember("planted by a", agent_id="ag", thread_id="th", tags=["private"]),
-        "remember_many": lambda s: s.remember_many([{"content": "planted", "agent_id": "ag"}]),
-        "update": lambda s: s.update(own, content="overwritten by a"),
-        "get": lambda s: s.get(mid),
-        "get_many": lambda s: s.get_many(t.b_ids),
-        "forget": lambda s: s.forget(mid),
-        "history": lambda s: s.history(own),
-        "recall": lambda s: s.recall("tea", k=5, threshold=2.0, agent_id="ag"),
-        "recall_by_vector": lambda s: s.recall_by_vector(vec, k=5, threshold=2.0),
-        "search_candidates": lambda s: s.search_candidates(
-            np.asarray(vec, dtype=np.float32), MemoryFilter(), 5
-        ),
-        "count": lambda s: s.count(agent_id="ag"),
-        "list": lambda s: s.list(agent_id="ag"),
-        "forget_by_scope": lambda s: s.forget_by_scope(agent_id="ag"),
-        "erase": lambda s: s.erase(agent_id="ag"),
-        "store_turn": lambda s: s.store_turn("s1", "planted question", "planted answer", agent_id="ag"),
-        "get_recent_turns": lambda s: s.get_recent_turns("s1", agent_id="ag"),
-        "get_session_metadata": lambda s: s.get_session_metadata("s1", agent_id="ag"),
-        "clear_session": lambda s: s.clear_session("s1", agent_id="ag"),
-        "retrieve_context": lambda s: s.retrieve_context("s1", "tea", token_budget=2000, agent_id="ag"),
-        "extract_memories": lambda s: s.extract_memories("s1", agent_id="ag"),
-        "summarize_session": lambda s: s.summarize_session("s1", agent_id="ag"),
-        "consolidate": lambda s: s.consolidate("summary", summary, agent_id="ag"),
-        "consolidate_facts": consolidate_facts,
-        "fact_history": lambda s: s.fact_history("city", agent_id="c"),
-        "purge_fact_history": lambda s: s.purge_fact_history(subject="city", agent_id="c"),
-        # Not MemoryStore methods, but public calls on a store: the transfer functions.
-        "export_store": lambda s: export_store(s, io.StringIO()),
-        "import_store": lambda s: import_store(s, t.b_export),
-    }
+def _attacks(t: Tenants) -> dict[str, Any]:
+    """One call per public coroutine method of MemoryStore (and export, import), aimed at B's data."""
+    return store_attacks(t.b_ids, t.b_own, t.b_export)
 
 
 async def _export_tampered(admin: avalkey.Valkey, t: Tenants) -> list[str]:
-    """B's export (taken by the operator) with every memory's content rewritten: what tenant A
-    would import over B's store."""
     store = _store(admin, t.b, discovery=False, config_refresh=False)
-    out = io.StringIO()
     try:
-        await export_store(store, out)
+        return await export_tampered(store)
     finally:
         await store.close()
-    lines = []
-    for line in out.getvalue().splitlines():
-        row = json.loads(line)
-        if row.get("type") == "memory":
-            row["fields"]["content"] = "overwritten by import"
-        lines.append(json.dumps(row))
-    return lines
-
-
-#: Coroutine methods that are no attack surface: lifecycle of the caller's own object.
-NOT_ATTACKS = {"close", "connect", "__aenter__", "__aexit__"}
-
-
-def _public_coroutines() -> set[str]:
-    return {
-        n
-        for n in dir(MemoryStore)
-        if (not n.startswith("_") or n in NOT_ATTACKS)
-        and inspect.iscoroutinefunction(getattr(MemoryStore, n, None))
-    } - NOT_ATTACKS
 
 
 def test_every_public_method_has_an_attack() -> None:
@@ -285,37 +194,9 @@ def test_every_public_method_has_an_attack() -> None:
     t = Tenants("valkey://x:1", "ta", "tb", lambda n: ())
     t.b_ids = ["x"]
     attacks = set(_attacks(t)) - {"export_store", "import_store"}
-    assert _public_coroutines() == attacks, (
-        f"missing: {_public_coroutines() - attacks}, stale: {attacks - _public_coroutines()}"
+    assert public_coroutines() == attacks, (
+        f"missing: {public_coroutines() - attacks}, stale: {attacks - public_coroutines()}"
     )
-
-
-async def _refused(label: str, call: Awaitable[Any], refusals: dict[str, str]) -> None:
-    try:
-        result = await asyncio.wait_for(call, CALL_TIMEOUT)
-    except PermissionDeniedError as exc:
-        refusals[label] = f"[{exc.code}] {exc.message}"
-        return
-    except Exception as exc:
-        raise AssertionError(
-            f"{label}: refused with {type(exc).__name__}, not PermissionDeniedError: {exc}"
-        ) from exc
-    raise AssertionError(f"{label}: tenant A's call on B's store was NOT refused; it returned {result!r}")
-
-
-#: Once a store's index is ready these send nothing (they only wait for what readiness started,
-#: whose refusals are logged: a store keeps working without Monitor); the fresh store covers them.
-SILENT_WHEN_READY = {"ensure_discovery_ready", "ensure_config_refresh_started"}
-
-
-async def _attack_store(store: MemoryStore, t: Tenants, label: str) -> dict[str, str]:
-    refusals: dict[str, str] = {}
-    for name, attack in _attacks(t).items():
-        if store.index.ready and name in SILENT_WHEN_READY:
-            assert await asyncio.wait_for(attack(store), CALL_TIMEOUT) is None
-            continue
-        await _refused(f"{label} {name}", attack(store), refusals)
-    return refusals
 
 
 async def _raw_attacks(t: Tenants) -> dict[str, str]:
@@ -386,20 +267,8 @@ async def _raw_attacks(t: Tenants) -> dict[str, str]:
         calls += [("LRANGE", k, "0", "-1") for k in l1[:1]] + [("DEL", k) for k in l1[:1]]
         refusals: dict[str, str] = {}
         for cmd in calls:
-            try:
-                reply = await asyncio.wait_for(a.execute_command(*cmd), CALL_TIMEOUT)
-            except vexc.NoPermissionError as exc:
-                refusals[" ".join(cmd[:2])] = str(exc)
-                continue
-            except vexc.ResponseError as exc:
-                # valkey-search refuses an index whose prefixes the user may not read with a plain
-                # ERR; RediSearch / valkey-search refuse unknown commands: both are refusals.
-                refused = classify_server_error(str(exc)) in (PermissionDeniedError, CommandNotSupportedError)
-                if not refused:
-                    raise AssertionError(f"{cmd[:2]}: not a refusal: {exc}") from exc
-                refusals[" ".join(cmd[:2])] = str(exc)
-                continue
-            raise AssertionError(f"tenant A ran {cmd[:3]} on B's data: {reply!r}"[:400])
+            # RediSearch / valkey-search refuse commands they lack (FT._LIST, FT.AGGREGATE): a refusal.
+            await raw_refused(" ".join(cmd[:2]), a.execute_command(*cmd), refusals, unknown_command=True)
         return refusals
     finally:
         await a.aclose()
@@ -483,16 +352,8 @@ async def _check_isolation(admin: avalkey.Valkey, t: Tenants) -> int:
     a_client = t.client("a")
     fresh = _store(a_client, t.b)
     primed = _store(a_client, t.b)
-    # The cache tiers' own Monitor registration (betterdb-agent-cache) is off here: it writes the
-    # registry field <name> at construction without checking ownership (a known limit, documented;
-    # test_the_facades_cache_tiers_register_only_a_name_the_user_owns).
-    facade = AgentMemory(
-        client=a_client,
-        name=t.b,
-        embedder=HashingEmbedder(),
-        discovery=True,
-        cache_discovery=DiscoveryOptions(enabled=False),
-    )
+    # Both tiers' Monitor registration on: neither may write a marker under B's name.
+    facade = AgentMemory(client=a_client, name=t.b, embedder=HashingEmbedder(), discovery=True)
     try:
         # Tenant A's own store works under its rules (the rules are enough, not just restrictive).
         own = _store(a_client, t.a, discovery=t.discovery)
@@ -510,8 +371,8 @@ async def _check_isolation(admin: avalkey.Valkey, t: Tenants) -> int:
         await asyncio.sleep(3.0)  # idle times now >= 3 s; a read during the attacks would reset one
         started = time.monotonic()
 
-        refusals = await _attack_store(fresh, t, "fresh")
-        refusals |= await _attack_store(primed, t, "primed")
+        refusals = await attack_store(fresh, _attacks(t), "fresh")
+        refusals |= await attack_store(primed, _attacks(t), "primed")
         for label, call in {
             "facade initialize": facade.initialize,
             "facade erase": lambda: facade.erase(agent_id="ag", thread_id="s1"),
@@ -519,7 +380,7 @@ async def _check_isolation(admin: avalkey.Valkey, t: Tenants) -> int:
             "facade get_recent_turns": lambda: facade.memory.get_recent_turns("s1", agent_id="ag"),
             "facade retrieve_context": lambda: facade.memory.retrieve_context("s1", "tea", token_budget=500),
         }.items():
-            await _refused(label, call(), refusals)
+            await refused(label, call(), refusals)
         refusals |= await _raw_attacks(t)
 
         waited = time.monotonic() - started + 3.0
@@ -682,30 +543,30 @@ async def test_an_index_under_the_store_name_over_other_keys_is_refused(
             await admin.delete(key)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "not a bug of ours to patch in place: betterdb-agent-cache 0.12's AgentCache starts its "
-        "Monitor registration (HSET of the '<name>' field) in its own constructor, before any call "
-        "of ours can check the name; only a facade change (build the cache tiers with discovery off "
-        "and start it in initialize() once the memory index proved the name) would stop it, and that "
-        "drops the marker of a facade that never calls initialize(): a behaviour change left to the "
-        "lead (notes/rel.md); docs/operations/acl.md documents the limit"
-    ),
-)
 async def test_the_facades_cache_tiers_register_only_a_name_the_user_owns(
     admin: avalkey.Valkey, tenants: Tenants
 ) -> None:
-    """Known limit (docs/operations/acl.md): an AgentMemory built with tenant A's user and tenant
-    B's name writes the cache tiers' marker ``<B>`` into the shared registry (HSET, which the
-    discovery selector allows on any field). When this passes, update the docs and drop the xfail."""
+    """An AgentMemory built with tenant A's user and tenant B's name writes no cache-tier marker
+    ``<B>`` into the shared registry (HSET there is allowed on any field): its cache tiers register
+    only once the memory index has proved the name, in ``initialize()`` or at the memory tier's first
+    operation, and A's user cannot ready B's index. betterdb-agent-cache 0.12 alone registers from
+    its constructor (facade.py builds it with discovery off). The same facade on A's own name
+    registers, so the check can fail."""
     t = tenants
     a_client = t.client("a")
     facade = AgentMemory(client=a_client, name=t.b, embedder=HashingEmbedder(), discovery=True)
+    own = AgentMemory(client=a_client, name=t.a, embedder=HashingEmbedder(), discovery=True)
     try:
-        with contextlib.suppress(Exception):
-            await facade.cache.ensure_discovery_ready()
+        with pytest.raises(PermissionDeniedError):
+            await asyncio.wait_for(facade.memory.remember("mine now", agent_id="ag"), CALL_TIMEOUT)
+        with pytest.raises(PermissionDeniedError):
+            await asyncio.wait_for(facade.initialize(), CALL_TIMEOUT)
+        await asyncio.wait_for(facade.cache.ensure_discovery_ready(), CALL_TIMEOUT)
+        await asyncio.wait_for(own.initialize(), CALL_TIMEOUT)
+        owned = await admin.hget(REGISTRY, t.a)
     finally:
         await facade.close()
+        await own.close()
         await a_client.aclose()
-    assert await admin.hget(REGISTRY, t.b) is None
+    assert await admin.hget(REGISTRY, t.b) is None, "tenant A's facade wrote a cache marker under B's name"
+    assert owned is not None and json.loads(owned)["type"] == "agent_cache", "the control did not register"

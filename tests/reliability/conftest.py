@@ -10,7 +10,8 @@ at an exact command (the n-th request carrying a byte pattern), for faults that
 must land between two round trips of one operation; with ``chaos(Chaos(...))`` it
 injects random faults on every relayed chunk instead (latency, resets before and
 after the server applied a command, torn and dropped replies, half-open
-connections, slow reads), bounded in number, until ``heal()``.
+connections, slow reads), bounded in number, until ``heal()``; ``hold()`` freezes
+every relayed connection (a partition: bytes wait in the proxy) until ``release()``.
 """
 
 from __future__ import annotations
@@ -120,6 +121,12 @@ class FaultProxy:
     are forwarded (and given time to run) first: a pipeline torn in the middle. With
     ``after`` the chunk itself is forwarded and run before the cut: the server applied
     the command, its reply is lost.
+
+    ``hold()`` stops relaying, both ways, on every connection, from the next chunk on:
+    each is kept in the proxy (in order) until ``release()`` forwards it, or until the
+    proxy closes and drops it. The proxy runs on the caller's event loop, so a chunk
+    the server sends after ``hold()`` returns is never relayed before ``release()``: a
+    partition with no race to lose.
     """
 
     def __init__(self, target_host: str, target_port: int) -> None:
@@ -132,6 +139,8 @@ class FaultProxy:
         self._after = False
         self._chaos: Chaos | None = None
         self._seen = 0
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self._transports: set[asyncio.BaseTransport] = set()
         self._server: asyncio.AbstractServer | None = None
 
@@ -146,6 +155,7 @@ class FaultProxy:
 
     async def close(self) -> None:
         self.cut(stay_down=True)
+        self._flowing.set()  # held chunks now meet aborted connections: dropped
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -170,6 +180,14 @@ class FaultProxy:
 
     def restore(self) -> None:
         self.down = False
+
+    def hold(self) -> None:
+        """Relay nothing more, either way, until ``release()`` (see the class docstring)."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        """Forward what ``hold()`` kept, in order, and relay again."""
+        self._flowing.set()
 
     def chaos(self, chaos: Chaos) -> None:
         """Inject ``chaos``'s random faults on every relayed chunk from now on, until ``heal``."""
@@ -255,6 +273,8 @@ class FaultProxy:
                                 await asyncio.sleep(0.1)
                             self.cut(stay_down=stay_down)
                             return
+                    if not self._flowing.is_set():
+                        await self._flowing.wait()  # hold(): this chunk waits, the next ones queue
                     if link.muted:
                         continue  # a silent fault holds the connection: swallow what comes
                     if self._chaos is None:

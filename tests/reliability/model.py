@@ -23,7 +23,9 @@ a tombstone retracts the current one (unless dated before it). Facts are memorie
 they count in caps, are evicted, listed, counted, recalled, forgotten like any other.
 
 Keep-score: ``t / half_life + log2(max(importance, 1e-3))`` with ``t`` the creation
-time. The test's half-life is so long (``HALF_LIFE``) that the time term only breaks
+time (docs/concepts/time.md: recency counts from ``valid_from``, which the model's
+memories do not set; a fact is its subject's current version and keeps from its write at
+the earliest, however long ago its ``date``; nothing here is reinforced). The test's half-life is so long (``HALF_LIFE``) that the time term only breaks
 ties between equal importances, oldest first; memories created in the same
 millisecond tie exactly, so ``Model.evict`` answers with the victims it is sure of
 and the tie class the remaining ones must come from.

@@ -68,8 +68,10 @@ MODEL_SETTINGS = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-# Consolidation rules: off by default until the discrepancies they still find in some random
-# runs (notes/rel.md: eviction ties beside facts, a fact acknowledged and missing) are analysed.
+# Consolidation rules: off by default until the discrepancy they still find in some random
+# runs is fixed: a fact acknowledged and missing (``fact_ids`` names a fact that went to
+# history; the fact ledger's). The other one, eviction ties beside facts, was a dated fact's
+# keep-score counted from its date (now from its write: tests/integration/test_capacity_time.py).
 FACTS = os.environ.get("BETTERDB_MODEL_FACTS", "0") == "1"
 
 namespaces = st.sampled_from([None, "n1", "n2"])

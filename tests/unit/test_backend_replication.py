@@ -149,7 +149,10 @@ class _Node:
 
 
 class _Pipe:
-    """valkey-py's cluster pipeline as ``run_waited`` uses it: ``_command_stack``, ``execute``."""
+    """valkey-py's cluster pipeline as ``run_waited`` uses it: ``_command_stack``, ``_execute``
+    (one attempt) and ``ERRORS_ALLOW_RETRY``; ``execute`` (which retries) must not be called."""
+
+    ERRORS_ALLOW_RETRY = ClusterPipeline.ERRORS_ALLOW_RETRY
 
     def __init__(self, results: list[Any]) -> None:
         self._command_stack = [PipelineCommand(i, f"C{i}") for i in range(len(results))]
@@ -160,10 +163,14 @@ class _Pipe:
         return len(self._command_stack)
 
     async def execute(self, **options: Any) -> list[Any]:
+        raise AssertionError("a waiting pipeline went through valkey-py's retrying execute()")
+
+    async def _execute(self, client: Any, stack: list[PipelineCommand], **options: Any) -> list[Any]:
         self.options = options
-        for cmd, result in zip(self._command_stack, self.results, strict=True):
+        for cmd, result in zip(stack, self.results, strict=True):
+            if isinstance(result, vexc.ConnectionError | vexc.TimeoutError):
+                raise result  # as valkey-py raises a lost connection (its execute() would retry)
             cmd.result = result
-        self._command_stack = []
         for cmd, result in enumerate(self.results):  # raise_on_error (the default): the first error
             if isinstance(result, Exception):
                 result.args = (f"Command # {cmd + 1} (C{cmd}) of pipeline caused error: {result.args}",)
@@ -174,16 +181,22 @@ class _Pipe:
 class _Client:
     def __init__(self, *nodes: _Node) -> None:
         self.nodes = {n.name: n for n in nodes}
+        self._initialize = False
+        self.resets = 0
 
     def get_node(self, node_name: str) -> _Node | None:
         return self.nodes.get(node_name)
+
+    async def _reset_for_reinitialize(self) -> None:
+        self.resets += 1
 
 
 async def test_an_asked_write_is_sent_again_with_asking_and_its_own_wait_on_one_connection() -> None:
     dst = _Node("127.0.0.1:7001", {"WAIT": 0})
     pipe = _Pipe(["ok", vexc.AskError("3999 127.0.0.1:7001"), 1])  # write, ASKed write, the source's WAIT
     replies, asked = await run_waited(_Client(dst), pipe, WAIT)
-    assert pipe.options == {"allow_redirections": False}
+    assert pipe.options == {"raise_on_error": True, "allow_redirections": False}
+    assert pipe._command_stack == []
     assert dst.batches == [[("ASKING",), ("C1",), ("WAIT", 1, 250)]]
     assert replies == ["ok", "OK", 1]
     assert asked == {"127.0.0.1:7001": 0}
@@ -227,6 +240,19 @@ async def test_a_moved_write_is_followed_as_valkey_py_does_not_as_an_ask() -> No
     assert (replies, asked) == (["moved-ok", 1], {})
 
 
+@pytest.mark.parametrize(
+    "fault", [vexc.TimeoutError("Timeout reading from socket"), vexc.ConnectionError("reset")]
+)
+async def test_a_fault_during_the_wait_is_raised_not_answered_by_a_lone_wait(fault: Exception) -> None:
+    """valkey-py's execute() would send again only the WAIT (the write's reply had arrived), on a
+    new connection to the default node, which answers with every replica: a false confirmation.
+    One attempt instead; the client is reset as valkey-py resets it, and the fault raised."""
+    client, pipe = _Client(), _Pipe([1, fault])
+    with pytest.raises(type(fault)):
+        await run_waited(client, pipe, WAIT)
+    assert client.resets == 1 and pipe._command_stack == []
+
+
 async def test_other_errors_are_raised_as_valkey_py_raises_them() -> None:
     with pytest.raises(vexc.NoScriptError, match=r"^Command # 1 \(C0\) of pipeline caused error"):
         await run_waited(_Client(), _Pipe([vexc.NoScriptError("NOSCRIPT"), 1]), WAIT)
@@ -237,6 +263,21 @@ def test_the_valkey_py_internals_it_relies_on_exist() -> None:
     assert "_command_stack" in inspect.getsource(ClusterPipeline.__init__)
     params = inspect.signature(ClusterPipeline.execute).parameters
     assert {"raise_on_error", "allow_redirections"} <= set(params)
+    assert list(inspect.signature(ClusterPipeline._execute).parameters)[:5] == [
+        "self",
+        "client",
+        "stack",
+        "raise_on_error",
+        "allow_redirections",
+    ]
+    assert {vexc.ConnectionError, vexc.TimeoutError} <= set(ClusterPipeline.ERRORS_ALLOW_RETRY)
+    assert callable(ValkeyCluster._reset_for_reinitialize) and "_initialize" in inspect.getsource(
+        ValkeyCluster.__init__
+    )
+    # The retry this module avoids: valkey-py sends again only what lacks a (truthy) reply.
+    assert "if not cmd.result or isinstance(cmd.result, Exception)" in inspect.getsource(
+        ClusterPipeline._execute
+    )
     assert (
         callable(ClusterNode.execute_pipeline)
         and "node_name" in inspect.signature(ValkeyCluster.get_node).parameters

@@ -109,3 +109,21 @@ def test_round_trip_through_the_reader() -> None:
         NOW + 2000,
         "memory",
     )
+
+
+def test_a_dated_event_keeps_from_its_date_and_a_subject_version_from_its_write() -> None:
+    """docs/concepts/time.md: the keep-score counts from ``valid_from``, except that a subject's
+    version (a state: it holds now) is never older than its write."""
+    dated = 1_546_300_800_000  # 2019-01-01
+    event, _ = encode_record(
+        NewMemory("ran a marathon", valid_from=dated), VEC, now_ms=NOW, half_life_seconds=HL
+    )
+    assert float(_pairs(event)["keep"]) == keep_score(dated / 1000, 0.5, HL)  # type: ignore[arg-type]
+    for memory in (
+        NewMemory("lives in Lisbon", valid_from=dated, subject="home", subject_key="d" * 20),
+        NewMemory("[2019-01-01] Lisbon", valid_from=dated, subject="home", kind="fact", source="fact"),
+    ):
+        state, _ = encode_record(memory, VEC, now_ms=NOW, half_life_seconds=HL)
+        f = _pairs(state)
+        assert f["valid_from"] == str(dated)  # the event time itself is kept as given
+        assert float(f["keep"]) == keep_score(NOW / 1000, 0.5, HL)  # type: ignore[arg-type]

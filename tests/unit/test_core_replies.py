@@ -194,3 +194,10 @@ def test_every_knn_score_is_a_finite_distance() -> None:
         for c in _ok(name):
             for score in _scores(_parsed(c, name, text=True)).values():
                 assert math.isfinite(score) and 0.0 <= score <= 2.0
+
+
+def test_field_maps_share_their_decoded_names_and_keep_odd_tails_out() -> None:
+    reply = [2, b"k:1", [b"a", b"1", b"b", b"2"], b"k:2", [b"a", b"3", b"b", b"4", b"dangling"]]
+    hits = parse_search_reply(reply).hits
+    assert [h.fields for h in hits] == [{"a": b"1", "b": b"2"}, {"a": b"3", "b": b"4"}]
+    assert parse_search_reply([1, b"k", [b"a", b"1", b"a", b"2"]]).hits[0].fields == {"a": b"2"}

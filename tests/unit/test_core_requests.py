@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import get_args, get_type_hints
+from typing import Any, get_args, get_type_hints
 
 import numpy as np
 import pytest
@@ -112,3 +112,27 @@ def test_both_recalls_take_the_requests_arguments(method: str) -> None:
     assert params | {"query"} == set(inspect.signature(recall_request).parameters)
     hints = get_type_hints(getattr(MemoryStore, method))
     assert hints["exclude_sensitivity"] == (get_type_hints(recall_request)["exclude_sensitivity"])
+
+
+def test_the_unfiltered_recall_shares_values_equal_to_fresh_ones() -> None:
+    """The shortcut for a recall with no filter and no time builds what the long way builds."""
+    from betterdb_memory.core.keys import Scope
+    from betterdb_memory.core.query import MemoryFilter, with_times
+    from betterdb_memory.core.time_recall import time_plan
+    from betterdb_memory.core.validation import check_sensitivities, check_tags
+
+    args: dict[str, Any] = dict(
+        query=None, k=None, threshold=None, tags=None, weights=None, reinforce=None, thread_id=None,
+        agent_id=None, namespace=None, exclude_sensitivity=None, explain=False,
+    )  # fmt: skip
+    request = recall_request(**args)
+    fresh = with_times(
+        MemoryFilter(scope=Scope.of(), tags=check_tags(None), exclude_sensitivity=check_sensitivities(None)),
+        as_of=None,
+        since=None,
+        until=None,
+    )
+    assert request.flt == fresh and request.plan == time_plan(None)
+    assert recall_request(**{**args, "query": "what now"}).plan == time_plan("what now")
+    assert recall_request(**{**args, "thread_id": "t"}).flt.scope == Scope(thread_id="t")
+    assert recall_request(**{**args, "since": 5}).plan == time_plan(None, timed=True)

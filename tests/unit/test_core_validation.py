@@ -353,3 +353,39 @@ def test_a_value_found_valid_once_stays_valid_and_a_bad_one_stays_refused() -> N
             except ValidationError:
                 continue
             raise AssertionError(f"{bad!r} was accepted")
+
+
+def test_validate_vector_copies_a_float32_array_and_refuses_big_endian_nan() -> None:
+    """The float32 shortcut (no error state, no conversion) still copies; other dtypes convert."""
+    given = np.ones(4, dtype=np.float32)
+    out = validate_vector(given, dimensions=4)
+    assert not np.shares_memory(out, given) and out.dtype == np.float32
+    swapped = np.array([1.0, 2.0, 3.0, 4.0], dtype=">f4")
+    assert validate_vector(swapped, dimensions=4).dtype == np.float32
+    with pytest.raises(ValidationError) as info:
+        validate_vector(np.array([1.0, np.nan, 0.0, 0.0], dtype=">f4"), dimensions=4)
+    assert info.value.code == "validation.vector_nonfinite"
+    with pytest.raises(ValidationError) as info:
+        validate_vector(np.array([-0.0, 0.0, -0.0, 0.0], dtype=np.float32), dimensions=4)
+    assert info.value.code == "validation.vector_zero"
+
+
+def test_check_content_whitespace_and_size_as_strip_and_encode_say() -> None:
+    """The shortcuts (``isspace``, ``isascii``) agree with ``strip`` / ``encode`` on every case."""
+    for code in range(0x3100):
+        text = chr(code) * 2
+        if 0xD800 <= code < 0xE000:
+            continue
+        if not text.strip():
+            with pytest.raises(ValidationError) as info:
+                check_content(text)
+            assert info.value.code == "validation.empty"
+        else:
+            assert check_content(text) == text
+    with pytest.raises(ValidationError) as info:
+        check_content("é" * 500_001)  # 500,001 characters, 1,000,002 bytes
+    assert info.value.code == "validation.too_long"
+    assert check_content("a" * 1_000_000)
+    with pytest.raises(ValidationError) as info:
+        check_content("a\ud800")
+    assert info.value.code == "validation.encoding"

@@ -7,6 +7,7 @@ import pytest
 from betterdb_memory.core.validity import (
     history_valid_at,
     in_time,
+    keep_from_ms,
     last_seen_ms,
     time_clause,
     valid_at,
@@ -92,3 +93,20 @@ def test_last_seen_counts_from_the_event_until_recalled() -> None:
     assert last_seen_ms(10, created_at=1000, last_accessed_at=2000, access_count=1) == 2000
     # a plan dated in the future counts from its date, later than any access so far
     assert last_seen_ms(5000, created_at=1000, last_accessed_at=2000, access_count=1) == 5000
+
+
+def test_the_keep_score_of_an_event_counts_as_its_recency_does() -> None:
+    for args in [(10, 1000, 1000, 0), (10, 1000, 2000, 1), (5000, 1000, 2000, 1), (None, 100, 300, 0)]:
+        assert keep_from_ms(*args, state=False) == last_seen_ms(*args)
+
+
+def test_the_keep_score_of_a_subject_version_counts_from_its_write_at_the_earliest() -> None:
+    # "lives in Lisbon since 2019", written at 1000: as fresh as its write, not as its date
+    assert keep_from_ms(10, created_at=1000, last_accessed_at=1000, access_count=0, state=True) == 1000
+    # then reinforced like any other memory
+    assert keep_from_ms(10, created_at=1000, last_accessed_at=2000, access_count=1, state=True) == 2000
+    # dated ahead (a plan): from its date, as for an event
+    assert keep_from_ms(5000, created_at=1000, last_accessed_at=1000, access_count=0, state=True) == 5000
+    assert keep_from_ms(5000, created_at=1000, last_accessed_at=2000, access_count=1, state=True) == 5000
+    # on second floats too
+    assert keep_from_ms(0.01, created_at=1.0, last_accessed_at=1.0, access_count=0, state=True) == 1.0

@@ -24,7 +24,8 @@ the order is the one the code had when this test was written, not a wish):
 5. ``tiers``: ``tiers/``, the store's parts (built from a ``Runtime`` holding the
    layers below).
 6. ``store``: ``store``, ``store_options``.
-7. ``facade``: ``facade`` (``AgentMemory``), ``sync``.
+7. ``facade``: ``facade`` (``AgentMemory``, its cache tiers' Monitor presence in
+   ``_cache_monitor``), ``sync``.
 8. ``edges``: ``adapters/``, ``cli`` (and its ``_cli_*`` modules), ``transfer/``,
    ``testing``, ``demo``: users of the store.
 9. ``package``: ``betterdb_memory/__init__.py``, the curated public surface.
@@ -58,7 +59,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("observability", frozenset({"observability"})),
     ("tiers", frozenset({"tiers"})),
     ("store", frozenset({"store", "store_options", "store_info", "store_connect", "_delegate"})),
-    ("facade", frozenset({"facade", "sync", "_sync_bridge"})),
+    ("facade", frozenset({"facade", "sync", "_sync_bridge", "_cache_monitor"})),
     (
         "edges",
         frozenset(
@@ -366,6 +367,7 @@ UNIT_TESTS = Path(__file__).resolve().parent
 #: Unit test files that test the package as a whole (or a file outside it), not one module.
 WHOLE_PACKAGE = {
     "test_backend_boundary.py": "no client library outside backend/ (walks every module)",
+    "test_bench_issue29.py": "bench/_noio.py, bench_store.py and store_goals29.py, outside the package",
     "test_bench_temporal_data.py": "bench/temporal_data, outside the package",
     "test_constants_once.py": "each constant defined once (walks every module)",
     "test_core_fixtures.py": "the real-reply fixtures' loader, shared by the reply tests",

@@ -7,6 +7,7 @@ set it: each uses its own SDK provider passed to ``Tracing(tracer_provider=...)`
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -287,3 +288,28 @@ def test_mark_remember_sets_the_references_attributes(
     first, second = (dict(s.attributes or {}) for s in exporter.get_finished_spans())
     assert (first["memory.importance"], first["memory.ttl"], first["cache.key"]) == (0.5, 60, "shop:mem:abc")
     assert second["memory.importance"] == 0.8 and "memory.ttl" not in second and "cache.key" not in second
+
+
+def test_a_provider_named_in_the_environment_later_is_used() -> None:
+    """The idle-span shortcut reads the environment per span, as ``get_tracer_provider`` does."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import os
+        from betterdb_memory.observability.tracing import Tracing, _tracing_off
+
+        tracing = Tracing("s", "i")
+        assert _tracing_off()
+        os.environ["OTEL_PYTHON_TRACER_PROVIDER"] = "sdk_tracer_provider"
+        assert not _tracing_off()
+        with tracing.span("recall") as span:
+            print(span.is_recording())
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_PYTHON_TRACER_PROVIDER"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"

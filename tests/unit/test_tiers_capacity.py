@@ -8,13 +8,25 @@ and the release follows the deletes on a cluster.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
+
 from betterdb_memory.backend import scripts
 from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.query import MemoryFilter
 from betterdb_memory.core.tunables import ConfigSnapshot
+from betterdb_memory.tiers import victims as victims_module
 from tests.unit.parts import Parts, build, search_reply
 
 FLT = MemoryFilter(scope=Scope(thread_id="t"))
+
+
+@pytest.fixture(autouse=True)
+def _frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cap reads leave out memories expired *now* (``victims.live``): one instant for the
+    reads a test builds and the ones it compares them with."""
+    monkeypatch.setattr(victims_module, "time", SimpleNamespace(time=lambda: 1_700_000_000.0))
 
 
 def _full_scope(p: Parts) -> None:

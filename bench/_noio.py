@@ -1,0 +1,388 @@
+"""Python on the hot path with no I/O (issue 29): the library's own code per call, replies replayed.
+
+Issue 29 budgets the library's Python per call: at most 90 µs per recall of 10 hits
+and 35 µs per single write, "measured with no I/O". Here that means: every round trip
+a measured call sends is answered from the replies that the same call got from the
+server when it ran for real, without a socket, without valkey-py (no command packing,
+no reply parsing: the replies are already parsed) and without the event loop waiting.
+What is left is the library: validation, argument and record building, the backend
+layer (retry wrapper, routing), reply handling, item building, ranking, scoring,
+metrics and spans, and the coroutines that carry them.
+
+How:
+
+1. **Record.** Each of ``n`` calls runs once against the server while the client's
+   ``execute_command`` and ``pipeline`` are wrapped: every round trip's commands and
+   replies are kept, per call, keyed by command (name; the query of an FT.SEARCH; the
+   script of an EVALSHA), in order.
+2. **Replay.** The client instance's ``execute_command`` and ``pipeline`` are replaced
+   by stand-ins that answer call ``i``'s commands from its own recording (so a text
+   recall's word-count probe that a later call no longer sends is simply not asked
+   for). A command the recording lacks is an error (the call's shape changed). The
+   stores' background work (stats flushes, live config) still goes to the server.
+3. **Time.** Each recorded call is replayed ``repeat`` times, one call at a time, with
+   ``perf_counter`` around it (the event loop never waits: no reply is pending). The
+   stand-ins' own cost is measured alone (the same recorded round trips sent through
+   them, with no library call) and subtracted: *library µs* = replayed call − stand-ins.
+4. **Where it went.** One more replay pass under ``cProfile``: self time by where it
+   runs (the categories of ``profile_store.py``) and the functions with most self time,
+   as shares scaled to the unprofiled per-call time (the profiler inflates Python code).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import statistics
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _harness import is_background
+
+__all__ = ["NoIo", "Replay", "measure_noio", "render_noio"]
+
+Call = Callable[[int], Awaitable[Any]]
+HARNESS = "benchmark harness"  # profile_store.category() of code under bench/
+Categorize = Callable[[pstats.Stats], dict[str, float]]
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return str(value)
+
+
+def command_key(args: Sequence[Any]) -> tuple[str, ...]:
+    """What identifies a command within one call: its name, and an FT.SEARCH's query or a script's sha."""
+    name = _text(args[0]).upper()
+    if name in ("FT.SEARCH", "FT.AGGREGATE", "EVALSHA", "EVAL") and len(args) > 2:
+        return (name, _text(args[2] if name.startswith("FT.") else args[1]))
+    return (name,)
+
+
+class UnknownCommand(AssertionError):
+    """A replayed call sent a command its recording does not hold."""
+
+
+class Replay:
+    """Records the round trips of calls on ``client``, then answers them again without I/O.
+
+    Patches the client *instance* (as ``_harness.Recorder`` does); ``restore`` undoes it.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.recordings: dict[int, dict[tuple[str, ...], list[Any]]] = {}
+        self.trips: dict[int, list[tuple[bool, list[tuple[Any, ...]]]]] = {}
+        self._replies: dict[tuple[str, ...], deque[Any]] = {}
+        self._current: dict[tuple[str, ...], list[Any]] = {}
+        self._real_command = client.execute_command
+        self._real_pipeline = client.pipeline
+        self.background = 0  # background round trips sent to the server during replays
+        self.leaked = 0  # round trips of measured calls not in their recording, sent to the server
+        self.leaked_keys: Counter[tuple[str, ...]] = Counter()
+        self.stand_in: Any = None  # the installed execute_command stand-in (checked after timing)
+
+    # -- recording ------------------------------------------------------------------------
+
+    async def record(self, call: Call, i: int) -> None:
+        """Run ``call(i)`` against the server, keeping its round trips' commands and replies."""
+        book: dict[tuple[str, ...], list[Any]] = defaultdict(list)
+        trips: list[tuple[bool, list[tuple[Any, ...]]]] = []
+        real_command, real_pipeline = self._real_command, self._real_pipeline
+
+        async def command(*args: Any, **options: Any) -> Any:
+            reply = await real_command(*args, **options)
+            if not is_background([args], False):
+                book[command_key(args)].append(reply)
+                trips.append((False, [args]))
+            return reply
+
+        def pipeline(*args: Any, **kwargs: Any) -> Any:
+            pipe = real_pipeline(*args, **kwargs)
+            execute = pipe.execute
+
+            async def recorded(*a: Any, **k: Any) -> Any:
+                commands = [tuple(c) for c, _ in pipe.command_stack]
+                replies = await execute(*a, **k)
+                if not is_background(commands, True):
+                    for cmd, reply in zip(commands, replies, strict=True):
+                        book[command_key(cmd)].append(reply)
+                    trips.append((True, commands))
+                return replies
+
+            pipe.execute = recorded
+            return pipe
+
+        self.client.execute_command, self.client.pipeline = command, pipeline
+        try:
+            await call(i)
+        finally:
+            del self.client.execute_command
+            del self.client.pipeline
+        self.recordings[i] = dict(book)
+        self.trips[i] = trips
+
+    # -- replaying ------------------------------------------------------------------------
+
+    def begin(self, i: int) -> None:
+        """Answer the next round trips from call ``i``'s recording."""
+        self._current = self.recordings[i]
+        self._replies = {}
+
+    def _known(self, args: Sequence[Any]) -> bool:
+        key = command_key(args)
+        return key in self._replies or bool(self._current.get(key))
+
+    def _answer(self, args: Sequence[Any]) -> Any:
+        key = command_key(args)
+        queue = self._replies.get(key)
+        if queue is None:
+            got = self._current.get(key)
+            if not got:
+                raise UnknownCommand(f"not in the recording: {key} (recorded: {sorted(self._current)})")
+            queue = self._replies[key] = deque(got)
+        reply = queue.popleft()
+        if not queue:  # a command sent more often than recorded: its last reply again
+            queue.append(reply)
+        return reply
+
+    @contextmanager
+    def replaying(self) -> Iterator[None]:
+        """The client's ``execute_command`` and ``pipeline`` answered from the current recording."""
+        replay = self
+        real_command, real_pipeline = self._real_command, self._real_pipeline
+
+        async def command(*args: Any, **options: Any) -> Any:
+            if is_background([args], False):
+                replay.background += 1
+                return await real_command(*args, **options)
+            if not replay._known(args):  # e.g. a word-count probe whose 30 s ran out: to the server
+                replay.leaked += 1
+                replay.leaked_keys[command_key(args)] += 1
+                return await real_command(*args, **options)
+            return replay._answer(args)
+
+        class Pipe:
+            """What the library uses of a valkey-py pipeline: queue commands, ``len``, ``execute``."""
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                self.command_stack: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+                self._args = (args, kwargs)
+
+            def execute_command(self, *args: Any, **options: Any) -> Pipe:
+                self.command_stack.append((args, options))
+                return self
+
+            def __len__(self) -> int:
+                return len(self.command_stack)
+
+            async def execute(self, *a: Any, **k: Any) -> list[Any]:
+                commands = [c for c, _ in self.command_stack]
+                leak = not all(replay._known(c) for c in commands)
+                replay.leaked += leak
+                replay.leaked_keys.update(command_key(c) for c in commands if leak and not replay._known(c))
+                if leak or is_background(commands, True):
+                    replay.background += not leak
+                    pipe = real_pipeline(*self._args[0], **self._args[1])
+                    for c, o in self.command_stack:
+                        pipe.execute_command(*c, **o)
+                    return list(await pipe.execute(*a, **k))
+                return [replay._answer(c) for c in commands]
+
+        self.client.execute_command, self.client.pipeline = command, Pipe
+        self.stand_in = command
+        try:
+            yield
+        finally:
+            del self.client.execute_command
+            del self.client.pipeline
+
+    async def stand_ins(self, i: int) -> None:
+        """Call ``i``'s recorded round trips sent through the stand-ins alone (their own cost)."""
+        for pipelined, commands in self.trips[i]:
+            if pipelined:
+                pipe = self.client.pipeline(transaction=False)
+                for c in commands:
+                    pipe.execute_command(*c)
+                await pipe.execute()
+            else:
+                await self.client.execute_command(*commands[0])
+
+
+# -- measuring -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class NoIo:
+    name: str
+    goal_us: float | None  # issue 29's budget, or None (shown for reference)
+    calls: int = 0  # recorded calls
+    samples: list[float] = field(default_factory=list)  # seconds per replayed call
+    stand_in: list[float] = field(default_factory=list)  # seconds per call of the stand-ins alone
+    trips: int = 0  # round trips one call sends
+    where: dict[str, float] = field(default_factory=dict)  # share of profiled self time by category
+    functions: list[tuple[str, float]] = field(default_factory=list)  # (function, share), top ones
+    error: str = ""
+    leaked: int = 0  # replayed round trips that went to the server (not in the recording)
+    leaked_keys: list[str] = field(default_factory=list)  # the commands that did, most frequent first
+    real_while_timing: int = 0  # round trips that reached the server while the samples were taken
+
+    @property
+    def p50_us(self) -> float:
+        return statistics.median(self.samples) * 1e6
+
+    @property
+    def mean_us(self) -> float:
+        return statistics.fmean(self.samples) * 1e6
+
+    @property
+    def stand_in_us(self) -> float:
+        return statistics.median(self.stand_in) * 1e6 if self.stand_in else 0.0
+
+    @property
+    def library_us(self) -> float:
+        """Replayed call p50 minus the stand-ins' own p50: the library's Python per call."""
+        return self.p50_us - self.stand_in_us
+
+
+async def measure_noio(
+    client: Any,
+    name: str,
+    call: Call,
+    indices: Sequence[int],
+    *,
+    goal_us: float | None,
+    repeat: int,
+    categorize: Categorize,
+) -> NoIo:
+    """Record ``call(i)`` for each of ``indices`` (real I/O), then replay each ``repeat`` times (none)."""
+    out = NoIo(name, goal_us, calls=len(indices))
+    replay = Replay(client)
+    try:
+        for (
+            i
+        ) in indices:  # once for real first: what the store learns on a first call (word counts) is learnt
+            await call(i)
+        for i in indices:
+            await replay.record(call, i)
+        out.trips = len(replay.trips[indices[0]])
+        with replay.replaying():
+            for i in indices[: min(20, len(indices))]:  # warm-up: caches, code paths
+                replay.begin(i)
+                await call(i)
+            for _ in range(repeat):
+                for i in indices:
+                    replay.begin(i)
+                    t0 = time.perf_counter()
+                    await call(i)
+                    out.samples.append(time.perf_counter() - t0)
+                    t0 = time.perf_counter()
+                    await replay.stand_ins(i)
+                    out.stand_in.append(time.perf_counter() - t0)
+            if client.execute_command is not replay.stand_in:  # something replaced the stand-ins: I/O
+                raise UnknownCommand("the client's execute_command was replaced during the replay")
+            real_while_timing = replay.leaked + replay.background
+            prof = cProfile.Profile()
+            for i in indices:
+                replay.begin(i)
+                prof.enable()
+                await call(i)
+                prof.disable()
+    except Exception as exc:  # the library wraps what the stand-ins raise (an internal error)
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, UnknownCommand):
+            cause = cause.__cause__
+        if cause is None:
+            raise
+        out.error = str(cause)
+        return out
+    out.leaked = replay.leaked
+    out.real_while_timing = real_while_timing
+    out.leaked_keys = [" ".join(k)[:80] for k, _ in replay.leaked_keys.most_common(3)]
+    stats = pstats.Stats(prof)
+    where = categorize(stats)
+    where.pop(HARNESS, None)  # the stand-ins and the scenario's own closure: not the library
+    total = sum(where.values()) or 1.0
+    out.where = {k: v / total for k, v in where.items()}
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    per_function = sorted(
+        (
+            (f"{Path(f).name}:{fn}" if f != "~" else fn, tt)
+            for (f, _, fn), (_, _, tt, _, _) in raw.items()
+            if "/bench/" not in f.replace("\\", "/")
+        ),
+        key=lambda kv: -kv[1],
+    )
+    out.functions = [(fn, tt / total) for fn, tt in per_function[:12]]
+    return out
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def _verdict(m: NoIo) -> str:
+    if m.error or m.goal_us is None:
+        return "-"
+    return "yes" if m.library_us <= m.goal_us else "**no**"
+
+
+def render_noio(results: Sequence[NoIo]) -> list[str]:
+    """The section that opens the report: the two figures issue 29 budgets, then where they went."""
+    out = [
+        "## Python on the hot path, no I/O (issue 29)",
+        "",
+        "Each call's round trips answered from the replies the same call got from the server (recorded "
+        "first), by stand-ins for the client's `execute_command` / `pipeline`: no socket, no valkey-py "
+        "(no packing, no reply parsing), no waiting. *library µs* = the replayed call's p50 minus the "
+        "stand-ins' own p50 (the same round trips through them, no library call). Goals: at most 90 µs per "
+        "recall of 10 hits (`recall_by_vector`, k=10, the API's cheapest recall: one KNN) and 35 µs per "
+        "single `remember`.",
+        "",
+        "| call | library µs p50 (no I/O) | goal | met | replayed call p50 / mean µs | stand-ins µs | round trips | samples |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m in results:
+        if m.error:
+            out.append(f"| {m.name} | could not replay: {m.error} | - | - | - | - | - | - |")
+            continue
+        goal = f"≤ {m.goal_us:g}" if m.goal_us is not None else "(reference)"
+        out.append(
+            f"| {m.name} | **{m.library_us:.0f}** | {goal} | {_verdict(m)} | {m.p50_us:.0f} / {m.mean_us:.0f} "
+            f"| {m.stand_in_us:.1f} | {m.trips} | {len(m.samples):,} ({m.calls} calls recorded) |"
+        )
+    leaks = [
+        f"{m.name}: {m.leaked:,} ({', '.join(f'`{k}`' for k in m.leaked_keys)}), "
+        f"{m.real_while_timing:,} round trips to the server while timing {len(m.samples):,} calls"
+        for m in results
+        if m.leaked or m.real_while_timing
+    ]
+    if leaks:
+        out += [
+            "",
+            "Round trips of replayed calls that their recording lacked went to the server (those samples "
+            "include I/O; the stores' background work also runs there): " + "; ".join(leaks) + ".",
+        ]
+    out.append("")
+    for m in results:
+        if m.error or not m.where:
+            continue
+        out += [
+            f"**Where the {m.library_us:.0f} µs of {m.name} go** (cProfile self time over one replay pass, as "
+            "shares, scaled to the library µs; a builtin's time is charged to its caller):",
+            "",
+            "| where | ≈ µs | share |",
+            "|---|---|---|",
+        ]
+        for k, share in sorted(m.where.items(), key=lambda kv: -kv[1]):
+            if share >= 0.01:
+                out.append(f"| {k} | {share * m.library_us:.1f} | {share:.0%} |")
+        out += ["", "Functions with the most self time: " + "; ".join(
+            f"`{fn}` {share:.0%}" for fn, share in m.functions if share >= 0.01
+        ) + ".", ""]  # fmt: skip
+    return out

@@ -1,0 +1,100 @@
+"""MemoryItem building from hash fields: the fast readers keep every field in its place."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from betterdb_memory.core.models import MemoryItem, item_from_fields, ranking_item, with_access
+
+_FULL = {
+    "content": b"Ada lives in Lisbon",
+    "importance": b"0.7",
+    "tags": b"home,city",
+    "created_at": b"1700000000000",
+    "last_accessed_at": b"1700000100000",
+    "access_count": b"3",
+    "source": b"chat",
+    "threadId": b"t1",
+    "agentId": b"a1",
+    "namespace": b"ns",
+    "subject": b"home city",
+    "date": b"2024-05-01",
+    "sensitivity": b"pii",
+    "kind": b"fact",
+    "metadata": b'{"priority": 2}',
+    "expires_at": b"1800000000000",
+    "valid_from": b"1600000000000",
+    "valid_until": b"1750000000000",
+}
+
+
+def test_every_field_read_from_its_own_hash_field() -> None:
+    item = item_from_fields("m1", _FULL)
+    assert item == MemoryItem(
+        id="m1",
+        content="Ada lives in Lisbon",
+        importance=0.7,
+        created_at=1700000000000,
+        last_accessed_at=1700000100000,
+        access_count=3,
+        tags=["home", "city"],
+        source="chat",
+        thread_id="t1",
+        agent_id="a1",
+        namespace="ns",
+        sensitivity="pii",
+        kind="fact",
+        subject="home city",
+        expires_at=1800000000000,
+        metadata={"priority": 2},
+        date="2024-05-01",
+        valid_from=1600000000000,
+        valid_until=1750000000000,
+    )
+
+
+def test_absent_fields_read_as_a_reader_assumes() -> None:
+    item = item_from_fields("m1", {"content": "x", "created_at": "5", "source": "summary"})
+    assert item == MemoryItem(
+        id="m1", content="x", importance=0.5, created_at=5, last_accessed_at=0, access_count=0,
+        source="summary", kind="summary", valid_from=5,
+    )  # fmt: skip
+    assert item_from_fields("m1", {"metadata": b"not json", "expires_at": b"0"}).metadata == {}
+    assert item_from_fields("m1", {"valid_until": b"soon"}).valid_until is None
+
+
+def test_a_ranking_item_carries_what_ranking_reads() -> None:
+    item = ranking_item("m1", _FULL)
+    assert (item.content, item.importance, item.created_at, item.last_accessed_at, item.access_count) == (
+        "Ada lives in Lisbon", 0.7, 1700000000000, 1700000100000, 3,
+    )  # fmt: skip
+    assert (item.thread_id, item.agent_id, item.namespace, item.expires_at, item.valid_from) == (
+        "t1", "a1", "ns", 1800000000000, 1600000000000,
+    )  # fmt: skip
+    assert (item.tags, item.source, item.kind, item.metadata, item.valid_until) == (
+        [],
+        None,
+        "memory",
+        {},
+        None,
+    )
+    assert ranking_item("m2", {"created_at": b"9"}).valid_from == 9
+
+
+def test_with_access_is_replace_of_the_two_fields() -> None:
+    """Positional construction: a field moved in ``MemoryItem`` fails here."""
+    item = item_from_fields("m1", _FULL)
+    assert with_access(item, 42, 7) == dataclasses.replace(item, last_accessed_at=42, access_count=7)
+    assert len(dataclasses.fields(MemoryItem)) == 19
+
+
+def test_a_lagging_access_is_built_in_as_with_access_would() -> None:
+    """``seen``: the later last access and the greater count, each on its own."""
+    stored = item_from_fields("m1", _FULL)
+    for seen in ((1700000200000, 5), (1700000200000, 1), (1, 9), (1, 1)):
+        expected = with_access(
+            stored, max(seen[0], stored.last_accessed_at), max(seen[1], stored.access_count)
+        )
+        assert item_from_fields("m1", _FULL, seen=seen) == expected
+        assert ranking_item("m1", _FULL, seen=seen).last_accessed_at == expected.last_accessed_at
+        assert ranking_item("m1", _FULL, seen=seen).access_count == expected.access_count
