@@ -103,7 +103,6 @@ MANY_KINDS: dict[str, tuple[str, ...]] = {
         "She has been to that country.",
         "He travelled abroad on holiday.",
         "She visited that place once.",
-        "He went on a trip there.",
     ),
     "sports": ("She plays a sport.", "He does that sport at weekends.", "She is on a sports team."),
     "cooking": ("She can cook that dish.", "He often makes that meal."),

@@ -49,8 +49,8 @@ beyond the name: their vectors and the question's minus the centroid of the enti
 candidates (mostly the name), by cosine; they keep the set of scores they had.
 
 Measured in bench/results/temporal.md (through the public API, section F): the current
-statement first for 87.5% of questions about the present on the designed-on set's
-held-out half and 78.9% on a fresh wording family (about 27% with no rule), false
+statement first for 88.5% of questions about the present on the designed-on set's
+held-out half and 79.4% on a fresh wording family (about 27% with no rule), false
 supersession of both-current pairs 1.1% and 2.3%.
 """
 
