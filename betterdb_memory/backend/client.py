@@ -28,8 +28,7 @@ logic and the network. Every part of the store asks this object (through the
   until it is; a query that itself went out on a newly opened connection is sent
   again once the index is ready. RediSearch indexes while loading, so on it none of
   this runs (``Capabilities.rebuilds_after_restart``).
-* **One lock** (``Backend.lock``): a token lock that is safe to replay, released
-  only by its owner (``locks.ScopedLock``).
+* **One lock** (``Backend.lock``): a replay-safe token lock released only by its owner (``locks.ScopedLock``).
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ from . import scripts as _scripts
 from .cluster_nodes import load_scripts_on, nodes_of, restore_startup_nodes
 from .commands import Attempts, ScriptCall, Step, wire
 from .dialect import keyless_route, probe
+from .index_nudge import ScriptWriteNudge
 from .locks import ScopedLock
 from .reconnects import watch_connections
 from .replication import ReplicaWait, check_acks, run_waited, wait_fault, waits_for
@@ -106,14 +106,12 @@ class ValkeyBackend:
         watch_connections(client, self._note_open)
         #: Index names queried before an index switch -> the one in use (``core.index_gen.redirect``).
         self.redirects: dict[str, str] = {}
+        # A cluster's valkey-search indexes scripts' writes late (``index_nudge``); set by ``probe``.
+        self.defers_script_writes, self.nudge = True, ScriptWriteNudge(client)
 
     @property
     def decodes(self) -> bool:
-        """Whether the client decodes replies to ``str`` (``decode_responses=True``).
-
-        Binary fields (vectors) cannot be read through such a client. Asked of the
-        client on first use only.
-        """
+        """Whether the client decodes replies to ``str`` (then binary fields, vectors, cannot be read); asked once."""
         if self._decodes is None:
             getter = getattr(self.client, "get_connection_kwargs", None)
             self._decodes = bool(getter().get("decode_responses")) if callable(getter) else False
@@ -139,8 +137,7 @@ class ValkeyBackend:
         idempotent: bool = True,
         details: Mapping[str, Any] | None = None,
     ) -> T:
-        """Run ``fn`` with retry (when idempotent) and error translation (private: only this class
-        sends anything). Raises ``StoreClosedError`` after ``close()`` of the owning store."""
+        """Run ``fn`` with retry (when idempotent) and error translation; ``StoreClosedError`` once closed."""
         if self.closed:
             raise StoreClosedError(
                 f"the store was closed; {operation} cannot run", details={"operation": operation}
@@ -254,7 +251,7 @@ class ValkeyBackend:
         shard that is down or restarting would silently be missing from a recall, a
         count or a scope deletion. With it such a query fails (a typed error) instead.
         """
-        args = redirect(args, self.redirects)
+        args = self.nudge.seen(redirect(args, self.redirects))
         full = self._search_args(args)
 
         async def send() -> list[Any]:
@@ -273,9 +270,8 @@ class ValkeyBackend:
     async def index_info(self, index: str, *, cluster_counts: bool = False) -> Any:
         """The raw FT.INFO reply of ``index``, or None when there is none.
 
-        On a cluster a plain FT.INFO describes the schema but counts one shard's
-        documents; ``cluster_counts=True`` asks for the primaries' totals instead
-        (``FT.INFO <index> PRIMARY``, whose reply leaves out the field types).
+        On a cluster a plain FT.INFO describes the schema but counts one shard's documents;
+        ``cluster_counts=True`` asks for the primaries' totals (``FT.INFO <index> PRIMARY``, no field types).
         """
         args: list[Any] = ["FT.INFO", index]
         if cluster_counts and self.cluster:
@@ -309,7 +305,7 @@ class ValkeyBackend:
         With ``wait`` set and a write among ``commands``, a ``WAIT`` follows the writes on
         each connection that took one (``replication``); its replies are not returned.
         """
-        searches = [redirect(s, self.redirects) for s in searches]
+        searches = [self.nudge.seen(redirect(s, self.redirects)) for s in searches]
         wait = self.wait if self.wait is not None and waits_for(operation, commands) else None
 
         async def send() -> list[Any]:
@@ -337,6 +333,8 @@ class ValkeyBackend:
                     raise fault from exc
                 if wait is not None:
                     await self._check_waits(operation, commands, wait, nodes, replies, asked)
+                if self.cluster and self.defers_script_writes:  # before the searches: they see the writes
+                    await self.nudge.after(commands)
                 if self.cluster and searches:
                     replies += await asyncio.gather(
                         *(self.client.execute_command(*self._search_args(a), **self._route) for a in searches)
@@ -412,7 +410,9 @@ class ValkeyBackend:
 
     async def probe(self) -> Capabilities:
         """Which search engine the server runs (``dialect.probe``), retried and translated."""
-        return await self._call("probe", lambda: probe(self.client))
+        caps = await self._call("probe", lambda: probe(self.client))
+        self.defers_script_writes = caps.defers_script_writes
+        return caps
 
     def lock(self, key: str, *, ttl: float, wait: float, heartbeat: bool = True) -> ScopedLock:
         """A ``ScopedLock`` on ``key`` (use ``async with``)."""

@@ -28,8 +28,13 @@ exact access count and last access, read in one step; with ``reinforce`` 1 it al
 counts an access. A deleted memory is never resurrected: each document is checked first
 (a gone one reads as nil). On a single server one call reads many memories and takes the
 pending HASH as its last key; on a cluster one call per memory (its two keys share a
-slot) and the pending HASH, on its own slot, is read (``HMGET``) and raised (``PEND``)
-beside them in the same round trip.
+slot) and the pending HASH, on its own slot, is read and raised by ``PEND`` (read alone,
+``HMGET``, when not reinforcing) beside them in the same round trip. Both scripts keep
+their server calls few (each counts in ``INFO commandstats`` and costs a dispatch on a
+recall's hot path): per memory, one HMGET, INCR (or GET) and PTTL; per recall, one HMGET
+and one HSET of the pending HASH. Not batched per node: a cluster script may name keys of
+one slot only (``allow-cross-slot-keys`` reaches undeclared keys of other slots, which a
+slot migration or a stale slot map turns into errors for the whole batch).
 """
 
 from __future__ import annotations
@@ -55,33 +60,47 @@ end
 # key count is odd) ; ARGV: reinforce (1/0), now_ms, half_life_s, interval_ms, field...
 # -> per memory: nil when gone, else the fields' values (as read, before this access),
 #    the exact access count and the exact last access (epoch ms, 0: never), both before it.
+# Few server calls per memory (each is counted and costs a dispatch, on a recall's hot path):
+# one HMGET reads the fields and the snapshot; EXISTS only when it found none of them;
+# INCR's answer gives the count before it (GET only when not reinforcing). The pending
+# HASH is read once (HMGET) and raised once (HSET) per call.
 _ACCESS = (
     _SNAPSHOT_FN
     + r"""
-local fields = {}
+local fields = {'access_count', 'last_accessed_at'}
 for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
 local now, half_life, interval = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local n = #KEYS
 local pending = false
 if n % 2 == 1 then pending = KEYS[n]; n = n - 1 end
+local marks, raise = {}, {}
+if pending then
+  local docs = {}
+  for j = 1, n, 2 do docs[#docs + 1] = KEYS[j] end
+  if #docs > 0 then marks = redis.call('HMGET', pending, unpack(docs)) end
+end
 local out = {}
 for j = 1, n, 2 do
   local doc, counter = KEYS[j], KEYS[j + 1]
-  if redis.call('EXISTS', doc) == 0 then
+  local got = redis.call('HMGET', doc, unpack(fields))
+  local found = false
+  for i = 1, #fields do if got[i] then found = true; break end end
+  if not found then found = redis.call('EXISTS', doc) == 1 end
+  if not found then
     out[#out + 1] = false
   else
     local values = {}
-    if #fields > 0 then values = redis.call('HMGET', doc, unpack(fields)) end
+    for i = 3, #fields do values[#values + 1] = got[i] end
     -- The counter is missing (no access through this library yet) or lost: the
     -- document's own count (another client's, or a snapshot) is the floor.
-    local stored = tonumber(redis.call('HGET', doc, 'access_count')) or 0
-    local count = tonumber(redis.call('GET', counter)) or 0
-    if count < stored then count = stored end
-    local last = tonumber(redis.call('HGET', doc, 'last_accessed_at')) or 0
-    local marked = 0
-    if pending then marked = tonumber(redis.call('HGET', pending, doc)) or 0 end
+    local stored = tonumber(got[1]) or 0
+    local last = tonumber(got[2]) or 0
+    local marked = tonumber(marks[(j + 1) / 2]) or 0
+    local count
     if ARGV[1] == '1' then
       local m = redis.call('INCR', counter)
+      count = m - 1
+      if count < stored then count = stored end
       if m <= count then
         m = count + 1
         redis.call('SET', counter, m, 'KEEPTTL')
@@ -91,8 +110,12 @@ for j = 1, n, 2 do
       if interval <= 0 then
         snapshot(doc, m, math.max(now, last), half_life)  -- write-through
       elseif pending and now > marked then
-        redis.call('HSET', pending, doc, ARGV[2])
+        raise[#raise + 1] = doc
+        raise[#raise + 1] = ARGV[2]
       end
+    else
+      count = tonumber(redis.call('GET', counter)) or 0
+      if count < stored then count = stored end
     end
     if last < marked then last = marked end
     values[#values + 1] = count
@@ -100,20 +123,28 @@ for j = 1, n, 2 do
     out[#out + 1] = values
   end
 end
+if #raise > 0 then redis.call('HSET', pending, unpack(raise)) end
 return out
 """
 )
 
-# KEYS: pending ; ARGV: now_ms, doc key... -> 1. Raises each document's pending time to now
-# (a cluster's recall: its ACCESS calls cannot reach this key's slot).
+# KEYS: pending ; ARGV: now_ms, doc key... -> each document's pending time before this call
+# (HMGET's answer: nil when none). Raises each to now, in one HSET (a cluster's recall: its
+# ACCESS calls cannot reach this key's slot).
 _PEND = r"""
 local now = tonumber(ARGV[1])
-for i = 2, #ARGV do
-  if (tonumber(redis.call('HGET', KEYS[1], ARGV[i])) or 0) < now then
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[1])
+local docs = {}
+for i = 2, #ARGV do docs[#docs + 1] = ARGV[i] end
+local before = redis.call('HMGET', KEYS[1], unpack(docs))
+local raise = {}
+for i = 1, #docs do
+  if (tonumber(before[i]) or 0) < now then
+    raise[#raise + 1] = docs[i]
+    raise[#raise + 1] = ARGV[1]
   end
 end
-return 1
+if #raise > 0 then redis.call('HSET', KEYS[1], unpack(raise)) end
+return before
 """
 
 # KEYS: doc1, counter1, ... ; ARGV: half_life_s, then each document's pending time (ms)

@@ -42,6 +42,12 @@ def translate(
         return exc
     if isinstance(exc, vexc.TimeoutError | TimeoutError):
         return StoreTimeoutError(f"{operation}: timed out talking to Valkey ({exc})", details=info)
+    if _redirections_exhausted(exc):
+        return StoreConnectionError(
+            f"{operation}: the cluster kept redirecting the command or asking to try again "
+            f"(a slot migration or a failover under way): {exc}",
+            details=info,
+        )
     if isinstance(exc, vexc.ConnectionError | ConnectionError | OSError | _CLUSTER_UNAVAILABLE) or _lost(exc):
         return StoreConnectionError(f"{operation}: connection to Valkey failed ({exc})", details=info)
     if isinstance(exc, vexc.ResponseError) and _unavailable(str(exc)):
@@ -60,7 +66,7 @@ def is_connection_error(exc: BaseException) -> bool:
     """True for the backend exceptions that mean "could not reach the server" (or the cluster
     cannot serve the slot for now: CLUSTERDOWN, TRYAGAIN, MASTERDOWN), worth a retry."""
     connection = vexc.ConnectionError | vexc.TimeoutError | ConnectionError | TimeoutError | OSError
-    if isinstance(exc, connection | _CLUSTER_UNAVAILABLE):
+    if isinstance(exc, connection | _CLUSTER_UNAVAILABLE) or _redirections_exhausted(exc):
         return True
     if isinstance(exc, vexc.ResponseError):
         return _unavailable(str(exc))
@@ -79,6 +85,18 @@ def _unavailable(text: str) -> bool:
     return text.startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN")) or any(
         phrase in lowered for phrase in _SHARD_UNREACHABLE
     )
+
+
+def _redirections_exhausted(exc: BaseException) -> bool:
+    """valkey-py's cluster client gave up following ``MOVED`` / ``ASK`` / ``TRYAGAIN`` answers.
+
+    It raises a bare ``ClusterError("TTL exhausted.")`` after 16 of them (``ValkeyClusterRequestTTL``):
+    seen when a read names keys of a slot in migration that are on both sides (``TRYAGAIN``
+    until the migration ends). None of those answers ran the command, and the slot will
+    settle: a connection fault, retried like one (its subclasses, CLUSTERDOWN and
+    MASTERDOWN, are matched as such already).
+    """
+    return type(exc) is vexc.ClusterError
 
 
 def _lost(exc: BaseException) -> bool:

@@ -80,6 +80,17 @@ class Capabilities:
         return self.engine != "redisearch"
 
     @property
+    def defers_script_writes(self) -> bool:
+        """Whether a document written by a Lua script is indexed only at a later search on its node.
+
+        valkey-search (1.2.1 read) queues a script's or a MULTI/EXEC's mutations and indexes
+        them when the next FT.SEARCH *command* reaches that node (or the queue holds as many
+        as the node has writer threads); a cluster's fan-out from another node does not
+        drain it (``backend.index_nudge``). RediSearch indexes inside the script's call.
+        """
+        return self.engine != "redisearch"
+
+    @property
     def version_string(self) -> str:
         return ".".join(str(x) for x in self.version)
 

@@ -91,11 +91,13 @@ class Reinforcement:
             pairs = [k for mid in ids for k in (keys.doc(mid), keys.access(mid))]
             return [ACCESS.call([*pairs, keys.access_pending], args)]
         docs = [keys.doc(mid) for mid in ids]
-        steps: list[Step] = [("HMGET", keys.access_pending, *docs)]  # read before this access
-        if _pends(flags):  # before the counts: a cut between them leaves a time, never a lost mark
-            steps.append(PEND.call([keys.access_pending], [flags[1], *docs]))
+        # The pending times as they were before this access: read, or read and raised by PEND
+        # (before the counts: a cut between them leaves a time, never a lost mark).
+        marks: Step = ("HMGET", keys.access_pending, *docs)
+        if _pends(flags):
+            marks = PEND.call([keys.access_pending], [flags[1], *docs])
         return [
-            *steps,
+            marks,
             *(ACCESS.call([doc, keys.access(mid)], args) for doc, mid in zip(docs, ids, strict=True)),
         ]
 
@@ -109,7 +111,7 @@ class Reinforcement:
         if not self._rt.backend.cluster:
             return list(replies[0]), list(replies[1:])
         marks = replies[0] or [None] * len(ids)
-        first = 2 if _pends(flags) else 1
+        first = 1
         rows: list[Any] = []
         for n, reply in enumerate(replies[first : first + len(ids)]):
             row = reply[0] if reply else None

@@ -25,7 +25,7 @@ import valkey.asyncio as avalkey
 from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import MemoryStore
-from betterdb_memory.errors import ServerError
+from betterdb_memory.errors import ServerError, StoreConnectionError
 
 pytestmark = [pytest.mark.integration]
 
@@ -117,6 +117,23 @@ async def test_remember_into_a_migrating_slot_raises_typed_and_is_readable(
         # the importing node answers TRYAGAIN; valkey-py retries until "TTL exhausted".)
         content = await _on_importing_node(m, store.keys.doc("ask-memory"), "content")
         assert content == b"written during a migration"
+
+
+async def test_a_read_through_tryagain_is_a_typed_connection_error(
+    cluster_store_factory: Callable[..., MemoryStore], migrating: Callable[[str], Any]
+) -> None:
+    """``get`` of a memory whose document is on the importing node and whose access key is on
+    neither side: ``TRYAGAIN`` until valkey-py gives up ("TTL exhausted"), retried by the store,
+    then a ``StoreConnectionError`` that says why (it was an ``internal`` error)."""
+    store = cluster_store_factory(discovery=False)
+    async with asyncio.timeout(LIMIT_S):
+        await store.ensure_index()
+        await migrating(store.keys.doc("tryagain"))
+        await store.remember("written during a migration", id="tryagain", thread_id="ask")
+        with pytest.raises(StoreConnectionError) as info:
+            await store.get("tryagain")
+        assert info.value.code == "connection.failed" and "slot migration" in str(info.value)
+        assert info.value.details["attempts"] == store.backend.retry.attempts
 
 
 async def _on_importing_node(m: Migration, key: str, field: str) -> Any:

@@ -62,3 +62,19 @@ def test_other_server_errors_stay_server_errors() -> None:
     exc = vexc.ResponseError("Invalid filter expression: `@x:{y}`. `x` is not indexed as a tag field")
     assert not is_connection_error(exc)
     assert not isinstance(translate(exc, operation="recall"), StoreConnectionError)
+
+
+def test_redirections_exhausted_during_a_slot_migration_are_a_connection_fault() -> None:
+    """valkey-py's cluster client raises a bare ClusterError after 16 TRYAGAIN / MOVED / ASK answers
+    (a read during a slot migration): retryable and typed, not ``internal``."""
+    exc = vexc.ClusterError("TTL exhausted.")
+    assert is_connection_error(exc)
+    err = translate(exc, operation="get")
+    assert isinstance(err, StoreConnectionError) and err.code == "connection.failed"
+    assert "slot migration" in str(err) and err.details["operation"] == "get"
+
+
+def test_a_plain_valkey_error_stays_internal() -> None:
+    exc = vexc.ValkeyError("something else")
+    assert not is_connection_error(exc)
+    assert translate(exc, operation="get").code == "internal"

@@ -45,16 +45,28 @@ async def test_one_server_reads_and_counts_in_one_script_with_the_pending_hash()
 async def test_a_cluster_reads_the_pending_hash_beside_one_script_per_memory() -> None:
     p = build(cluster=True)
     keys = p.rt.keys
-    # HMGET of the pending times, PEND, then one ACCESS per memory.
-    p.backend.reply([b"2000", None], 1, [[b"x", 3, 1700]], [None])
+    # PEND (answers the pending times as they were, and raises them), then one ACCESS per memory.
+    p.backend.reply([b"2000", None], [[b"x", 3, 1700]], [None])
     rows = await p.docs._fetch_rows(
         ["m1", "m2"], p.docs.reinforcement.flags(1.0, 3600.0), idempotent=False, fields=("f",)
     )
     assert rows == [[b"x", 3, 2000.0], None]  # the later of the document's time and the pending one
-    names = [(c[0], c[1] if c[0] == "HMGET" else None) for c in p.backend.sent[0].commands]
-    assert names == [("HMGET", keys.access_pending), ("EVALSHA", None), ("EVALSHA", None), ("EVALSHA", None)]
-    assert p.backend.sent[0].commands[1][1] == PEND.sha
+    sent = p.backend.sent[0].commands
+    assert [c[0] for c in sent] == ["EVALSHA", "EVALSHA", "EVALSHA"]
+    assert sent[0][1:4] == (PEND.sha, 1, keys.access_pending) and sent[0][5:] == (
+        keys.doc("m1"),
+        keys.doc("m2"),
+    )
+    assert {c[1] for c in sent[1:]} == {ACCESS.sha}
     await p.rt.supervisor.close(grace=0)
+
+
+async def test_a_cluster_read_without_reinforcing_reads_the_pending_hash() -> None:
+    p = build(cluster=True)
+    p.backend.reply([None], [[b"x", 3, 1700]])
+    rows = await p.docs._fetch_rows(["m1"], ("0", "1000", "3600.0", "0"), idempotent=True, fields=("f",))
+    assert rows == [[b"x", 3, 1700]]
+    assert p.backend.sent[0].commands[0] == ("HMGET", p.rt.keys.access_pending, p.rt.keys.doc("m1"))
 
 
 async def test_write_through_marks_nothing_pending_and_starts_no_flush() -> None:
