@@ -22,8 +22,8 @@ o.valid_from``) when all three hold:
 2. **Close statements (mutual similarity).** The cosine of their stored vectors is at
    least ``min_similarity``.
 3. **The same exclusive kind of attribute.** Each statement is compared with short
-   prototype sentences of known kinds of attribute (``EXCLUSIVE_KINDS``: home, employer,
-   job, partner, car, ...; ``MANY_KINDS``: likes, languages, pets, friends, ...),
+   prototype sentences of known kinds of attribute (``core.slot_kinds``: exclusive home,
+   employer, job, partner, bank, ...; many-valued likes, languages, sports, ...),
    embedded once with the store's own embedder; the best kind of each must be
    exclusive and among the other's two best, or the two must be each other's nearest
    statement of their entity with an exclusive kind clearly ahead (``same_kind_pairs``).
@@ -48,9 +48,10 @@ entity the question names, those are re-ordered among themselves by what they sa
 beyond the name: their vectors and the question's minus the centroid of the entity's
 candidates (mostly the name), by cosine; they keep the set of scores they had.
 
-Measured in bench/results/temporal.md (through the public API, held out by person): the
-current statement first for 91% of questions about the present (83% with rules 1-3
-alone, 28% with none), false supersession of both-current pairs 0.6%.
+Measured in bench/results/temporal.md (through the public API, section F): the current
+statement first for 88.5% of questions about the present on the designed-on set's
+held-out half and 79.4% on a fresh wording family (about 27% with no rule), false
+supersession of both-current pairs 1.1% and 2.3%.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .names import leading_name, names_of, same_name
+from .slot_kinds import EXCLUSIVE_KINDS, MANY_KINDS, Prototypes, normalised, products, prototype_texts
 
 __all__ = [
     "EXCLUSIVE_KINDS",
@@ -82,77 +84,6 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float32]
-
-# Kinds of attribute that hold one value at a time: a new statement replaces the old.
-# A few short sentences each, in no particular wording (they are compared by meaning).
-EXCLUSIVE_KINDS: dict[str, tuple[str, ...]] = {
-    "home": (
-        "She lives in that city now.",
-        "He moved to another city.",
-        "Their home is in a different town now.",
-        "I live in this city.",
-    ),
-    "employer": (
-        "He works for that company.",
-        "She joined a new employer.",
-        "Her employer is a big firm.",
-        "He is employed by a bank.",
-    ),
-    "job": (
-        "His job title is manager.",
-        "She works as an engineer.",
-        "He became a doctor.",
-        "Her occupation is teacher.",
-        "Her profession changed: she is a nurse now.",
-    ),
-    "partner": (
-        "She is married to him.",
-        "He is dating someone new.",
-        "Her partner is Sam.",
-        "They got engaged.",
-    ),
-    "car": ("He drives that car.", "She bought a new car.", "His car is a sedan."),
-    "phone": ("His phone is that model.", "She switched to a new smartphone.", "He got a new mobile phone."),
-    "hobby": (
-        "His favourite hobby is this.",
-        "Her main pastime is that.",
-        "What she loves doing most in her free time.",
-    ),
-    "school": (
-        "She studies at that university.",
-        "He enrolled at a new school.",
-        "She attends college there.",
-    ),
-    "age": ("He is 34 years old.", "She turned forty."),
-    "salary": ("Her salary is 50,000.", "He earns more now."),
-    "contact": ("His email address is this.", "Her phone number changed."),
-}
-# Kinds that hold many values at once: a new statement adds to the old ones.
-MANY_KINDS: dict[str, tuple[str, ...]] = {
-    "likes": (
-        "She likes this.",
-        "He enjoys that a lot.",
-        "She loves eating that food.",
-        "He is fond of music.",
-    ),
-    "languages": (
-        "She speaks that language.",
-        "He is fluent in another language.",
-        "She learned a new language.",
-    ),
-    "pets": ("She has a pet.", "He adopted an animal."),
-    "instruments": ("She plays a musical instrument.", "He is learning to play an instrument."),
-    "friends": ("She is friends with Sam.", "He often meets a friend for lunch."),
-    "travel": (
-        "She has been to that country.",
-        "He travelled abroad on holiday.",
-        "She visited that place once.",
-    ),
-    "media": ("She read that book.", "He watched a film."),
-    "health": ("She is allergic to that.",),
-    "collections": ("He collects old coins.",),
-    "skills": ("She knows how to code.", "He can cook well."),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,71 +122,6 @@ class SupersessionRule:
     min_exclusive_margin: float = 0.08
 
 
-def prototype_texts() -> tuple[list[str], list[str]]:
-    """``(texts, kinds)``: every prototype sentence and its kind, exclusive kinds first.
-
-    The store embeds ``texts`` once with its embedder and builds ``Prototypes.of``.
-    """
-    texts: list[str] = []
-    kinds: list[str] = []
-    for table in (EXCLUSIVE_KINDS, MANY_KINDS):
-        for kind, sentences in table.items():
-            texts += sentences
-            kinds += [kind] * len(sentences)
-    return texts, kinds
-
-
-@dataclass(frozen=True, slots=True)
-class Prototypes:
-    """The prototype sentences' vectors grouped by kind, embedded once with the store's embedder."""
-
-    vectors: FloatArray  # (p, d), rows L2-normalised, grouped by kind
-    starts: npt.NDArray[np.int64]  # first row of each kind (for one ``maximum.reduceat``)
-    kinds: tuple[str, ...]
-    exclusive: npt.NDArray[np.bool_]  # (len(kinds),)
-
-    @classmethod
-    def of(cls, vectors: Sequence[Sequence[float]] | FloatArray, kinds: Sequence[str]) -> Prototypes:
-        """From ``prototype_texts()``'s kinds and the vectors of its texts (same order)."""
-        names = tuple(dict.fromkeys(kinds))
-        index = {k: i for i, k in enumerate(names)}
-        rows = np.asarray([index[k] for k in kinds], dtype=np.int64)
-        order = np.argsort(rows, kind="stable")
-        return cls(
-            _normalised(np.asarray(vectors, dtype=np.float32)[order]),
-            np.searchsorted(rows[order], np.arange(len(names))).astype(np.int64),
-            names,
-            np.asarray([k in EXCLUSIVE_KINDS for k in names], dtype=np.bool_),
-        )
-
-    def kind_scores(self, vectors: FloatArray) -> FloatArray:
-        """Per row of ``vectors``, its best cosine with each kind's prototypes: (n, kinds)."""
-        sims = _products(_normalised(vectors), self.vectors)
-        out: FloatArray = np.maximum.reduceat(sims, self.starts, axis=1)
-        return out
-
-
-# Rows per matrix product: OpenBLAS goes multi-threaded above a size, and on a busy host
-# its threads wait for a core: a 50 x 384 by 384 x 57 product measured 20 ms in one
-# call and 0.03 ms in blocks of 16 rows (2 cores shared by many processes).
-_BLOCK = 16
-
-
-def _products(a: FloatArray, b: FloatArray) -> FloatArray:
-    """``a @ b.T`` in blocks of ``_BLOCK`` rows (the same numbers; see ``_BLOCK``)."""
-    if len(a) <= _BLOCK:
-        small: FloatArray = a @ b.T
-        return small
-    out: FloatArray = np.concatenate([a[i : i + _BLOCK] @ b.T for i in range(0, len(a), _BLOCK)])
-    return out
-
-
-def _normalised(m: FloatArray) -> FloatArray:
-    norms = np.linalg.norm(m, axis=-1, keepdims=True)
-    out: FloatArray = (m / np.where(norms == 0, 1.0, norms)).astype(np.float32)
-    return out
-
-
 def same_exclusive_kind(kind_scores: FloatArray, prototypes: Prototypes) -> npt.NDArray[np.bool_]:
     """(n, n): both rows' best kinds are exclusive and each is among the other's two best."""
     order = np.argsort(-kind_scores, axis=1)
@@ -279,9 +145,9 @@ def near_pairs(
     n = len(candidates)
     if n < 2:
         return []
-    vecs = _normalised(np.stack([c.vector for c in candidates]).astype(np.float32))
+    vecs = normalised(np.stack([c.vector for c in candidates]).astype(np.float32))
     vf = np.asarray([c.valid_from for c in candidates], dtype=np.int64)
-    close = np.triu(_products(vecs, vecs) >= rule.min_similarity, 1) & (vf[:, None] != vf[None, :])
+    close = np.triu(products(vecs, vecs) >= rule.min_similarity, 1) & (vf[:, None] != vf[None, :])
     leads: dict[int, str | None] = {}
     found: list[tuple[int, int]] = []
     for i, j in zip(*np.nonzero(close), strict=True):
@@ -316,7 +182,7 @@ def same_kind_pairs(
         return []
     rows = sorted({x for pair in pairs for x in pair})
     at = {x: r for r, x in enumerate(rows)}
-    vecs = _normalised(np.stack([candidates[x].vector for x in rows]).astype(np.float32))
+    vecs = normalised(np.stack([candidates[x].vector for x in rows]).astype(np.float32))
     kinds = prototypes.kind_scores(vecs)
     same_kind = same_exclusive_kind(kinds, prototypes)
     nearest = _nearest_of_entity(candidates, rows, vecs)
@@ -342,7 +208,7 @@ def _nearest_of_entity(
 ) -> dict[int, int]:
     """For each of ``rows``: the candidate with the same leading name nearest to it by cosine."""
     leads = [leading_name(c.text) for c in candidates]
-    sims = _products(vecs, _normalised(np.stack([c.vector for c in candidates]).astype(np.float32)))
+    sims = products(vecs, normalised(np.stack([c.vector for c in candidates]).astype(np.float32)))
     same = functools.cache(same_name)  # a few distinct names per recall
     out: dict[int, int] = {}
     for r, x in enumerate(rows):
@@ -434,7 +300,7 @@ def focus_scores(
     if not any(asked(o) and asked(n) for o, n in pairs):
         return scores
     group = [i for i in range(len(candidates)) if asked(i)]
-    vecs = _normalised(np.stack([candidates[i].vector for i in group]).astype(np.float32))
+    vecs = normalised(np.stack([candidates[i].vector for i in group]).astype(np.float32))
     sims = np.asarray([candidates[i].similarity for i in group], dtype=np.float64)
     centroid = vecs.mean(axis=0)
     offsets = vecs - centroid

@@ -1,0 +1,101 @@
+"""Issue 26's implicit updates on the fresh wording family, through the public API (held-out check).
+
+``temporal_data.knowledge_updates_fresh`` is wording nobody tuned on; every person of it
+is held out. The designed-on set's odd-numbered people (``temporal_eval.held_out``) are
+run in the same process, so the two rows compare on one machine load. Figures:
+current-first (the current version is the top hit of the question about the present)
+and false supersession (a both-current pair's older statement marked superseded by the
+newer), with the rule, without its focus step, and without the rule.
+
+    PYTHONPATH=. .venv/bin/python bench/temporal_fresh.py [--misses FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+
+import temporal_api  # noqa: E402
+from temporal_data import knowledge_updates, knowledge_updates_fresh  # noqa: E402
+from temporal_eval import embed, held_out, pct  # noqa: E402
+
+
+async def _misses(
+    url: str | None, ds: knowledge_updates.Dataset, which: Any, cache: Path
+) -> list[dict[str, Any]]:
+    """Per missed question: the question, the current text, and the top five (for analyses)."""
+    stmts = ds.statements
+    vecs = embed([s.text for s in stmts], cache)
+    qvecs = embed([c.question for c in ds.chains], cache)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="temporal-m-") as data_dir:
+        store = await temporal_api._store(url, data_dir)
+        try:
+            await store.remember_many(
+                [
+                    {"content": s.text, "valid_from": s.valid_from, "vector": vecs[i].tolist()}
+                    for i, s in enumerate(stmts)
+                ]
+            )
+            for q, chain in enumerate(ds.chains):
+                if not which(chain.entity):
+                    continue
+                hits = await store.recall_by_vector(
+                    qvecs[q].tolist(), query=chain.question, k=5, threshold=2.0, reinforce=False
+                )
+                if hits and hits[0].item.content == chain.current.text:
+                    continue
+                out.append(
+                    {
+                        "q": chain.question,
+                        "attr": chain.attribute,
+                        "current": chain.current.text,
+                        "versions": [s.text for s in chain.versions],
+                        "top": [h.item.content for h in hits],
+                    }
+                )
+        finally:
+            await store.close()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "temporal-cache")
+    ap.add_argument("--url", default=None)
+    ap.add_argument("--misses", type=Path, default=None, help="write the missed questions here (JSON)")
+    args = ap.parse_args()
+    sets = {
+        "designed-on set, odd people (held out)": (knowledge_updates.build(), held_out),
+        "fresh wording family (all held out)": (knowledge_updates_fresh.build(), lambda e: True),
+    }
+    dumped: dict[str, Any] = {}
+    t0 = time.process_time()
+    for label, (ds, which) in sets.items():
+        vecs = embed([s.text for s in ds.statements], args.cache)
+        qvecs = embed([c.question for c in ds.chains], args.cache)
+        r = asyncio.run(temporal_api.part_a(args.url, ds, vecs, qvecs, which))
+        print(
+            f"{label}: current first {pct(*r['rule'])} (without focus {pct(*r['nofocus'])}, "
+            f"rule off {pct(*r['plain'])}); false supersession {pct(*r['false'])}",
+            flush=True,
+        )
+        if args.misses is not None:
+            dumped[label] = asyncio.run(_misses(args.url, ds, which, args.cache))
+    print(f"cpu {time.process_time() - t0:.1f}s, load {os.getloadavg()[0]:.1f}")
+    if args.misses is not None:
+        args.misses.write_text(json.dumps(dumped, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

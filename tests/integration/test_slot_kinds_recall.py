@@ -1,0 +1,71 @@
+"""Same-slot supersession's vocabulary through ``recall`` on the real engine (core/slot_kinds.py).
+
+Statements written without a subject, dated by ``valid_from``: a kind of attribute the
+vocabulary knows as exclusive (a bank) ranks its newest statement first for a question
+about the present; a many-valued one (sports) keeps both statements current.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from betterdb_memory import MemoryStore
+from betterdb_memory.embedders import OnnxEmbedder
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def onnx() -> OnnxEmbedder:
+    return OnnxEmbedder()
+
+
+async def _person(store: MemoryStore) -> dict[str, str]:
+    """One person's statements over the years: a bank changed four times, a football club, two sports."""
+    texts = {
+        "monzo": ("Maya Varga moved their account to Monzo.", "2013-05-13"),
+        "chase": ("Maya Varga moved their account to Chase.", "2014-04-29"),
+        "pollen": ("Maya Varga reacts badly to pollen.", "2015-02-19"),
+        "dumplings": ("Maya Varga often cooks dumplings.", "2017-12-24"),
+        "porto": ("Maya Varga supports Porto.", "2018-05-22"),
+        "tennis": ("Maya Varga plays tennis.", "2018-06-01"),
+        "n26": ("Maya Varga's bank is N26.", "2019-10-01"),
+        "barclays": ("Maya Varga banks with Barclays.", "2020-04-20"),
+        "hsbc": ("Maya Varga moved their account to HSBC.", "2020-06-16"),
+        "arsenal": ("Maya Varga supports Arsenal.", "2021-01-24"),
+        "cycling": ("Maya Varga does cycling on Sundays.", "2023-05-01"),
+    }
+    return {key: await store.remember(text, valid_from=when) for key, (text, when) in texts.items()}
+
+
+async def test_the_newest_statement_of_an_exclusive_kind_ranks_first(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
+) -> None:
+    store = make_store(embedder=onnx)
+    ids = await _person(store)
+    hits = await store.recall(
+        "Which bank does Maya Varga use?", k=3, threshold=2.0, reinforce=False, explain=True
+    )
+    assert hits[0].item.id == ids["hsbc"]
+    older = {h.item.id: h for h in hits if h.item.id in (ids["barclays"], ids["n26"])}
+    assert older and all(
+        h.explain is not None and h.explain.superseded_by is not None for h in older.values()
+    )
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+async def test_a_many_valued_kind_keeps_both_statements_current(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
+) -> None:
+    store = make_store(embedder=onnx)
+    ids = await _person(store)
+    hits = await store.recall(
+        "Which sports does Maya Varga do?", k=6, threshold=2.0, reinforce=False, explain=True
+    )
+    by_id = {h.item.id: h for h in hits}
+    assert {ids["tennis"], ids["cycling"]} <= set(by_id)
+    for key in ("tennis", "cycling"):
+        explain = by_id[ids[key]].explain
+        assert explain is not None and explain.superseded_by is None
