@@ -587,17 +587,23 @@ def _dates(rng: random.Random, n: int) -> list[int]:
     return [_ms(_START + timedelta(days=d + rng.randrange(0, 59), hours=rng.randrange(8, 20))) for d in days]
 
 
-def build(seed: int = 26, entities: int = 240) -> Dataset:
-    """The data set: deterministic for a seed (same statements, dates and questions)."""
-    rng = random.Random(seed)
-    # Every person has a surname of their own; first names repeat (about three people
-    # each), so "shared names" must weigh the whole name, as it must in a real store.
-    surnames = LAST + [p + q for p in _SURNAME_HEADS for q in _SURNAME_TAILS]
-    surnames = list(dict.fromkeys(surnames))
+def people(rng: random.Random, entities: int) -> tuple[str, ...]:
+    """``entities`` full names drawn with ``rng`` (shared by the fresh wording family).
+
+    Every person has a surname of their own; first names repeat (about three people
+    each), so "shared names" must weigh the whole name, as it must in a real store.
+    """
+    surnames = list(dict.fromkeys(LAST + [p + q for p in _SURNAME_HEADS for q in _SURNAME_TAILS]))
     if entities > len(surnames):
         raise ValueError(f"at most {len(surnames)} people")
     rng.shuffle(surnames)
-    names = tuple(f"{FIRST[rng.randrange(len(FIRST))]} {last}" for last in surnames[:entities])
+    return tuple(f"{FIRST[rng.randrange(len(FIRST))]} {last}" for last in surnames[:entities])
+
+
+def build(seed: int = 26, entities: int = 240) -> Dataset:
+    """The data set: deterministic for a seed (same statements, dates and questions)."""
+    rng = random.Random(seed)
+    names = people(rng, entities)
     chains: list[Chain] = []
     pairs: list[Pair] = []
     counter = 0

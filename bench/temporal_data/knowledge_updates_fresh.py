@@ -18,15 +18,11 @@ from __future__ import annotations
 import random
 
 from .knowledge_updates import (
-    _SURNAME_HEADS,
-    _SURNAME_TAILS,
     CARS,
     CITIES,
     COMPANY_LIST,
-    FIRST,
     HOBBIES,
     JOBS,
-    LAST,
     PARTNER_NAMES,
     PHONES,
     SCHOOLS,
@@ -35,6 +31,7 @@ from .knowledge_updates import (
     Pair,
     Statement,
     _dates,
+    people,
 )
 
 __all__ = ["EXCLUSIVE", "MANY", "build"]
@@ -242,11 +239,7 @@ MANY: dict[str, tuple[list[str], tuple[str, ...], str]] = {
 def build(seed: int = 2612, entities: int = 240) -> Dataset:
     """The fresh set: deterministic for a seed. ``Statement.family`` is 2 (this family)."""
     rng = random.Random(seed)
-    surnames = list(dict.fromkeys(LAST + [p + q for p in _SURNAME_HEADS for q in _SURNAME_TAILS]))
-    if entities > len(surnames):
-        raise ValueError(f"at most {len(surnames)} people")
-    rng.shuffle(surnames)
-    names = tuple(f"{FIRST[rng.randrange(len(FIRST))]} {last}" for last in surnames[:entities])
+    names = people(rng, entities)
     chains: list[Chain] = []
     pairs: list[Pair] = []
     counter = 0
