@@ -345,6 +345,33 @@ def render(engine: str, steps: Sequence[Step], raw_per: float, note: str, second
     return "\n".join(out)
 
 
+async def restart_and_recall(
+    server: Any, client: Any, store: MemoryStore, book: Book, step: Step
+) -> tuple[Any, MemoryStore]:
+    """Restart the embedded server (AOF load and the index rebuild), time it and the first recall."""
+    import valkey.asyncio as avalkey
+
+    await store.close()
+    await client.aclose()
+    t0 = time.perf_counter()
+    server.restart()
+    client = avalkey.Valkey.from_url(server.url, socket_timeout=120)
+    store = MemoryStore(client=client, name=NAME, embedder=book, default_threshold=2.0, registry=REGISTRY)
+    while True:
+        try:
+            if parse_ft_info(await client.execute_command("FT.INFO", store.spec.index)).ready:
+                break
+        except Exception:  # still loading: ask again
+            pass
+        await asyncio.sleep(0.1)
+    ready = time.perf_counter() - t0
+    text = next(iter(book.queries))
+    t1 = time.perf_counter()
+    await store.recall(text, k=10)
+    step.restart = (ready, (time.perf_counter() - t1) * 1e3)
+    return client, store
+
+
 async def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", choices=("embedded", "cluster"), default="embedded")
@@ -354,8 +381,18 @@ async def main(argv: Sequence[str]) -> int:
         "--data-dir", default=None, help="embedded: keep the server's data here (default: temporary)"
     )
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--restart-at",
+        default="100k,last",
+        help="embedded: sizes after which to restart the server and time the rebuild ('last': the largest reached)",
+    )
     args = ap.parse_args(argv)
     sizes = [int(float(s.lower().replace("k", "e3").replace("m", "e6"))) for s in args.sizes.split(",")]
+    restart_at = {
+        int(float(s.lower().replace("k", "e3").replace("m", "e6")))
+        for s in args.restart_at.split(",")
+        if s != "last"
+    }
     out = Path(args.out or ROOT / "bench" / "results" / f"bench-1m-{args.engine}.md")
     started = time.perf_counter()
     server: Any = None
@@ -415,29 +452,15 @@ async def main(argv: Sequence[str]) -> int:
                 await asyncio.sleep(0.2)
             log(f"{size:,} memories ({step.populate_rate:,.0f}/s); measuring")
             await run_step(client, store, book, corpus, step)
-            if server is not None:
-                await store.close()
-                await client.aclose()
-                t0 = time.perf_counter()
-                server.restart()
-                client = avalkey.Valkey.from_url(server.url, socket_timeout=120)
-                store = MemoryStore(
-                    client=client, name=NAME, embedder=book, default_threshold=2.0, registry=REGISTRY
-                )
-                while True:
-                    try:
-                        if parse_ft_info(await client.execute_command("FT.INFO", store.spec.index)).ready:
-                            break
-                    except Exception:  # still loading: ask again
-                        pass
-                    await asyncio.sleep(0.1)
-                ready = time.perf_counter() - t0
-                text = next(iter(book.queries))
-                t1 = time.perf_counter()
-                await store.recall(text, k=10)
-                step.restart = (ready, (time.perf_counter() - t1) * 1e3)
+            if server is not None and size in restart_at:
+                client, store = await restart_and_recall(server, client, store, book, step)
             steps.append(step)
             log(f"  {step.rows}")
+        if server is not None and steps and steps[-1].restart is None and "last" in args.restart_at:
+            client, store = await restart_and_recall(server, client, store, book, steps[-1])
+            log(f"  restart with {have:,} memories: {steps[-1].restart}")
+            if have != steps[-1].size:
+                note += f" The last restart was timed with the {have:,} memories then stored."
         # Last, so its own deletion (freed lazily by the server) cannot disturb the steps' figures.
         raw_per = await raw_bytes_per_memory(client, corpus, store)
         await store.close()
