@@ -114,15 +114,17 @@ def _pid_alive(pid: int) -> bool:
 Probe = Literal["ready", "loading", "down"]
 
 
-def _probe(port: int, timeout: float = 0.5) -> Probe:
+def _probe(port: int, timeout: float = 0.5, reply_timeout: float = 3.0) -> Probe:
     """Whether the server on ``port`` answers PING, is alive but loading its data, or is down.
 
     Loading is told apart because a store of a million memories takes minutes to load
     (the AOF, then the search module's index rebuild): a server that answers ``LOADING``
-    is making progress and must be waited for, never taken for a dead one.
+    is making progress and must be waited for, never taken for a dead one. While loading
+    it answers only between chunks of its file, so a connected PING may wait seconds for
+    its reply (``reply_timeout``); a server that is not listening refuses at once.
     """
     client = valkey.Valkey(
-        host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout
+        host="127.0.0.1", port=port, socket_timeout=reply_timeout, socket_connect_timeout=timeout
     )
     try:
         return "ready" if client.ping() else "down"
@@ -239,6 +241,10 @@ class EmbeddedServer:
                 self.appendfsync,
                 "--aof-use-rdb-preamble",
                 "yes",
+                # Answer clients (LOADING) every 256 KB read instead of every 2 MB: the search
+                # module indexes each document as it loads, so 2 MB of vectors take seconds.
+                "--loading-process-events-interval-bytes",
+                "262144",
             ]
         else:
             args += ["--appendonly", "no"]
