@@ -51,6 +51,7 @@ __all__ = [
     "event_clause",
     "history_clause",
     "inside_clause",
+    "main_k",
     "search_text",
     "state_clause",
     "supersede",
@@ -198,6 +199,17 @@ def window_k(k: int, pool: int) -> int:
     than one without; now about 2% (bench/results/temporal.md, section E).
     """
     return max(1, min(pool, max(WINDOW_MIN, WINDOW_FACTOR * k)))
+
+
+def main_k(pool: int, k: int, window_hits: int) -> int:
+    """Hits the recall's own KNN asks for beside an exact window's query: ``pool`` less the window's.
+
+    The window's query brings the ``window_hits`` nearest memories inside the window; the
+    recall's own KNN then needs only the rest of the pool, so the engine loads and the
+    client parses as many candidates as a recall without a window (at least ``k``: the
+    places after the window's hits are filled from it).
+    """
+    return max(min(k, pool), pool - window_hits)
 
 
 def with_window(hits: Sequence[MemoryHit], plan: TimePlan) -> list[MemoryHit]:
