@@ -18,6 +18,9 @@ Variants (``--variants``):
 * ``no-history``: the library's queries without the history index's.
 * ``full-pool``: the recall's own KNN asks for its whole pool beside the window's query
   (before ``core.time_recall.main_k``: the window's hits came on top of the pool).
+* ``negated``: the window's clause as it was before its anchored form
+  (``-(NOT events NOT states)`` under a match-all range, ``_negated_inside``).
+* ``previous``: both (the window's queries as main had them before branch ``window``).
 * ``ask-history``: the library's queries with the history index's always sent (as before
   the store's history mark, ``core.history_mark``: a store that never retired a version
   paid it too).
@@ -90,6 +93,23 @@ def _before(self: Any, plan: Any, flt: Any, vector: Any, *, k: int, pool: int, f
     return time_recall.WindowQueries(searches, pool)
 
 
+def _negated_inside(w: Any, layout: Any) -> str:
+    """The window's clause before the anchored form: ``-(NOT events NOT states)`` under a match-all range."""
+    state = core_tr.state_clause(w, layout)
+    if state is None:
+        return core_tr.event_clause(w, layout)
+    if w.start_ms is not None and w.end_ms is not None and w.start_ms >= w.end_ms:
+        return state
+    lo = "-inf" if w.start_ms is None else str(int(w.start_ms))
+    hi = "+inf" if w.end_ms is None else f"({int(w.end_ms)}"
+    rng = f"[{lo} {hi}]"
+    if layout.valid_from:
+        not_events = f"-@valid_from:{rng} -(@created_at:{rng} -@valid_from:[-inf +inf])"
+    else:
+        not_events = f"-@created_at:{rng}"
+    return f"-({not_events} -{state})"
+
+
 @contextmanager
 def variant(name: str) -> Iterator[None]:
     """The library's window queries replaced as ``name`` says, for one recall."""
@@ -98,6 +118,7 @@ def variant(name: str) -> Iterator[None]:
         time_recall.window_k,
         time_recall.main_k,
     )
+    saved_inside = time_recall.inside_clause
     if name == "before":
         time_recall.TimeRecall.window = _before  # type: ignore[method-assign]
     elif name == "no-history":
@@ -121,8 +142,11 @@ def variant(name: str) -> Iterator[None]:
                 self._past_known = known  # what the store's mark taught it
 
         time_recall.TimeRecall.window = always  # type: ignore[method-assign]
-    elif name == "full-pool":
-        time_recall.main_k = lambda pool, k, n: pool  # type: ignore[assignment]
+    elif name in ("full-pool", "negated", "previous"):
+        if name != "negated":
+            time_recall.main_k = lambda pool, k, n: pool  # type: ignore[assignment]
+        if name != "full-pool":
+            time_recall.inside_clause = _negated_inside  # type: ignore[assignment]
     elif name.startswith("k="):
         n = int(name[2:])
         time_recall.window_k = lambda k, pool: min(n, pool)  # type: ignore[assignment]
@@ -132,6 +156,7 @@ def variant(name: str) -> Iterator[None]:
         time_recall.TimeRecall.window = saved_window  # type: ignore[method-assign]
         time_recall.window_k = saved_k  # type: ignore[assignment]
         time_recall.main_k = saved_main  # type: ignore[assignment]
+        time_recall.inside_clause = saved_inside  # type: ignore[assignment]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
