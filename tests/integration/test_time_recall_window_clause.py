@@ -23,7 +23,13 @@ import pytest
 from betterdb_memory.backend.dialect import probe
 from betterdb_memory.core.codec import as_text
 from betterdb_memory.core.keys import Scope
-from betterdb_memory.core.query import VECTOR_FIELD, IndexSpec, MemoryFilter, create_index_args, knn_search_args
+from betterdb_memory.core.query import (
+    VECTOR_FIELD,
+    IndexSpec,
+    MemoryFilter,
+    create_index_args,
+    knn_search_args,
+)
 from betterdb_memory.core.time_recall import inside_clause
 from betterdb_memory.core.timewindow import TimeWindow
 
@@ -70,7 +76,11 @@ def _inside(doc: dict[str, int | str], w: TimeWindow) -> bool:
 def _ids(reply: Any, prefix: str) -> set[str]:
     if isinstance(reply, dict):
         return {as_text(r.get(b"id", r.get("id")))[len(prefix) :] for r in reply.get(b"results", [])}
-    return {as_text(x)[len(prefix) :] for x in reply[1:] if isinstance(x, bytes | str) and as_text(x).startswith(prefix)}
+    return {
+        as_text(x)[len(prefix) :]
+        for x in reply[1:]
+        if isinstance(x, bytes | str) and as_text(x).startswith(prefix)
+    }
 
 
 async def test_the_clause_matches_the_rule(client: Any, unique_name: str) -> None:
