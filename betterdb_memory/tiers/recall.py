@@ -371,7 +371,8 @@ class Recall:
         # re-ranked recall also asks the full-text index: beside the KNN, within a budget (tiers.hybrid).
         also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
-        knn = self._search(vector, flt, pool, fields, [], slim=slim, also=also, vectors=vectors)
+        own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
+        knn = self._search(vector, flt, own, fields, [], slim=slim, also=also, vectors=vectors)
         (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
         knn_distances = [d for _, d in candidates]
         if text_replies and query is not None:

@@ -41,6 +41,7 @@ from ..core.time_recall import (
     boost_window,
     history_clause,
     inside_clause,
+    main_k,
     supersede,
     window_first,
     window_k,
@@ -61,13 +62,15 @@ class WindowQueries:
 
     ``searches``: FT.SEARCH arguments, the main index's queries (one: events and states)
     first, then the history index's (past versions) when ``history`` is its filter.
-    ``reads``: commands sent first in the round trip (the history mark, while the store is
+    ``knn_k``: hits the recall's own KNN asks for beside them (``main_k``: the pool less
+    the window's). ``reads``: commands sent first in the round trip (the history mark, while the store is
     not known to hold past versions); ``deferred``: the history index's query and filter,
     sent by ``TimeRecall.settle`` only if the mark says so. ``inside``: the main index's
     keys they returned; ``past``: the past versions, read whole, as (item, distance).
     """
 
     searches: list[list[str | bytes]]
+    knn_k: int
     history: MemoryFilter | None = None
     reads: list[tuple[str, ...]] = field(default_factory=list)
     deferred: tuple[list[str | bytes], MemoryFilter] | None = None
@@ -130,6 +133,7 @@ class TimeRecall:
         if w is None or not plan.filters:
             return None
         n = window_k(k, pool)
+        own = main_k(pool, k, n)
         blob = encode_vector(vector)
         index = self._rt.index
         fields = tuple(dict.fromkeys([*fields, *check_fields(flt, index.needs_check(flt))]))
@@ -138,7 +142,7 @@ class TimeRecall:
             knn_search_args(index.name, blob, k=n, flt=inside, layout=index.layout, return_fields=fields)
         ]
         if flt.as_of is not None or (flt.where is not None and names_declared(flt.where)):
-            return WindowQueries(searches)
+            return WindowQueries(searches, own)
         past = dataclasses.replace(flt, history=True, clauses=(*flt.clauses, history_clause(w)))
         wanted = (*HISTORY_ITEM_FIELDS, *(flt.where.fields if flt.where is not None else ()))
         history = knn_search_args(
@@ -147,9 +151,9 @@ class TimeRecall:
         )  # fmt: skip
         # A cluster sends a pipeline's commands before its searches, not beside them: no mark read there.
         if self._past_known or self._rt.backend.cluster:
-            return WindowQueries([*searches, history], history=past)
+            return WindowQueries([*searches, history], own, history=past)
         return WindowQueries(
-            searches, reads=[history_mark.read(self._rt.keys.meta)], deferred=(history, past)
+            searches, own, reads=[history_mark.read(self._rt.keys.meta)], deferred=(history, past)
         )
 
     async def settle(self, window: WindowQueries | None, replies: list[Any]) -> list[Any]:
