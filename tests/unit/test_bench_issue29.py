@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from _harness import Pair, Row, Samples
-from _noio import Replay, command_key, measure_noio
+from _noio import Replay, Scenario, command_key, measure_noio, measure_noio_all
 from bench_store import KNN50, SizeResult, knn_return_fields, same_knn
 from store_goals29 import DEFAULTS_SCOPED, DEFAULTS_UNSCOPED, goals29_table
 
@@ -136,6 +136,48 @@ def test_measure_noio_replays_each_recorded_call_repeat_times() -> None:
         assert len(out.samples) == len(out.stand_in) == 12 and out.trips == 2
         assert len(client.sent) == 4 * 3 * 2  # each call once for real, once recorded; no replay sent
         assert out.where == {"library": 1.0}
+
+    asyncio.run(scenario())
+
+
+def test_scenarios_are_timed_interleaved_with_the_reference_and_the_server_probed() -> None:
+    """Call i of every scenario in turn (order rotated), so a slow spell lands on every row alike."""
+
+    async def scenario() -> None:
+        client = Client()
+        order: list[str] = []
+        timing = False
+
+        def make(name: str) -> Any:
+            async def call(i: int) -> None:
+                if timing:
+                    order.append(name)
+                await one_call(client)
+
+            return call
+
+        cpu = iter([0.0, 0.0, 0.01, 0.5])  # idle at once; then 0.49 s of server CPU while timing
+
+        async def server_cpu() -> float:
+            nonlocal timing
+            value = next(cpu)
+            timing = value == 0.01  # the probe before timing
+            return value
+
+        results, cond = await measure_noio_all(
+            client,
+            [Scenario("a", 90.0, make("a")), Scenario("b", None, make("b"))],
+            range(3),
+            repeat=2,
+            categorize=lambda stats: {"library": 1.0},
+            server_cpu=server_cpu,
+        )
+        assert [len(m.samples) for m in results] == [6, 6] and not any(m.error for m in results)
+        timed = [x for x in order if x in "ab"]
+        assert timed[:4] == ["a", "b", "b", "a"]  # rotated every round
+        assert len(cond.reference) == 6 and cond.reference_us > 0
+        assert cond.server_busy is not None and cond.server_busy > 0 and cond.server_busy_before == 0.0
+        assert len(client.sent) == 2 * 3 * 2 * 3  # 3 commands a call, once for real, once recorded; none replayed
 
     asyncio.run(scenario())
 
