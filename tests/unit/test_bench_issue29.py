@@ -177,7 +177,8 @@ def test_scenarios_are_timed_interleaved_with_the_reference_and_the_server_probe
         assert timed[:4] == ["a", "b", "b", "a"]  # rotated every round
         assert len(cond.reference) == 6 and cond.reference_us > 0
         assert cond.server_busy is not None and cond.server_busy > 0 and cond.server_busy_before == 0.0
-        assert len(client.sent) == 2 * 3 * 2 * 3  # 3 commands a call, once for real, once recorded; none replayed
+        # 3 commands a call, each call once for real and once recorded; none replayed
+        assert len(client.sent) == 2 * 3 * 2 * 3
 
     asyncio.run(scenario())
 
