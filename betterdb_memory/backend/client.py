@@ -8,11 +8,12 @@ logic and the network. Every part of the store asks this object (through the
 * **Execution with retry and error translation** (``retry.call``): idempotent
   operations are retried on connection faults, everything else fails once with
   what is known in ``details``; backend exceptions become the library's error tree.
-* **Routing on a cluster.** valkey-search declares no key positions for FT.*, and valkey-py's async
-  ``ValkeyCluster`` refuses to send a keyless command without a target; with the coordinator any node
-  answers for the whole cluster, so searches go to the default node (``dialect.keyless_route``).
-  FT.INFO asks for the cluster's counts (``PRIMARY``) there. A cluster pipeline carries keyed commands
-  only, so a search is never queued in one (``pipeline(..., searches=...)`` sends them beside it).
+* **Routing on a cluster.** valkey-search declares no key positions for FT.*, and
+  valkey-py's async ``ValkeyCluster`` refuses to send a keyless command without a
+  target; with the coordinator any node answers for the whole cluster, so searches
+  go to the default node (``dialect.keyless_route``). FT.INFO asks for the cluster's
+  counts (``PRIMARY``) there. A cluster pipeline carries keyed commands only, so a
+  search is never queued in one (``pipeline(..., searches=...)`` sends them beside it).
 * **One registry of Lua scripts**, sent as plain ``EVALSHA`` (valkey-py's ``Script``
   objects send ``SCRIPT EXISTS`` first, a second round trip, and ``pipe.evalsha`` is
   blocked on a cluster pipeline); on ``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``, a new
@@ -49,7 +50,7 @@ from ..core.index_gen import redirect
 from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
 from .cluster_nodes import load_scripts_on, nodes_of, restore_startup_nodes
-from .commands import Attempts, ScriptCall, Step, unbuffered, wire
+from .commands import Attempts, ScriptCall, Step, wire
 from .dialect import keyless_route, probe
 from .index_nudge import ScriptWriteNudge
 from .locks import ScopedLock
@@ -238,10 +239,9 @@ class ValkeyBackend:
 
     async def command(self, operation: str, *args: Any, idempotent: bool = True) -> Any:
         """One keyed command (a write with ``wait`` set goes in a pipeline, beside its ``WAIT``)."""
-        sent = unbuffered(args)  # a write's vector as its own chunk (``commands.unbuffered``)
         if self.wait is not None and waits_for(operation, [args]):
             return (await self.pipeline(operation, [args], idempotent=idempotent))[0]
-        return await self._call(operation, lambda: self.client.execute_command(*sent), idempotent=idempotent)
+        return await self._call(operation, lambda: self.client.execute_command(*args), idempotent=idempotent)
 
     async def search(self, operation: str, args: Sequence[Any]) -> Any:
         """One FT.* command (routed to a node that answers for the whole cluster).
@@ -314,7 +314,7 @@ class ValkeyBackend:
                     attempts.count += 1
                 pipe = self.client.pipeline(transaction=False)
                 for step in commands:
-                    pipe.execute_command(*unbuffered(wire(step)))
+                    pipe.execute_command(*wire(step))
                 nodes = await self._queue_waits(pipe, commands, wait) if wait is not None else []
                 if not self.cluster:
                     for args in searches:

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-__all__ = ["Attempts", "Command", "Script", "ScriptCall", "Step", "score_pairs", "unbuffered", "wire"]
+__all__ = ["Attempts", "Command", "Script", "ScriptCall", "Step", "score_pairs", "wire"]
 
 #: One command: its name, then its arguments as sent (``str``, ``bytes``, ``int``, ``float``).
 Command: TypeAlias = tuple[Any, ...]
@@ -90,22 +90,6 @@ class Attempts:
 def wire(step: Step) -> Command:
     """The command ``step`` is on the wire (a script call becomes its ``EVALSHA``)."""
     return step.command() if isinstance(step, ScriptCall) else step
-
-
-# valkey-py packs a command by joining each argument onto one growing buffer, so a large
-# bytes value (a memory's 1.5 KB vector) is copied again with every argument after it
-# (14 of them in a plain memory's HSET): more than half of packing the write. Given as a
-# ``memoryview`` it goes out as a chunk of its own: the same bytes on the wire, at a third
-# of the packing time. Only the real client sees the views (the backend wraps what it sends).
-_UNBUFFERED = 256
-
-
-def unbuffered(command: Command) -> Command:
-    """``command`` with its bytes arguments longer than 256 bytes as ``memoryview`` s (itself if none)."""
-    for arg in command:
-        if type(arg) is bytes and len(arg) > _UNBUFFERED:
-            return tuple(memoryview(a) if type(a) is bytes and len(a) > _UNBUFFERED else a for a in command)
-    return command
 
 
 def score_pairs(flat: Sequence[Any]) -> list[tuple[Any, float]]:
