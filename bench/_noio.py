@@ -20,17 +20,17 @@ How:
    recall's word-count probe that a later call no longer sends is simply not asked
    for). A command the recording lacks is an error (the call's shape changed). The
    stores' background work (stats flushes, live config) still goes to the server.
-3. **Time.** Round after round, call ``i`` of every scenario is replayed in turn (the
-   order rotated each round; ``repeat`` rounds per recorded call), one call at a time,
-   with ``perf_counter`` around it (the event loop never waits: no reply is pending).
-   Interleaving matters: measured one scenario after the other, the first one ran while
-   the server was still busy from the populate and read 2x slower on the same code
-   (262 µs vs 136 µs for ``recall_by_vector`` in two runs of 2026-12-02). So, before
-   timing, the run waits until the server is idle (``INFO cpu``), reports how busy it
-   was while timing, and times a fixed piece of pure Python (``reference_work``) in the
-   same rounds: two runs compare by it. The stand-ins' own cost is measured alone (the
-   same recorded round trips sent through them, with no library call) and subtracted:
-   *library µs* = replayed call − stand-ins.
+3. **Time.** Each recorded call is replayed ``repeat`` times, one call at a time, with
+   ``perf_counter`` around it (the event loop never waits: no reply is pending), and each
+   is followed by a fixed piece of pure Python (``reference_work``) timed the same way.
+   Every row thus carries how fast the machine was while it was timed: on 2026-12-02 the
+   same code read 262 µs (RediSearch run) and 136 µs (valkey-search run) for
+   ``recall_by_vector``, and the stand-ins alone (no library code) 12.0 vs 4.5 µs: the
+   first row of the first run was timed during a slow spell, which nothing showed. Before
+   each row the run also waits until the server is idle (``INFO cpu``) and reports its CPU
+   use while timing. The stand-ins' own cost is measured alone (the same recorded round
+   trips sent through them, with no library call) and subtracted: *library µs* = replayed
+   call − stand-ins.
 4. **Where it went.** One more replay pass under ``cProfile``: self time by where it
    runs (the categories of ``profile_store.py``) and the functions with most self time,
    as shares scaled to the unprofiled per-call time (the profiler inflates Python code).
@@ -251,6 +251,12 @@ class NoIo:
     leaked: int = 0  # replayed round trips that went to the server (not in the recording)
     leaked_keys: list[str] = field(default_factory=list)  # the commands that did, most frequent first
     real_while_timing: int = 0  # round trips that reached the server while the samples were taken
+    reference: list[float] = field(default_factory=list)  # seconds per ``reference_work``, same rounds
+    server_busy: float | None = None  # the server's CPU while timing, in cores (None: not probed)
+
+    @property
+    def reference_us(self) -> float:
+        return statistics.median(self.reference) * 1e6 if self.reference else 0.0
 
     @property
     def p50_us(self) -> float:
@@ -275,9 +281,8 @@ class Conditions:
     """What the machine was like while the no-I/O samples were taken (how far to trust them)."""
 
     reference: list[float] = field(default_factory=list)  # seconds per run of ``reference_work``
-    idle_wait_s: float = 0.0  # how long the server took to go idle before timing
-    server_busy: float | None = None  # the server's CPU while timing, in cores (None: not probed)
-    server_busy_before: float | None = None  # ... when the idle wait began (after populating)
+    idle_wait_s: float = 0.0  # how long the waits for an idle server took, in all
+    server_busy_before: float | None = None  # the most the server used when an idle wait began (cores)
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before / after timing
 
     @property
@@ -328,10 +333,10 @@ async def wait_idle(server_cpu: ServerCpu, cond: Conditions, *, limit: float = 6
     takes a core from the Python being measured."""
     t0 = time.perf_counter()
     busy = await _busy(server_cpu, 0.5)
-    cond.server_busy_before = busy
+    cond.server_busy_before = max(busy, cond.server_busy_before or 0.0)
     while busy > 0.05 and time.perf_counter() - t0 < limit:
         busy = await _busy(server_cpu, 0.5)
-    cond.idle_wait_s = time.perf_counter() - t0
+    cond.idle_wait_s += time.perf_counter() - t0
 
 
 @dataclass(slots=True)
@@ -352,21 +357,22 @@ async def measure_noio_all(
     categorize: Categorize,
     server_cpu: ServerCpu | None = None,
 ) -> tuple[list[NoIo], Conditions]:
-    """Record each scenario's ``call(i)`` for ``indices`` (real I/O), then replay them all interleaved.
+    """Each scenario in turn: record ``call(i)`` for ``indices`` (real I/O), then replay it with none.
 
-    Interleaved: round after round, call ``i`` of every scenario in turn (the order rotated
-    each round), with ``reference_work`` timed in the same round. Load that comes and goes
-    (another process, the server still busy after the populate) then lands on every row
-    alike and shows in the reference, instead of inflating whichever scenario ran then.
-    ``server_cpu``: read the server's CPU time, to wait for it to be idle before timing and
-    to report how busy it was while timing (None: not probed).
+    Each replayed call is followed by one run of ``reference_work`` (a fixed piece of pure
+    Python), so every row carries how fast the machine was while it was timed: a row timed
+    during a slow spell (the server still busy after the populate, another process) shows
+    it in its reference instead of passing for slower library code. Scenarios are not
+    interleaved with each other: a store's state moved by one (lagging accesses, expired
+    word counts) would send another's replay to the server.
+    ``server_cpu``: read the server's CPU time, to wait for it to be idle before each row
+    and to report how busy it was while timing (None: not probed).
     """
-    out = {sc.name: NoIo(sc.name, sc.goal_us, calls=len(indices)) for sc in scenarios}
-    replays = {sc.name: Replay(client) for sc in scenarios}
+    out = [NoIo(sc.name, sc.goal_us, calls=len(indices)) for sc in scenarios]
     cond = Conditions()
-    live: list[Scenario] = []
-    for sc in scenarios:
-        replay = replays[sc.name]
+    cond.load = (os.getloadavg()[0], 0.0)
+    for sc, m in zip(scenarios, out, strict=True):
+        replay = Replay(client)
         try:
             for i in (
                 indices
@@ -374,31 +380,17 @@ async def measure_noio_all(
                 await sc.call(i)
             for i in indices:
                 await replay.record(sc.call, i)
-            out[sc.name].trips = len(replay.trips[indices[0]])
+            m.trips = len(replay.trips[indices[0]])
+            gc.collect()  # the populate's and the recordings' garbage: not collected while timing
+            if server_cpu is not None:
+                await wait_idle(server_cpu, cond)
+                cpu0, t0 = await server_cpu(), time.perf_counter()
             with replay.replaying():
                 for i in indices[: min(20, len(indices))]:  # warm-up: caches, code paths
                     replay.begin(i)
                     await sc.call(i)
-        except Exception as exc:
-            if not _unknown(exc, out[sc.name]):
-                raise
-            continue
-        live.append(sc)
-    gc.collect()  # the populate's and the recordings' garbage: not collected while timing
-    if server_cpu is not None:
-        await wait_idle(server_cpu, cond)
-        cpu0 = await server_cpu()
-    cond.load = (os.getloadavg()[0], 0.0)
-    t0 = time.perf_counter()
-    for r in range(repeat):
-        for n, i in enumerate(indices):
-            shift = (r * len(indices) + n) % max(1, len(live))
-            for sc in [*live[shift:], *live[:shift]]:
-                if out[sc.name].error:
-                    continue
-                replay, m = replays[sc.name], out[sc.name]
-                try:
-                    with replay.replaying():
+                for _ in range(repeat):
+                    for i in indices:
                         replay.begin(i)
                         t = time.perf_counter()
                         await sc.call(i)
@@ -406,27 +398,15 @@ async def measure_noio_all(
                         t = time.perf_counter()
                         await replay.stand_ins(i)
                         m.stand_in.append(time.perf_counter() - t)
-                        if client.execute_command is not replay.stand_in:  # replaced during the call: I/O
-                            raise UnknownCommand(
-                                "the client's execute_command was replaced during the replay"
-                            )
-                except Exception as exc:
-                    if not _unknown(exc, m):
-                        raise
-            t = time.perf_counter()
-            reference_work()
-            cond.reference.append(time.perf_counter() - t)
-    if server_cpu is not None:
-        cond.server_busy = (await server_cpu() - cpu0) / (time.perf_counter() - t0)
-    cond.load = (cond.load[0], os.getloadavg()[0])
-    for sc in live:
-        m, replay = out[sc.name], replays[sc.name]
-        if m.error:
-            continue
-        m.real_while_timing = replay.leaked + replay.background
-        prof = cProfile.Profile()
-        try:
-            with replay.replaying():
+                        t = time.perf_counter()
+                        reference_work()
+                        m.reference.append(time.perf_counter() - t)
+                if client.execute_command is not replay.stand_in:  # something replaced the stand-ins: I/O
+                    raise UnknownCommand("the client's execute_command was replaced during the replay")
+                m.real_while_timing = replay.leaked + replay.background
+                if server_cpu is not None:
+                    m.server_busy = (await server_cpu() - cpu0) / (time.perf_counter() - t0)
+                prof = cProfile.Profile()
                 for i in indices:
                     replay.begin(i)
                     prof.enable()
@@ -439,7 +419,9 @@ async def measure_noio_all(
         m.leaked = replay.leaked
         m.leaked_keys = [" ".join(k)[:80] for k, _ in replay.leaked_keys.most_common(3)]
         _profile(m, pstats.Stats(prof), categorize)
-    return [out[sc.name] for sc in scenarios], cond
+        cond.reference += m.reference
+    cond.load = (cond.load[0], os.getloadavg()[0])
+    return out, cond
 
 
 def _unknown(exc: BaseException, m: NoIo) -> bool:
@@ -506,39 +488,38 @@ def render_noio(results: Sequence[NoIo], cond: Conditions | None = None) -> list
         "`pipeline`: no socket, no valkey-py (no packing, no reply parsing), no waiting. What is timed is "
         "the library's own Python: argument checks, query and record building, the backend layers, reply "
         "parsing, item building, ranking, metrics and spans. *library µs* = the replayed call's p50 minus "
-        "the stand-ins' own p50 (the same round trips through them, no library call). The rows are timed "
-        "interleaved (call i of every row in turn), so load that comes and goes lands on all of them. "
+        "the stand-ins' own p50 (the same round trips through them, no library call). "
         "Goals: at most 90 µs per recall of 10 hits (`recall_by_vector`, k=10, the API's cheapest recall: "
         "one KNN) and 35 µs per single `remember`.",
         "",
     ]
     if cond is not None:
-        busy = "not probed" if cond.server_busy is None else f"{cond.server_busy:.0%} of a core"
         before = (
             ""
             if cond.server_busy_before is None
-            else f" (it was at {cond.server_busy_before:.0%} of a core when the wait began; "
-            f"waited {cond.idle_wait_s:.1f} s for it to go under 5%)"
+            else f"; before each row the run waited for the server to go under 5% of a core ({cond.idle_wait_s:.1f} s "
+            f"in all; the most it was using when a wait began: {cond.server_busy_before:.0%} of a core)"
         )
         out += [
-            f"Conditions while timing: a fixed pure-Python reference (`_noio.reference_work`, ten reply rows "
-            f"to ten frozen items) took **{cond.reference_us:.1f} µs** p50 in the same rounds (compare runs "
-            f"by it: a slower machine is slower by as much); the server used {busy}{before}; load average "
-            f"(1 min) {cond.load[0]:.2f} before, {cond.load[1]:.2f} after.",
+            "*reference µs*: a fixed piece of pure Python (`_noio.reference_work`, ten reply rows to ten frozen "
+            "items) timed after each replayed call of the row: a row timed on a slower machine (load, the server "
+            f"busy on a shared core) shows it there; compare rows and runs by it{before}. Load average (1 min) "
+            f"{cond.load[0]:.2f} before, {cond.load[1]:.2f} after.",
             "",
         ]
     out += [
-        "| call | library µs p50 (no I/O) | goal | met | replayed call p50 / mean µs | stand-ins µs | round trips | samples |",
-        "|---|---|---|---|---|---|---|---|",
+        "| call | library µs p50 (no I/O) | goal | met | replayed call p50 / mean µs | stand-ins µs | reference µs | server CPU | round trips | samples |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for m in results:
         if m.error:
-            out.append(f"| {m.name} | could not replay: {m.error} | - | - | - | - | - | - |")
+            out.append(f"| {m.name} | could not replay: {m.error} | - | - | - | - | - | - | - | - |")
             continue
         goal = f"≤ {m.goal_us:g}" if m.goal_us is not None else "(reference)"
+        busy = "-" if m.server_busy is None else f"{m.server_busy:.0%}"
         out.append(
             f"| {m.name} | **{m.library_us:.0f}** | {goal} | {_verdict(m)} | {m.p50_us:.0f} / {m.mean_us:.0f} "
-            f"| {m.stand_in_us:.1f} | {m.trips} | {len(m.samples):,} ({m.calls} calls recorded) |"
+            f"| {m.stand_in_us:.1f} | {m.reference_us:.1f} | {busy} | {m.trips} | {len(m.samples):,} ({m.calls} calls recorded) |"
         )
     leaks = [
         f"{m.name}: {m.leaked:,} ({', '.join(f'`{k}`' for k in m.leaked_keys)}), "

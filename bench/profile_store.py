@@ -743,7 +743,7 @@ NOIO = (
 
 
 async def noio_pass(ctx: Ctx, calls: int, repeat: int) -> tuple[list[NoIo], Conditions]:
-    """Issue 29's Python budgets: each scenario's calls recorded, then replayed interleaved with no I/O (``_noio``).
+    """Issue 29's Python budgets: each scenario's calls recorded, then replayed with no I/O (``_noio``).
 
     Its own scenario objects (fresh memories and queries), so the passes after it see new data.
     """
