@@ -404,9 +404,10 @@ async def measure_noio_all(
                 if client.execute_command is not replay.stand_in:  # something replaced the stand-ins: I/O
                     raise UnknownCommand("the client's execute_command was replaced during the replay")
                 m.real_while_timing = replay.leaked + replay.background
-                if server_cpu is not None:
-                    m.server_busy = (await server_cpu() - cpu0) / (time.perf_counter() - t0)
-                prof = cProfile.Profile()
+            if server_cpu is not None:  # outside the replay: this INFO goes to the server
+                m.server_busy = (await server_cpu() - cpu0) / (time.perf_counter() - t0)
+            prof = cProfile.Profile()
+            with replay.replaying():
                 for i in indices:
                     replay.begin(i)
                     prof.enable()
