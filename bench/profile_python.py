@@ -248,8 +248,12 @@ async def main(argv: list[str]) -> None:
             for _ in range(50):
                 await stores[p][label]()
         for i in range(args.calls):
-            shift = i % len(runs)
-            for label, p in [*runs[shift:], *runs[:shift]]:
+            # Labels rotated, and the two packages' calls of a label in turn, their order flipped every
+            # round: each package follows the other's same call as often as it precedes it (the one run
+            # second finds the shared code - numpy, valkey-py, prometheus - warm in the CPU's caches).
+            shift = i % len(labels)
+            order = pkgs if i % 2 == 0 else pkgs[::-1]
+            for label, p in [(lb, q) for lb in [*labels[shift:], *labels[:shift]] for q in order]:
                 lib, stand = await stores[p][label]()
                 call_s[(label, p)].append(lib)
                 stand_s[(label, p)].append(stand)
