@@ -384,17 +384,22 @@ def name_mates(names: Sequence[str | None]) -> list[list[int]]:
     for i, name in enumerate(names):
         if name:
             at.setdefault(name, []).append(i)
-    linked: dict[str, set[str]] = {name: set() for name in at}
+    linked: dict[str, set[str]] = {}  # only names with parts (most are one word, or unique)
     for name in at:
+        if " " not in name:
+            continue
         words = name.split(" ")
         for t in range(1, len(words)):
             for part in (" ".join(words[:t]), " ".join(words[t:])):
                 if part in at:
-                    linked[name].add(part)
-                    linked[part].add(name)
+                    linked.setdefault(name, set()).add(part)
+                    linked.setdefault(part, set()).add(name)
     out: list[list[int]] = [[] for _ in names]
     for name, own in at.items():
-        group = sorted([*own, *(j for other in linked[name] for j in at[other])])
+        others = linked.get(name)
+        if len(own) == 1 and not others:
+            continue
+        group = sorted([*own, *(j for other in others or () for j in at[other])])
         for i in own:
             out[i] = [j for j in group if j != i]
     return out
