@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..core.codec import to_float
-from ..core.frequencies import DocumentFrequencies, TextPlan, word_count_args
+from ..core.frequencies import PER_WORD_MAX_WORDS, DocumentFrequencies, TextPlan, word_count_args
 from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
 from ..core.query import VECTOR_FIELD, MemoryFilter, filter_search_args
 from ..core.ranking import HybridRanker, Reranker, query_words
@@ -82,6 +82,8 @@ class TextCandidates:
         self._rt = rt
         self._docs = docs
         self._frequencies = DocumentFrequencies()
+        # At most this many words searched on an engine that answers one query per word (None: no cap).
+        self.max_words: int | None = PER_WORD_MAX_WORDS
         self._warned: set[str] = set()  # the degraded reasons logged at warning already
 
     def available(self) -> bool:
@@ -110,7 +112,10 @@ class TextCandidates:
             return None
         caps = self._rt.index.capabilities
         assert caps is not None
-        plan = self._frequencies.plan(words, time.monotonic(), pool=pool)
+        per_word = caps.engine != "redisearch"
+        plan = self._frequencies.plan(
+            words, time.monotonic(), pool=pool, max_words=self.max_words if per_word else None
+        )
         index = self._rt.index.name
         layout = self._rt.index.layout
         searches: list[list[str]] = []
@@ -124,7 +129,7 @@ class TextCandidates:
                 plan.words,
                 flt,
                 layout=layout,
-                per_word=caps.engine != "redisearch",
+                per_word=per_word,
                 return_fields=want,
                 limit=self._rt.settings.text_candidates,
                 timeout_ms=self._rt.settings.text_timeout_ms,
