@@ -18,6 +18,14 @@ rarer words, the ones that do, fit under the budget. The budget is set where it
 changes no retrieval-quality result (the measurements: the benchmark pages, "Figures
 behind the design").
 
+An engine that answers one query per word (valkey-search 1.2: no scored multi-word OR)
+pays per word searched, and its answer for a word is an unranked sample of at most 50 of
+the word's memories: for a common word, rarely the one that answers. There a question
+sends at most ``PER_WORD_MAX_WORDS`` words, the rarest (``rarest``). LoCoMo's questions hold
+5.4 content words on average; the cap's trade of quality for latency is measured in
+``bench/bench_text_words.py`` (the benchmark pages). RediSearch scores all the words in one
+query and keeps them all.
+
 The counts come from ``FT.SEARCH <index> @content:<word> LIMIT 0 0`` probes sent in
 the same round trip as the recall that first meets a word (that recall searches for
 every word), and from one count of the whole index. They are kept ``ttl`` seconds:
@@ -53,7 +61,7 @@ COMMON_SHARE = 0.5
 #: The words searched for hold at most this many memories between them (rarest first).
 POSTINGS_BUDGET = 5000
 #: On an engine that answers one query per word (valkey-search), at most this many words are searched.
-PER_WORD_MAX_WORDS: int | None = None
+PER_WORD_MAX_WORDS = 3
 #: Where ``rarest`` ranks a word not counted yet: as if it held as many memories as one text query returns.
 UNCOUNTED_RANK = TEXT_CANDIDATES
 #: Seconds a learned count (of a word, or of the whole index) is trusted.

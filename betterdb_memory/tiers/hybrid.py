@@ -10,7 +10,11 @@ re-ranked together (``core.ranking``).
 
 Per engine (``core.text_query.text_search_args``): RediSearch answers one BM25-scored query
 for all the words; valkey-search >= 1.2 one query per word, whose union is ranked here
-by the same lexical score the re-ranker uses, keeping the best ``text_candidates``;
+by the same lexical score the re-ranker uses, keeping the best ``text_candidates``. There a
+question sends at most ``max_words`` (``core.frequencies.PER_WORD_MAX_WORDS``) queries, for
+its rarest words (``core.frequencies.rarest``): each query costs a round of the engine's
+work and a reply to parse, and a common word's query returns an unranked sample of its
+matches that rarely holds the answer (the measurements: ``bench/bench_text_words.py``);
 engines without TEXT fields (valkey-search 1.0), or an index whose ``content`` is not
 one, keep the KNN-only path. A text-only candidate's cosine distance is computed here
 from its stored vector, so every candidate is scored on the same scale.
