@@ -50,7 +50,7 @@ import quality  # noqa: E402  (the LoCoMo loader, cache and stores of bench/qual
 from betterdb_memory import MemoryStore, Scope  # noqa: E402
 from betterdb_memory.core.codec import encode_vector  # noqa: E402
 from betterdb_memory.core.frequencies import word_count_args  # noqa: E402
-from betterdb_memory.core.query import MemoryFilter, knn_search_args  # noqa: E402
+from betterdb_memory.core.query import MemoryFilter, filter_search_args, knn_search_args  # noqa: E402
 from betterdb_memory.core.ranking import query_words  # noqa: E402
 from betterdb_memory.core.replies import parse_search_reply  # noqa: E402
 from betterdb_memory.core.time_recall import time_plan  # noqa: E402
@@ -88,10 +88,8 @@ async def anatomy(client: Any, store: MemoryStore, questions: Sequence[Any], sam
     index = store.keys.index
     # Count every word of every question once (what the probes learn), then plan as a warm store does.
     words_all = sorted({w for q in questions for w in query_words(q.text)})
-    total = parse_search_reply(
-        await client.execute_command("FT.SEARCH", index, "*", "LIMIT", "0", "0", "DIALECT", "2"),
-        nocontent=True,
-    ).total
+    everything = filter_search_args(index, MemoryFilter(), layout=store.layout, limit=0)
+    total = parse_search_reply(await client.execute_command(*everything), nocontent=True).total
     counts: dict[str, int] = {}
     for w in words_all:
         counts[w] = parse_search_reply(
@@ -101,7 +99,9 @@ async def anatomy(client: Any, store: MemoryStore, questions: Sequence[Any], sam
     text._frequencies.learn(counts, total, now)
     picked = questions[:: max(1, len(questions) // sample)][:sample]
     fields = [*_ranking_fields(), "vector"]
-    raw_words, kept_words = [], []
+    raw_words, kept_words, capped_words = [], [], []
+    cap = text.max_words
+    capped: dict[str, list[float]] = {"scoped": [], "unscoped": []}
     per_word: dict[str, list[float]] = {"rtt": [], "count_rtt": [], "hits": [], "parse": [], "bytes": []}
     by_count: list[tuple[int, float]] = []
     ping = []
@@ -111,11 +111,16 @@ async def anatomy(client: Any, store: MemoryStore, questions: Sequence[Any], sam
         raw_words.append(len(words))
         for scoped in (True, False):
             flt = MemoryFilter(scope=Scope(thread_id=q.conv)) if scoped else MemoryFilter()
+            text.max_words = None  # every word the frequency cut keeps (the plan before the cap)
             request = text.request(q.text, flt, fields, pool=POOL)
+            text.max_words = cap
+            chosen = text.request(q.text, flt, fields, pool=POOL)
             searches = request.searches[: request.queries] if request else []
+            picks = set(chosen.plan.words) if chosen else set()
             if scoped:
                 kept_words.append(len(searches))
-            t_all = 0.0
+                capped_words.append(len(picks))
+            t_all = t_capped = 0.0
             for args in searches:
                 secs, reply = await rtt(client, args)
                 t_all += secs
@@ -135,10 +140,12 @@ async def anatomy(client: Any, store: MemoryStore, questions: Sequence[Any], sam
                 )
                 word = args[2].split(":", 1)[1].split(" ", 1)[0].rstrip(")").replace("\\", "")
                 by_count.append((counts.get(word, -1), secs * 1e3))
+                t_capped += secs if word in picks else 0.0
             whole["scoped" if scoped else "unscoped"].append(t_all * 1e3)
+            capped["scoped" if scoped else "unscoped"].append(t_capped * 1e3)
         ping.append((await rtt(client, ["PING"]))[0] * 1e3)
     lines = [
-        "## Anatomy: the per-word text queries (shipped plan, counts warm)",
+        f"## Anatomy: the per-word text queries (counts warm; words cap {cap})",
         "",
         f"{len(picked)} of the plain questions, each asked scoped (its conversation) and unscoped; index of "
         f"{total:,} memories. Times are round trips from this client, one query in flight (the recall "
@@ -158,7 +165,8 @@ async def anatomy(client: Any, store: MemoryStore, questions: Sequence[Any], sam
 
     lines += [
         row("words per question (query_words)", raw_words, "{:.1f}"),
-        row("words searched after the frequency cut", kept_words, "{:.1f}"),
+        row("words searched after the frequency cut (no cap)", kept_words, "{:.1f}"),
+        row(f"words searched with the cap of {cap} (the rarest)", capped_words, "{:.1f}"),
         row("one word query: round trip, ms", per_word["rtt"]),
         row("the same query, LIMIT 0 0 (matching only), ms", per_word["count_rtt"]),
         row("hits per word query", per_word["hits"], "{:.0f}"),
@@ -166,6 +174,8 @@ async def anatomy(client: Any, store: MemoryStore, questions: Sequence[Any], sam
         row("client parse of one reply (parse_search_reply), ms", per_word["parse"]),
         row("all word queries of a question, scoped, sum of round trips, ms", whole["scoped"]),
         row("all word queries of a question, unscoped, sum of round trips, ms", whole["unscoped"]),
+        row(f"the same, scoped, the {cap} rarest only, ms", capped["scoped"]),
+        row(f"the same, unscoped, the {cap} rarest only, ms", capped["unscoped"]),
         row("PING round trip, ms", ping),
     ]
     buckets = [(0, 0), (1, 50), (51, 200), (201, 1000), (1001, 10**9)]
