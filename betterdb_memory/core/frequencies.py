@@ -62,8 +62,9 @@ COMMON_SHARE = 0.5
 POSTINGS_BUDGET = 5000
 #: On an engine that answers one query per word (valkey-search), at most this many words are searched.
 #: LoCoMo, held out, on valkey-search 1.2.1: hit@5 0.755 with no cap, 0.751 / 0.750 / 0.743 / 0.732
-#: with 5 / 4 / 3 / 2 (``bench/bench_text_words.py``); 4 keeps quality and drops the commonest words.
-PER_WORD_MAX_WORDS = 4
+#: with 5 / 4 / 3 / 2 (``bench/bench_text_words.py``). 3: the default recall's time on LoCoMo fell
+#: to about 0.65x of every word's, 4 only to about 0.75x, and issue 29's latency budget comes first.
+PER_WORD_MAX_WORDS = 3
 #: Where ``rarest`` ranks a word not counted yet: as if it held as many memories as one text query returns.
 UNCOUNTED_RANK = TEXT_CANDIDATES
 #: Seconds a learned count (of a word, or of the whole index) is trusted.
