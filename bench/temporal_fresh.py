@@ -25,7 +25,7 @@ from typing import Any
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 import temporal_api  # noqa: E402
-from temporal_data import knowledge_updates, knowledge_updates_fresh  # noqa: E402
+from temporal_data import knowledge_updates, knowledge_updates_fresh, knowledge_updates_fresh2  # noqa: E402
 from temporal_eval import embed, held_out, pct  # noqa: E402
 
 
@@ -73,14 +73,18 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "temporal-cache")
     ap.add_argument("--url", default=None)
     ap.add_argument("--misses", type=Path, default=None, help="write the missed questions here (JSON)")
+    ap.add_argument("--only", default=None, help="run only the sets whose label contains this")
     args = ap.parse_args()
     sets = {
         "designed-on set, odd people (held out)": (knowledge_updates.build(), held_out),
         "fresh wording family (all held out)": (knowledge_updates_fresh.build(), lambda e: True),
+        "second fresh family (clean, all held out)": (knowledge_updates_fresh2.build(), lambda e: True),
     }
     dumped: dict[str, Any] = {}
     t0 = time.process_time()
     for label, (ds, which) in sets.items():
+        if args.only is not None and args.only not in label:
+            continue
         vecs = embed([s.text for s in ds.statements], args.cache)
         qvecs = embed([c.question for c in ds.chains], args.cache)
         r = asyncio.run(temporal_api.part_a(args.url, ds, vecs, qvecs, which))
