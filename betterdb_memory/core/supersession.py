@@ -65,6 +65,7 @@ import numpy.typing as npt
 
 from .names import leading_name, names_of, same_name
 from .slot_kinds import EXCLUSIVE_KINDS, MANY_KINDS, Prototypes, normalised, products, prototype_texts
+from .slot_model import SlotModel
 
 __all__ = [
     "EXCLUSIVE_KINDS",
@@ -74,6 +75,8 @@ __all__ = [
     "SupersessionRule",
     "effective_scores",
     "focus_scores",
+    "kind_pairs",
+    "learned_pairs",
     "near_pairs",
     "present_order",
     "prototype_texts",
@@ -203,6 +206,33 @@ def same_kind_pairs(
     return out
 
 
+def learned_pairs(
+    candidates: Sequence[Candidate], pairs: Sequence[tuple[int, int]], model: SlotModel
+) -> list[tuple[int, int]]:
+    """The ``pairs`` that pass rule 3 by the learned classifier (``core.slot_model``).
+
+    Reads the pair members' vectors only: ``O(pair members^2 x d)``.
+    """
+    if not pairs:
+        return []
+    rows = sorted({x for pair in pairs for x in pair})
+    at = {x: r for r, x in enumerate(rows)}
+    same = model.same_slot(normalised(np.stack([candidates[x].vector for x in rows]).astype(np.float32)))
+    return [(o, n) for o, n in pairs if same[at[o], at[n]]]
+
+
+def kind_pairs(
+    candidates: Sequence[Candidate],
+    pairs: Sequence[tuple[int, int]],
+    kinds: Prototypes | SlotModel,
+    rule: SupersessionRule = SupersessionRule(),
+) -> list[tuple[int, int]]:
+    """Rule 3 by whichever judge the store has: the learned model, else the prototypes."""
+    if isinstance(kinds, SlotModel):
+        return learned_pairs(candidates, pairs, kinds)
+    return same_kind_pairs(candidates, pairs, kinds, rule)
+
+
 def _nearest_of_entity(
     candidates: Sequence[Candidate], rows: Sequence[int], vecs: FloatArray
 ) -> dict[int, int]:
@@ -220,15 +250,17 @@ def _nearest_of_entity(
 
 
 def superseded_pairs(
-    candidates: Sequence[Candidate], prototypes: Prototypes, rule: SupersessionRule = SupersessionRule()
+    candidates: Sequence[Candidate],
+    prototypes: Prototypes | SlotModel,
+    rule: SupersessionRule = SupersessionRule(),
 ) -> list[tuple[int, int]]:
     """``(older, newer)`` index pairs of ``candidates`` that state the same exclusive slot."""
-    return same_kind_pairs(candidates, near_pairs(candidates, rule), prototypes, rule)
+    return kind_pairs(candidates, near_pairs(candidates, rule), prototypes, rule)
 
 
 def present_order(
     candidates: Sequence[Candidate],
-    prototypes: Prototypes,
+    prototypes: Prototypes | SlotModel,
     rule: SupersessionRule = SupersessionRule(),
     question: str | None = None,
 ) -> list[int]:
