@@ -101,6 +101,7 @@ def main() -> int:
         help="rule 3 by what the store picks (the learned model for MiniLM), the prototypes, or both in turn",
     )
     ap.add_argument("--train", action="store_true", help="also the designed-on set's training half")
+    ap.add_argument("--quick", action="store_true", help="the rule's row and false supersession only")
     args = ap.parse_args()
     sets = {
         "designed-on set, odd people (held out)": (knowledge_updates.build(), held_out),
@@ -123,7 +124,7 @@ def main() -> int:
         qvecs = embed([c.question for c in ds.chains], args.cache)
         for tag, judge in judges[args.judge]:
             with judge():
-                r = asyncio.run(temporal_api.part_a(args.url, ds, vecs, qvecs, which))
+                r = asyncio.run(temporal_api.part_a(args.url, ds, vecs, qvecs, which, quick=args.quick))
             print(
                 f"{label}{tag}: current first {pct(*r['rule'])} (without focus {pct(*r['nofocus'])}, "
                 f"rule off {pct(*r['plain'])}); false supersession {pct(*r['false'])}",

@@ -11,7 +11,9 @@ Model: logistic regression on ``[u*v, u*u + v*v, u + v]`` (symmetric in the pair
 ``core.slot_model``), L2-penalised, Newton's method from zero (deterministic). The
 threshold is chosen on people held out of the fit (a person-level split of both
 sources) as the lowest probability whose false positives among many-valued same-kind
-pairs stay at most ``--max-fs``; then the model is refitted on everyone.
+pairs stay at most ``--max-fs`` (and, with ``--max-other``, among pairs of two kinds);
+then the model is refitted on everyone. The store uses it as a veto of the prototypes'
+pairs (``core.supersession.kind_pairs``): a low threshold, for what it is sure of.
 
     PYTHONPATH=. .venv/bin/python bench/train_slot_model.py [--write]
 """
@@ -74,17 +76,17 @@ def examples(cache: Path) -> tuple[Arr, Arr, Arr, Arr, Arr]:
 
 def fit(x: Arr, y: Arr, l2: float) -> Arr:
     """Weights (last one the bias) by Newton's method on the L2-penalised logistic loss."""
-    xb = np.hstack([x, np.ones((len(x), 1))])
+    xb = np.hstack([x, np.ones((len(x), 1))]).astype(np.float32)
     w = np.zeros(xb.shape[1])
     pen = np.full(xb.shape[1], l2)
     pen[-1] = 0.0
-    for _ in range(30):
+    for _ in range(12):
         p = 1.0 / (1.0 + np.exp(-(xb @ w)))
         grad = xb.T @ (p - y) + pen * w
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + np.diag(pen)
-        step = np.linalg.solve(hess, grad)
+        hess = (xb * (p * (1 - p))[:, None].astype(np.float32)).T @ xb + np.diag(pen)
+        step = np.linalg.solve(hess.astype(np.float64), grad)
         w -= step
-        if np.abs(step).max() < 1e-6:
+        if np.abs(step).max() < 1e-4:
             break
     return w
 
@@ -99,20 +101,27 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "temporal-cache")
     ap.add_argument("--l2", type=float, default=1.0)
     ap.add_argument("--max-fs", type=float, default=0.01)
+    ap.add_argument(
+        "--max-other", type=float, default=1.0, help="false positives on two different kinds (1: no limit)"
+    )
+    ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--threshold-only", action="store_true", help="rewrite THRESHOLD only (weights kept)")
     args = ap.parse_args()
     x, y, person, many, src = examples(args.cache)
     print(f"{len(y)} pairs, {int(y.sum())} positive, {int(many.sum())} same many-valued kind")
-    folds = 4
+    folds = args.folds
     fold = person % folds
     prob = np.zeros(len(y))
     for f in range(folds):
         w = fit(x[fold != f], y[fold != f], args.l2)
         prob[fold == f] = predict(x[fold == f], w)
+        print(f"fold {f} done", flush=True)
     neg_many = many > 0
     threshold = 0.5
-    for t in np.arange(0.05, 0.951, 0.01):
-        if (prob[neg_many] >= t).mean() <= args.max_fs:
+    neg_other = (y == 0) & ~neg_many
+    for t in np.arange(0.05, 0.991, 0.01):
+        if (prob[neg_many] >= t).mean() <= args.max_fs and (prob[neg_other] >= t).mean() <= args.max_other:
             threshold = float(round(t, 2))
             break
     fired = prob >= threshold
@@ -124,6 +133,10 @@ def main() -> int:
             f"false on other kinds {fired[oneg].mean():.3f} ({int(oneg.sum())})"
         )
     print(f"threshold {threshold}")
+    if args.threshold_only:
+        text = TARGET.read_text()
+        TARGET.write_text(re.sub(r"\nTHRESHOLD = .*\n", f"\nTHRESHOLD = {threshold}\n", text))
+        return 0
     w = fit(x, y, args.l2)
     if args.write:
         blob = base64.b64encode(w.astype("<f4").tobytes()).decode()
@@ -134,7 +147,7 @@ def main() -> int:
             f"THRESHOLD = {threshold}\n"
             f'FITTED = "logistic, L2 {args.l2}, {len(y)} pairs ({int(y.sum())} positive) of '
             f"slot_training + knowledge_updates even people; threshold: false positives on same "
-            f'many-valued kind <= {args.max_fs} on people held out (4 folds)"\n'
+            f'many-valued kind <= {args.max_fs} on people held out ({folds} folds); used as a veto of the prototype pairs"\n'
             f"# -- end fitted\n"
         )
         text = TARGET.read_text()

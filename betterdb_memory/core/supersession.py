@@ -21,12 +21,16 @@ o.valid_from``) when all three hold:
    ("... Nothing Phone 2", "... partner is Dario") share a name; their subjects differ.
 2. **Close statements (mutual similarity).** The cosine of their stored vectors is at
    least ``min_similarity``.
-3. **The same exclusive kind of attribute.** Each statement is compared with short
-   prototype sentences of known kinds of attribute (``core.slot_kinds``: exclusive home,
-   employer, job, partner, bank, ...; many-valued likes, languages, sports, ...),
-   embedded once with the store's own embedder; the best kind of each must be
-   exclusive and among the other's two best, or the two must be each other's nearest
-   statement of their entity with an exclusive kind clearly ahead (``same_kind_pairs``).
+3. **The same exclusive kind of attribute.** With the shipped MiniLM embedder, a learned
+   classifier on the two statements' vectors (``core.slot_model``, ``learned_pairs``):
+   a logistic model fitted on thousands of labelled pairs of many kinds and wordings,
+   one value at a time (home, employer, bank, ...) against many (likes, languages,
+   ...) and against two different kinds of one person. With any other embedder (the
+   weights live in MiniLM's space): each statement is compared with short prototype
+   sentences of known kinds (``core.slot_kinds``), embedded once with the store's own
+   embedder; the best kind of each must be exclusive and among the other's two best,
+   or the two must be each other's nearest statement of their entity with an
+   exclusive kind clearly ahead (``same_kind_pairs``). ``kind_pairs`` picks the judge.
 
 Why rule 3: with MiniLM, "Ada likes tea" / "Ada likes coffee" are as similar as "Ada
 lives in Lisbon" / "Ada lives in Berlin" (medians 0.70 and 0.68), and two attributes of
@@ -224,13 +228,18 @@ def learned_pairs(
 def kind_pairs(
     candidates: Sequence[Candidate],
     pairs: Sequence[tuple[int, int]],
-    kinds: Prototypes | SlotModel,
+    prototypes: Prototypes,
+    model: SlotModel | None = None,
     rule: SupersessionRule = SupersessionRule(),
 ) -> list[tuple[int, int]]:
-    """Rule 3 by whichever judge the store has: the learned model, else the prototypes."""
-    if isinstance(kinds, SlotModel):
-        return learned_pairs(candidates, pairs, kinds)
-    return same_kind_pairs(candidates, pairs, kinds, rule)
+    """Rule 3: the prototypes' pairs (``same_kind_pairs``) that the learned ``model`` does not veto.
+
+    The model's threshold is low (fitted so that it keeps 94% of true updates and drops
+    99% of both-current pairs on held-out training people), so it vetoes what it is
+    sure is not one exclusive slot: many-valued pairs the prototypes mistake for one.
+    """
+    kept = same_kind_pairs(candidates, pairs, prototypes, rule)
+    return kept if model is None else learned_pairs(candidates, kept, model)
 
 
 def _nearest_of_entity(
@@ -251,16 +260,17 @@ def _nearest_of_entity(
 
 def superseded_pairs(
     candidates: Sequence[Candidate],
-    prototypes: Prototypes | SlotModel,
+    prototypes: Prototypes,
     rule: SupersessionRule = SupersessionRule(),
+    model: SlotModel | None = None,
 ) -> list[tuple[int, int]]:
     """``(older, newer)`` index pairs of ``candidates`` that state the same exclusive slot."""
-    return kind_pairs(candidates, near_pairs(candidates, rule), prototypes, rule)
+    return kind_pairs(candidates, near_pairs(candidates, rule), prototypes, model, rule)
 
 
 def present_order(
     candidates: Sequence[Candidate],
-    prototypes: Prototypes | SlotModel,
+    prototypes: Prototypes,
     rule: SupersessionRule = SupersessionRule(),
     question: str | None = None,
 ) -> list[int]:

@@ -28,7 +28,7 @@ from ..core.models import MemoryHit, MemoryItem
 from ..core.query import VECTOR_FIELD, MemoryFilter, knn_search_args
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.scoring import Weights
-from ..core.slot_model import SlotModel, for_model
+from ..core.slot_model import for_model
 from ..core.supersession import (
     Candidate,
     Prototypes,
@@ -233,20 +233,15 @@ class TimeRecall:
         pairs = near_pairs(cands)
         if not pairs:
             return hits
-        kinds = await self._kinds()
-        if kinds is None:
+        prototypes = await self._load_prototypes()
+        if prototypes is None:
             return hits
-        kept = kind_pairs(cands, pairs, kinds)
+        embedder = self._rt.embedder
+        kept = kind_pairs(cands, pairs, prototypes, for_model(embedder.model_id, embedder.dimensions))
         scores = [h.score for h in hits]
         for i, score in zip(idx, focus_scores(cands, query, kept), strict=True):
             scores[i] = score
         return supersede(hits, [(idx[o], idx[n]) for o, n in kept], scores)
-
-    async def _kinds(self) -> Prototypes | SlotModel | None:
-        """Rule 3's judge: the learned model for the embedder it was fitted on, else the prototypes."""
-        embedder = self._rt.embedder
-        model = for_model(embedder.model_id, embedder.dimensions)
-        return model if model is not None else await self._load_prototypes()
 
     async def _load_prototypes(self) -> Prototypes | None:
         """The prototype vectors, embedded once with the store's embedder; None if that failed once.

@@ -34,7 +34,7 @@ def test_same_slot_is_the_threshold_on_the_probability() -> None:
 
 def test_weights_of_the_wrong_length_are_refused() -> None:
     with pytest.raises(ValueError):
-        SlotModel.of(np.zeros(10), 0.5)
+        SlotModel.of(np.zeros(11), 0.5)
 
 
 def test_the_shipped_weights_decode_for_the_shipped_embedder_only() -> None:

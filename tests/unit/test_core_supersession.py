@@ -175,7 +175,7 @@ def _learned() -> SlotModel:
 
 
 def test_the_learned_model_judges_rule_3() -> None:
-    """With a model, rule 3 is its probability: updates kept, likes and two attributes dropped."""
+    """The model's probability: an update kept, likes and two attributes of one person dropped."""
     tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
     coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
     old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
@@ -185,9 +185,20 @@ def test_the_learned_model_judges_rule_3() -> None:
     near = near_pairs(cands)
     assert (0, 1) in near and (2, 3) in near and (3, 4) in near
     assert learned_pairs(cands, near, _learned()) == [(2, 3)]
-    assert kind_pairs(cands, near, _learned()) == [(2, 3)]
-    assert superseded_pairs(cands, _learned()) == [(2, 3)]
     assert learned_pairs(cands, [], _learned()) == []
+
+
+def test_the_learned_model_vetoes_the_prototypes_pairs() -> None:
+    """Rule 3 with a model: the prototypes' pairs the model also calls one exclusive slot."""
+    old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
+    new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
+    near = near_pairs([old, new])
+    assert kind_pairs([old, new], near, _protos()) == [(0, 1)]
+    assert kind_pairs([old, new], near, _protos(), _learned()) == [(0, 1)]
+    assert superseded_pairs([old, new], _protos(), model=_learned()) == [(0, 1)]
+    never = SlotModel.of([0.0] * 12 + [-50.0], 0.5)
+    assert kind_pairs([old, new], near, _protos(), never) == []
+    assert superseded_pairs([old, new], _protos(), model=never) == []
 
 
 def test_two_people_are_not_a_pair() -> None:
