@@ -21,12 +21,16 @@ o.valid_from``) when all three hold:
    ("... Nothing Phone 2", "... partner is Dario") share a name; their subjects differ.
 2. **Close statements (mutual similarity).** The cosine of their stored vectors is at
    least ``min_similarity``.
-3. **The same exclusive kind of attribute.** Each statement is compared with short
-   prototype sentences of known kinds of attribute (``core.slot_kinds``: exclusive home,
-   employer, job, partner, bank, ...; many-valued likes, languages, sports, ...),
-   embedded once with the store's own embedder; the best kind of each must be
-   exclusive and among the other's two best, or the two must be each other's nearest
-   statement of their entity with an exclusive kind clearly ahead (``same_kind_pairs``).
+3. **The same exclusive kind of attribute.** With the shipped MiniLM embedder, a learned
+   classifier on the two statements' vectors (``core.slot_model``, ``learned_pairs``):
+   a logistic model fitted on thousands of labelled pairs of many kinds and wordings,
+   one value at a time (home, employer, bank, ...) against many (likes, languages,
+   ...) and against two different kinds of one person. With any other embedder (the
+   weights live in MiniLM's space): each statement is compared with short prototype
+   sentences of known kinds (``core.slot_kinds``), embedded once with the store's own
+   embedder; the best kind of each must be exclusive and among the other's two best,
+   or the two must be each other's nearest statement of their entity with an
+   exclusive kind clearly ahead (``same_kind_pairs``). ``kind_pairs`` picks the judge.
 
 Why rule 3: with MiniLM, "Ada likes tea" / "Ada likes coffee" are as similar as "Ada
 lives in Lisbon" / "Ada lives in Berlin" (medians 0.70 and 0.68), and two attributes of
@@ -65,6 +69,7 @@ import numpy.typing as npt
 
 from .names import leading_name, name_mates, names_of, same_name
 from .slot_kinds import EXCLUSIVE_KINDS, MANY_KINDS, Prototypes, normalised, products, prototype_texts
+from .slot_model import SlotModel
 
 __all__ = [
     "EXCLUSIVE_KINDS",
@@ -74,6 +79,8 @@ __all__ = [
     "SupersessionRule",
     "effective_scores",
     "focus_scores",
+    "kind_pairs",
+    "learned_pairs",
     "near_pairs",
     "present_order",
     "prototype_texts",
@@ -238,6 +245,38 @@ def same_kind_pairs(
     return out
 
 
+def learned_pairs(
+    candidates: Sequence[Candidate], pairs: Sequence[tuple[int, int]], model: SlotModel
+) -> list[tuple[int, int]]:
+    """The ``pairs`` that pass rule 3 by the learned classifier (``core.slot_model``).
+
+    Reads the pair members' vectors only (within ``vector_needs``): ``O(pair members^2 x d)``.
+    """
+    if not pairs:
+        return []
+    rows = sorted({x for pair in pairs for x in pair})
+    at = {x: r for r, x in enumerate(rows)}
+    same = model.same_slot(_vectors(candidates, rows))
+    return [(o, n) for o, n in pairs if same[at[o], at[n]]]
+
+
+def kind_pairs(
+    candidates: Sequence[Candidate],
+    pairs: Sequence[tuple[int, int]],
+    prototypes: Prototypes,
+    model: SlotModel | None = None,
+    rule: SupersessionRule = SupersessionRule(),
+) -> list[tuple[int, int]]:
+    """Rule 3: the prototypes' pairs (``same_kind_pairs``) that the learned ``model`` does not veto.
+
+    The model's threshold is low (fitted so that it keeps 94% of true updates and drops
+    99% of both-current pairs on held-out training people), so it vetoes what it is
+    sure is not one exclusive slot: many-valued pairs the prototypes mistake for one.
+    """
+    kept = same_kind_pairs(candidates, pairs, prototypes, rule)
+    return kept if model is None else learned_pairs(candidates, kept, model)
+
+
 def _nearest_of_entity(
     candidates: Sequence[Candidate], rows: Sequence[int], vecs: FloatArray
 ) -> dict[int, int]:
@@ -256,10 +295,13 @@ def _nearest_of_entity(
 
 
 def superseded_pairs(
-    candidates: Sequence[Candidate], prototypes: Prototypes, rule: SupersessionRule = SupersessionRule()
+    candidates: Sequence[Candidate],
+    prototypes: Prototypes,
+    rule: SupersessionRule = SupersessionRule(),
+    model: SlotModel | None = None,
 ) -> list[tuple[int, int]]:
     """``(older, newer)`` index pairs of ``candidates`` that state the same exclusive slot."""
-    return same_kind_pairs(candidates, near_pairs(candidates, rule), prototypes, rule)
+    return kind_pairs(candidates, near_pairs(candidates, rule), prototypes, model, rule)
 
 
 def present_order(

@@ -30,13 +30,14 @@ from ..core.models import MemoryHit, MemoryItem
 from ..core.query import VECTOR_FIELD, MemoryFilter, knn_search_args
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.scoring import Weights
+from ..core.slot_model import for_model
 from ..core.supersession import (
     Candidate,
     Prototypes,
     focus_scores,
+    kind_pairs,
     near_pairs,
     prototype_texts,
-    same_kind_pairs,
     vector_needs,
 )
 from ..core.time_recall import (
@@ -242,7 +243,8 @@ class TimeRecall:
         prototypes = await self._load_prototypes()
         if prototypes is None:
             return hits
-        kept = same_kind_pairs(cands, pairs, prototypes)
+        embedder = self._rt.embedder
+        kept = kind_pairs(cands, pairs, prototypes, for_model(embedder.model_id, embedder.dimensions))
         scores = [h.score for h in hits]
         for i, score in zip(idx, focus_scores(cands, query, kept), strict=True):
             scores[i] = score

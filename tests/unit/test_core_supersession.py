@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from betterdb_memory.core.names import leading_name, name_runs, names_of
+from betterdb_memory.core.slot_model import SlotModel
 from betterdb_memory.core.supersession import (
     EXCLUSIVE_KINDS,
     MANY_KINDS,
@@ -17,6 +18,8 @@ from betterdb_memory.core.supersession import (
     Prototypes,
     SupersessionRule,
     focus_scores,
+    kind_pairs,
+    learned_pairs,
     near_pairs,
     present_order,
     prototype_texts,
@@ -164,6 +167,39 @@ def test_kinds_that_are_second_best_for_both_still_match() -> None:
     mixed = _c("a", "Ada lives and works in Lisbon.", _vec(1, 0, 0.9, 0), 100, 0.9)
     work = _c("b", "Ada works at Acme.", _vec(0.5, 0, 1, 0), 200, 0.8)
     assert superseded_pairs([mixed, work], _protos()) == [(0, 1)]
+
+
+def _learned() -> SlotModel:
+    """A hand-set model in the 4-d space: home with home and employer with employer are one slot."""
+    pair = [10.0, -10.0, 10.0, 0.0]  # a: the same home / employer axis counts, the same likes against
+    return SlotModel.of([*pair, 0, 0, 0, 0, 0, 0, 0, 0, -8.0], 0.5)
+
+
+def test_the_learned_model_judges_rule_3() -> None:
+    """The model's probability: an update kept, likes and two attributes of one person dropped."""
+    tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
+    coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
+    old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
+    new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
+    work = _c("e", "Ada works at Acme.", _vec(0.6, 0, 0.8, 0), 400, 0.5)
+    cands = [tea, coffee, old, new, work]
+    near = near_pairs(cands)
+    assert (0, 1) in near and (2, 3) in near and (3, 4) in near
+    assert learned_pairs(cands, near, _learned()) == [(2, 3)]
+    assert learned_pairs(cands, [], _learned()) == []
+
+
+def test_the_learned_model_vetoes_the_prototypes_pairs() -> None:
+    """Rule 3 with a model: the prototypes' pairs the model also calls one exclusive slot."""
+    old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
+    new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
+    near = near_pairs([old, new])
+    assert kind_pairs([old, new], near, _protos()) == [(0, 1)]
+    assert kind_pairs([old, new], near, _protos(), _learned()) == [(0, 1)]
+    assert superseded_pairs([old, new], _protos(), model=_learned()) == [(0, 1)]
+    never = SlotModel.of([0.0] * 12 + [-50.0], 0.5)
+    assert kind_pairs([old, new], near, _protos(), never) == []
+    assert superseded_pairs([old, new], _protos(), model=never) == []
 
 
 def test_two_people_are_not_a_pair() -> None:
