@@ -2,15 +2,25 @@
 
 Issue 29's budget (at most 90 µs per recall of 10 hits and 35 µs per single write) is
 the library's Python, not the server's or the network's. This script populates one
-store per package on the embedded server, records each scenario's round trips once
-(their real replies), then swaps the store's client for a replay client that answers
-the recorded replies in order without any I/O (valkey-py's packing and parsing are
-not run either). Only the measuring task's commands are replayed; the stores'
-background work (stats flush, heartbeat, reinforcement flush) goes to the real server.
+store per package on the embedded server, records 20 calls of each scenario (their
+real round trips), then answers them again with ``profile_store.py``'s stand-ins
+(``_noio.Replay``: no socket, no valkey-py packing or parsing) and reports the same
+figure as that script's no-I/O pass: *library µs* = the replayed call's p50 minus the
+stand-ins' own p50. Only the measured calls are replayed; the stores' background work
+(stats flush, heartbeat, reinforcement flush) goes to the real server. Every scenario of
+every package is timed interleaved, call by call, with ``_noio.reference_work`` in the
+same rounds (compare runs by it).
+
+How it differs from ``profile_store.py``'s pass, on purpose: 1,000 memories (not 10,000:
+a recall of 10 reads ten rows either way), the reinforcement rows (hits whose accesses
+lag), and ``--against`` (two versions of the package in one process). Before
+2026-12-02 this script replayed through a proxy client whose own cost (a task lookup
+per command, a copy per reply) was counted as the library's, and timed one scenario
+after the other: its absolute figures were not comparable with ``profile_store.py``'s.
 
 ``--against DIR``: another version of the package (``DIR/betterdb_memory``, e.g. a
 ``git worktree`` of an older commit), copied under another name and measured
-interleaved with this one, call by call (order flipped every call): on a loaded
+interleaved with this one, call by call (order rotated every call): on a loaded
 machine only such a comparison means anything. ``--profile NAME``: cProfile one
 scenario of this package and print its top functions by own time.
 
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import importlib
 import os
 import pstats
@@ -47,6 +58,8 @@ from prometheus_client import CollectorRegistry
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package first
 
+from _noio import Replay, reference_work
+
 DIM = 384
 Call = Callable[[], Awaitable[Any]]
 
@@ -64,72 +77,6 @@ class Book:
         return np.stack([self.vectors[t] for t in texts])
 
 
-class _Pipe:
-    def __init__(self, owner: Replay) -> None:
-        self.owner = owner
-        self.names: list[str] = []
-
-    def execute_command(self, *args: Any, **kwargs: Any) -> None:
-        self.names.append(str(args[0]))
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    async def execute(self, *args: Any, **kwargs: Any) -> Any:
-        return self.owner.answer(("pipe", tuple(self.names)))
-
-
-class Replay:
-    """The store's client: records ("rec") or replays ("play") the measuring task's round trips."""
-
-    def __init__(self, real: Any) -> None:
-        self.real = real
-        self.mode = "off"
-        self.task: Any = None
-        self.tape: list[tuple[Any, Any]] = []
-        self.pos = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
-
-    def _mine(self) -> bool:
-        return self.mode != "off" and asyncio.current_task() is self.task
-
-    def answer(self, key: Any) -> Any:
-        recorded, reply = self.tape[self.pos]
-        self.pos = (self.pos + 1) % len(self.tape)
-        if recorded != key:
-            raise AssertionError(f"the call sent {key}, the recording has {recorded}")
-        return list(reply) if isinstance(reply, list) else reply
-
-    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        if not self._mine():
-            return await self.real.execute_command(*args, **kwargs)
-        key = ("cmd", str(args[0]))
-        if self.mode == "play":
-            return self.answer(key)
-        reply = await self.real.execute_command(*args, **kwargs)
-        self.tape.append((key, reply))
-        return reply
-
-    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
-        if not self._mine():
-            return self.real.pipeline(*args, **kwargs)
-        if self.mode == "play":
-            return _Pipe(self)
-        pipe = self.real.pipeline(*args, **kwargs)
-        execute = pipe.execute
-
-        async def recording(*a: Any, **k: Any) -> Any:
-            names = tuple(str(c[0][0]) for c in pipe.command_stack)
-            reply = await execute(*a, **k)
-            self.tape.append((("pipe", names), list(reply)))
-            return reply
-
-        pipe.execute = recording
-        return pipe
-
-
 def load_against(path: str) -> str:
     """Copy ``path/betterdb_memory`` to a temporary directory as ``bm_against``; its module name."""
     source = Path(path) / "betterdb_memory"
@@ -141,7 +88,7 @@ def load_against(path: str) -> str:
     return "bm_against"
 
 
-async def scenarios(pkg: str, client: Replay, name: str, book: Book, n: int) -> dict[str, Call]:
+async def scenarios(pkg: str, client: Any, name: str, book: Book, n: int) -> dict[str, Call]:
     """Two populated stores of package ``pkg`` and their scenarios (each recorded once).
 
     The recalls that reinforce run on a store of their own: their hits' lagging accesses
@@ -195,25 +142,14 @@ async def scenarios(pkg: str, client: Replay, name: str, book: Book, n: int) -> 
         "remember, vector given": remember,
         "remember, embedded (dict lookup)": remember_embedded,
     }
-    client.task = asyncio.current_task()
-    tapes: dict[str, list[tuple[Any, Any]]] = {}
+    store_calls: dict[str, Call] = {}
     for label, call in calls.items():
         for _ in range(3):  # the index ready, scripts loaded, caches warm
             await call()
-        client.mode, client.tape, client.pos = "rec", [], 0
-        await call()
-        tapes[label] = client.tape
-        client.mode = "off"
-
-    def replayed(label: str, call: Call) -> Call:
-        async def run() -> None:
-            if client.tape is not tapes[label]:
-                client.tape, client.pos = tapes[label], 0
-            await call()
-
-        return run
-
-    store_calls = {label: replayed(label, call) for label, call in calls.items()}
+        replay = Replay(client)
+        for i in range(RECORDED):
+            await replay.record(lambda _i, call=call: call(), i)
+        store_calls[label] = replayed(replay, call)
 
     async def close() -> None:
         await store.close()
@@ -221,6 +157,28 @@ async def scenarios(pkg: str, client: Replay, name: str, book: Book, n: int) -> 
 
     store_calls["__close__"] = close
     return store_calls
+
+
+RECORDED = 20  # calls recorded per scenario (replayed in turn)
+
+
+def replayed(replay: Replay, call: Call) -> Call:
+    """``call`` answered from its recordings: returns (library seconds, stand-ins' seconds)."""
+    turn = iter(range(10**12))
+
+    async def run() -> tuple[float, float]:
+        i = next(turn) % RECORDED
+        clock = time.perf_counter
+        with replay.replaying():
+            replay.begin(i)
+            t0 = clock()
+            await call()
+            t1 = clock()
+            await replay.stand_ins(i)
+            t2 = clock()
+        return t1 - t0, t2 - t1
+
+    return run
 
 
 async def main(argv: list[str]) -> None:
@@ -251,16 +209,12 @@ async def main(argv: list[str]) -> None:
 
     server = await asyncio.to_thread(EmbeddedServer(persistence=False).start)
     real = avalkey.Valkey.from_url(server.url)
-    clients: list[Replay] = []
     stores: dict[str, dict[str, Call]] = {}
     try:
         for i, pkg in enumerate(pkgs):
-            client = Replay(real)
-            clients.append(client)
-            stores[pkg] = await scenarios(pkg, client, f"pp{i}", book, args.n)
-        for client in clients:
-            client.mode = "play"
+            stores[pkg] = await scenarios(pkg, real, f"pp{i}", book, args.n)
         labels = [label for label in stores[pkgs[-1]] if label != "__close__"]
+        gc.collect()
         load = os.getloadavg()
         print(f"load average (1/5/15 min) {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; {args.n} memories")
         if args.profile:
@@ -274,34 +228,53 @@ async def main(argv: list[str]) -> None:
                 await call()
             prof.disable()
             print(
-                f"\n{label}: top {args.top} by own time ({args.calls} calls; the profiler inflates Python)\n"
+                f"\n{label}: top {args.top} by own time ({args.calls} calls, the replay's stand-ins included; "
+                "the profiler inflates Python)\n"
             )
             pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
             return
         head = " | ".join(f"{p} µs p50" for p in pkgs)
+        print(
+            "\nlibrary µs = replayed call p50 - the stand-ins' own p50 (as profile_store.py's no-I/O pass); "
+            "every scenario and package interleaved call by call"
+        )
         print(f"\n| scenario | {head} |" + (" new ÷ old |" if len(pkgs) > 1 else ""))
         print("|---|" + "---|" * len(pkgs) + ("---|" if len(pkgs) > 1 else ""))
+        runs = [(label, p) for label in labels for p in pkgs]
+        call_s: dict[tuple[str, str], list[float]] = {r: [] for r in runs}
+        stand_s: dict[tuple[str, str], list[float]] = {r: [] for r in runs}
+        reference: list[float] = []
+        for label, p in runs:
+            for _ in range(50):
+                await stores[p][label]()
+        for i in range(args.calls):
+            # Labels rotated, and the two packages' calls of a label in turn, their order flipped every
+            # round: each package follows the other's same call as often as it precedes it (the one run
+            # second finds the shared code - numpy, valkey-py, prometheus - warm in the CPU's caches).
+            shift = i % len(labels)
+            order = pkgs if i % 2 == 0 else pkgs[::-1]
+            for label, p in [(lb, q) for lb in [*labels[shift:], *labels[:shift]] for q in order]:
+                lib, stand = await stores[p][label]()
+                call_s[(label, p)].append(lib)
+                stand_s[(label, p)].append(stand)
+            t0 = time.perf_counter()
+            reference_work()
+            reference.append(time.perf_counter() - t0)
         for label in labels:
-            times: dict[str, list[float]] = {p: [] for p in pkgs}
-            for p in pkgs:
-                for _ in range(100):
-                    await stores[p][label]()
-            clock = time.perf_counter
-            for i in range(args.calls):
-                for p in pkgs if i % 2 == 0 else pkgs[::-1]:
-                    call = stores[p][label]
-                    t0 = clock()
-                    await call()
-                    times[p].append(clock() - t0)
-            p50 = {p: statistics.median(times[p]) * 1e6 for p in pkgs}
-            cells = " | ".join(f"{p50[p]:.1f}" for p in pkgs)
-            ratio = f" {p50[pkgs[-1]] / p50[pkgs[0]]:.2f} |" if len(pkgs) > 1 else ""
+            us = {
+                p: (statistics.median(call_s[(label, p)]) - statistics.median(stand_s[(label, p)])) * 1e6
+                for p in pkgs
+            }
+            cells = " | ".join(f"{us[p]:.1f}" for p in pkgs)
+            ratio = f" {us[pkgs[-1]] / us[pkgs[0]]:.2f} |" if len(pkgs) > 1 else ""
             print(f"| {label} | {cells} |{ratio}")
         load = os.getloadavg()
-        print(f"\nload average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
+        print(
+            f"\nreference work (_noio.reference_work, timed in the same rounds): "
+            f"{statistics.median(reference) * 1e6:.1f} µs p50"
+        )
+        print(f"load average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
     finally:
-        for client in clients:
-            client.mode = "off"
         for calls in stores.values():
             await calls["__close__"]()
         await real.aclose()

@@ -53,7 +53,8 @@ from typing import Any
 import valkey.asyncio as avalkey
 import valkey.utils
 from _harness import Recorder, is_background, summarize_trips
-from _noio import NoIo, measure_noio, render_noio
+from _noio import Conditions, NoIo, measure_noio_all, render_noio
+from _noio import Scenario as NoIoScenario
 from bench_store import (
     BATCH,
     CONTEXT_BUDGET,
@@ -741,27 +742,27 @@ NOIO = (
 )
 
 
-async def noio_pass(ctx: Ctx, calls: int, repeat: int) -> list[NoIo]:
+async def noio_pass(ctx: Ctx, calls: int, repeat: int) -> tuple[list[NoIo], Conditions]:
     """Issue 29's Python budgets: each scenario's calls recorded, then replayed with no I/O (``_noio``).
 
     Its own scenario objects (fresh memories and queries), so the passes after it see new data.
     """
     by_name = {sc.name: sc for sc in scenarios(ctx, calls)}
-    out = []
-    for name, goal in NOIO:
-        print(f"no-I/O: {name}", file=sys.stderr)
-        out.append(
-            await measure_noio(
-                ctx.client,
-                name,
-                by_name[name].call,
-                range(calls),
-                goal_us=goal,
-                repeat=repeat,
-                categorize=cpu_categories,
-            )
-        )
-    return out
+    client = ctx.client
+
+    async def server_cpu() -> float:
+        info = await client.info("cpu")
+        return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+    print("no-I/O: " + ", ".join(name for name, _ in NOIO), file=sys.stderr)
+    return await measure_noio_all(
+        client,
+        [NoIoScenario(name, goal, by_name[name].call) for name, goal in NOIO],
+        range(calls),
+        repeat=repeat,
+        categorize=cpu_categories,
+        server_cpu=server_cpu,
+    )
 
 
 async def setup(client: Any, n: int) -> Ctx:
@@ -864,6 +865,7 @@ def render(
     ranking_cache: str,
     elapsed: float,
     noio: Sequence[NoIo] = (),
+    noio_conditions: Conditions | None = None,
 ) -> str:
     stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     out = [
@@ -881,7 +883,7 @@ def render(
         "(cProfile self time by where it runs, a builtin's time charged to its caller; "
         f"'{WAITING}' is idle time; the profiler inflates Python code, so read shares).",
         "",
-        *render_noio(noio),
+        *render_noio(noio, noio_conditions),
         "## Baselines: raw round trips on this client (p50)",
         "",
         "| command | ms |",
@@ -1017,6 +1019,9 @@ async def main(argv: Sequence[str]) -> None:
         "--noio-repeat", type=int, default=5, help="replays of each recorded call (default 5)"
     )
     parser.add_argument("--no-noio", action="store_true", help="leave out the no-I/O pass")
+    parser.add_argument(
+        "--noio-only", action="store_true", help="the no-I/O pass alone, printed (no file written)"
+    )
     parser.add_argument("--quick", action="store_true", help="smoke run: 1000 memories, 20 calls")
     parser.add_argument("--wall-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1037,7 +1042,15 @@ async def main(argv: Sequence[str]) -> None:
             await client.flushall(asynchronous=False)
         print(f"populating {args.n:,} memories", file=sys.stderr)
         ctx = await setup(client, args.n)
-        noio = [] if args.no_noio else await noio_pass(ctx, args.noio_calls, args.noio_repeat)
+        noio, noio_cond = (
+            ([], None) if args.no_noio else await noio_pass(ctx, args.noio_calls, args.noio_repeat)
+        )
+        if args.noio_only:
+            load = os.getloadavg()
+            print(f"{args.n:,} memories; load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}\n")
+            print("\n".join(render_noio(noio, noio_cond)))
+            await ctx.bench.close_stores()
+            return
         # Reads on the populated store, then the client-side experiments, then the writes
         # (which grow the store), then the server-side experiments.
         results = []
@@ -1067,7 +1080,17 @@ async def main(argv: Sequence[str]) -> None:
         print("parser comparison (subprocess)", file=sys.stderr)
         other = parser_compare(args.libvalkey, args.n, args.calls, with_experiments=not args.no_experiments)
     report = render(
-        argv, machine_lines, args.n, results, base, other, exps, cache, time.perf_counter() - started, noio
+        argv,
+        machine_lines,
+        args.n,
+        results,
+        base,
+        other,
+        exps,
+        cache,
+        time.perf_counter() - started,
+        noio,
+        noio_cond,
     )
     kept = ""
     if args.out.exists():

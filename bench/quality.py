@@ -243,6 +243,7 @@ class Outcome:
     offtopic_empty: dict[str, float] = field(default_factory=dict)
     recall_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     factqa: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    engine: str = ""  # the search module of the server measured ("redisearch 2.10.5")
 
     def add(
         self, name: str, ranked: Sequence[str], evidence: frozenset[str], *, ablation: bool = False
@@ -639,9 +640,10 @@ async def main_async(args: argparse.Namespace) -> int:
         ("hashing", HashingEmbedder()),
         ("ONNX MiniLM", OnnxEmbedder(batch_size=64)),
     ]
-    server = EmbeddedServer(persistence=False)
-    await asyncio.to_thread(server.start)
-    client = avalkey.Valkey.from_url(server.url, decode_responses=False)
+    server = None if args.url else EmbeddedServer(persistence=False)
+    if server is not None:
+        await asyncio.to_thread(server.start)
+    client = avalkey.Valkey.from_url(args.url or server.url, decode_responses=False)  # type: ignore[union-attr]
     run_id = uuid.uuid4().hex[:8]
     try:
         for label, embedder in embedders:
@@ -651,6 +653,8 @@ async def main_async(args: argparse.Namespace) -> int:
             out.timings[f"{label}: embed {len(turns)} turns + {len(questions)} questions"] = t_emb + q_emb
             store, t_write = await populate(client, embedder, turns, tvecs, run_id)
             out.timings[f"{label}: remember_many {len(turns)} memories"] = t_write
+            if (caps := store.capabilities) is not None:
+                out.engine = f"{caps.engine} {caps.version_string}" + ("" if args.url else " (embedded)")
             exact = None
             if label.startswith("ONNX"):
                 offsets = np.cumsum([0, *[len(corpus.ids[c]) for c in corpus.ids]])
@@ -682,7 +686,8 @@ async def main_async(args: argparse.Namespace) -> int:
                     await fold_store.close()
     finally:
         await client.aclose()
-        await asyncio.to_thread(server.stop)
+        if server is not None:
+            await asyncio.to_thread(server.stop)
     out.timings["whole run"] = time.perf_counter() - wall
     report = render(out, questions, turns, args)
     print(report)
@@ -780,7 +785,8 @@ def render(
         "# Retrieval quality on LoCoMo",
         "",
         f"`bench/quality.py`, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, run took "
-        f"{out.timings['whole run']:.0f} s on {cpu_count()} cores ({cpu_model()}); {versions}.",
+        f"{out.timings['whole run']:.0f} s on {cpu_count()} cores ({cpu_model()}); {versions}"
+        + (f"; search module {out.engine}." if out.engine else "."),
         "",
         f"{len(turns)} turns of {len({t.conv for t in turns})} conversations stored as memories (one thread scope per "
         f"conversation, content `speaker: text [shares <image caption>]`); {len(questions)} answerable questions "
@@ -894,6 +900,13 @@ def main() -> int:
         "--out", type=Path, default=DEFAULT_OUT, help="markdown report (the PNG goes beside it)"
     )
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument(
+        "--url",
+        default=None,
+        help="run on this server instead of a fresh embedded one, e.g. the valkey-search test engine "
+        "(its stores get fresh names; nothing is flushed or cleaned up); the research part "
+        "(quality_fusion.py) still runs on its own embedded server",
+    )
     parser.add_argument(
         "--embeddings-cache",
         type=Path,

@@ -19,14 +19,18 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 import temporal_api  # noqa: E402
-from temporal_data import knowledge_updates, knowledge_updates_fresh  # noqa: E402
+from temporal_data import knowledge_updates, knowledge_updates_fresh, knowledge_updates_fresh2  # noqa: E402
 from temporal_eval import embed, held_out, pct  # noqa: E402
+
+from betterdb_memory.tiers import time_recall  # noqa: E402
 
 
 async def _misses(
@@ -68,27 +72,64 @@ async def _misses(
     return out
 
 
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+@contextmanager
+def prototypes_only() -> Iterator[None]:
+    """Rule 3 by the hand-written prototypes even for the embedder the learned model was fitted on."""
+    saved = time_recall.for_model
+    time_recall.for_model = lambda model_id, dimensions: None
+    try:
+        yield
+    finally:
+        time_recall.for_model = saved
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "temporal-cache")
     ap.add_argument("--url", default=None)
     ap.add_argument("--misses", type=Path, default=None, help="write the missed questions here (JSON)")
+    ap.add_argument("--only", default=None, help="run only the sets whose label contains this")
+    ap.add_argument(
+        "--judge",
+        choices=("shipped", "prototypes", "both"),
+        default="shipped",
+        help="rule 3 by what the store picks (the learned model for MiniLM), the prototypes, or both in turn",
+    )
+    ap.add_argument("--train", action="store_true", help="also the designed-on set's training half")
+    ap.add_argument("--quick", action="store_true", help="the rule's row and false supersession only")
     args = ap.parse_args()
     sets = {
         "designed-on set, odd people (held out)": (knowledge_updates.build(), held_out),
         "fresh wording family (all held out)": (knowledge_updates_fresh.build(), lambda e: True),
+        "second fresh family (clean, all held out)": (knowledge_updates_fresh2.build(), lambda e: True),
     }
+    if args.train:
+        sets["designed-on set, even people (training half)"] = (
+            knowledge_updates.build(),
+            lambda e: e % 2 == 0,
+        )
+    judges = {"shipped": [("", _nothing)], "prototypes": [(" [prototypes]", prototypes_only)]}
+    judges["both"] = [(" [prototypes]", prototypes_only), (" [shipped]", _nothing)]
     dumped: dict[str, Any] = {}
     t0 = time.process_time()
     for label, (ds, which) in sets.items():
+        if args.only is not None and args.only not in label:
+            continue
         vecs = embed([s.text for s in ds.statements], args.cache)
         qvecs = embed([c.question for c in ds.chains], args.cache)
-        r = asyncio.run(temporal_api.part_a(args.url, ds, vecs, qvecs, which))
-        print(
-            f"{label}: current first {pct(*r['rule'])} (without focus {pct(*r['nofocus'])}, "
-            f"rule off {pct(*r['plain'])}); false supersession {pct(*r['false'])}",
-            flush=True,
-        )
+        for tag, judge in judges[args.judge]:
+            with judge():
+                r = asyncio.run(temporal_api.part_a(args.url, ds, vecs, qvecs, which, quick=args.quick))
+            print(
+                f"{label}{tag}: current first {pct(*r['rule'])} (without focus {pct(*r['nofocus'])}, "
+                f"rule off {pct(*r['plain'])}); false supersession {pct(*r['false'])}",
+                flush=True,
+            )
         if args.misses is not None:
             dumped[label] = asyncio.run(_misses(args.url, ds, which, args.cache))
     print(f"cpu {time.process_time() - t0:.1f}s, load {os.getloadavg()[0]:.1f}")

@@ -16,6 +16,11 @@ Variants (``--variants``):
   two KNN queries of the recall's whole pool each, no history query.
 * ``k=<n>``: the library's queries with ``n`` hits each (``window_k`` replaced).
 * ``no-history``: the library's queries without the history index's.
+* ``full-pool``: the recall's own KNN asks for its whole pool beside the window's query
+  (before ``core.time_recall.main_k``: the window's hits came on top of the pool).
+* ``negated``: the window's clause as it was before its anchored form
+  (``-(NOT events NOT states)`` under a match-all range, ``_negated_inside``).
+* ``previous``: both (the window's queries as main had them before branch ``window``).
 * ``ask-history``: the library's queries with the history index's always sent (as before
   the store's history mark, ``core.history_mark``: a store that never retired a version
   paid it too).
@@ -85,13 +90,35 @@ def _before(self: Any, plan: Any, flt: Any, vector: Any, *, k: int, pool: int, f
         )
         for c in clauses
     ]
-    return time_recall.WindowQueries(searches)
+    return time_recall.WindowQueries(searches, pool)
+
+
+def _negated_inside(w: Any, layout: Any) -> str:
+    """The window's clause before the anchored form: ``-(NOT events NOT states)`` under a match-all range."""
+    state = core_tr.state_clause(w, layout)
+    if state is None:
+        return core_tr.event_clause(w, layout)
+    if w.start_ms is not None and w.end_ms is not None and w.start_ms >= w.end_ms:
+        return state
+    lo = "-inf" if w.start_ms is None else str(int(w.start_ms))
+    hi = "+inf" if w.end_ms is None else f"({int(w.end_ms)}"
+    rng = f"[{lo} {hi}]"
+    if layout.valid_from:
+        not_events = f"-@valid_from:{rng} -(@created_at:{rng} -@valid_from:[-inf +inf])"
+    else:
+        not_events = f"-@created_at:{rng}"
+    return f"-({not_events} -{state})"
 
 
 @contextmanager
 def variant(name: str) -> Iterator[None]:
     """The library's window queries replaced as ``name`` says, for one recall."""
-    saved_window, saved_k = time_recall.TimeRecall.window, time_recall.window_k
+    saved_window, saved_k, saved_main = (
+        time_recall.TimeRecall.window,
+        time_recall.window_k,
+        time_recall.main_k,
+    )
+    saved_inside = time_recall.inside_clause
     if name == "before":
         time_recall.TimeRecall.window = _before  # type: ignore[method-assign]
     elif name == "no-history":
@@ -99,9 +126,9 @@ def variant(name: str) -> Iterator[None]:
         def main_only(self: Any, *a: Any, **kw: Any) -> Any:
             out = saved_window(self, *a, **kw)
             if out is not None and out.history is not None:
-                out = time_recall.WindowQueries(out.searches[:-1])
+                out = time_recall.WindowQueries(out.searches[:-1], out.knn_k)
             elif out is not None:
-                out = time_recall.WindowQueries(out.searches)
+                out = time_recall.WindowQueries(out.searches, out.knn_k)
             return out
 
         time_recall.TimeRecall.window = main_only  # type: ignore[method-assign]
@@ -115,6 +142,11 @@ def variant(name: str) -> Iterator[None]:
                 self._past_known = known  # what the store's mark taught it
 
         time_recall.TimeRecall.window = always  # type: ignore[method-assign]
+    elif name in ("full-pool", "negated", "previous"):
+        if name != "negated":
+            time_recall.main_k = lambda pool, k, n: pool  # type: ignore[assignment]
+        if name != "full-pool":
+            time_recall.inside_clause = _negated_inside  # type: ignore[assignment]
     elif name.startswith("k="):
         n = int(name[2:])
         time_recall.window_k = lambda k, pool: min(n, pool)  # type: ignore[assignment]
@@ -123,6 +155,8 @@ def variant(name: str) -> Iterator[None]:
     finally:
         time_recall.TimeRecall.window = saved_window  # type: ignore[method-assign]
         time_recall.window_k = saved_k  # type: ignore[assignment]
+        time_recall.main_k = saved_main  # type: ignore[assignment]
+        time_recall.inside_clause = saved_inside  # type: ignore[assignment]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -139,6 +173,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     lat: dict[str, list[float]] = {n: [] for n in labels}
     prec: dict[str, list[float]] = {n: [] for n in labels}
     server: dict[str, list[float]] = {n: [] for n in labels}  # the server's own µs per recall
+    calls: dict[str, list[float]] = {n: [] for n in labels}  # commands the servers ran per recall
     cpu: dict[str, list[float]] = {n: [] for n in labels}  # this process's CPU seconds per recall
     with tempfile.TemporaryDirectory(prefix="temporal-lat-") as data_dir:
         first = await MemoryStore.connect(
@@ -178,7 +213,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 store = stores[kind]
                 q = ds.questions[qi]
                 text = _no_time(q.text, q.expression or "") if name == "plain" else q.text
-                before = await _server_usec(first) if args.server else 0
+                before = await _server_usec(first) if args.server else (0.0, 0.0)
                 with clock(q.as_of), variant(name):
                     c0, t0 = time.process_time(), time.perf_counter()
                     hits = await store.recall_by_vector(
@@ -187,7 +222,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     elapsed, spent = time.perf_counter() - t0, time.process_time() - c0
                 cpu[label].append(spent)
                 if args.server:
-                    server[label].append(await _server_usec(first) - before)
+                    usec, n_calls = await _server_usec(first)
+                    server[label].append(usec - before[0])
+                    calls[label].append(n_calls - before[1])
                 lo = q.start if q.start is not None else -(2**62)
                 hi = q.end if q.end is not None else 2**62
 
@@ -206,6 +243,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for label in labels:
                 prec[label].clear()
                 server[label].clear()
+                calls[label].clear()
                 cpu[label].clear()
             for r in range(args.rounds):
                 for j, qi in enumerate(timed):
@@ -226,16 +264,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "lat": lat,
         "prec": prec,
         "server": server,
+        "calls": calls,
         "cpu": cpu,
         "n": len(timed) * args.rounds,
         "events": ne,
     }
 
 
-async def _server_usec(store: MemoryStore) -> float:
-    """The server's total µs spent in commands so far (INFO commandstats, INFO itself left out)."""
-    stats = await store.client.info("commandstats")
-    return float(sum(v["usec"] for k, v in stats.items() if k != "cmdstat_info"))
+async def _server_usec(store: MemoryStore) -> tuple[float, float]:
+    """The servers' total µs spent in commands so far, and their calls (INFO commandstats
+    of every primary on a cluster, INFO itself left out)."""
+    client: Any = store.client
+    if hasattr(client, "get_primaries"):
+        nodes = [await client.info("commandstats", target_nodes=n) for n in client.get_primaries()]
+    else:
+        nodes = [await client.info("commandstats")]
+    usec = calls = 0.0
+    for stats in nodes:
+        for k, v in stats.items():
+            if str(k).startswith("cmdstat_") and k != "cmdstat_info":
+                usec, calls = usec + float(v["usec"]), calls + float(v["calls"])
+    return usec, calls
 
 
 def _p(xs: list[float], q: float) -> float:
@@ -251,7 +300,9 @@ def main() -> int:
     ap.add_argument("--stores", default="bare,subjects", help="bare (no past version), subjects")
     ap.add_argument("--profile", action="store_true", help="profile the last variant")
     ap.add_argument(
-        "--server", action="store_true", help="also the server's µs per recall (INFO commandstats)"
+        "--server",
+        action="store_true",
+        help="also the servers' µs and calls per recall (INFO commandstats, every primary of a cluster)",
     )
     args = ap.parse_args()
     load = os.getloadavg()[0]
@@ -262,9 +313,10 @@ def main() -> int:
         f"{r['n']} recalls per variant, k={K}, {r['events']} events, load {load:.1f}->{os.getloadavg()[0]:.1f}"
     )
     print(
-        "| variant | p50 ms | p90 ms | p50 / plain | client CPU ms (mean) | server µs (mean) | precision@5 inside |"
+        "| variant | p50 ms | p90 ms | p50 / plain | client CPU ms (mean) | server µs (mean) "
+        "| server calls (mean) | precision@5 inside |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     fmt: Callable[[float], str] = lambda x: f"{x * 1000:.2f}"  # noqa: E731
     for name, xs in lat.items():
         base = plain.get(name.split("/")[0])
@@ -273,8 +325,10 @@ def main() -> int:
         prec = f"{statistics.fmean(p):.3f}" if p and not name.endswith("/plain") else ""
         cpu = fmt(statistics.fmean(r["cpu"][name]))
         srv = f"{statistics.fmean(r['server'][name]):.0f}" if r["server"][name] else ""
+        n_calls = f"{statistics.fmean(r['calls'][name]):.1f}" if r["calls"][name] else ""
         print(
-            f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {cpu} | {srv} | {prec} |"
+            f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {cpu} | {srv} "
+            f"| {n_calls} | {prec} |"
         )
     return 0
 

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -110,19 +111,35 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _ping(port: int, timeout: float = 0.5) -> bool:
+Probe = Literal["ready", "loading", "down"]
+
+
+def _probe(port: int, timeout: float = 0.5, reply_timeout: float = 3.0) -> Probe:
+    """Whether the server on ``port`` answers PING, is alive but loading its data, or is down.
+
+    Loading is told apart because a store of a million memories takes minutes to load
+    (the AOF, then the search module's index rebuild): a server that answers ``LOADING``
+    is making progress and must be waited for, never taken for a dead one. While loading
+    it answers only between chunks of its file, so a connected PING may wait seconds for
+    its reply (``reply_timeout``); a server that is not listening refuses at once.
+    """
     client = valkey.Valkey(
-        host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout
+        host="127.0.0.1", port=port, socket_timeout=reply_timeout, socket_connect_timeout=timeout
     )
     try:
-        return bool(client.ping())
+        return "ready" if client.ping() else "down"
+    except valkey.exceptions.BusyLoadingError:  # a ConnectionError subclass: caught first
+        return "loading"
     except (valkey.exceptions.ConnectionError, valkey.exceptions.TimeoutError, OSError):
-        return False
-    except valkey.exceptions.ResponseError:
-        # "LOADING Valkey is loading the dataset in memory": alive, but not ready yet.
-        return False
+        return "down"
+    except valkey.exceptions.ResponseError as exc:
+        return "loading" if str(exc).startswith("LOADING") else "down"
     finally:
         client.close()  # type: ignore[no-untyped-call]
+
+
+def _ping(port: int, timeout: float = 0.5) -> bool:
+    return _probe(port, timeout) == "ready"
 
 
 class EmbeddedServer:
@@ -135,7 +152,9 @@ class EmbeddedServer:
         port: TCP port on 127.0.0.1; ``None`` picks a free one.
         appendfsync: AOF fsync policy (``always`` loses no acknowledged write).
         persistence: ``False`` turns AOF off (throw-away servers only).
-        startup_timeout: seconds to wait for PING to answer.
+        startup_timeout: seconds to wait for the server's first answer; a server that
+            answers that it is loading its data is then waited for until it is ready
+            (a large store takes minutes: the AOF, then the index rebuild).
         extra_args: more ``valkey-server`` arguments, appended as given.
         binaries: the server binary and search module to run (default: the
             ``embedded`` extra's Valkey + RediSearch, ``find_binaries()``); for
@@ -222,6 +241,10 @@ class EmbeddedServer:
                 self.appendfsync,
                 "--aof-use-rdb-preamble",
                 "yes",
+                # Answer clients (LOADING) every 256 KB read instead of every 2 MB: the search
+                # module indexes each document as it loads, so 2 MB of vectors take seconds.
+                "--loading-process-events-interval-bytes",
+                "262144",
             ]
         else:
             args += ["--appendonly", "no"]
@@ -312,7 +335,8 @@ class EmbeddedServer:
             pid, port = int(state["pid"]), int(state["port"])
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return False
-        if _pid_alive(pid) and _ping(port):
+        probe = _probe(port) if _pid_alive(pid) else "down"
+        if probe != "down":
             if self.port is not None and self.port != port:
                 raise ConfigurationError(
                     f"a server for {self.data_dir} already runs on port {port}, not {self.port}",
@@ -321,6 +345,8 @@ class EmbeddedServer:
                 )
             self.port, self._attached_pid = port, pid
             log.info("attached to running embedded valkey pid=%s port=%s", pid, port)
+            if probe == "loading":
+                self._wait_loaded(lambda: _pid_alive(pid))
             return True
         if _pid_alive(pid) and self._is_our_server(pid):
             log.warning("stopping stale embedded valkey pid=%s (no answer on port %s)", pid, port)
@@ -339,21 +365,22 @@ class EmbeddedServer:
         return any(b"valkey-server" in part for part in cmdline) and str(self.data_dir).encode() in cmdline
 
     def _wait_ready(self) -> None:
+        """Wait for PING; ``startup_timeout`` bounds the wait for a first answer only.
+
+        Once the server answers ``LOADING`` it is alive and reading its data: the state
+        file is written then (a second process attaches instead of starting a second
+        server on the same files) and the wait goes on for as long as loading lasts.
+        """
         assert self._proc is not None and self.port is not None
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                stderr = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
-                returncode = self._proc.returncode
-                self._reap()
-                self._proc = None
-                raise StoreConnectionError(
-                    f"embedded valkey exited with code {returncode} during startup; "
-                    f"log: {self.log_path}; {stderr.strip()[-500:]} {self._log_tail()}",
-                    code="connection.startup_failed",
-                    details={"log_path": str(self.log_path), "returncode": returncode},
-                )
-            if _ping(self.port):
+            self._check_alive()
+            probe = _probe(self.port)
+            if probe == "ready":
+                return
+            if probe == "loading":
+                self._write_state()
+                self._wait_loaded(self._check_alive)
                 return
             time.sleep(0.05)
         self.kill()
@@ -362,6 +389,39 @@ class EmbeddedServer:
             f"{self._log_tail()}",
             code="connection.startup_timeout",
             details={"log_path": str(self.log_path), "port": self.port},
+        )
+
+    def _wait_loaded(self, alive: Callable[[], bool]) -> None:
+        """Wait while the server loads its data (no time bound: it is making progress)."""
+        assert self.port is not None
+        log.info(
+            "embedded valkey on port %s is loading its data; waiting (log: %s)", self.port, self.log_path
+        )
+        while True:
+            if not alive():
+                raise StoreConnectionError(
+                    f"embedded valkey exited while loading its data; log: {self.log_path}; {self._log_tail()}",
+                    code="connection.startup_failed",
+                    details={"log_path": str(self.log_path)},
+                )
+            if _probe(self.port) == "ready":
+                return
+            time.sleep(0.1)
+
+    def _check_alive(self) -> bool:
+        """True while the server we started runs; ``connection.startup_failed`` once it exited."""
+        assert self._proc is not None
+        if self._proc.poll() is None:
+            return True
+        stderr = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+        returncode = self._proc.returncode
+        self._reap()
+        self._proc = None
+        raise StoreConnectionError(
+            f"embedded valkey exited with code {returncode} during startup; "
+            f"log: {self.log_path}; {stderr.strip()[-500:]} {self._log_tail()}",
+            code="connection.startup_failed",
+            details={"log_path": str(self.log_path), "returncode": returncode},
         )
 
     def _log_tail(self, lines: int = 8) -> str:

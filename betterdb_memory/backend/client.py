@@ -51,7 +51,7 @@ from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
 from .cluster_nodes import load_scripts_on, nodes_of, restore_startup_nodes
 from .commands import Attempts, ScriptCall, Step, wire
-from .dialect import keyless_route, probe
+from .dialect import keyless_route, probe, search_command
 from .index_nudge import ScriptWriteNudge
 from .locks import ScopedLock
 from .reconnects import watch_connections
@@ -106,8 +106,9 @@ class ValkeyBackend:
         watch_connections(client, self._note_open)
         #: Index names queried before an index switch -> the one in use (``core.index_gen.redirect``).
         self.redirects: dict[str, str] = {}
-        # A cluster's valkey-search indexes scripts' writes late (``index_nudge``); set by ``probe``.
-        self.defers_script_writes, self.nudge = True, ScriptWriteNudge(client)
+        # Set by ``probe``: a cluster's valkey-search indexes scripts' writes late (``index_nudge``);
+        # RediSearch's searches carry TIMEOUT 0 (``dialect.search_command``).
+        self.defers_script_writes, self.nudge, self.unbounded_searches = True, ScriptWriteNudge(client), False
 
     @property
     def decodes(self) -> bool:
@@ -263,9 +264,7 @@ class ValkeyBackend:
         return await self._call(operation, run)
 
     def _search_args(self, args: Sequence[Any]) -> list[Any]:
-        if self.cluster and args and args[0] == "FT.SEARCH":
-            return [*args[:3], "ALLSHARDS", *args[3:]]
-        return list(args)
+        return search_command(args, cluster=self.cluster, unbounded=self.unbounded_searches)
 
     async def index_info(self, index: str, *, cluster_counts: bool = False) -> Any:
         """The raw FT.INFO reply of ``index``, or None when there is none.
@@ -412,6 +411,7 @@ class ValkeyBackend:
         """Which search engine the server runs (``dialect.probe``), retried and translated."""
         caps = await self._call("probe", lambda: probe(self.client))
         self.defers_script_writes = caps.defers_script_writes
+        self.unbounded_searches = caps.partial_on_timeout
         return caps
 
     def lock(self, key: str, *, ttl: float, wait: float, heartbeat: bool = True) -> ScopedLock:

@@ -11,6 +11,7 @@ this library runs on.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from ..core.codec import normalize_reply
@@ -43,6 +44,23 @@ def keyless_route(client: Any) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - valkey always ships it
         return {}
     return {"target_nodes": ValkeyCluster.DEFAULT_NODE} if isinstance(client, ValkeyCluster) else {}
+
+
+def search_command(args: Sequence[Any], *, cluster: bool, unbounded: bool) -> list[Any]:
+    """An FT.SEARCH as sent: ``ALLSHARDS`` on a cluster, ``TIMEOUT 0`` where results must be whole.
+
+    On a cluster valkey-search otherwise answers with what the reachable shards hold
+    (``search.enable-partial-results``). ``unbounded`` (``Capabilities.partial_on_timeout``):
+    RediSearch answers a query that ran past its 500 ms default with a silent partial
+    result, so every query that has not set its own budget (the hybrid recall's text side
+    does, and detects partial answers) runs without one.
+    """
+    if not args or args[0] != "FT.SEARCH":
+        return list(args)
+    out = [*args[:3], "ALLSHARDS", *args[3:]] if cluster else list(args)
+    if unbounded and "TIMEOUT" not in out:
+        out += ["TIMEOUT", "0"]
+    return out
 
 
 async def probe(client: Any) -> Capabilities:

@@ -18,6 +18,14 @@ rarer words, the ones that do, fit under the budget. The budget is set where it
 changes no retrieval-quality result (the measurements: the benchmark pages, "Figures
 behind the design").
 
+An engine that answers one query per word (valkey-search 1.2: no scored multi-word OR)
+pays per word searched, and its answer for a word is an unranked sample of at most 50 of
+the word's memories: for a common word, rarely the one that answers. There a question
+sends at most ``PER_WORD_MAX_WORDS`` words, the rarest (``rarest``). LoCoMo's questions hold
+5.4 content words on average; the cap's trade of quality for latency is measured in
+``bench/bench_text_words.py`` (the benchmark pages). RediSearch scores all the words in one
+query and keeps them all.
+
 The counts come from ``FT.SEARCH <index> @content:<word> LIMIT 0 0`` probes sent in
 the same round trip as the recall that first meets a word (that recall searches for
 every word), and from one count of the whole index. They are kept ``ttl`` seconds:
@@ -30,17 +38,21 @@ Pure: the caller passes the time and sends the probes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .text_query import escape_text_term
+from .text_query import TEXT_CANDIDATES, escape_text_term
 
 __all__ = [
     "COMMON_SHARE",
     "FREQUENCY_TTL",
+    "PER_WORD_MAX_WORDS",
     "POSTINGS_BUDGET",
+    "UNCOUNTED_RANK",
     "DocumentFrequencies",
     "TextPlan",
+    "rarest",
     "word_count_args",
 ]
 
@@ -48,6 +60,13 @@ __all__ = [
 COMMON_SHARE = 0.5
 #: The words searched for hold at most this many memories between them (rarest first).
 POSTINGS_BUDGET = 5000
+#: On an engine that answers one query per word (valkey-search), at most this many words are searched.
+#: LoCoMo, held out, on valkey-search 1.2.1: hit@5 0.755 with no cap, 0.751 / 0.750 / 0.743 / 0.732
+#: with 5 / 4 / 3 / 2 (``bench/bench_text_words.py``). 3: the default recall's time on LoCoMo fell
+#: to about 0.65x of every word's, 4 only to about 0.75x, and issue 29's latency budget comes first.
+PER_WORD_MAX_WORDS = 3
+#: Where ``rarest`` ranks a word not counted yet: as if it held as many memories as one text query returns.
+UNCOUNTED_RANK = TEXT_CANDIDATES
 #: Seconds a learned count (of a word, or of the whole index) is trusted.
 FREQUENCY_TTL = 30.0
 _CAPACITY = 4096
@@ -70,6 +89,26 @@ class TextPlan:
     words: tuple[str, ...] = ()
     probe_words: tuple[str, ...] = ()
     probe_total: bool = False
+
+
+def rarest(words: Iterable[str], counts: Mapping[str, int], limit: int) -> tuple[str, ...]:
+    """The ``limit`` words of ``words`` most likely to single out the memory that answers, best first.
+
+    Fewest memories first (``counts``): a rare word's query returns its whole posting list,
+    a common one's only a sample of it (valkey-search 1.2 does not rank a word's matches).
+    A word not counted yet ranks as if it held ``UNCOUNTED_RANK`` memories, as many as one
+    query returns: after the words whose whole list comes back, before the ones a query can
+    only sample (a question's new words are seldom its common ones: those recur, and are
+    counted). A word no memory held when counted ranks last: its query found nothing.
+    Ties: the longer word first (usually the rarer), then alphabetical.
+    """
+
+    def rank(word: str) -> tuple[float, int, str]:
+        n = counts.get(word)
+        held = UNCOUNTED_RANK if n is None else (math.inf if n == 0 else n)
+        return (held, -len(word), word)
+
+    return tuple(sorted(set(words), key=rank)[: max(0, limit)])
 
 
 class DocumentFrequencies:
@@ -106,7 +145,7 @@ class DocumentFrequencies:
             return None
         return entry[0]
 
-    def plan(self, words: Sequence[str], now: float, *, pool: int) -> TextPlan:
+    def plan(self, words: Sequence[str], now: float, *, pool: int, max_words: int | None = None) -> TextPlan:
         """The words to search for, and the counts to probe, for a recall whose KNN returns ``pool``.
 
         A word counted in more than ``common_share`` of the index is dropped, and of the
@@ -136,6 +175,10 @@ class DocumentFrequencies:
                 break
             spent += n
             kept.add(word)
+        if max_words is not None and len(kept) > max_words:
+            # Ranked by the last count learned, even one past its ttl (it is being recounted).
+            last = {w: entry[0] for w in kept if (entry := self._words.get(w)) is not None}
+            kept = set(rarest(kept, last, max_words))
         return TextPlan(
             words=tuple(w for w in words if w in kept), probe_words=tuple(unknown), probe_total=total is None
         )

@@ -6,6 +6,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
@@ -25,6 +26,7 @@ __all__ = [
     "Sensitivity",
     "StoreStats",
     "item_from_fields",
+    "new_hit",
     "ranking_item",
     "with_access",
 ]
@@ -145,6 +147,83 @@ class StoreStats:
     config: dict[str, Any]
 
 
+# A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__`` (a global
+# lookup, an attribute lookup and a call per field, then ``__post_init__``); recall builds
+# ten to a hundred items per call, so the readers below build them through the slots'
+# own descriptors instead, at half the cost. ``_item`` takes the fields in declaration
+# order and must stay in step with the class (``tests/unit/test_core_models.py`` pins it
+# against ``dataclasses.fields`` and ``MemoryItem(...)``).
+_NEW = object.__new__
+(
+    _set_id, _set_content, _set_importance, _set_created_at, _set_last_accessed_at, _set_access_count,
+    _set_tags, _set_source, _set_thread_id, _set_agent_id, _set_namespace, _set_sensitivity, _set_kind,
+    _set_subject, _set_expires_at, _set_metadata, _set_date, _set_valid_from, _set_valid_until,
+) = (MemoryItem.__dict__[f.name].__set__ for f in dataclass_fields(MemoryItem))  # fmt: skip
+
+
+def _item(
+    id: str,
+    content: str,
+    importance: float,
+    created_at: int,
+    last_accessed_at: int,
+    access_count: int,
+    tags: list[str],
+    source: str | None,
+    thread_id: str | None,
+    agent_id: str | None,
+    namespace: str | None,
+    sensitivity: str,
+    kind: str,
+    subject: str | None,
+    expires_at: int | None,
+    metadata: dict[str, Any],
+    date: str | None,
+    valid_from: int,
+    valid_until: int | None,
+) -> MemoryItem:
+    """``MemoryItem(...)`` with every field given (the same object, built at half the cost)."""
+    item: MemoryItem = _NEW(MemoryItem)
+    _set_id(item, id)
+    _set_content(item, content)
+    _set_importance(item, importance)
+    _set_created_at(item, created_at)
+    _set_last_accessed_at(item, last_accessed_at)
+    _set_access_count(item, access_count)
+    _set_tags(item, tags)
+    _set_source(item, source)
+    _set_thread_id(item, thread_id)
+    _set_agent_id(item, agent_id)
+    _set_namespace(item, namespace)
+    _set_sensitivity(item, sensitivity)
+    _set_kind(item, kind)
+    _set_subject(item, subject)
+    _set_expires_at(item, expires_at)
+    _set_metadata(item, metadata)
+    _set_date(item, date)
+    _set_valid_from(item, created_at if valid_from == _FROM_CREATED else valid_from)  # as __post_init__
+    _set_valid_until(item, valid_until)
+    return item
+
+
+_set_hit_item, _set_score, _set_similarity, _set_distance, _set_explain = (
+    MemoryHit.__dict__[f.name].__set__ for f in dataclass_fields(MemoryHit)
+)
+
+
+def new_hit(
+    item: MemoryItem, score: float, similarity: float, distance: float, explain: ScoreParts | None
+) -> MemoryHit:
+    """``MemoryHit(item, score, similarity, distance, explain)`` at half the cost (as ``_item``)."""
+    hit: MemoryHit = _NEW(MemoryHit)
+    _set_hit_item(hit, item)
+    _set_score(hit, score)
+    _set_similarity(hit, similarity)
+    _set_distance(hit, distance)
+    _set_explain(hit, explain)
+    return hit
+
+
 def _opt(value: Any) -> str | None:
     """A reply value as text, None when absent or empty (``as_text(value) or None``, inlined)."""
     if value is None:
@@ -225,7 +304,7 @@ def ranking_item(
     get = fields.get
     expires = get("expires_at")
     valid_from = get("valid_from")
-    return MemoryItem(
+    return _item(
         memory_id,
         *_basics(get, seen),
         [],
@@ -240,6 +319,7 @@ def ranking_item(
         {},
         None,
         _FROM_CREATED if valid_from is None else _valid_from(valid_from),
+        None,
     )
 
 
@@ -284,7 +364,7 @@ def item_from_fields(
     valid_from = _FROM_CREATED if raw is None else _valid_from(raw)
     raw = get("valid_until")
     valid_until = None if raw is None else _valid_until(raw)
-    return MemoryItem(
+    return _item(
         memory_id,
         *_basics(get, seen),
         tags,
@@ -305,7 +385,7 @@ def item_from_fields(
 
 def with_access(item: MemoryItem, last_accessed_at: int, access_count: int) -> MemoryItem:
     """``item`` with another last access and access count (``dataclasses.replace``, at a third of its cost)."""
-    return MemoryItem(
+    return _item(
         item.id,
         item.content,
         item.importance,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-__all__ = ["SELF_NAME", "leading_name", "name_runs", "names_of", "same_name"]
+__all__ = ["SELF_NAME", "leading_name", "name_mates", "name_runs", "names_of", "same_name"]
 
 # Words that start sentences in capitals without being names.
 _NOT_NAMES = frozenset(
@@ -371,3 +371,35 @@ def same_name(a: str, b: str) -> bool:
         return True
     short, long = (a, b) if len(a) < len(b) else (b, a)
     return long.startswith(short + " ") or long.endswith(" " + short)
+
+
+def name_mates(names: Sequence[str | None]) -> list[list[int]]:
+    """For each of ``names``, the indices of the others that are the same name (``same_name``), ascending.
+
+    ``same_name`` pair by pair is ``O(n²)`` calls per recall; here each distinct name is
+    looked up with its parts at either end (``"ada"``, ``"moreau"`` of ``"ada moreau"``):
+    the same answer in ``O(n x words)``. A missing (None or empty) name has no mates.
+    """
+    at: dict[str, list[int]] = {}
+    for i, name in enumerate(names):
+        if name:
+            at.setdefault(name, []).append(i)
+    linked: dict[str, set[str]] = {}  # only names with parts (most are one word, or unique)
+    for name in at:
+        if " " not in name:
+            continue
+        words = name.split(" ")
+        for t in range(1, len(words)):
+            for part in (" ".join(words[:t]), " ".join(words[t:])):
+                if part in at:
+                    linked.setdefault(name, set()).add(part)
+                    linked.setdefault(part, set()).add(name)
+    out: list[list[int]] = [[] for _ in names]
+    for name, own in at.items():
+        others = linked.get(name)
+        if len(own) == 1 and not others:
+            continue
+        group = sorted([*own, *(j for other in others or () for j in at[other])])
+        for i in own:
+            out[i] = [j for j in group if j != i]
+    return out

@@ -63,12 +63,13 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from .arguments import check_number
-from .models import MemoryHit, MemoryItem
+from .models import MemoryHit, MemoryItem, new_hit
 from .scoring import ScoreParts, Weights
 from .text import fold_suffix, tokenize
 from .validity import last_seen_ms
@@ -311,6 +312,9 @@ class Gate:
         )
 
 
+_FIRST = operator.itemgetter(0)  # a scored entry's composite score
+
+
 def rank(
     candidates: Sequence[tuple[MemoryItem, float]],
     *,
@@ -357,20 +361,24 @@ def rank(
     ws, wr, wi = weights.similarity, weights.recency, weights.importance
     scored: list[tuple[float, float, float, MemoryItem, float]] = []
     for item, distance in admitted:
-        similarity = fused.get(item.id)
+        similarity = fused.get(item.id) if fused else None
         d = distance if similarity is None else 2.0 * (1.0 - similarity)
-        sim = min(1.0, max(0.0, 1.0 - d / 2.0))  # scoring.similarity_from_distance
+        # min(1.0, max(0.0, 1.0 - d / 2.0)) (scoring.similarity_from_distance), NaN included
+        sim = 1.0 - d / 2.0
+        sim = sim if sim > 0.0 else 0.0
+        sim = sim if sim < 1.0 else 1.0
         # validity.last_seen_ms: a missing valid_from reads as created_at, which gives the
         # seed's max(created_at, last_accessed_at) (the max of ms, then / 1000: same float).
         last_seen = (
             last_seen_ms(item.valid_from, item.created_at, item.last_accessed_at, item.access_count) / 1000.0
         )
-        rec = float(0.5 ** (max(0.0, now - last_seen) / half_life_seconds))
+        age = now - last_seen
+        rec = float(0.5 ** ((age if age > 0.0 else 0.0) / half_life_seconds))  # max(0.0, age)
         score = ws * sim + wr * rec + wi * item.importance
         scored.append((score, sim, rec, item, distance))
-    scored.sort(key=lambda entry: entry[0], reverse=True)  # stable: ties keep the candidates' order
+    scored.sort(key=_FIRST, reverse=True)  # stable: ties keep the candidates' order
     return [
-        MemoryHit(
+        new_hit(
             item,
             score,
             1.0 - distance / 2.0,

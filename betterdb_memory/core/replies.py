@@ -14,6 +14,7 @@ with RETURN; valkey-search follows RETURN order).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from .codec import as_text
@@ -31,6 +32,19 @@ class SearchHit:
 class SearchResult:
     total: int
     hits: list[SearchHit]
+
+
+# Built per hit (ten to a hundred per recall): through the slots' descriptors, not the frozen
+# ``__init__`` (see ``models._item``).
+_NEW = object.__new__
+_set_key, _set_fields = (SearchHit.__dict__[f.name].__set__ for f in dataclass_fields(SearchHit))
+
+
+def _hit(key: str, fields: dict[str, Any]) -> SearchHit:
+    hit: SearchHit = _NEW(SearchHit)
+    _set_key(hit, key)
+    _set_fields(hit, fields)
+    return hit
 
 
 # Field names come back as bytes on every hit of every reply; a memory schema has a few
@@ -103,14 +117,22 @@ def parse_search_reply(reply: Any, *, nocontent: bool = False) -> SearchResult:
     if nocontent:
         return SearchResult(total, [SearchHit(as_text(k), {}) for k in rest])
     i, n = 0, len(rest)
+    rows = _ROWS
     while i < n:
         raw = rest[i]
         key = raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw)
         fields: dict[str, Any] = {}
-        if i + 1 < n and isinstance(rest[i + 1], _CONTAINERS):
-            fields = _field_map(rest[i + 1])
+        if i + 1 < n and isinstance(value := rest[i + 1], _CONTAINERS):
+            # ``_field_map`` inlined for the usual row: a list whose name tuple was seen before.
+            names = None
+            if type(value) is list:
+                try:  # noqa: SIM105 (contextlib.suppress costs a context manager per row)
+                    names = rows.get(tuple(value[0 : len(value) - 1 : 2]))
+                except TypeError:  # a name that is no string: ``_field_map`` says what to do
+                    pass
+            fields = _field_map(value) if names is None else dict(zip(names, value[1::2], strict=True))
             i += 2
         else:
             i += 1
-        hits.append(SearchHit(key, fields))
+        hits.append(_hit(key, fields))
     return SearchResult(total, hits)

@@ -21,12 +21,16 @@ o.valid_from``) when all three hold:
    ("... Nothing Phone 2", "... partner is Dario") share a name; their subjects differ.
 2. **Close statements (mutual similarity).** The cosine of their stored vectors is at
    least ``min_similarity``.
-3. **The same exclusive kind of attribute.** Each statement is compared with short
-   prototype sentences of known kinds of attribute (``core.slot_kinds``: exclusive home,
-   employer, job, partner, bank, ...; many-valued likes, languages, sports, ...),
-   embedded once with the store's own embedder; the best kind of each must be
-   exclusive and among the other's two best, or the two must be each other's nearest
-   statement of their entity with an exclusive kind clearly ahead (``same_kind_pairs``).
+3. **The same exclusive kind of attribute.** With the shipped MiniLM embedder, a learned
+   classifier on the two statements' vectors (``core.slot_model``, ``learned_pairs``):
+   a logistic model fitted on thousands of labelled pairs of many kinds and wordings,
+   one value at a time (home, employer, bank, ...) against many (likes, languages,
+   ...) and against two different kinds of one person. With any other embedder (the
+   weights live in MiniLM's space): each statement is compared with short prototype
+   sentences of known kinds (``core.slot_kinds``), embedded once with the store's own
+   embedder; the best kind of each must be exclusive and among the other's two best,
+   or the two must be each other's nearest statement of their entity with an
+   exclusive kind clearly ahead (``same_kind_pairs``). ``kind_pairs`` picks the judge.
 
 Why rule 3: with MiniLM, "Ada likes tea" / "Ada likes coffee" are as similar as "Ada
 lives in Lisbon" / "Ada lives in Berlin" (medians 0.70 and 0.68), and two attributes of
@@ -63,8 +67,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .names import leading_name, names_of, same_name
+from .names import leading_name, name_mates, names_of, same_name
 from .slot_kinds import EXCLUSIVE_KINDS, MANY_KINDS, Prototypes, normalised, products, prototype_texts
+from .slot_model import SlotModel
 
 __all__ = [
     "EXCLUSIVE_KINDS",
@@ -74,6 +79,8 @@ __all__ = [
     "SupersessionRule",
     "effective_scores",
     "focus_scores",
+    "kind_pairs",
+    "learned_pairs",
     "near_pairs",
     "present_order",
     "prototype_texts",
@@ -81,6 +88,7 @@ __all__ = [
     "same_exclusive_kind",
     "same_kind_pairs",
     "superseded_pairs",
+    "vector_needs",
 ]
 
 FloatArray = npt.NDArray[np.float32]
@@ -93,7 +101,8 @@ class Candidate:
     Attributes:
         id: the memory id (returned unchanged).
         text: its content.
-        vector: its stored embedding, L2-normalised (as the store keeps them).
+        vector: its stored embedding, L2-normalised (as the store keeps them); None
+            when the rule cannot read it (``vector_needs`` says which it reads).
         valid_from: when it became true (epoch ms).
         score: its recall score (higher first).
         similarity: its cosine with the question (``1 - distance``), or None when
@@ -102,7 +111,7 @@ class Candidate:
 
     id: str
     text: str
-    vector: FloatArray
+    vector: FloatArray | None
     valid_from: int
     score: float
     similarity: float | None = None
@@ -139,26 +148,59 @@ def near_pairs(
 
     The cheap half of the rule, run first on every recall: most recalls have no such
     pair, and then the prototypes (rule 3) are never needed, so a store whose
-    questions never meet two versions of a statement never embeds them. Names are read
-    only for candidates in a close pair (a recall ranks up to a few hundred).
+    questions never meet two versions of a statement never embeds them. Rule 1 is read
+    from the texts first (``name_mates``), so only the vectors of candidates that share
+    a leading name with another are compared (``vector_needs``). Pairs in row order
+    (older index first within a row), as ``np.nonzero`` of the pair matrix gives them.
     """
-    n = len(candidates)
-    if n < 2:
+    if len(candidates) < 2:
         return []
-    vecs = normalised(np.stack([c.vector for c in candidates]).astype(np.float32))
-    vf = np.asarray([c.valid_from for c in candidates], dtype=np.int64)
-    close = np.triu(products(vecs, vecs) >= rule.min_similarity, 1) & (vf[:, None] != vf[None, :])
-    leads: dict[int, str | None] = {}
-    found: list[tuple[int, int]] = []
-    for i, j in zip(*np.nonzero(close), strict=True):
-        a, b = int(i), int(j)
-        for x in (a, b):
-            if x not in leads:
-                leads[x] = leading_name(candidates[x].text)
-        la, lb = leads[a], leads[b]
-        if la is not None and lb is not None and same_name(la, lb):
-            found.append((a, b) if vf[a] < vf[b] else (b, a))
-    return found
+    mates = name_mates([leading_name(c.text) for c in candidates])
+    vf = [c.valid_from for c in candidates]
+    named = [(i, j) for i, row in enumerate(mates) for j in row if j > i and vf[i] != vf[j]]
+    if not named:
+        return []
+    rows = sorted({x for pair in named for x in pair})
+    at = {x: r for r, x in enumerate(rows)}
+    vecs = _vectors(candidates, rows)
+    sims = products(vecs, vecs)
+    return [
+        (a, b) if vf[a] < vf[b] else (b, a) for a, b in named if sims[at[a], at[b]] >= rule.min_similarity
+    ]
+
+
+def vector_needs(texts: Sequence[str], valid_from: Sequence[int], question: str | None = None) -> list[int]:
+    """Indices of the candidates (their ``texts``, ``valid_from``) whose vectors the rule reads, ascending.
+
+    Empty when no two candidates pass rule 1 with different ``valid_from`` (nothing can
+    be superseded: no vector is read). Otherwise those with a same-name mate (rules 2
+    and 3 compare them) and those whose leading name ``question`` names
+    (``focus_scores``). Read from the texts alone, so a recall asks the store for these
+    vectors only; candidates outside it can be left out of the rule (the same pairs
+    and scores). A rule that reads other vectors must say so here.
+    """
+    leads = [leading_name(t) for t in texts]
+    mates = name_mates(leads)
+    if not any(valid_from[j] != valid_from[i] for i, row in enumerate(mates) for j in row):
+        return []
+    names = names_of(question) if question else frozenset()
+
+    @functools.cache
+    def asked(lead: str) -> bool:
+        return any(same_name(lead, n) for n in names)
+
+    return [i for i, row in enumerate(mates) if row or (leads[i] and asked(leads[i]))]
+
+
+def _vectors(candidates: Sequence[Candidate], rows: Sequence[int]) -> FloatArray:
+    """The ``rows``' vectors, L2-normalised, stacked; each must be there (``vector_needs``)."""
+    vecs = []
+    for x in rows:
+        v = candidates[x].vector
+        if v is None:
+            raise ValueError(f"candidate {x} has no vector: vector_needs() names the vectors the rule reads")
+        vecs.append(v)
+    return normalised(np.stack(vecs).astype(np.float32))
 
 
 def same_kind_pairs(
@@ -182,7 +224,7 @@ def same_kind_pairs(
         return []
     rows = sorted({x for pair in pairs for x in pair})
     at = {x: r for r, x in enumerate(rows)}
-    vecs = normalised(np.stack([candidates[x].vector for x in rows]).astype(np.float32))
+    vecs = _vectors(candidates, rows)
     kinds = prototypes.kind_scores(vecs)
     same_kind = same_exclusive_kind(kinds, prototypes)
     nearest = _nearest_of_entity(candidates, rows, vecs)
@@ -203,27 +245,63 @@ def same_kind_pairs(
     return out
 
 
+def learned_pairs(
+    candidates: Sequence[Candidate], pairs: Sequence[tuple[int, int]], model: SlotModel
+) -> list[tuple[int, int]]:
+    """The ``pairs`` that pass rule 3 by the learned classifier (``core.slot_model``).
+
+    Reads the pair members' vectors only (within ``vector_needs``): ``O(pair members^2 x d)``.
+    """
+    if not pairs:
+        return []
+    rows = sorted({x for pair in pairs for x in pair})
+    at = {x: r for r, x in enumerate(rows)}
+    same = model.same_slot(_vectors(candidates, rows))
+    return [(o, n) for o, n in pairs if same[at[o], at[n]]]
+
+
+def kind_pairs(
+    candidates: Sequence[Candidate],
+    pairs: Sequence[tuple[int, int]],
+    prototypes: Prototypes,
+    model: SlotModel | None = None,
+    rule: SupersessionRule = SupersessionRule(),
+) -> list[tuple[int, int]]:
+    """Rule 3: the prototypes' pairs (``same_kind_pairs``) that the learned ``model`` does not veto.
+
+    The model's threshold is low (fitted so that it keeps 94% of true updates and drops
+    99% of both-current pairs on held-out training people), so it vetoes what it is
+    sure is not one exclusive slot: many-valued pairs the prototypes mistake for one.
+    """
+    kept = same_kind_pairs(candidates, pairs, prototypes, rule)
+    return kept if model is None else learned_pairs(candidates, kept, model)
+
+
 def _nearest_of_entity(
     candidates: Sequence[Candidate], rows: Sequence[int], vecs: FloatArray
 ) -> dict[int, int]:
     """For each of ``rows``: the candidate with the same leading name nearest to it by cosine."""
-    leads = [leading_name(c.text) for c in candidates]
-    sims = products(vecs, normalised(np.stack([c.vector for c in candidates]).astype(np.float32)))
-    same = functools.cache(same_name)  # a few distinct names per recall
+    mates = name_mates([leading_name(c.text) for c in candidates])
+    cols = sorted({j for x in rows for j in mates[x]})
+    if not cols:
+        return {}
+    at = {j: c for c, j in enumerate(cols)}
+    sims = products(vecs, _vectors(candidates, cols))
     out: dict[int, int] = {}
     for r, x in enumerate(rows):
-        lx = leads[x]
-        mates = [j for j, lj in enumerate(leads) if j != x and lx and lj and same(lx, lj)]
-        if mates:
-            out[x] = max(mates, key=lambda j: float(sims[r, j]))
+        if mates[x]:
+            out[x] = max(mates[x], key=lambda j: float(sims[r, at[j]]))
     return out
 
 
 def superseded_pairs(
-    candidates: Sequence[Candidate], prototypes: Prototypes, rule: SupersessionRule = SupersessionRule()
+    candidates: Sequence[Candidate],
+    prototypes: Prototypes,
+    rule: SupersessionRule = SupersessionRule(),
+    model: SlotModel | None = None,
 ) -> list[tuple[int, int]]:
     """``(older, newer)`` index pairs of ``candidates`` that state the same exclusive slot."""
-    return same_kind_pairs(candidates, near_pairs(candidates, rule), prototypes, rule)
+    return kind_pairs(candidates, near_pairs(candidates, rule), prototypes, model, rule)
 
 
 def present_order(
@@ -300,7 +378,7 @@ def focus_scores(
     if not any(asked(o) and asked(n) for o, n in pairs):
         return scores
     group = [i for i in range(len(candidates)) if asked(i)]
-    vecs = normalised(np.stack([candidates[i].vector for i in group]).astype(np.float32))
+    vecs = _vectors(candidates, group)
     sims = np.asarray([candidates[i].similarity for i in group], dtype=np.float64)
     centroid = vecs.mean(axis=0)
     offsets = vecs - centroid

@@ -51,6 +51,7 @@ __all__ = [
     "event_clause",
     "history_clause",
     "inside_clause",
+    "main_k",
     "search_text",
     "state_clause",
     "supersede",
@@ -152,10 +153,18 @@ def state_clause(w: TimeWindow, layout: IndexLayout = _FULL) -> str | None:
 def inside_clause(w: TimeWindow, layout: IndexLayout = _FULL) -> str:
     """Events in the window or current states valid in it: one clause, so one KNN query.
 
-    The union is written by De Morgan, ``-(NOT events NOT states)``, with no negation
-    below a union: the events' clause is itself a negation (``validity.window``), and
-    RediSearch 2.10.5 loses documents under a negation inside a union once ANDed with a
-    scope (``core.validity``'s docstring). Without ``state_from`` it is the events' clause.
+    Anchored on a positive union (no negation below it), the candidates: ``valid_from``
+    in ``[a, b)``, a state begun before ``b``, or ``created_at`` in ``[a, b)`` (the
+    reference's documents, written without ``valid_from``); less those that only the
+    last let in, a ``created_at`` in the window with a ``valid_from`` outside it (a
+    memory written in the window about another time) and no state. The engine then
+    visits the window's documents only: the earlier form, ``-(NOT events NOT states)``
+    under a match-all range, visited every document of the scope through nested
+    negations and cost an unscoped recall ~0.3 ms of server time (bench/results/temporal.md,
+    section E). RediSearch 2.10.5 loses documents under a negation *below* a union once
+    ANDed with a scope (``core.validity``'s docstring): here the negation is beside it.
+    Without ``state_from`` it is the events' clause; without ``valid_from`` (an index
+    another library made) the union of ``created_at`` in the window and the states.
     """
     state = state_clause(w, layout)
     if state is None:
@@ -163,11 +172,14 @@ def inside_clause(w: TimeWindow, layout: IndexLayout = _FULL) -> str:
     if w.start_ms is not None and w.end_ms is not None and w.start_ms >= w.end_ms:
         return state  # no event falls in an empty window (and the engine refuses its range)
     rng = _range(w)
-    if layout.valid_from:  # NOT events, ``validity.window`` without its outer negation
-        not_events = f"-@{VALID_FROM}:{rng} -(@created_at:{rng} -@{VALID_FROM}:[-inf +inf])"
-    else:
-        not_events = f"-@created_at:{rng}"
-    return f"-({not_events} -{state})"
+    if not layout.valid_from:
+        return f"(@created_at:{rng} | {state})"
+    outside = [f"@{VALID_FROM}:[-inf ({int(w.start_ms)}]"] if w.start_ms is not None else []
+    outside += [f"@{VALID_FROM}:[{int(w.end_ms)} +inf]"] if w.end_ms is not None else []
+    if not outside:  # no bound: every memory is inside
+        return f"@created_at:{rng}"
+    other_time = outside[0] if len(outside) == 1 else f"({' | '.join(outside)})"
+    return f"(@{VALID_FROM}:{rng} | {state} | @created_at:{rng}) -(@created_at:{rng} {other_time} -{state})"
 
 
 def _range(w: TimeWindow) -> str:
@@ -198,6 +210,17 @@ def window_k(k: int, pool: int) -> int:
     than one without; now about 2% (bench/results/temporal.md, section E).
     """
     return max(1, min(pool, max(WINDOW_MIN, WINDOW_FACTOR * k)))
+
+
+def main_k(pool: int, k: int, window_hits: int) -> int:
+    """Hits the recall's own KNN asks for beside an exact window's query: ``pool`` less the window's.
+
+    The window's query brings the ``window_hits`` nearest memories inside the window; the
+    recall's own KNN then needs only the rest of the pool, so the engine loads and the
+    client parses as many candidates as a recall without a window (at least ``k``: the
+    places after the window's hits are filled from it).
+    """
+    return max(min(k, pool), pool - window_hits)
 
 
 def with_window(hits: Sequence[MemoryHit], plan: TimePlan) -> list[MemoryHit]:

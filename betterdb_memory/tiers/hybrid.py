@@ -10,7 +10,11 @@ re-ranked together (``core.ranking``).
 
 Per engine (``core.text_query.text_search_args``): RediSearch answers one BM25-scored query
 for all the words; valkey-search >= 1.2 one query per word, whose union is ranked here
-by the same lexical score the re-ranker uses, keeping the best ``text_candidates``;
+by the same lexical score the re-ranker uses, keeping the best ``text_candidates``. There a
+question sends at most ``max_words`` (``core.frequencies.PER_WORD_MAX_WORDS``) queries, for
+its rarest words (``core.frequencies.rarest``): each query costs a round of the engine's
+work and a reply to parse, and a common word's query returns an unranked sample of its
+matches that rarely holds the answer (the measurements: ``bench/bench_text_words.py``);
 engines without TEXT fields (valkey-search 1.0), or an index whose ``content`` is not
 one, keep the KNN-only path. A text-only candidate's cosine distance is computed here
 from its stored vector, so every candidate is scored on the same scale.
@@ -40,7 +44,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..core.codec import to_float
-from ..core.frequencies import DocumentFrequencies, TextPlan, word_count_args
+from ..core.frequencies import PER_WORD_MAX_WORDS, DocumentFrequencies, TextPlan, word_count_args
 from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
 from ..core.query import VECTOR_FIELD, MemoryFilter, filter_search_args
 from ..core.ranking import HybridRanker, Reranker, query_words
@@ -82,6 +86,8 @@ class TextCandidates:
         self._rt = rt
         self._docs = docs
         self._frequencies = DocumentFrequencies()
+        # At most this many words searched on an engine that answers one query per word (None: no cap).
+        self.max_words: int | None = PER_WORD_MAX_WORDS
         self._warned: set[str] = set()  # the degraded reasons logged at warning already
 
     def available(self) -> bool:
@@ -110,7 +116,10 @@ class TextCandidates:
             return None
         caps = self._rt.index.capabilities
         assert caps is not None
-        plan = self._frequencies.plan(words, time.monotonic(), pool=pool)
+        per_word = caps.engine != "redisearch"
+        plan = self._frequencies.plan(
+            words, time.monotonic(), pool=pool, max_words=self.max_words if per_word else None
+        )
         index = self._rt.index.name
         layout = self._rt.index.layout
         searches: list[list[str]] = []
@@ -124,7 +133,7 @@ class TextCandidates:
                 plan.words,
                 flt,
                 layout=layout,
-                per_word=caps.engine != "redisearch",
+                per_word=per_word,
                 return_fields=want,
                 limit=self._rt.settings.text_candidates,
                 timeout_ms=self._rt.settings.text_timeout_ms,

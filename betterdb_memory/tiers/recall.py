@@ -39,7 +39,7 @@ from .documents import Documents
 from .history import History
 from .hybrid import TextCandidates
 from .runtime import Runtime
-from .time_recall import TimeRecall, WindowQueries, keep_vector
+from .time_recall import TimeRecall, WindowQueries
 
 __all__ = ["DEFAULT_K", "Recall"]
 
@@ -222,7 +222,6 @@ class Recall:
         *,
         slim: bool = False,
         also: WindowQueries | None = None,
-        vectors: dict[str, bytes] | None = None,
     ) -> tuple[list[tuple[MemoryItem, float]], list[Any]]:
         """The KNN candidates (nearest first), and the replies of ``extra`` searches sent with it.
 
@@ -295,7 +294,6 @@ class Recall:
                 continue
             mid = memory_id_of(hit.key)
             item = build(mid, f, seen=pending.get(mid))
-            keep_vector(vectors, mid, f)
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
             # a cosine distance is 0..2, so the similarity stays within 0..1.
             out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
@@ -362,8 +360,8 @@ class Recall:
         # Ranking many candidates needs only text and scoring fields; the pure-Python
         # reply parser costs per field, so fetch the full items of the top k afterwards.
         slim = n > k and flt.as_of is None  # superseded versions are read whole (no FETCH by id)
-        fields = self._time.fields(plan, _RANKING_FIELDS if slim else ITEM_FIELDS)
-        vectors: dict[str, bytes] = {}
+        fields = _RANKING_FIELDS if slim else ITEM_FIELDS
+        vectors: dict[str, bytes] = {}  # the text-only candidates' (same-slot supersession reads them)
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
         pool = min(n, 10_000)
@@ -371,7 +369,8 @@ class Recall:
         # re-ranked recall also asks the full-text index: beside the KNN, within a budget (tiers.hybrid).
         also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
-        knn = self._search(vector, flt, pool, fields, [], slim=slim, also=also, vectors=vectors)
+        own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
+        knn = self._search(vector, flt, own, fields, [], slim=slim, also=also)
         (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
         knn_distances = [d for _, d in candidates]
         if text_replies and query is not None:

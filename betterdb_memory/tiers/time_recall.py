@@ -2,7 +2,9 @@
 
 The rules are pure (``core.time_recall``, ``core.supersession``); this part holds what
 they need from the store: the index layout (which time fields the index in use has),
-the candidates' stored vectors, and the prototype sentences of same-slot supersession,
+the stored vectors of the few candidates the rule compares (read after the search, only
+when two candidates share a leading name: the search itself returns no vectors, 1.5 KB
+each at 384 dimensions), and the prototype sentences of same-slot supersession,
 embedded with the store's own embedder the first time a recall meets two candidates
 that pass the rule's cheap half (same leading name, close statements), then kept in
 the process (not in Valkey: another embedder in another process has another space).
@@ -28,19 +30,22 @@ from ..core.models import MemoryHit, MemoryItem
 from ..core.query import VECTOR_FIELD, MemoryFilter, knn_search_args
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.scoring import Weights
+from ..core.slot_model import for_model
 from ..core.supersession import (
     Candidate,
     Prototypes,
     focus_scores,
+    kind_pairs,
     near_pairs,
     prototype_texts,
-    same_kind_pairs,
+    vector_needs,
 )
 from ..core.time_recall import (
     TimePlan,
     boost_window,
     history_clause,
     inside_clause,
+    main_k,
     supersede,
     window_first,
     window_k,
@@ -50,7 +55,7 @@ from ..core.where import check_fields, names_declared
 from .history import HISTORY_ITEM_FIELDS, History
 from .runtime import Runtime
 
-__all__ = ["TimeRecall", "WindowQueries", "keep_vector"]
+__all__ = ["TimeRecall", "WindowQueries"]
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +66,15 @@ class WindowQueries:
 
     ``searches``: FT.SEARCH arguments, the main index's queries (one: events and states)
     first, then the history index's (past versions) when ``history`` is its filter.
-    ``reads``: commands sent first in the round trip (the history mark, while the store is
+    ``knn_k``: hits the recall's own KNN asks for beside them (``main_k``: the pool less
+    the window's). ``reads``: commands sent first in the round trip (the history mark, while the store is
     not known to hold past versions); ``deferred``: the history index's query and filter,
     sent by ``TimeRecall.settle`` only if the mark says so. ``inside``: the main index's
     keys they returned; ``past``: the past versions, read whole, as (item, distance).
     """
 
     searches: list[list[str | bytes]]
+    knn_k: int
     history: MemoryFilter | None = None
     reads: list[tuple[str, ...]] = field(default_factory=list)
     deferred: tuple[list[str | bytes], MemoryFilter] | None = None
@@ -86,13 +93,6 @@ class WindowQueries:
         if self.history is not None:
             self.past = past.knn_hits(replies.pop(1), self.history)
         return hits
-
-
-def keep_vector(vectors: dict[str, bytes] | None, memory_id: str, fields: Mapping[str, Any]) -> None:
-    """Keep a search hit's stored vector in ``vectors`` (when asked for, and readable)."""
-    raw = fields.get(VECTOR_FIELD)
-    if vectors is not None and isinstance(raw, (bytes, bytearray)):
-        vectors[memory_id] = bytes(raw)
 
 
 class TimeRecall:
@@ -130,6 +130,7 @@ class TimeRecall:
         if w is None or not plan.filters:
             return None
         n = window_k(k, pool)
+        own = main_k(pool, k, n)
         blob = encode_vector(vector)
         index = self._rt.index
         fields = tuple(dict.fromkeys([*fields, *check_fields(flt, index.needs_check(flt))]))
@@ -138,7 +139,7 @@ class TimeRecall:
             knn_search_args(index.name, blob, k=n, flt=inside, layout=index.layout, return_fields=fields)
         ]
         if flt.as_of is not None or (flt.where is not None and names_declared(flt.where)):
-            return WindowQueries(searches)
+            return WindowQueries(searches, own)
         past = dataclasses.replace(flt, history=True, clauses=(*flt.clauses, history_clause(w)))
         wanted = (*HISTORY_ITEM_FIELDS, *(flt.where.fields if flt.where is not None else ()))
         history = knn_search_args(
@@ -147,9 +148,9 @@ class TimeRecall:
         )  # fmt: skip
         # A cluster sends a pipeline's commands before its searches, not beside them: no mark read there.
         if self._past_known or self._rt.backend.cluster:
-            return WindowQueries([*searches, history], history=past)
+            return WindowQueries([*searches, history], own, history=past)
         return WindowQueries(
-            searches, reads=[history_mark.read(self._rt.keys.meta)], deferred=(history, past)
+            searches, own, reads=[history_mark.read(self._rt.keys.meta)], deferred=(history, past)
         )
 
     async def settle(self, window: WindowQueries | None, replies: list[Any]) -> list[Any]:
@@ -171,12 +172,6 @@ class TimeRecall:
         at = 1 + len(window.searches)  # after the recall's own query and the main index's
         window.searches.append(args)
         return [*replies[:at], reply, *replies[at:]]
-
-    def fields(self, plan: TimePlan, fields: Sequence[str]) -> tuple[str, ...]:
-        """``fields`` plus the stored vector when the present order needs it (and the client can read it)."""
-        if plan.present and not self._rt.backend.decodes:
-            return (*fields, VECTOR_FIELD)
-        return tuple(fields)
 
     async def order(
         self,
@@ -207,22 +202,35 @@ class TimeRecall:
     async def _present(
         self, hits: list[MemoryHit], vectors: Mapping[str, bytes], query: str = ""
     ) -> list[MemoryHit]:
-        """Same-slot supersession over the hits that carry a readable vector."""
+        """Same-slot supersession over the hits, reading only the vectors the rule needs.
+
+        ``vectors``: the stored vectors the recall already holds (its text-only
+        candidates'); the rest of those the rule reads (``vector_needs``: candidates
+        that share a leading name with another, those the question names) are read in
+        one round trip, and only when two candidates can be versions of one statement.
+        """
         width = self._rt.embedder.dimensions * 4
+        if not width or self._rt.backend.decodes:  # a decoding client cannot read a vector
+            return hits
         # Conversation turns ("Name: ...") are not statements of a slot: two turns of one
         # speaker on one topic are not versions of one fact (measured: LoCoMo, -11 points).
-        idx = [
-            i
-            for i, h in enumerate(hits)
-            if width and len(vectors.get(h.item.id, b"")) == width and not is_turn(h.item.content)
-        ]
+        idx = [i for i, h in enumerate(hits) if not is_turn(h.item.content)]
         if len(idx) < 2:
             return hits
+        need = vector_needs(
+            [hits[i].item.content for i in idx], [hits[i].item.valid_from for i in idx], query
+        )
+        if not need:
+            return hits
+        idx = [idx[r] for r in need]
+        blobs = await self._vectors([hits[i].item.id for i in idx], vectors)
+        # A memory gone since the search (or stored with another model's vector) is left out.
+        idx = [i for i in idx if len(blobs.get(hits[i].item.id, b"")) == width]
         cands = [
             Candidate(
                 hits[i].item.id,
                 hits[i].item.content,
-                np.frombuffer(vectors[hits[i].item.id], dtype="<f4"),
+                np.frombuffer(blobs[hits[i].item.id], dtype="<f4"),
                 hits[i].item.valid_from,
                 hits[i].score,
                 1.0 - hits[i].distance,
@@ -235,11 +243,28 @@ class TimeRecall:
         prototypes = await self._load_prototypes()
         if prototypes is None:
             return hits
-        kept = same_kind_pairs(cands, pairs, prototypes)
+        embedder = self._rt.embedder
+        kept = kind_pairs(cands, pairs, prototypes, for_model(embedder.model_id, embedder.dimensions))
         scores = [h.score for h in hits]
         for i, score in zip(idx, focus_scores(cands, query, kept), strict=True):
             scores[i] = score
         return supersede(hits, [(idx[o], idx[n]) for o, n in kept], scores)
+
+    async def _vectors(self, ids: Sequence[str], known: Mapping[str, bytes]) -> dict[str, bytes]:
+        """The stored vectors of ``ids``: from ``known``, the others read (one ``HGET`` each, pipelined)."""
+        out = {mid: known[mid] for mid in ids if mid in known}
+        missing = [mid for mid in ids if mid not in known]
+        if missing:
+            doc = self._rt.keys.doc
+            replies = await self._rt.backend.pipeline(
+                "recall", [("HGET", doc(mid), VECTOR_FIELD) for mid in missing]
+            )
+            out.update(
+                (mid, bytes(raw))
+                for mid, raw in zip(missing, replies, strict=True)
+                if isinstance(raw, (bytes, bytearray))
+            )
+        return out
 
     async def _load_prototypes(self) -> Prototypes | None:
         """The prototype vectors, embedded once with the store's embedder; None if that failed once.

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory.core.frequencies import PER_WORD_MAX_WORDS
 from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.query import MemoryFilter
+from betterdb_memory.core.ranking import query_words
 
 pytestmark = pytest.mark.integration
 
@@ -194,6 +196,47 @@ async def test_the_text_query_keeps_its_words_under_the_postings_budget(
         assert [h.item.id for h in hits] == [answer]
     finally:
         await store.forget_by_scope(thread_id="b")
+        await store.close()
+
+
+async def _search_calls(client: Any) -> int:
+    stats = await client.info("commandstats")
+    return int(stats.get("cmdstat_FT.SEARCH", {}).get("calls", 0))
+
+
+async def test_a_long_question_sends_only_its_rarest_words_on_a_per_word_engine(
+    client: Any, unique_name: str
+) -> None:
+    """valkey-search answers one text query per word: once the words are counted, a question of
+    many words sends at most ``PER_WORD_MAX_WORDS`` of them, the rarest, and its rare word still
+    brings the memory the KNN misses. RediSearch sends one query for all the words, as before."""
+    store = MemoryStore(
+        client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False, rerank_candidates=2
+    )
+    try:
+        for i in range(30):
+            await store.remember(f"Item {i} was noted.", vector=unit(300 + i), thread_id="w")
+        for i in range(6):
+            await store.remember(
+                f"Caroline and Melanie talked about the lake trip {i}.", vector=unit(400 + i), thread_id="w"
+            )
+        answer = await store.remember(
+            "Caroline painted a Zanzibarite sunrise.", vector=unit(99), thread_id="w"
+        )
+        await store.index.ensure_ready()
+        if not store._recall._text.available():
+            return  # valkey-search 1.0: no TEXT, KNN only
+        query = "What did Caroline and Melanie paint at the lake on their Zanzibarite trip?"
+        assert len(query_words(query)) == 6 > PER_WORD_MAX_WORDS  # every one under the common share
+        first = await store.recall(query, k=1, threshold=2.0, thread_id="w", reinforce=False)  # counts them
+        before = await _search_calls(client)
+        hits = await store.recall(query, k=1, threshold=2.0, thread_id="w", reinforce=False)
+        sent = await _search_calls(client) - before
+        per_word = store.capabilities is not None and store.capabilities.engine != "redisearch"
+        assert sent == 1 + (PER_WORD_MAX_WORDS if per_word else 1)  # the KNN, then the text queries
+        assert [h.item.id for h in hits] == [h.item.id for h in first] == [answer]
+    finally:
+        await store.forget_by_scope(thread_id="w")
         await store.close()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -117,3 +118,75 @@ def test_persistence_on_by_default(tmp_path: Path) -> None:
 def test_binaries_exist() -> None:
     b = find_binaries()
     assert os.access(b.server, os.X_OK) and b.search_module.exists()
+
+
+#: About 1 ms per key loaded, and LOADING answers every KB read (the default is every 2 MB,
+#: so a small test store would load without a single answer in between).
+SLOW_LOAD = ("--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024")
+
+
+def _slow_loading_store(data: Path, keys: int = 5000) -> None:
+    """A data dir whose AOF's RDB base holds ``keys`` keys (``key-load-delay`` slows RDB loads only)."""
+    server = EmbeddedServer(data).start()
+    c = _client(server)
+    pipe = c.pipeline(transaction=False)
+    for i in range(keys):
+        pipe.set(f"k{i}", i)
+    pipe.execute()
+    c.execute_command("BGREWRITEAOF")
+    while True:
+        info = c.info("persistence")
+        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+            break
+        time.sleep(0.05)
+    c.close()
+    server.stop()
+
+
+def test_start_waits_for_a_server_loading_its_data(tmp_path: Path) -> None:
+    """A large store loads for longer than ``startup_timeout``: start waits, never kills it.
+
+    ``key-load-delay`` (a server test setting, microseconds per key) makes loading 5,000
+    keys take about 5 s, longer than the 2 s ``startup_timeout``; the server answers ``LOADING`` meanwhile. Before, that answer
+    counted as no answer: start killed the server after ``startup_timeout`` and raised
+    ``connection.startup_timeout``, so a store of a million memories could not start.
+    """
+    data = tmp_path / "d"
+    _slow_loading_store(data)
+    server = EmbeddedServer(data, startup_timeout=2, extra_args=SLOW_LOAD).start()
+    try:
+        c = _client(server)
+        assert c.dbsize() == 5000
+        assert c.get("k4999") == b"4999"
+        c.close()
+        # A second process on the same data dir attaches (the state file was written while loading).
+        again = EmbeddedServer(data, startup_timeout=2).start()
+        assert again.pid == server.pid
+    finally:
+        server.stop()
+
+
+def test_attach_waits_for_a_loading_server_instead_of_killing_it(tmp_path: Path) -> None:
+    """A second ``EmbeddedServer`` meeting the first one's server mid-load attaches and waits."""
+    import threading
+
+    data = tmp_path / "d"
+    _slow_loading_store(data)
+    first = EmbeddedServer(data, startup_timeout=2, extra_args=SLOW_LOAD)
+    started = threading.Thread(target=first.start)
+    started.start()
+    try:
+        state = data / "betterdb-server.json"
+        for _ in range(200):  # the state file appears once the server answers LOADING
+            if state.exists():
+                break
+            time.sleep(0.02)
+        second = EmbeddedServer(data, startup_timeout=2).start()
+        c = _client(second)
+        assert c.dbsize() == 5000  # it waited for the load instead of killing the server
+        c.close()
+        started.join(30)
+        assert first.pid == second.pid
+    finally:
+        started.join(30)
+        first.stop()

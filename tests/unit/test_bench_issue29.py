@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from _harness import Pair, Row, Samples
-from _noio import Replay, command_key, measure_noio
+from _noio import Replay, Scenario, command_key, measure_noio, measure_noio_all
 from bench_store import KNN50, SizeResult, knn_return_fields, same_knn
 from store_goals29 import DEFAULTS_SCOPED, DEFAULTS_UNSCOPED, goals29_table
 
@@ -136,6 +136,38 @@ def test_measure_noio_replays_each_recorded_call_repeat_times() -> None:
         assert len(out.samples) == len(out.stand_in) == 12 and out.trips == 2
         assert len(client.sent) == 4 * 3 * 2  # each call once for real, once recorded; no replay sent
         assert out.where == {"library": 1.0}
+
+    asyncio.run(scenario())
+
+
+def test_each_row_carries_its_reference_timing_and_the_server_is_probed() -> None:
+    """A row timed on a slower machine must show it: reference work after each replayed call."""
+
+    async def scenario() -> None:
+        client = Client()
+
+        async def call(i: int) -> None:
+            await one_call(client)
+
+        reads = iter([0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.0, 0.5])  # idle at once each time; 0.01 / 0.5 s busy
+
+        async def server_cpu() -> float:
+            return next(reads)
+
+        results, cond = await measure_noio_all(
+            client,
+            [Scenario("a", 90.0, call), Scenario("b", None, call)],
+            range(3),
+            repeat=2,
+            categorize=lambda stats: {"library": 1.0},
+            server_cpu=server_cpu,
+        )
+        assert [len(m.samples) for m in results] == [6, 6] and not any(m.error for m in results)
+        assert [len(m.reference) for m in results] == [6, 6] and all(m.reference_us > 0 for m in results)
+        assert all(m.server_busy is not None and m.server_busy > 0 for m in results)
+        assert len(cond.reference) == 12 and cond.server_busy_before == 0.0
+        # 3 commands a call, each call once for real and once recorded; none replayed
+        assert len(client.sent) == 2 * 3 * 2 * 3
 
     asyncio.run(scenario())
 

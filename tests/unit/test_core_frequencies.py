@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from betterdb_memory.core.frequencies import (
     COMMON_SHARE,
+    UNCOUNTED_RANK,
     DocumentFrequencies,
     TextPlan,
+    rarest,
     word_count_args,
 )
 
@@ -85,3 +87,33 @@ def test_a_word_over_the_budget_alone_is_not_searched() -> None:
     df = DocumentFrequencies(postings_budget=5000)
     df.learn({"window": 12_000}, 100_000, 0.0)  # 12% of the index: under the share, over the budget
     assert df.plan(("window",), 0.0, pool=50) == TextPlan()
+
+
+def test_rarest_puts_fewest_memories_first_then_uncounted_words_then_empty_ones() -> None:
+    counts = {"caroline": 300, "sunrise": 4, "paint": UNCOUNTED_RANK, "educaton": 0, "art": 60}
+    words = ("art", "caroline", "educaton", "lake", "paint", "sunrise")
+    # "lake" is not counted: it ranks as if it held UNCOUNTED_RANK memories, tied with "paint"
+    # (the longer first); "educaton" held none when counted: last.
+    assert rarest(words, counts, 6) == ("sunrise", "paint", "lake", "art", "caroline", "educaton")
+    assert rarest(words, counts, 2) == ("sunrise", "paint")
+    assert rarest(words, counts, 0) == ()
+    assert rarest(("b", "a", "a"), {}, 5) == ("a", "b")  # unique; ties alphabetical
+
+
+def test_a_words_cap_keeps_the_rarest_and_still_probes_every_new_word() -> None:
+    df = DocumentFrequencies()
+    df.learn({"caroline": 300, "melanie": 280, "sunrise": 3}, 5_000, 0.0)
+    words = ("caroline", "melanie", "paint", "sunrise")
+    plan = df.plan(words, 1.0, pool=50, max_words=2)
+    assert plan == TextPlan(words=("paint", "sunrise"), probe_words=("paint",), probe_total=False)
+    assert df.plan(words, 1.0, pool=50).words == words  # no cap: every word under the budget
+    assert df.plan(words, 1.0, pool=50, max_words=10).words == words
+
+
+def test_a_count_past_its_ttl_still_ranks_its_word_under_the_cap() -> None:
+    df = DocumentFrequencies(ttl=30.0)
+    df.learn({"caroline": 300, "sunrise": 3}, 5_000, 0.0)
+    plan = df.plan(("caroline", "paint", "sunrise"), 40.0, pool=50, max_words=2)
+    # Every count is stale: all three are probed again, and the old counts still choose.
+    assert plan.words == ("paint", "sunrise")
+    assert plan.probe_words == ("caroline", "paint", "sunrise") and plan.probe_total

@@ -98,3 +98,27 @@ def test_a_lagging_access_is_built_in_as_with_access_would() -> None:
         assert item_from_fields("m1", _FULL, seen=seen) == expected
         assert ranking_item("m1", _FULL, seen=seen).last_accessed_at == expected.last_accessed_at
         assert ranking_item("m1", _FULL, seen=seen).access_count == expected.access_count
+
+
+def test_the_fast_constructor_takes_every_field_in_order_and_builds_the_same_item() -> None:
+    """``_item`` bypasses ``MemoryItem.__init__``: a field added to the class must be added to it too."""
+    import inspect
+
+    from betterdb_memory.core import models
+
+    names = [f.name for f in dataclasses.fields(MemoryItem)]
+    assert list(inspect.signature(models._item).parameters) == names
+    values: list[object] = ["m1", "text", 0.7, 1000, 2000, 3, ["a"], "chat", "t", "ag", "ns", "pii", "fact",
+                            "subj", 5000, {"k": 1}, "2024-05-01", 900, 4000]  # fmt: skip
+    built = models._item(*values)  # type: ignore[arg-type]
+    assert built == MemoryItem(*values)  # type: ignore[arg-type]
+    assert [getattr(built, n) for n in names] == values
+    # valid_from left out (the sentinel): the item's created_at, as MemoryItem.__post_init__ does.
+    values[17] = models._FROM_CREATED
+    assert models._item(*values).valid_from == 1000 == MemoryItem(*values).valid_from  # type: ignore[arg-type]
+    try:
+        built.content = "changed"  # type: ignore[misc]
+    except dataclasses.FrozenInstanceError:
+        pass
+    else:
+        raise AssertionError("the item must stay frozen")

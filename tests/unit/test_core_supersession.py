@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from betterdb_memory.core.names import leading_name, name_runs, names_of
+from betterdb_memory.core.slot_model import SlotModel
 from betterdb_memory.core.supersession import (
     EXCLUSIVE_KINDS,
     MANY_KINDS,
@@ -17,6 +18,8 @@ from betterdb_memory.core.supersession import (
     Prototypes,
     SupersessionRule,
     focus_scores,
+    kind_pairs,
+    learned_pairs,
     near_pairs,
     present_order,
     prototype_texts,
@@ -24,6 +27,7 @@ from betterdb_memory.core.supersession import (
     same_exclusive_kind,
     same_kind_pairs,
     superseded_pairs,
+    vector_needs,
 )
 
 # A 4-d space: axis 0 "home", axis 1 "likes", axis 2 "employer", axis 3 noise.
@@ -163,6 +167,39 @@ def test_kinds_that_are_second_best_for_both_still_match() -> None:
     mixed = _c("a", "Ada lives and works in Lisbon.", _vec(1, 0, 0.9, 0), 100, 0.9)
     work = _c("b", "Ada works at Acme.", _vec(0.5, 0, 1, 0), 200, 0.8)
     assert superseded_pairs([mixed, work], _protos()) == [(0, 1)]
+
+
+def _learned() -> SlotModel:
+    """A hand-set model in the 4-d space: home with home and employer with employer are one slot."""
+    pair = [10.0, -10.0, 10.0, 0.0]  # a: the same home / employer axis counts, the same likes against
+    return SlotModel.of([*pair, 0, 0, 0, 0, 0, 0, 0, 0, -8.0], 0.5)
+
+
+def test_the_learned_model_judges_rule_3() -> None:
+    """The model's probability: an update kept, likes and two attributes of one person dropped."""
+    tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
+    coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
+    old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
+    new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
+    work = _c("e", "Ada works at Acme.", _vec(0.6, 0, 0.8, 0), 400, 0.5)
+    cands = [tea, coffee, old, new, work]
+    near = near_pairs(cands)
+    assert (0, 1) in near and (2, 3) in near and (3, 4) in near
+    assert learned_pairs(cands, near, _learned()) == [(2, 3)]
+    assert learned_pairs(cands, [], _learned()) == []
+
+
+def test_the_learned_model_vetoes_the_prototypes_pairs() -> None:
+    """Rule 3 with a model: the prototypes' pairs the model also calls one exclusive slot."""
+    old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
+    new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
+    near = near_pairs([old, new])
+    assert kind_pairs([old, new], near, _protos()) == [(0, 1)]
+    assert kind_pairs([old, new], near, _protos(), _learned()) == [(0, 1)]
+    assert superseded_pairs([old, new], _protos(), model=_learned()) == [(0, 1)]
+    never = SlotModel.of([0.0] * 12 + [-50.0], 0.5)
+    assert kind_pairs([old, new], near, _protos(), never) == []
+    assert superseded_pairs([old, new], _protos(), model=never) == []
 
 
 def test_two_people_are_not_a_pair() -> None:
@@ -309,3 +346,99 @@ def test_not_each_other_s_nearest_is_not_a_pair_by_the_second_way() -> None:
     works = _c("b", "Ada works at Initech.", _vec(0, 0.5, 0.7, 0.3, 0.2), 2, 0.8)
     twin = _c("c", "Ada joined Acme's board.", _vec(0, 0.7, 0.5, 0.55, 0.21), 3, 0.7)  # nearer to a
     assert (0, 1) not in same_kind_pairs([joined, works, twin], [(0, 1)], _work_protos())
+
+
+# -- which vectors the rule reads (vector_needs): a recall reads only those -------------------------
+
+
+def test_no_vector_is_needed_without_two_versions_of_a_name() -> None:
+    texts = [
+        "Ada lives in Lisbon.",
+        "Bruno lives in Oslo.",
+        "memory 12: the user likes tea",
+        "memory 13: tea",
+    ]
+    assert vector_needs(texts, [1, 2, 3, 4], "Where does Ada live?") == []
+    # the same name on the same date: never a pair either
+    assert vector_needs(["Ada lives in Lisbon.", "Ada moved to Berlin."], [5, 5], "Ada?") == []
+
+
+def test_vectors_needed_are_the_name_mates_and_the_names_asked() -> None:
+    texts = [
+        "Ada Moreau lives in Lisbon.",  # 0: mates 1 (Ada)
+        "Ada moved to Berlin.",  # 1
+        "Ada Smith is a nurse.",  # 2: "ada" is a part, so a mate of 1 (not of 0)
+        "Bruno lives in Oslo.",  # 3: alone, not asked
+        "Greta Zeller is a chef.",  # 4: alone, but the question names her
+        "Went hiking with Ada.",  # 5: no leading name
+    ]
+    vf = [1, 2, 3, 4, 5, 6]
+    assert vector_needs(texts, vf, "Do Greta Zeller and Ada know each other?") == [0, 1, 2, 4]
+    assert vector_needs(texts, vf, None) == [0, 1, 2]
+
+
+def _story(rng: np.random.Generator, n: int) -> list[Candidate]:
+    """``n`` candidates about a few people, vectors near a few kinds, so pairs and focus happen."""
+    people = ["Ada", "Ada Moreau", "Ada Smith", "Bruno", "Greta", "I", "memory 7:", "Went out with Ada"]
+    verbs = ["lives in Lisbon.", "works at Acme.", "likes tea.", "moved to Berlin.", "joined Globex."]
+    out = []
+    for i in range(n):
+        axis = int(rng.integers(0, 3))
+        v = np.zeros(4, dtype=np.float32)
+        v[axis] = 1.0
+        v += rng.normal(0, 0.4, 4).astype(np.float32)
+        text = f"{people[int(rng.integers(0, len(people)))]} {verbs[int(rng.integers(0, len(verbs)))]}"
+        q = _vec(1, 0, 0.3, 0.1)
+        out.append(
+            Candidate(str(i), text, _vec(*v), int(rng.integers(0, 6)), float(rng.random()), float(v @ q))
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_rule_reads_only_the_vectors_it_needs(seed: int) -> None:
+    """Without the vectors ``vector_needs`` leaves out, and on its candidates alone: the same order."""
+    rng = np.random.default_rng(seed)
+    cands = _story(rng, int(rng.integers(2, 40)))
+    question = "Where does Ada live now?"
+    full = present_order(cands, _protos(), question=question)
+    need = vector_needs([c.text for c in cands], [c.valid_from for c in cands], question)
+    blind = [Candidate(c.id, c.text, c.vector if i in need else None, c.valid_from, c.score, c.similarity)
+             for i, c in enumerate(cands)]  # fmt: skip
+    assert present_order(blind, _protos(), question=question) == full
+    if not need:
+        assert superseded_pairs(cands, _protos()) == []
+        return
+    sub = [cands[i] for i in need]
+    pairs = [(need[o], need[n]) for o, n in superseded_pairs(sub, _protos())]
+    assert pairs == superseded_pairs(cands, _protos())
+    scores = [c.score for c in cands]
+    for i, score in zip(need, focus_scores(sub, question, superseded_pairs(sub, _protos())), strict=True):
+        scores[i] = score
+    assert scores == focus_scores(cands, question, superseded_pairs(cands, _protos()))
+
+
+def test_a_needed_vector_missing_is_an_error() -> None:
+    a = _c("a", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 1, 0.9)
+    b = Candidate("b", "Ada moved to Berlin.", None, 2, 0.8)
+    with pytest.raises(ValueError, match="vector_needs"):
+        near_pairs([a, b])
+
+
+def test_a_name_asked_without_a_mate_still_needs_its_vector() -> None:
+    """ "Ada Smith" has no mate among the candidates, but the question names "Ada": focus reads her."""
+    q = _vec(1, 0, 0.1, 0.1)
+    rows = [
+        ("h1", "Ada Moreau lives in Lisbon.", _vec(1, 0, 0, 0.1), 1, 0.80),
+        ("h2", "Ada Moreau moved to Berlin.", _vec(1, 0, 0, 0.12), 2, 0.70),
+        ("s", "Ada Smith works at Acme.", _vec(0, 0, 1, 0.1), 3, 0.95),
+    ]
+    cands = [Candidate(c, t, v, vf, s, float(v @ q)) for c, t, v, vf, s in rows]
+    need = vector_needs([c.text for c in cands], [c.valid_from for c in cands], "Where does Ada live?")
+    assert need == [0, 1, 2]
+    full = present_order(cands, _protos(), question="Where does Ada live?")
+    assert [cands[i].id for i in full] == ["h2", "h1", "s"]  # focus: the home versions first
+    assert [cands[i].id for i in present_order(cands, _protos())] == ["s", "h2", "h1"]
+    blind = [*cands[:2], Candidate("s", cands[2].text, None, 3, 0.95, cands[2].similarity)]
+    with pytest.raises(ValueError, match="vector_needs"):
+        present_order(blind, _protos(), question="Where does Ada live?")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -16,6 +17,7 @@ from betterdb_memory.core.time_recall import (
     event_clause,
     history_clause,
     inside_clause,
+    main_k,
     search_text,
     state_clause,
     supersede,
@@ -173,30 +175,41 @@ def test_window_first_lifts_the_inside_above_the_rest_keeping_each_part_s_order(
     assert window_first(hits[:1], plan.window, set()) == hits[:1]  # nothing inside: unchanged
 
 
-def test_inside_clause_is_events_or_states_in_one_query_without_a_union() -> None:
+def test_inside_clause_is_events_or_states_anchored_on_a_positive_union() -> None:
     plan = time_plan("in May 2023", as_of=AS_OF)
     assert plan.window is not None
     a, b = MAY_2023
     rng = f"[{a} ({b}]"
     not_events = f"-@valid_from:{rng} -(@created_at:{rng} -@valid_from:[-inf +inf])"
     assert event_clause(plan.window) == f"-({not_events})"  # the events' clause, negated inside
-    assert inside_clause(plan.window) == f"-({not_events} -@state_from:[-inf ({b}])"
-    assert "|" not in inside_clause(plan.window)  # RediSearch 2.10.5: no negation below a union
+    state = f"@state_from:[-inf ({b}]"
+    union = f"(@valid_from:{rng} | {state} | @created_at:{rng})"
+    other_time = f"(@valid_from:[-inf ({a}] | @valid_from:[{b} +inf])"
+    assert inside_clause(plan.window) == f"{union} -(@created_at:{rng} {other_time} -{state})"
+    # RediSearch 2.10.5: no negation below a union (the unions hold positive ranges only).
+    for part in re.findall(r"\(([^()]*\|[^()]*)\)", inside_clause(plan.window)):
+        assert "-" not in part.replace("-inf", ""), part
     no_states = IndexLayout(state_from=False)
     assert inside_clause(plan.window, no_states) == event_clause(plan.window)
     reference = IndexLayout(valid_from=False)  # an index without valid_from (created_at instead)
-    assert inside_clause(plan.window, reference) == f"-(-@created_at:{rng} -@state_from:[-inf ({b}])"
+    assert inside_clause(plan.window, reference) == f"(@created_at:{rng} | {state})"
     args = knn_search_args("idx", b"v", k=3, flt=MemoryFilter(clauses=(inside_clause(plan.window),)))
-    assert args[2].startswith("(@created_at:[-inf +inf] -(-@valid_from:")  # anchored on match-all
+    assert str(args[2]).startswith(f"({union} -(")  # not anchored on a match-all range
 
 
 def test_inside_clause_of_open_windows() -> None:
     since = time_plan("since March", as_of=AS_OF).window
     before = time_plan("before 2024", as_of=AS_OF).window
     assert since is not None and before is not None
-    assert inside_clause(since).endswith(" -@state_from:[-inf +inf])")
-    assert f"[{since.start_ms} +inf]" in inside_clause(since)
-    assert inside_clause(before).startswith("-(-@valid_from:[-inf (1704067200000] ")
+    a = since.start_ms
+    assert inside_clause(since) == (
+        f"(@valid_from:[{a} +inf] | @state_from:[-inf +inf] | @created_at:[{a} +inf])"
+        f" -(@created_at:[{a} +inf] @valid_from:[-inf ({a}] -@state_from:[-inf +inf])"
+    )
+    assert inside_clause(before) == (
+        "(@valid_from:[-inf (1704067200000] | @state_from:[-inf (1704067200000] | @created_at:[-inf (1704067200000])"
+        " -(@created_at:[-inf (1704067200000] @valid_from:[1704067200000 +inf] -@state_from:[-inf (1704067200000])"
+    )
 
 
 def test_history_clause_is_the_versions_overlapping_the_window() -> None:
@@ -221,6 +234,14 @@ def test_window_k_fills_k_with_room_to_choose_within_the_pool() -> None:
     assert window_k(10, 50) == 20
     assert window_k(40, 50) == 50  # never more than the recall's own pool
     assert window_k(3, 3) == 3
+
+
+def test_main_k_is_the_rest_of_the_pool_and_at_least_k() -> None:
+    assert main_k(50, 5, window_k(5, 50)) == 40  # 40 + the window's 10: the pool of a recall without one
+    assert main_k(50, 10, window_k(10, 50)) == 30
+    assert main_k(50, 40, window_k(40, 50)) == 40  # never fewer than k
+    assert main_k(3, 3, window_k(3, 3)) == 3
+    assert main_k(3, 5, 3) == 3  # never more than the pool
 
 
 def test_window_first_counts_a_past_version_valid_during_the_window() -> None:

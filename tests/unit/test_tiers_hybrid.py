@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from betterdb_memory.core.dialect import capabilities_for
 from betterdb_memory.core.models import MemoryHit, MemoryItem
 from betterdb_memory.core.query import MemoryFilter
 from betterdb_memory.core.scoring import ScoreParts, Weights
@@ -150,3 +151,28 @@ def test_mark_sets_explain_degraded_only_where_explain_is() -> None:
     assert marked[0].explain is not None and marked[0].explain.degraded == "timeout"
     assert marked[1].explain is None
     assert TextCandidates.mark([explained], None) == [explained]
+
+
+LONG_QUESTION = "what did caroline and melanie paint at the lake during their summer camping trip"
+
+
+def test_a_per_word_engine_sends_at_most_max_words_text_queries() -> None:
+    backend = RecordingBackend(capabilities=capabilities_for("valkey-search", (1, 2, 1)))
+    rt = runtime(backend)
+    side = TextCandidates(rt, Documents(rt))
+    side.max_words = 3
+    request = side.request(LONG_QUESTION, MemoryFilter(), ("content",), pool=50)
+    assert request is not None and request.queries == 3  # one query per word, three words
+    # Every word is still counted, so the next recall picks the rarest three by their counts.
+    assert len(request.plan.probe_words) == 7 and request.plan.probe_total
+    side.max_words = None
+    uncapped = side.request(LONG_QUESTION, MemoryFilter(), ("content",), pool=50)
+    assert uncapped is not None and uncapped.queries == 7
+
+
+def test_redisearch_sends_one_query_for_every_word_whatever_the_cap() -> None:
+    rt = runtime(RecordingBackend())
+    side = TextCandidates(rt, Documents(rt))
+    side.max_words = 3
+    request = side.request(LONG_QUESTION, MemoryFilter(), ("content",), pool=50)
+    assert request is not None and request.queries == 1 and len(request.plan.words) == 7

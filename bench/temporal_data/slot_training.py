@@ -1,0 +1,216 @@
+"""Training statements for the learned same-slot classifier (``core.slot_model``), issue 26.
+
+Many kinds of attribute, one value at a time (exclusive) or many at once, each with
+several wordings, for people of this module's own names. Pairs of one person's
+statements are the classifier's examples: the same exclusive kind is a positive (a
+newer statement replaces the older); the same many-valued kind, or two different
+kinds, a negative. Written after ``knowledge_updates_fresh2`` and deliberately without
+its new kinds (dentist, insurer, internet provider, hairdresser, neighbourhood;
+children, collections, volunteering, podcasts, qualifications) and without any of its
+or ``knowledge_updates_fresh``'s templates: both stay held out. Deterministic
+(``build(seed)``), nothing downloaded.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+__all__ = ["KINDS", "TrainStatement", "build"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainStatement:
+    text: str
+    person: int
+    kind: str
+    exclusive: bool
+    order: int  # position in time within the person's statements of this kind
+
+
+_CITY = ["Marseille", "Rotterdam", "Krakow", "Bergen", "Genoa", "Malmo", "Dresden", "Ljubljana", "Split",
+         "Calgary", "Perth", "Sapporo", "Medellin", "Cusco", "Tbilisi", "Riga", "Bristol", "Leeds"]  # fmt: skip
+_COUNTRY = ["Portugal", "Canada", "Japan", "Kenya", "Norway", "Chile", "Ireland", "Poland", "Mexico", "Italy"]
+_FIRM = ["Acorn Logistics", "Bluefin Capital", "Cobalt Robotics", "Dovetail Media", "Evergreen Foods",
+         "Falcon Air", "Granite Insurance Brokers", "Harbor Health", "Ironclad Security", "Juniper Retail",
+         "Keystone Energy", "Lighthouse Games"]  # fmt: skip
+_JOB = ["baker", "surveyor", "optician", "copywriter", "plumber", "statistician", "zookeeper", "radiographer",
+        "interpreter", "landscape gardener", "barista", "actuary", "welder", "court reporter"]  # fmt: skip
+_PARTNER = ["Bea", "Caspar", "Dora", "Emil", "Fleur", "Gus", "Hedda", "Iggy", "Juno", "Kai", "Lotte", "Milo"]
+_CAR = ["Toyota Yaris", "Ford Kuga", "Suzuki Swift", "Volvo V60", "Kia Ceed", "BMW i3", "Renault Zoe",
+        "Mazda 3", "VW Passat", "Tesla Model Y"]  # fmt: skip
+_PHONE = ["iPhone 13", "iPhone SE", "Pixel 7a", "Galaxy A54", "Xiaomi 13", "Honor 90", "Nokia X30", "Pixel 9"]
+_LAPTOP = ["MacBook Air", "ThinkPad X1", "Dell XPS 13", "Surface Laptop", "Framework 13", "HP Spectre"]
+_UNI = ["Leiden University", "the University of Vienna", "Uppsala University", "KU Leuven", "Bocconi",
+        "the University of Edinburgh", "Politecnico di Milano", "Aalto University"]  # fmt: skip
+_MAJOR = ["biology", "economics", "philosophy", "mechanical engineering", "linguistics", "nursing", "law"]
+_BANK = ["Sparkasse", "Danske Bank", "Santander", "Metro Bank", "Starling", "ABN AMRO", "Handelsbanken"]
+_GP = ["Dr Kovacs", "Dr Olsen", "Dr Abara", "Dr Pereira", "Dr Wright", "Dr Tanaka", "Dr Sandoval"]
+_TEAM = ["Liverpool", "Bayern Munich", "Roma", "Marseille", "Galatasaray", "Boca Juniors", "Rangers"]
+_GYM = ["PureGym", "Anytime Fitness", "the YMCA", "Iron Temple", "FitHub", "the leisure centre"]
+_DIET = ["vegan", "vegetarian", "pescatarian", "keto", "gluten-free", "on a low-carb diet"]
+_HOBBY = ["bouldering", "origami", "beekeeping", "trail running", "calligraphy", "model trains", "go"]
+_BOSS = ["Mr Grant", "Ms Ferreira", "Mr Ali", "Ms Byrne", "Dr Koenig", "Ms Ota"]
+_DEPT = ["finance", "the legal team", "marketing", "research", "customer support", "logistics"]
+_LANDLORD = ["Mrs Pike", "a housing association", "Mr Duval", "a letting agency", "Mrs Ahn"]
+_VET = ["Dr Moss at Paws Clinic", "the Hillside vet", "Dr Reyna", "the Riverside animal clinic"]
+_THERAPIST = ["Dr Lund", "a counsellor named Iris", "Dr Mahler", "a therapist called Joel"]
+_RESTAURANT = ["Casa Rosa", "the Golden Lotus", "Bistro Nord", "Taqueria Luz", "Pho Saigon"]
+_BAND = ["Radiohead", "ABBA", "Daft Punk", "Fleetwood Mac", "Arctic Monkeys", "Portishead"]
+_COLOUR = ["teal", "burgundy", "mustard yellow", "navy", "forest green", "lilac"]
+_AGE = ["29", "31", "38", "42", "47", "53", "61"]
+_SALARY = ["40,000 euros", "55,000 euros", "62,000 dollars", "75,000 pounds", "90,000 dollars"]
+_EMAIL = ["kit@example.org", "hello@mailbox.test", "mk77@post.test", "j.doe@inbox.test"]
+_HOMETYPE = ["a studio flat", "a terraced house", "a houseboat", "a farmhouse", "a loft", "a bungalow"]
+_PARTY = ["the Greens", "the Liberals", "the Social Democrats", "the Conservatives", "the Pirate Party"]
+_COMMUTE = ["by bike", "by train", "by bus", "on foot", "by car", "by scooter"]
+
+_LIKE = ["olives", "thunderstorms", "crime novels", "lemon cake", "street food", "opera", "autumn", "tapas"]
+_DISLIKE = ["mushrooms", "crowds", "flying", "loud music", "cold weather", "spiders", "karaoke"]
+_LANG = ["Norwegian", "Basque", "Farsi", "Malay", "Romanian", "Welsh", "Amharic", "Icelandic"]
+_PET = ["a corgi", "two goldfish", "a tabby cat", "a gecko", "a rescue greyhound", "a canary"]
+_INSTR = ["the harp", "the trumpet", "the accordion", "the banjo", "the clarinet", "the bass guitar"]
+_FRIEND = ["Pavel", "Greer", "Tobias", "Anya", "Rashid", "Solveig", "Kenji", "Beatriz"]
+_TRIP = ["Iceland", "Mongolia", "Oman", "Ghana", "Uruguay", "Slovenia", "Bhutan", "Fiji", "Malta"]
+_SPORT = ["basketball", "rowing", "judo", "handball", "cricket", "golf", "archery", "netball"]
+_DISH = ["goulash", "falafel", "sourdough", "jollof rice", "ramen broth", "moussaka", "pierogi"]
+_ALLERGY = ["bee stings", "latex", "sesame", "mould", "tree nuts", "ibuprofen"]
+_BOOK = ["Middlemarch", "Dune", "Beloved", "The Hobbit", "War and Peace", "Circe", "Neuromancer"]
+_FILM = ["Casablanca", "Parasite", "Amelie", "Alien", "Spirited Away", "Heat", "Vertigo"]
+_SKILL = ["juggle", "code in Rust", "sew", "ski", "drive a tractor", "solder circuits", "bake croissants"]
+_SIBLING = ["a brother called Ivo", "a sister called Mae", "an older brother", "a younger sister"]
+_COLLEAGUE = ["Harriet", "Oskar", "Dev", "Lucia", "Finn", "Mariam"]
+_CONCERT = ["a Coldplay gig", "a jazz festival", "an opera night", "a punk show", "a Bach recital"]
+_COURSE = ["a pottery course", "an evening class in Italian", "a coding bootcamp", "a wine course"]
+_APP = ["Duolingo", "Strava", "Notion", "Spotify", "Signal", "Goodreads"]
+_GAME = ["Minecraft", "chess online", "Catan", "Zelda", "bridge", "poker"]
+_PLANT = ["tomatoes", "basil", "orchids", "sunflowers", "chillies", "a lemon tree"]
+_AWARD = ["a poetry prize", "an employee of the month award", "a chess trophy", "a design award"]
+_CLUB = ["a book club", "a choir", "a rowing club", "a film society", "a hiking group"]
+_TATTOO = ["a tattoo of a swallow", "a rose tattoo", "a compass tattoo", "an anchor tattoo"]
+
+# kind: (exclusive, values, templates)
+KINDS: dict[str, tuple[bool, list[str], tuple[str, ...]]] = {
+    "city": (True, _CITY, ("{n} lives in {v}.", "{n} moved to {v}.", "{n} has settled in {v}.",
+                           "{n} now resides in {v}.", "Home for {n} is {v}.", "{n} relocated to {v} last year.")),
+    "country": (True, _COUNTRY, ("{n} lives in {v} now.", "{n} emigrated to {v}.", "{n} is based in {v}.",
+                                 "{n}'s country of residence is {v}.")),
+    "home_type": (True, _HOMETYPE, ("{n} lives in {v}.", "{n}'s home is {v}.", "{n} bought {v}.",
+                                    "{n} now rents {v}.")),
+    "employer": (True, _FIRM, ("{n} works at {v}.", "{n} joined {v}.", "{n} is employed at {v}.",
+                               "{n} took a position at {v}.", "{n}'s company is {v}.", "{n} now works for {v}.")),
+    "job": (True, _JOB, ("{n} is a {v}.", "{n} works as a {v}.", "{n} became a {v}.",
+                         "{n}'s occupation is {v}.", "{n} makes a living as a {v}.", "{n} is working as a {v} now.")),
+    "boss": (True, _BOSS, ("{n} reports to {v}.", "{n}'s manager is {v}.", "{n}'s boss is {v}.",
+                           "{n} has a new line manager, {v}.")),
+    "department": (True, _DEPT, ("{n} works in {v}.", "{n} transferred to {v}.", "{n} moved over to {v} at work.",
+                                 "{n}'s department is {v}.")),
+    "partner": (True, _PARTNER, ("{n} is married to {v}.", "{n} is dating {v}.", "{n}'s partner is {v}.",
+                                 "{n} got together with {v}.", "{n}'s wife is {v}.", "{n}'s husband is {v}.",
+                                 "{n} is engaged to {v}.")),
+    "car": (True, _CAR, ("{n} drives a {v}.", "{n} bought a {v}.", "{n}'s car is a {v}.",
+                         "{n} got a {v} as a new car.", "{n} now drives a {v}.")),
+    "phone": (True, _PHONE, ("{n} has a {v}.", "{n}'s phone is a {v}.", "{n} switched to a {v}.",
+                             "{n} uses a {v} as a phone.", "{n} got a new {v} phone.")),
+    "laptop": (True, _LAPTOP, ("{n} works on a {v}.", "{n}'s laptop is a {v}.", "{n} bought a {v} laptop.",
+                               "{n} replaced the laptop with a {v}.")),
+    "university": (True, _UNI, ("{n} studies at {v}.", "{n} is enrolled at {v}.", "{n} started a degree at {v}.",
+                                "{n} is a student at {v}.", "{n} transferred to {v}.")),
+    "major": (True, _MAJOR, ("{n} is majoring in {v}.", "{n} studies {v}.", "{n} switched degree to {v}.",
+                             "{n}'s subject is {v}.")),
+    "bank": (True, _BANK, ("{n} banks with {v}.", "{n}'s bank is {v}.", "{n} moved the account to {v}.",
+                           "{n} opened an account at {v}.")),
+    "gp": (True, _GP, ("{n}'s doctor is {v}.", "{n} is registered with {v}.", "{n}'s GP is {v}.",
+                       "{n} sees {v} as a family doctor.")),
+    "team": (True, _TEAM, ("{n} supports {v}.", "{n} is a {v} fan.", "{n}'s football team is {v}.",
+                           "{n} follows {v} every match.")),
+    "gym": (True, _GYM, ("{n} goes to {v}.", "{n} joined {v} to work out.", "{n}'s gym is {v}.",
+                         "{n} trains at {v}.")),
+    "diet": (True, _DIET, ("{n} is {v}.", "{n} went {v}.", "{n} eats {v} now.", "{n}'s diet: {v}.")),
+    "fav_hobby": (True, _HOBBY, ("{n}'s favourite hobby is {v}.", "{n}'s main passion is {v}.",
+                                 "{n} spends every free moment on {v}.", "{n}'s hobby these days is {v}.")),
+    "landlord": (True, _LANDLORD, ("{n}'s landlord is {v}.", "{n} rents from {v}.", "{n} pays rent to {v}.")),
+    "vet": (True, _VET, ("{n}'s vet is {v}.", "{n} takes the dog to {v}.", "{n} switched vet to {v}.")),
+    "therapist": (True, _THERAPIST, ("{n} sees {v} for therapy.", "{n}'s therapist is {v}.",
+                                     "{n} started counselling with {v}.")),
+    "fav_restaurant": (True, _RESTAURANT, ("{n}'s favourite restaurant is {v}.", "{n}'s go-to place to eat is {v}.",
+                                           "{n} likes {v} best of all restaurants.")),
+    "fav_band": (True, _BAND, ("{n}'s favourite band is {v}.", "{n}'s all-time favourite group is {v}.",
+                               "Above all, {n} loves {v}.")),
+    "fav_colour": (True, _COLOUR, ("{n}'s favourite colour is {v}.", "{n} likes {v} best of all colours.",
+                                   "{n}'s colour of choice is {v}.")),
+    "age": (True, _AGE, ("{n} is {v} years old.", "{n} turned {v}.", "{n} is {v} now.", "{n}'s age is {v}.")),
+    "salary": (True, _SALARY, ("{n} earns {v} a year.", "{n}'s salary is {v}.", "{n} got a raise to {v}.",
+                               "{n} makes {v} annually.")),
+    "email": (True, _EMAIL, ("{n}'s email is {v}.", "{n} changed email address to {v}.",
+                             "{n} can be reached at {v}.")),
+    "party": (True, _PARTY, ("{n} votes for {v}.", "{n} is a member of {v}.", "{n} supports {v} in elections.")),
+    "commute": (True, _COMMUTE, ("{n} commutes {v}.", "{n} gets to work {v}.", "{n} travels to the office {v}.")),
+    # many-valued
+    "likes": (False, _LIKE, ("{n} likes {v}.", "{n} loves {v}.", "{n} enjoys {v}.", "{n} is keen on {v}.",
+                             "{n} really likes {v}.", "{n} is into {v}.")),
+    "dislikes": (False, _DISLIKE, ("{n} hates {v}.", "{n} dislikes {v}.", "{n} can't stand {v}.",
+                                   "{n} is not a fan of {v}.")),
+    "language": (False, _LANG, ("{n} speaks {v}.", "{n} is learning {v}.", "{n} is fluent in {v}.",
+                                "{n} studied {v} at night school.", "{n} knows some {v}.")),
+    "pet": (False, _PET, ("{n} has {v}.", "{n} adopted {v}.", "{n} owns {v}.", "{n} got {v} as a pet.")),
+    "instrument": (False, _INSTR, ("{n} plays {v}.", "{n} is learning {v}.", "{n} took up {v}.",
+                                   "{n} practises {v}.")),
+    "friend": (False, _FRIEND, ("{n} is friends with {v}.", "{n} meets {v} for coffee.",
+                                "{n} went on holiday with {v}.", "{n}'s friend {v} visited.",
+                                "{n} and {v} are old friends.")),
+    "trip": (False, _TRIP, ("{n} has been to {v}.", "{n} visited {v}.", "{n} travelled to {v}.",
+                            "{n} went on holiday to {v}.", "{n} spent a week in {v}.")),
+    "sport": (False, _SPORT, ("{n} plays {v}.", "{n} does {v}.", "{n} took up {v}.", "{n} is on a {v} team.",
+                              "{n} trains for {v} twice a week.")),
+    "dish": (False, _DISH, ("{n} cooks {v}.", "{n} can make {v}.", "{n} makes excellent {v}.",
+                            "{n} learned how to cook {v}.")),
+    "allergy": (False, _ALLERGY, ("{n} is allergic to {v}.", "{n} has an allergy to {v}.",
+                                  "{n} cannot tolerate {v}.")),
+    "book": (False, _BOOK, ("{n} read {v}.", "{n} finished reading {v}.", "{n} is reading {v}.",
+                            "{n} loved the book {v}.")),
+    "film": (False, _FILM, ("{n} watched {v}.", "{n} saw {v} at the cinema.", "{n} rewatched {v}.")),
+    "skill": (False, _SKILL, ("{n} can {v}.", "{n} knows how to {v}.", "{n} learned to {v}.")),
+    "sibling": (False, _SIBLING, ("{n} has {v}.", "{n} grew up with {v}.", "{n} is close to {v}.")),
+    "colleague": (False, _COLLEAGUE, ("{n} works with {v}.", "{n}'s colleague {v} helped out.",
+                                      "{n} shares a desk with {v}.")),
+    "concert": (False, _CONCERT, ("{n} went to {v}.", "{n} attended {v}.", "{n} saw {v} live.")),
+    "course": (False, _COURSE, ("{n} took {v}.", "{n} signed up for {v}.", "{n} completed {v}.")),
+    "app": (False, _APP, ("{n} uses {v}.", "{n} installed {v}.", "{n} is on {v} every day.")),
+    "game": (False, _GAME, ("{n} plays {v}.", "{n} is hooked on {v}.", "{n} enjoys a round of {v}.")),
+    "plant": (False, _PLANT, ("{n} grows {v}.", "{n} planted {v}.", "{n} has {v} in the garden.")),
+    "award": (False, _AWARD, ("{n} won {v}.", "{n} was given {v}.", "{n} received {v}.")),
+    "club": (False, _CLUB, ("{n} joined {v}.", "{n} is part of {v}.", "{n} goes to {v} on Thursdays.")),
+    "tattoo": (False, _TATTOO, ("{n} has {v}.", "{n} got {v}.", "{n} recently got {v}.")),
+}  # fmt: skip
+
+_FIRST = ["Aurel", "Brigid", "Cato", "Delphine", "Eamon", "Freja", "Gunnar", "Halima", "Ignatius", "Jolene",
+          "Kasimir", "Linnea", "Magnus", "Noor", "Ottilie", "Piet", "Rosalind", "Stellan", "Thandiwe", "Ulrich",
+          "Viveka", "Wilbur", "Ximena", "Yannick", "Zelda", "Anselm", "Bettina", "Conall", "Dagny", "Evander"]  # fmt: skip
+_SYL = ["ar", "bel", "cor", "dan", "est", "fal", "gor", "hen", "ist", "jor", "kal", "lun", "mor", "nev", "ost",
+        "pra", "quin", "ros", "sut", "tam", "ulv", "ver", "wyn", "yor", "zan"]  # fmt: skip
+
+
+def _surname(rng: random.Random) -> str:
+    return "".join(rng.sample(_SYL, 2)).capitalize() + rng.choice(["", "s", "er", "ova", "sen", "ez"])
+
+
+def build(seed: int = 7, persons: int = 400) -> list[TrainStatement]:
+    """Per person: four to seven kinds, two to four statements of each (values differ)."""
+    rng = random.Random(seed)
+    out: list[TrainStatement] = []
+    seen: set[str] = set()
+    kinds = sorted(KINDS)
+    for p in range(persons):
+        while True:
+            name = f"{rng.choice(_FIRST)} {_surname(rng)}"
+            if name not in seen:
+                seen.add(name)
+                break
+        for kind in rng.sample(kinds, rng.randint(4, 7)):
+            exclusive, values, templates = KINDS[kind]
+            for order, v in enumerate(rng.sample(values, min(len(values), rng.randint(2, 4)))):
+                out.append(
+                    TrainStatement(rng.choice(templates).format(n=name, v=v), p, kind, exclusive, order)
+                )
+    return out

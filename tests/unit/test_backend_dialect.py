@@ -1,0 +1,47 @@
+"""``backend.dialect.search_command``: the FT.SEARCH as sent, per engine and topology."""
+
+from __future__ import annotations
+
+from betterdb_memory.backend.dialect import search_command
+from betterdb_memory.core.dialect import Capabilities, Engine
+
+KNN = ["FT.SEARCH", "m:idx", "*=>[KNN 10 @v $vec]", "PARAMS", "2", "vec", b"x", "DIALECT", "2"]
+
+
+def test_plain_server_without_timeout_rule_sends_the_query_as_built() -> None:
+    assert search_command(KNN, cluster=False, unbounded=False) == KNN
+
+
+def test_cluster_asks_every_shard() -> None:
+    assert search_command(KNN, cluster=True, unbounded=False) == [*KNN[:3], "ALLSHARDS", *KNN[3:]]
+
+
+def test_unbounded_adds_timeout_zero_once() -> None:
+    assert search_command(KNN, cluster=False, unbounded=True) == [*KNN, "TIMEOUT", "0"]
+    budgeted = [*KNN, "TIMEOUT", "500"]  # the hybrid text side's own budget is kept
+    assert search_command(budgeted, cluster=False, unbounded=True) == budgeted
+
+
+def test_other_commands_pass_through() -> None:
+    info = ["FT.INFO", "m:idx"]
+    assert search_command(info, cluster=True, unbounded=True) == info
+    assert search_command([], cluster=True, unbounded=True) == []
+
+
+def test_only_redisearch_answers_partial_results_on_timeout() -> None:
+    def caps(engine: Engine) -> Capabilities:
+        return Capabilities(
+            engine=engine,
+            version=(1, 2, 1),
+            text_fields=True,
+            aggregate=True,
+            filter_queries=True,
+            sortby=True,
+            sortby_knn_score=False,
+            nocontent=True,
+            aliases=False,
+            resp3_map_replies=False,
+        )
+
+    assert caps("redisearch").partial_on_timeout
+    assert not caps("valkey-search").partial_on_timeout

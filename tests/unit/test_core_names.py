@@ -1,0 +1,55 @@
+"""Names (core/names.py): ``name_mates`` gives the pairs ``same_name`` gives, pair by pair.
+
+The rest of the module (leading names, name runs) is tested with the rule it serves,
+in test_core_supersession.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from betterdb_memory.core.names import SELF_NAME, name_mates, same_name
+
+
+def _brute(names: list[str | None]) -> list[list[int]]:
+    return [
+        [j for j, b in enumerate(names) if j != i and a and b and same_name(a, b)]
+        for i, a in enumerate(names)
+    ]
+
+
+def test_name_mates_by_example() -> None:
+    names = [
+        "ada moreau",
+        "ada",
+        "moreau",
+        "greta zeller",
+        "greta ashby",
+        None,
+        "ada",
+        SELF_NAME,
+        SELF_NAME,
+        "",
+    ]
+    assert name_mates(names) == [[1, 2, 6], [0, 6], [0], [], [], [], [0, 1], [8], [7], []]
+
+
+def test_parts_must_be_whole_words_at_either_end() -> None:
+    # "ada maria" is a first part of "ada maria moreau", "maria" a middle one, "ad" no word.
+    names = ["ada maria moreau", "ada maria", "maria", "ad", "maria moreau", "ada moreau"]
+    assert name_mates(names) == _brute(names)
+    assert name_mates(names)[0] == [1, 4]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_name_mates_is_same_name_pair_by_pair(seed: int) -> None:
+    rng = random.Random(seed)
+    words = ["ada", "moreau", "greta", "zeller", "ashby", "ivan", "reyes", "12", SELF_NAME]
+    pool: list[str | None] = [None]
+    for n in (1, 2, 3):
+        pool += [" ".join(w) for w in itertools.islice(itertools.permutations(words, n), 40)]
+    names = [rng.choice(pool) for _ in range(rng.randint(0, 60))]
+    assert name_mates(names) == _brute(names)
