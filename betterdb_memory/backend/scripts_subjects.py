@@ -11,7 +11,9 @@ subject is valid. Versions follow each other by ``valid_from``; of two with the 
 ``valid_from`` the later write wins (the earlier one is then valid at no instant). The
 current version is the latest one; with none current (it was forgotten, retracted or
 vanished), a write becomes current only when no remaining version valid at some instant
-starts after it (a tie's loser, valid at no instant, does not count).
+starts after it (a tie's loser, valid at no instant, does not count). A correction
+(consolidation's statement after a retraction of its subject) is current from its
+``valid_from``; every other version starting at or after it is then valid at no instant.
 """
 
 from __future__ import annotations
@@ -20,21 +22,27 @@ from .commands import Script
 
 __all__ = ["SUBJECT_DROP", "SUBJECT_PUT", "SUBJECT_TRIM"]
 
-# KEYS: pointer, versions ; ARGV: id, valid_from, subject, scope json, kind
+# KEYS: pointer, versions ; ARGV: id, valid_from, subject, scope json, kind[, "1": a correction]
 # -> {"current"|"past", replaced id or "", pointer's current id or "", ZRANGE versions WITHSCORES}
 # A write not older than the current version becomes current (a later write of the same
 # instant wins); an older one is a past version. With no current version, a write becomes
 # current unless another version valid at some instant starts after it (it then fills a
 # past gap). A tie's earlier versions are marked ``void:<id>`` in the pointer (valid at no
-# instant: they never keep an older write from being current). Replaying a call is
-# harmless: the id is already current (nothing replaced), or past again; it voids nothing.
+# instant: they never keep an older write from being current). A correction (a fact that
+# follows a retraction of its subject in one consolidation plan) becomes current whatever
+# its date: every other version starting at or after it is void. Replaying a call is
+# harmless: the id is already listed, so it is decided as a plain write (already current:
+# nothing replaced; or past again) and voids nothing.
 # Only commands of the least-privilege ACL (core.acl): ZMSCORE, not ZSCORE; HGET, not HEXISTS.
 _SUBJECT_PUT = r"""
 local id, vf = ARGV[1], tonumber(ARGV[2])
 local cur = redis.call('HGET', KEYS[1], 'current')
 local cur_vf = tonumber(redis.call('HGET', KEYS[1], 'valid_from') or '')
+local correct = false
 if not redis.call('ZMSCORE', KEYS[2], id)[1] then
-  for _, m in ipairs(redis.call('ZRANGE', KEYS[2], vf, vf, 'BYSCORE')) do
+  correct = ARGV[6] == '1'
+  local upto = correct and '+inf' or ARGV[2]
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[2], ARGV[2], upto, 'BYSCORE')) do
     redis.call('HSET', KEYS[1], 'void:' .. m, '1')
   end
 end
@@ -48,7 +56,9 @@ end
 redis.call('ZADD', KEYS[2], vf, id)
 local decision, replaced = 'past', ''
 local wins
-if cur then wins = (not cur_vf) or vf >= cur_vf else wins = (not latest) or vf >= latest end
+if correct then wins = true
+elseif cur then wins = (not cur_vf) or vf >= cur_vf
+else wins = (not latest) or vf >= latest end
 if cur == id then
   decision = 'current'
   redis.call('HSET', KEYS[1], 'valid_from', vf)

@@ -219,7 +219,10 @@ class FactOp:
     """One planned change: ``put`` a new fact or ``del`` (retract) the current one.
 
     ``expected`` is what the subject's current fact must be when the op is applied:
-    a stored id, the index of an earlier op in the same plan, or None.
+    a stored id, the index of an earlier op in the same plan, or None. ``correction``:
+    a put that follows a tombstone of its subject in the same plan ("I no longer live
+    in Paris; I have lived in Berlin since 2022"): the extractor says it is the
+    subject's current fact from its date, whatever the versions before claimed.
     """
 
     action: Literal["put", "del"]
@@ -228,6 +231,7 @@ class FactOp:
     expected: str | int | None
     fact: Fact | None = None
     instant: datetime | None = None
+    correction: bool = False
 
     @property
     def content(self) -> str:
@@ -282,13 +286,17 @@ def plan_facts(facts: Iterable[object], current: Mapping[str, CurrentFact]) -> F
     (newer, equally dated, or either side undated) it supersedes. A tombstone
     retracts the current fact unless it is dated before it; with no current fact it
     is unmatched. A statement superseded later in the same plan still gets its own
-    ``put`` so history keeps it.
+    ``put`` so history keeps it. The first statement after a tombstone of its subject
+    (matched or not) is a ``correction``: the page says the old fact is over and this
+    one holds, so it is current from its date even when that is before what it
+    replaces began (docs/concepts/time.md, "A retraction with its replacement").
 
     Raises:
         ValidationError: a malformed fact or date (nothing is applied).
     """
     plan = FactPlan()
     state: dict[str, CurrentFact | None] = dict(current)
+    tombstoned: set[str] = set()
     checked = [_as_fact(raw, i) for i, raw in enumerate(facts)]
     instants = [parse_instant(f.date) for f in checked]
     order = list(range(len(checked)))
@@ -300,6 +308,7 @@ def plan_facts(facts: Iterable[object], current: Mapping[str, CurrentFact]) -> F
         key = normalise(fact.subject)
         cur = state.get(key)
         if fact.tombstone:
+            tombstoned.add(key)
             if cur is None:
                 plan.unmatched.append(fact.subject)
             elif instant is not None and cur.instant is not None and instant < cur.instant:
@@ -315,7 +324,10 @@ def plan_facts(facts: Iterable[object], current: Mapping[str, CurrentFact]) -> F
         ):
             plan.unchanged += 1
             continue
-        plan.ops.append(FactOp("put", key, fact.subject, None if cur is None else cur.ref, fact, instant))
+        correction = cur is None and key in tombstoned
+        plan.ops.append(
+            FactOp("put", key, fact.subject, None if cur is None else cur.ref, fact, instant, correction)
+        )
         state[key] = CurrentFact(len(plan.ops) - 1, statement_key, instant)
     return plan
 

@@ -76,6 +76,8 @@ class NewMemory:
     # The subject's digest (``subjects.subject_key_of``) when the memory names a subject:
     # the write then also decides which version of the subject is current (tiers.subjects).
     subject_key: str | None = None
+    # Consolidation's statement after a retraction of its subject (``SubjectPut.correction``).
+    correction: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,7 +121,11 @@ ORPHAN_GRACE_MS = 60_000
 
 @dataclass(frozen=True, slots=True)
 class SubjectPut:
-    """One write of a subject: what ``SUBJECT_PUT`` is told (the scope as JSON for the pointer)."""
+    """One write of a subject: what ``SUBJECT_PUT`` is told (the scope as JSON for the pointer).
+
+    ``correction``: consolidation's statement after a retraction of its subject in the
+    same plan; current from ``valid_from`` whatever began after it (those become void).
+    """
 
     id: str
     digest: str
@@ -129,9 +133,11 @@ class SubjectPut:
     subject: str
     scope_json: str
     kind: str
+    correction: bool = False
 
     def args(self) -> list[Any]:
-        return [self.id, str(self.valid_from), self.subject, self.scope_json, self.kind]
+        out = [self.id, str(self.valid_from), self.subject, self.scope_json, self.kind]
+        return [*out, "1"] if self.correction else out
 
     @staticmethod
     def scope_of(namespace: str | None, agent_id: str | None, thread_id: str | None) -> str:
@@ -213,6 +219,9 @@ def plan_settle(
     * a write that became current retires the version it replaced (valid until the
       new ``valid_from``); with none replaced (the current one was forgotten, retracted
       or vanished) it shortens the past versions before it to end where it begins;
+    * a correction (``SubjectPut.correction``) also ends every version that began at or
+      after it where that version began (valid at no instant, as ``SUBJECT_PUT``
+      marked it), the one it replaced included, and ends those before it where it begins;
     * a past-dated write retires itself (valid until the next version's) and shortens
       the versions before it (``PutReply.before``: ties included, the later write wins),
       already in history, to end where it begins (``trim``);
@@ -228,7 +237,22 @@ def plan_settle(
     written = {p.id for p in puts}
     for put, rep in zip(puts, replies, strict=True):
         last[put.digest] = rep
-        if rep.current:
+        if rep.current and put.correction:
+            starts = dict(rep.versions)
+            if rep.replaced and rep.replaced != put.id:
+                until = max(starts.get(rep.replaced, put.valid_from), put.valid_from)
+                out.setdefault(rep.replaced, Retire(rep.replaced, until, put.id))
+            trims += [
+                Retire(mid, vf, put.id, trim=True)
+                for mid, vf in rep.versions
+                if mid not in (put.id, rep.replaced) and vf >= put.valid_from
+            ]
+            trims += [
+                Retire(mid, put.valid_from, put.id, trim=True)
+                for mid in rep.before(put.id, put.valid_from)
+                if mid != rep.replaced and starts[mid] < put.valid_from
+            ]
+        elif rep.current:
             if rep.replaced and rep.replaced != put.id:
                 out.setdefault(rep.replaced, Retire(rep.replaced, put.valid_from, put.id))
                 continue

@@ -138,6 +138,7 @@ class PlanApply:
             capped=False,
             dedup=False,
             subjects=subjects_on,
+            corrections=[n for n, i in enumerate(batch) if ops[i].correction],
         )
         run.new_ids.update(zip(batch, written, strict=True))
         tally.created += written

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -189,15 +189,21 @@ class LongTermMemory:
         capped: bool,
         dedup: bool | None = None,
         subjects: bool = True,
+        corrections: Collection[int] = (),
     ) -> tuple[list[str], int, int]:
         """``write_memories`` of ``remember_many`` items (consolidation's output).
 
         ``subjects=False``: their subjects are stored as text only, with no current-version
         bookkeeping (facts on an index made by the reference, which has no ``subject_key``).
+        ``corrections``: indexes of items that are current whatever began after them
+        (``SubjectPut.correction``).
         """
         memories = new_memories(items, dimensions=self._rt.embedder.dimensions)
         if not subjects:
             memories = [dataclasses.replace(m, subject_key=None) for m in memories]
+        memories = [
+            dataclasses.replace(m, correction=True) if i in corrections else m for i, m in enumerate(memories)
+        ]
         return await self.write_memories(memories, capped=capped, dedup=dedup)
 
     async def write_memories(

@@ -104,6 +104,7 @@ class Subjects:
                     subject=str(memory.subject),
                     scope_json=SubjectPut.scope_of(s.namespace, s.agent_id, s.thread_id),
                     kind=memory.kind,
+                    correction=memory.correction,
                 )
             )
         return out

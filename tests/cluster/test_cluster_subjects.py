@@ -115,3 +115,30 @@ async def test_facts_mode_supersedes_through_subjects(make_store: Callable[..., 
         ("lives in Berlin", True),
         ("lives in Lisbon", False),
     ]
+
+
+async def test_a_retraction_with_its_replacement_across_slots(make_store: Callable[..., MemoryStore]) -> None:
+    """[tombstone, Berlin 2022] after an undated Paris (issue #26): Berlin current from 2022,
+    Paris valid at no instant; the pointer, the versions and the documents in other slots agree."""
+    store = make_store()
+    facts = {
+        "paris": [Fact("home city", "lives in Paris")],
+        "moved": [Fact("home city", "", tombstone=True), Fact("home city", "lives in Berlin", "2022-01-01")],
+    }
+
+    def extract(items: list[Any]) -> list[Fact]:
+        return [f for i in items for f in facts.get(i.content, [])]
+
+    await store.remember("paris", thread_id="t")
+    (paris,) = (await store.consolidate("facts", extract_facts=extract, thread_id="t")).fact_ids
+    await store.remember("moved", thread_id="t")
+    res = await store.consolidate("facts", extract_facts=extract, thread_id="t")
+    (berlin,) = res.created
+    listed = (await store.list(thread_id="t")).items
+    assert res.fact_ids == [berlin] and {i.id for i in listed if i.kind == "fact"} == {berlin}
+    history = {r.id: r for r in await store.fact_history("home city", thread_id="t", kind="fact")}
+    assert history[berlin].current and history[berlin].valid_from is not None
+    assert history[berlin].valid_from.year == 2022
+    assert history[paris].retracted and history[paris].valid_until == history[paris].valid_from
+    as_of = await store.list(thread_id="t", as_of=history[paris].valid_from)
+    assert {i.id for i in as_of.items if i.kind == "fact"} == {berlin}

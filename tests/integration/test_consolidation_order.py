@@ -63,20 +63,6 @@ async def test_a_statement_older_than_a_retracted_fact_is_past_and_not_named_cur
     assert history[paris].retracted
 
 
-async def test_a_tombstone_and_an_older_statement_in_one_run_end_as_in_two_runs(store: Any) -> None:
-    """The same facts in one run ([tombstone, Berlin 2022]) end as in two: Paris retracted,
-    Berlin a past version until Paris began, nothing current, and ``fact_ids`` says so."""
-    first = await run(store, [Fact("city", "Paris")])
-    paris = first.created[0]
-    second = await run(store, [Fact("city", "", tombstone=True), Fact("city", "Berlin", "2022-01-01")])
-    (berlin,) = second.created
-    await check_agrees(store, second)
-    assert second.fact_ids == [] and second.retracted == 1
-    history = {r.id: r for r in await store.fact_history("city", **SCOPE)}
-    assert history[paris].retracted and not history[paris].current
-    assert not history[berlin].current and history[berlin].valid_until == history[paris].valid_from
-
-
 async def test_a_fact_retracted_at_its_start_keeps_no_older_statement_from_being_current(store: Any) -> None:
     """A tombstone dated before the current fact began (2021, Paris began today) ends it at its
     start: valid at no instant. The run's Berlin (2022) is then current. It used to be written

@@ -26,7 +26,9 @@ creation is a later time, every date is earlier), raised to the start of the ver
 plan says it replaces; it is current unless it is older than the current version, or,
 with none current, older than a version left that is valid at some instant (a tie's
 loser and a fact retracted at its start are valid at none; a forgotten or evicted
-version has left). A past one, the version it replaces and a retracted one leave
+version has left). The first statement after a tombstone of its subject in the plan is a
+correction: current whatever its start, every version starting at or after it void. A
+past one, the version it replaces and a retracted one leave
 ``list`` for their history. Facts are memories: they count in caps, are evicted,
 listed, counted, recalled, forgotten like any other.
 
@@ -148,6 +150,8 @@ class FactRun:
     # Per put: the current fact it replaces (an id, or the index of an earlier put), or None.
     replaces: list[str | int | None] = dataclasses.field(default_factory=list)
     retracts: list[str | int] = dataclasses.field(default_factory=list)  # ids or put indexes
+    # The puts that follow a tombstone of their subject in the plan: current from their start.
+    corrections: set[int] = dataclasses.field(default_factory=set)
     # In the plan's order: ("put", index into puts, None) or ("del", id or put index, the tombstone's date).
     ops: list[tuple[str, str | int, str | None]] = dataclasses.field(default_factory=list)
     page: int = 0  # the page's time: the latest creation (``born``) of its candidates
@@ -283,12 +287,14 @@ class Model:
             subject: (mid, normalise(self.fact_of[mid].statement), self.fact_of[mid].date)
             for subject, mid in self.current_facts(target).items()
         }
+        tombstoned: set[str] = set()
         for i in order:
             fact = script[i]
             key = normalise(fact.subject)
             cur = state.get(key)
             older = cur is not None and fact.date is not None and cur[2] is not None and fact.date < cur[2]
             if fact.tombstone:
+                tombstoned.add(key)
                 if cur is None:
                     run.unmatched.append(fact.subject)
                 elif older:
@@ -302,6 +308,8 @@ class Model:
                 run.unchanged += 1
                 continue
             run.puts.append(fact)
+            if cur is None and key in tombstoned:
+                run.corrections.add(len(run.puts) - 1)
             run.replaces.append(None if cur is None else cur[0])
             run.ops.append(("put", len(run.puts) - 1, None))
             state[key] = (len(run.puts) - 1, normalise(fact.statement), fact.date)
@@ -327,10 +335,13 @@ class Model:
                 born=self._clock, vector_seed=None, kind="fact",
             )  # fmt: skip
             self.fact_of[mid], self.starts[mid], self.version_key[mid] = fact, start, key
-            self._subject_put(key, mid)
+            self._subject_put(key, mid, correction=ref in run.corrections)
 
-    def _subject_put(self, key: tuple[Target, str], mid: str) -> None:
-        """``SUBJECT_PUT``: is the new version ``mid`` current; the one it replaces or itself to history."""
+    def _subject_put(self, key: tuple[Target, str], mid: str, *, correction: bool = False) -> None:
+        """``SUBJECT_PUT``: is the new version ``mid`` current; the one it replaces or itself to history.
+
+        A correction is current whatever its start: the versions starting at or after it are void.
+        """
         versions = self.versions.setdefault(key, {})
         for v in [v for v in versions if v not in self.memories and v not in self.history]:
             del versions[v]  # forgotten or evicted: left the subject (the write's repair)
@@ -338,11 +349,15 @@ class Model:
                 del self.current[key]
         start = self.starts[mid]
         self.void.update(v for v in versions if self.starts[v] == start)  # a tie: the later write wins
+        if correction:
+            self.void.update(v for v in versions if self.starts[v] >= start)
         latest = max((self.starts[v] for v in versions if v not in self.void), default=None)
         versions[mid] = None
         cur = self.current.get(key)
-        if (cur is not None and start >= self.starts[cur]) or (
-            cur is None and (latest is None or start >= latest)
+        if (
+            correction
+            or (cur is not None and start >= self.starts[cur])
+            or (cur is None and (latest is None or start >= latest))
         ):
             self.current[key] = mid
             if cur is not None:

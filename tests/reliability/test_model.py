@@ -498,7 +498,7 @@ def test_the_store_agrees_with_its_model(valkey_url: str) -> None:
     ("leaves", "current"),
     [
         ("evicted", True),
-        ("retracted in the same run", False),
+        ("retracted in the same run", True),
         ("retracted at its start in the same run", True),
     ],
 )
@@ -508,10 +508,11 @@ def test_a_dated_version_after_a_current_one_left_is_current(
     """Found by the model: a subject's current fact leaves, evicted by a capped write, or
     retracted by a tombstone that the extractor lists before the new statement. The subject is
     then stated again, dated 2022 (before the version that left, which started at its write).
-    The subject rule decides (docs/concepts/time.md, "One version at each instant"): an evicted
-    version has left, so the new one is current; a retracted one still covers the instants it
-    was valid at, so the new one is a past version until it began (as when the tombstone comes
-    in an earlier run), unless the tombstone (dated 2021) ended it where it began. ``fact_ids``
+    An evicted version has left, so the new one is current (docs/concepts/time.md, "One version
+    at each instant"). A statement after a tombstone of its subject in the same run is a
+    correction ("A retraction with its replacement"): current from 2022, the retracted version
+    (begun later, at its write) valid at no instant; it used to be a past version, leaving no
+    current fact. The tombstone dated 2021 ends Paris where it began either way. ``fact_ids``
     names what the store lists: it used to name the new fact current while it was in history,
     and the tombstone was applied after the statement, so the last case had no current fact."""
 

@@ -120,6 +120,35 @@ def test_plan_tombstones() -> None:
     assert plan_facts([Fact("Boat", "", tombstone=True)], {}).unmatched == ["Boat"]
 
 
+def test_plan_a_statement_after_a_tombstone_of_its_subject_is_a_correction() -> None:
+    """ "No longer Paris; Berlin since 2022": Berlin is the first statement after the
+    retraction, so it is current from 2022 (docs/concepts/time.md). Only that statement:
+    the next one supersedes it as usual; another subject, or a statement before the
+    tombstone (which the tombstone then retracts), or in a plan with no tombstone is not."""
+    current = {"city": _cur("p1", "Paris", None), "car": _cur("c1", "Volvo", None)}
+    plan = plan_facts(
+        [
+            Fact("car", "Saab"),
+            Fact("city", "", tombstone=True),
+            Fact("City", "Berlin", "2022-01-01"),
+            Fact("city", "Munich", "2023-01-01"),
+        ],
+        current,
+    )
+    assert [(o.action, o.expected, o.correction) for o in plan.ops] == [
+        ("put", "c1", False),
+        ("del", "p1", False),
+        ("put", None, True),
+        ("put", 2, False),
+    ]
+    before = plan_facts([Fact("city", "Berlin", "2022-01-01"), Fact("city", "", tombstone=True)], current)
+    assert [(o.action, o.correction) for o in before.ops] == [("put", False), ("del", False)]
+    assert not any(o.correction for o in plan_facts([Fact("city", "Berlin", "2022-01-01")], {}).ops)
+    # an unmatched tombstone (the fact was retracted by an earlier run) says the same
+    (op,) = plan_facts([Fact("city", "", tombstone=True), Fact("city", "Berlin", "2022")], {}).ops
+    assert op.correction
+
+
 def test_plan_applies_dated_facts_in_date_order_whatever_the_list_order() -> None:
     facts = [
         Fact("x", "c", "2024-03-01"),

@@ -62,3 +62,24 @@ def test_replays_and_equal_instants() -> None:
     rep = reply("current", "a", "b", ("a", 5), ("b", 5))
     assert plan_settle([put("b", 5)], [rep], {}, now_ms=0)[0] == [Retire("a", 5, "b")]
     assert rep.after("a", 5) == (5, "b")
+
+
+def test_a_correction_is_current_and_ends_every_version_it_overlaps() -> None:
+    """A correction at 3 (consolidation's statement after a retraction): the version it
+    replaced (begun at 7) and a past one begun at 5 end where they began (valid at no
+    instant); the one begun before it (1) ends at 3; the oldest already ends at 1."""
+    fix = SubjectPut("new", "d", 3, "city", "[null, null, null]", "fact", correction=True)
+    assert fix.args()[-1] == "1" and put("x", 1).args()[-1] == "memory"
+    rep = reply("current", "cur", "new", ("p0", 0), ("p1", 1), ("new", 3), ("p5", 5), ("cur", 7))
+    retires, _ = plan_settle([fix], [rep], {}, now_ms=10)
+    assert retires == [
+        Retire("cur", 7, "new"),
+        Retire("p5", 5, "new", trim=True),
+        Retire("p1", 3, "new", trim=True),
+    ]
+    # with nothing current (the plan's tombstone took it off), a later version is void too
+    rep = reply("current", "", "new", ("p1", 1), ("new", 3), ("paris", 7))
+    assert plan_settle([fix], [rep], {}, now_ms=10)[0] == [
+        Retire("paris", 7, "new", trim=True),
+        Retire("p1", 3, "new", trim=True),
+    ]
