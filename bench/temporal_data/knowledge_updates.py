@@ -25,8 +25,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-__all__ = ["Chain", "Dataset", "Pair", "Statement", "build"]
+__all__ = ["Chain", "Dataset", "Pair", "Statement", "assemble", "build"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -598,6 +599,46 @@ def people(rng: random.Random, entities: int) -> tuple[str, ...]:
         raise ValueError(f"at most {len(surnames)} people")
     rng.shuffle(surnames)
     return tuple(f"{FIRST[rng.randrange(len(FIRST))]} {last}" for last in surnames[:entities])
+
+
+def assemble(
+    rng: random.Random, names: tuple[str, ...], exclusive: Any, many: Any, *, prefix: str, family: int
+) -> Dataset:
+    """Chains and both-current pairs of a single-wording family (the fresh families' build).
+
+    Per person: two or three exclusive attributes, each changing one to four times, and
+    one or two many-valued attributes stated twice; ids ``<prefix>00001``...; every
+    statement's ``family`` is ``family``. Draws from ``rng`` in a fixed order, so a seed
+    gives the same set.
+    """
+    chains: list[Chain] = []
+    pairs: list[Pair] = []
+    counter = 0
+
+    def sid() -> str:
+        nonlocal counter
+        counter += 1
+        return f"{prefix}{counter:05d}"
+
+    for e, name in enumerate(names):
+        for attr in rng.sample(sorted(exclusive), rng.choice((2, 3))):
+            values, templates, questions = exclusive[attr]
+            n_versions = rng.choice((2, 2, 3, 3, 4, 5))  # 1-4 changes
+            chosen = rng.sample(values, n_versions)
+            versions = tuple(
+                Statement(sid(), rng.choice(templates).format(n=name, v=v), at, e, attr, family)
+                for v, at in zip(chosen, _dates(rng, n_versions), strict=True)
+            )
+            chains.append(Chain(e, attr, versions, rng.choice(questions).format(n=name)))
+        for attr in rng.sample(sorted(many), rng.choice((1, 2))):
+            mvalues, mtemplates, question = many[attr]
+            a, b = rng.sample(mvalues, 2)
+            made = [
+                Statement(sid(), rng.choice(mtemplates).format(n=name, v=v), at, e, attr, family)
+                for v, at in zip((a, b), _dates(rng, 2), strict=True)
+            ]
+            pairs.append(Pair(e, attr, made[0], made[1], question.format(n=name)))
+    return Dataset(names, tuple(chains), tuple(pairs))
 
 
 def build(seed: int = 26, entities: int = 240) -> Dataset:

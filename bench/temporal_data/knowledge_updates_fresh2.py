@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 
-from .knowledge_updates import Chain, Dataset, Pair, Statement, _dates
+from .knowledge_updates import Dataset, assemble
 
 __all__ = ["EXCLUSIVE", "MANY", "build", "people"]
 
@@ -261,34 +261,7 @@ def build(seed: int = 9026, entities: int = 240) -> Dataset:
     """The second fresh set: deterministic for a seed. ``Statement.family`` is 3 (this family)."""
     rng = random.Random(seed)
     names = people(rng, entities)
-    chains: list[Chain] = []
-    pairs: list[Pair] = []
-    counter = 0
-
-    def sid() -> str:
-        nonlocal counter
-        counter += 1
-        return f"g{counter:05d}"
-
-    for e, name in enumerate(names):
-        for attr in rng.sample(sorted(EXCLUSIVE), rng.choice((2, 3))):
-            values, templates, questions = EXCLUSIVE[attr]
-            n_versions = rng.choice((2, 2, 3, 3, 4, 5))  # 1-4 changes
-            chosen = rng.sample(values, n_versions)
-            versions = tuple(
-                Statement(sid(), rng.choice(templates).format(n=name, v=v), at, e, attr, 3)
-                for v, at in zip(chosen, _dates(rng, n_versions), strict=True)
-            )
-            chains.append(Chain(e, attr, versions, rng.choice(questions).format(n=name)))
-        for attr in rng.sample(sorted(MANY), rng.choice((1, 2))):
-            mvalues, mtemplates, question = MANY[attr]
-            a, b = rng.sample(mvalues, 2)
-            made = [
-                Statement(sid(), rng.choice(mtemplates).format(n=name, v=v), at, e, attr, 3)
-                for v, at in zip((a, b), _dates(rng, 2), strict=True)
-            ]
-            pairs.append(Pair(e, attr, made[0], made[1], question.format(n=name)))
-    return Dataset(names, tuple(chains), tuple(pairs))
+    return assemble(rng, names, EXCLUSIVE, MANY, prefix="g", family=3)
 
 
 if __name__ == "__main__":
