@@ -52,6 +52,7 @@ from _harness import (
 )
 
 from betterdb_memory import MemoryStore, Scope
+from betterdb_memory.backend.dialect import search_command
 from betterdb_memory.core.codec import encode_vector
 from betterdb_memory.core.dialect import Capabilities
 from betterdb_memory.core.keys import KeySpace
@@ -335,6 +336,12 @@ async def record(client: Any, fn: Callable[[], Awaitable[Any]]) -> Recorder:
     return rec
 
 
+def as_sent(store: MemoryStore, args: list[Any]) -> list[Any]:
+    """A raw FT.SEARCH as the library's backend sends it (``TIMEOUT 0`` on RediSearch)."""
+    caps = store.index.caps
+    return search_command(args, cluster=False, unbounded=caps is not None and caps.partial_on_timeout)
+
+
 def same_search(library: Command, raw: Sequence[Any], what: str) -> None:
     """The library's FT.SEARCH must be the raw side's, argument for argument."""
     if [_b(a) for a in library] != [_b(a) for a in raw]:
@@ -496,13 +503,16 @@ async def recall_row(bench: Bench, ours: MemoryStore, v: RecallVariant, queries:
         recorded = await record(client, partial(ours_op, rounds))
         fields = knn_return_fields(recorded.commands("FT.SEARCH"), v.raw_k, v.label)
     raw_args = [
-        knn_search_args(
-            ours.keys.index,
-            encode_vector(vec),
-            k=v.raw_k,
-            flt=MemoryFilter(scope=Scope.of(thread_id=t)),
-            layout=ours.layout,
-            return_fields=fields,
+        as_sent(
+            ours,
+            knn_search_args(
+                ours.keys.index,
+                encode_vector(vec),
+                k=v.raw_k,
+                flt=MemoryFilter(scope=Scope.of(thread_id=t)),
+                layout=ours.layout,
+                return_fields=fields,
+            ),
         )
         for _, vec, t in queries
     ]
@@ -645,13 +655,16 @@ async def context_rows(bench: Bench, name: str, docs: Sequence[Doc]) -> list[Row
 
         raw_args = [
             [
-                knn_search_args(
-                    store.keys.index,
-                    encode_vector(vec),
-                    k=knn,
-                    flt=flt,
-                    layout=store.layout,
-                    return_fields=fields,
+                as_sent(
+                    store,
+                    knn_search_args(
+                        store.keys.index,
+                        encode_vector(vec),
+                        k=knn,
+                        flt=flt,
+                        layout=store.layout,
+                        return_fields=fields,
+                    ),
                 ),
                 *text_searches(text),
             ]
@@ -722,13 +735,16 @@ async def read_rows(bench: Bench, ours: MemoryStore, docs: Sequence[Doc]) -> lis
         (
             "count, one thread scope",
             lambda: ours.count(agent_id=READER, thread_id=thread),
-            filter_search_args(ours.keys.index, flt, layout=ours.layout, limit=0),
+            as_sent(ours, filter_search_args(ours.keys.index, flt, layout=ours.layout, limit=0)),
         ),
         (
             "list, 20 newest of one thread scope",
             lambda: ours.list(agent_id=READER, thread_id=thread, limit=20),
-            filter_search_args(
-                ours.keys.index, flt, layout=ours.layout, sortby=("created_at", False), limit=20
+            as_sent(
+                ours,
+                filter_search_args(
+                    ours.keys.index, flt, layout=ours.layout, sortby=("created_at", False), limit=20
+                ),
             ),
         ),
     ]
