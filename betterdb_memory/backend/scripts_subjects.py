@@ -27,8 +27,9 @@ __all__ = ["SUBJECT_DROP", "SUBJECT_PUT", "SUBJECT_TRIM"]
 # A write not older than the current version becomes current (a later write of the same
 # instant wins); an older one is a past version. With no current version, a write becomes
 # current unless another version valid at some instant starts after it (it then fills a
-# past gap). A tie's earlier versions are marked ``void:<id>`` in the pointer (valid at no
-# instant: they never keep an older write from being current). A correction (a fact that
+# past gap). A tie's earlier versions are marked ``void:<id>`` in the pointer, the value
+# naming the version that ended them (valid at no instant: they never keep an older write
+# from being current; a repair ends their history documents where they began). A correction (a fact that
 # follows a retraction of its subject in one consolidation plan) becomes current whatever
 # its date: every other version starting at or after it is void. Replaying a call is
 # harmless: the id is already listed, so it is decided as a plain write (already current:
@@ -43,7 +44,7 @@ if not redis.call('ZMSCORE', KEYS[2], id)[1] then
   correct = ARGV[6] == '1'
   local upto = correct and '+inf' or ARGV[2]
   for _, m in ipairs(redis.call('ZRANGE', KEYS[2], ARGV[2], upto, 'BYSCORE')) do
-    redis.call('HSET', KEYS[1], 'void:' .. m, '1')
+    redis.call('HSET', KEYS[1], 'void:' .. m, id)
   end
 end
 local latest = nil

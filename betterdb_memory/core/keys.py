@@ -289,6 +289,11 @@ class KeySpace:
         """HASH of one exact scope's subjects: digest -> JSON [kind, normalised subject]."""
         return f"{self.name}:subj:scope:{{{scope_tag}}}"
 
+    @property
+    def subject_pending(self) -> str:
+        """ZSET of subject writes not settled yet: ``<digest>:<id>`` -> ms (``core.subject_repair``)."""
+        return f"{self.name}:subj:pending"
+
     # -- L1 -------------------------------------------------------------------------------
 
     def session(self, agent_id: str | None, thread_id: str) -> SessionKeys:

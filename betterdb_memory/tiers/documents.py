@@ -57,6 +57,7 @@ class Documents:
             raise ValidationError(
                 "get_many takes a list of ids", code="validation.type", details={"argument": "ids"}
             )
+        await self._rt.before_read("get")  # a subject a crash left half-written: repaired first
         return await self.fetch(ids, history=True)
 
     async def fetch(

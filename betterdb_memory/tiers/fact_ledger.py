@@ -203,6 +203,7 @@ class FactLedger:
         """
         normalised = normalise_subject(subject)
         kinds: tuple[str, ...] = KINDS if kind is None else (check_kind(kind),)
+        await self._rt.before_read("fact_history")  # a crash's half-written subjects first
         scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
         ck = self.keys_of(scope)
         keys = self._rt.keys

@@ -294,6 +294,7 @@ class LongTermMemory:
         subject_searches: list[list[Any]] = []
         if puts:
             self.subjects.check_index()
+            await self.subjects.repair.before("remember")  # a crash's half-written subjects first
             scopes = [memories[i].scope for i, *_ in records if memories[i].subject_key is not None]
             subject_steps = self.subjects.steps(puts, scopes)
             subject_searches = self.subjects.searches(puts)
@@ -345,6 +346,7 @@ class LongTermMemory:
             )
         except BaseException:
             # A lock the failed or cancelled round trip may have taken.
+            self.subjects.repair.failed(puts)  # its subjects may be half-written: repaired next read
             await self._capacity.release(rounds)
             raise
         self._rt.metrics.add_items(len(records) - len(replaced))

@@ -364,6 +364,7 @@ class Recall:
         vectors: dict[str, bytes] = {}  # the text-only candidates' (same-slot supersession reads them)
         started = time.perf_counter()
         await self._rt.index.ensure_ready()
+        await self._rt.before_read("recall")  # a subject a crash left half-written: repaired first
         pool = min(n, 10_000)
         # In the KNN's round trip: a window's queries (events and states; past versions). A
         # re-ranked recall also asks the full-text index: beside the KNN, within a budget (tiers.hybrid).

@@ -8,7 +8,7 @@ from a ``Runtime`` over a fake ``Backend``.
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,6 +35,10 @@ from ..observability.hub import StoreObservability
 from ..observability.metrics import MemoryMetrics
 
 __all__ = ["Runtime", "Settings"]
+
+
+async def _nothing(operation: str) -> None:
+    del operation
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +84,9 @@ class Runtime:
         # The store's declared metadata fields (``metadata_fields=``): written with every
         # memory (``filter_fields.index_fields``) and filterable by ``where=``.
         self.metadata_fields = metadata_fields or MetadataFields()
+        # Run by every read before it reads (its operation's name): the subjects' repair of
+        # writes left half-done by a crash (``tiers.subject_repair``, set by ``Subjects``).
+        self.before_read: Callable[[str], Awaitable[None]] = _nothing
 
     @property
     def metrics(self) -> MemoryMetrics:

@@ -228,6 +228,7 @@ class ScopeReader:
         )  # fmt: skip
         node = self._rt.parse_where(where)
         await self._rt.index.ensure_ready()
+        await self._rt.before_read("count")  # a subject a crash left half-written: repaired first
         flt = self._rt.with_where(flt, node, operation="count", filter_only=True)
         if flt.as_of is not None:
             return await self._history.count_as_of(flt)
@@ -317,6 +318,7 @@ class ScopeReader:
         )  # fmt: skip
         node = self._rt.parse_where(where)
         await self._rt.index.ensure_ready()
+        await self._rt.before_read("list")  # a subject a crash left half-written: repaired first
         flt = self._rt.with_where(flt, node, operation="list", filter_only=True)
         if flt.as_of is not None:
             found, page = await self._history.list_as_of(

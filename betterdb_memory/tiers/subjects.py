@@ -20,20 +20,25 @@ A write without a subject sends none of this. Nothing scans a scope: the search 
 TAG lookup of one digest.
 
 A crash (or a lost reply) between the round trips leaves the pointer naming the new
-version and the replaced one still under the main prefix: one version too many for a
-while, nothing false (it was current a moment before). The next write of the subject
-finds it in its search and retires it; so does ``fact_history`` (a read of the subject).
-A writer that died between its ``HSET`` and its ``SUBJECT_PUT`` (a cluster: different
-slots) leaves a document no version list knows: the next write puts it again once it is
-older than ``ORPHAN_GRACE_MS`` (younger, it is most likely a concurrent write in flight).
+version and the replaced one still under the main prefix (and past versions' end dates
+not shortened): one version too many for a while, nothing false (it was current a
+moment before). Each write is in the journal of unsettled writes until it is settled;
+the next read or subject write repairs what the journal (or this store's own failed
+settling) names: ``tiers.subject_repair``, rules and crash points in
+``core.subject_repair``. The next write of the subject also finds a leftover in its
+search and retires it; so does ``fact_history``. A writer that died between its
+``HSET`` and its ``SUBJECT_PUT`` (a cluster: different slots) leaves a document no
+version list knows: the repair puts it again (the journal names it); without a journal
+entry, the next write puts it again once it is older than ``ORPHAN_GRACE_MS`` (younger,
+it is most likely a concurrent write in flight).
 
 A version can also vanish without the subject knowing: the current one evicted by a
 cap, expired by its TTL, deleted by a ``forget_by_scope`` that names only tags. The
 pointer then names a document that is gone. The next write of the subject notices
 (its search misses the pointer's current; ``EXISTS`` confirms), drops it from the
 pointer and the version list, and puts its own version again, so an older-dated write
-becomes current when nothing later is left (``_heal``). ``fact_history`` drops the
-versions it finds gone the same way.
+becomes current when nothing later is left (``SubjectRepair.heal``). ``fact_history``
+drops the versions it finds gone the same way.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from ..core.replies import parse_search_reply
 from ..core.subjects import PutReply, Retire, SubjectPut, plan_settle, subject_key_of, subject_search_query
 from ..errors import ConfigurationError, StoreConnectionError
 from .runtime import Runtime
+from .subject_repair import SubjectRepair
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +78,8 @@ class Subjects:
 
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
+        self.repair = SubjectRepair(rt, self)
+        rt.before_read = self.repair.before  # every read repairs half-written subjects first
 
     def check_index(self) -> None:
         """Refuse subjects on an index without ``subject_key`` (its search could never find them).
@@ -132,7 +140,7 @@ class Subjects:
         for tag, (scope_json, *pairs) in registered.items():
             out.append(("HSET", keys.subject_scopes, tag, scope_json))
             out.append(("HSET", keys.subject_scope(tag), *pairs))
-        return out
+        return [*out, *self.repair.journal(puts, int(time.time() * 1000))]
 
     def searches(self, puts: Sequence[SubjectPut]) -> list[list[Any]]:
         """One search per subject of its documents under the main prefix (a TAG lookup)."""
@@ -157,11 +165,11 @@ class Subjects:
         ]  # fmt: skip
 
     def found(
-        self, puts: Sequence[SubjectPut], replies: Sequence[Any]
+        self, digests: Sequence[str], replies: Sequence[Any]
     ) -> dict[str, list[tuple[str, int | None, int | None]]]:
-        """Per digest, the (id, valid_from, created_at) of each document the searches returned."""
+        """Per digest, the (id, valid_from, created_at) of each document its search returned."""
         out: dict[str, list[tuple[str, int | None, int | None]]] = {}
-        for digest, reply in zip(dict.fromkeys(p.digest for p in puts), replies, strict=True):
+        for digest, reply in zip(digests, replies, strict=True):
             rows = out.setdefault(digest, [])
             for hit in parse_search_reply(reply).hits:
                 vf, created = hit.fields.get("valid_from"), hit.fields.get("created_at")
@@ -189,15 +197,19 @@ class Subjects:
         that decides is retired in one more, which only a repair ever needs.
         """
         try:
-            return await self._settle(puts, put_replies, search_replies, now_ms=now_ms, operation=operation)
+            moved = await self._settle(puts, put_replies, search_replies, now_ms=now_ms, operation=operation)
         except StoreConnectionError as exc:
-            # The write itself is stored; what is left is one version too many, which the
-            # subject's next write or read retires (the module docstring).
-            log.warning(
-                "settling %d subject writes failed (%s); the next write of each repairs it", len(puts), exc
-            )
+            # The write itself is stored; what is left is one version too many (and end dates
+            # not shortened), which this store's next read or write repairs (tiers.subject_repair).
+            log.warning("settling %d subject writes failed (%s); the next read repairs it", len(puts), exc)
             self._rt.metrics.observe_background_failure("subjects")
+            self.repair.failed(puts)
             return 0
+        except BaseException:
+            self.repair.failed(puts)  # cancelled between its round trips: the same repair
+            raise
+        self.repair.settled(puts)
+        return moved
 
     async def _settle(
         self,
@@ -208,8 +220,8 @@ class Subjects:
         now_ms: int,
         operation: str,
     ) -> int:
-        found = self.found(puts, search_replies)
-        replies = await self._heal(puts, [PutReply.parse(r) for r in put_replies], found, operation)
+        found = self.found(list(dict.fromkeys(p.digest for p in puts)), search_replies)
+        replies = await self.repair.heal(puts, [PutReply.parse(r) for r in put_replies], found, operation)
         retires, orphans = plan_settle(puts, replies, found, now_ms=now_ms)
         first = {p.digest: p for p in puts}
         again = [
@@ -221,52 +233,6 @@ class Subjects:
             retires2, _ = plan_settle(again, [PutReply.parse(r) for r in extra], {}, now_ms=now_ms)
             moved += (await self._retire_round(retires2, [], operation))[0]
         return moved
-
-    async def _heal(
-        self,
-        puts: Sequence[SubjectPut],
-        replies: list[PutReply],
-        found: Mapping[str, Sequence[tuple[str, int | None, int | None]]],
-        operation: str,
-    ) -> list[PutReply]:
-        """Drop versions whose documents vanished (evicted, expired, deleted by tags); the replies to plan with.
-
-        Suspects, only: the pointer's current and the version a write replaced, when the
-        subject's search did not return them. Neither the document nor its history
-        document left: the version leaves the list (``SUBJECT_DROP``). A vanished current
-        one is no current version at all, so the subject's writes of this round trip are
-        put again and decided without it (an older-dated write may now be current).
-        One more round trip when a search misses a suspect, two when one is gone; none
-        otherwise.
-        """
-        written = {p.id for p in puts}
-        suspects: dict[tuple[str, str], bool] = {}  # (digest, id) -> is the pointer's current
-        for put, rep in zip(puts, replies, strict=True):
-            seen = {h[0] for h in found.get(put.digest, ())}
-            if rep.pointer and rep.pointer not in written and rep.pointer not in seen:
-                suspects[(put.digest, rep.pointer)] = True
-            if rep.replaced and rep.replaced not in written and rep.replaced not in seen:
-                suspects.setdefault((put.digest, rep.replaced), False)
-        if not suspects:
-            return replies
-        keys = self._rt.keys
-        # Moved to its history document meanwhile (a concurrent writer superseded it) is not gone.
-        checks: list[Step] = [("EXISTS", keys.doc(mid), keys.hist_doc(mid)) for _, mid in suspects]
-        alive = await self._rt.backend.pipeline(operation, checks)
-        gone = [key for key, n in zip(suspects, alive, strict=True) if not int(n)]
-        if not gone:
-            return replies
-        log.info("subjects: %d versions vanished (evicted, expired or deleted by tags); dropped", len(gone))
-        again = [(n, p) for n, p in enumerate(puts) if any(suspects[g] and g[0] == p.digest for g in gone)]
-        drops: list[Step] = [
-            scripts.SUBJECT_DROP.call([keys.subject(d), keys.subject_versions(d)], [mid, "0"])
-            for d, mid in gone
-        ]
-        got = await self._rt.backend.pipeline(operation, [*drops, *self.put_calls([p for _, p in again])])
-        out = list(replies)
-        for (n, _), reply in zip(again, got[len(drops) :], strict=True):
-            out[n] = PutReply.parse(reply)
-        return out
 
     async def retire(self, retires: Sequence[Retire], *, operation: str = "remember") -> int:
         """Move superseded versions to their history documents (``RETIRE``, one slot each), pipelined.

@@ -8,6 +8,7 @@ and the commands it expects.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,9 @@ def build(
     capacity = Capacity(rt, scopes, docs)
     recall = Recall(rt, docs)
     long_term = LongTermMemory(rt, capacity, recall, docs)
+    # Scripted round trips: no journal probe before the first read (tiers.subject_repair);
+    # its own tests (test_tiers_subject_repair.py) set it due.
+    long_term.subjects.repair._next_probe = math.inf
     ledger = FactLedger(rt, scopes, long_term)
     consolidation = Consolidation(rt, scopes, long_term, docs, ledger)
     summaries = RollingSummaries(rt, cfg, long_term)

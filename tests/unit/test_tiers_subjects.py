@@ -25,10 +25,11 @@ async def test_a_write_with_a_subject_decides_in_its_round_trip_and_settles_in_o
     monkeypatch.setattr(p.rt.keys, "new_memory_id", lambda: "new")
     keys = p.rt.keys
     d = subject_key_of(Scope(thread_id="t").tag, "memory", "home city")
-    # HSET, SUBJECT_PUT (replaced "old"), registry HSET x2, then the subject search
+    # HSET, SUBJECT_PUT (replaced "old"), registry HSET x2, the journal's ZADD, then the subject search
     p.backend.reply(
         1,
         [b"current", b"old", b"new", [b"old", b"1", b"new", b"2"]],
+        1,
         1,
         1,
         search_reply(1, (keys.doc("old"), {})),
@@ -36,7 +37,8 @@ async def test_a_write_with_a_subject_decides_in_its_round_trip_and_settles_in_o
     p.backend.reply(1, 1)  # the store's history mark, RETIRE old
     mid = await p.long_term.remember("Berlin", thread_id="t", subject="Home City", valid_from=2)
     first, second = p.backend.sent
-    hset, put, scopes, scope = first.commands
+    hset, put, scopes, scope, journal = first.commands
+    assert journal[:2] == ("ZADD", keys.subject_pending) and journal[3] == f"{d}:{mid}"
     assert hset[0] == "HSET" and ("subject_key", d) == tuple(
         hset[hset.index("subject_key") : hset.index("subject_key") + 2]
     )
@@ -81,6 +83,7 @@ async def test_a_vanished_current_version_is_dropped_and_the_write_put_again(
     p.backend.reply(
         1,
         [b"past", b"", b"gone", [b"new", b"1", b"gone", b"5"]],
+        1,
         1,
         1,
         search_reply(1, (keys.doc("new"), {})),

@@ -1,0 +1,302 @@
+"""Subjects left half-written by a writer that died between its round trips, repaired by the next reader.
+
+The crash points and what each leaves are in ``core.subject_repair`` (and
+docs/concepts/time.md, "A crash between the writes"). Here is the I/O:
+
+* a write with subjects adds ``<digest>:<id>`` to the journal ``<name>:subj:pending``
+  in its first round trip (``journal``) and, once settled, takes it off in the
+  background (``settled``): no round trip added to the write;
+* a write whose settling failed in this process (a lost connection, a cancellation)
+  is remembered here (``failed``): this store's next read or subject write repairs it,
+  before it reads anything;
+* every read (recall, list, count, get, ``fact_history``; ``as_of`` and windows
+  included) and every subject write calls ``before`` first: at most once a second
+  (``PROBE_INTERVAL_S``) it reads the journal's entries older than
+  ``JOURNAL_GRACE_MS`` (one ``ZRANGE``, bounded) and repairs their subjects inline.
+
+Inline, not in the background, because the read is then answered as repaired: a
+``count`` cannot leave out a version it never saw, and a list or a recall would have to
+read the same pointers to tell a stale version from a current one, which is most of the
+repair's cost. The repair runs only after a crash (a journal entry past its grace), so a
+read pays one ``ZRANGE`` a second otherwise. Nothing scans: the journal names the
+subjects, and a subject's repair reads its pointer, its version list and one TAG search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from ..backend import scripts
+from ..backend.commands import Step, score_pairs
+from ..core import subject_repair as journal_rules
+from ..core.codec import as_text, to_int
+from ..core.subject_repair import Pointer, journal_member, parse_member, plan_repair
+from ..core.subjects import PutReply, Retire, SubjectPut
+from ..errors import StoreConnectionError
+from .runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SubjectRepair"]
+
+_DOC_FIELDS = ("valid_from", "created_at", "subject", "namespace", "agentId", "threadId", "kind", "source")
+_PASSES = 3  # drop/put again, then read again and settle: a repair needs two passes at most
+
+
+class Subjects(Protocol):
+    """What a repair uses of ``tiers.subjects.Subjects`` (which owns it)."""
+
+    def search_args(self, digest: str) -> list[Any]: ...
+
+    def found(
+        self, digests: Sequence[str], replies: Sequence[Any]
+    ) -> dict[str, list[tuple[str, int | None, int | None]]]: ...
+
+    def put_calls(self, puts: Sequence[SubjectPut]) -> list[Step]: ...
+
+    async def retire(self, retires: Sequence[Retire], *, operation: str = ...) -> int: ...
+
+
+class SubjectRepair:
+    """The journal of unsettled subject writes, and the repair its readers run (module docstring)."""
+
+    def __init__(self, rt: Runtime, subjects: Subjects) -> None:
+        self._rt = rt
+        self._subjects = subjects
+        self._local: dict[str, set[str]] = {}  # digest -> ids whose settling failed here
+        self._settled: list[str] = []  # journal members settled, not yet taken off
+        self._next_probe = 0.0
+        self._lock = asyncio.Lock()
+
+    # -- the writer's side ----------------------------------------------------------------
+
+    def journal(self, puts: Sequence[SubjectPut], now_ms: int) -> list[Step]:
+        """Round trip 1's journal commands: ``puts`` in (``ZADD``), the writes settled since out (``ZREM``)."""
+        if not puts:
+            return []
+        pairs: list[Any] = []
+        for p in puts:
+            pairs += [now_ms, journal_member(p.digest, p.id)]
+        return [*self._take_settled(), ("ZADD", self._rt.keys.subject_pending, *pairs)]
+
+    def settled(self, puts: Sequence[SubjectPut]) -> None:
+        """The writes are settled: off the journal with the next command this store sends it anyway.
+
+        That is the next subject write's first round trip or the next journal probe: no
+        round trip of its own. An entry a process never took off (it exited first) costs
+        one repair that finds nothing to do.
+        """
+        self._settled += [journal_member(p.digest, p.id) for p in puts]
+
+    def failed(self, puts: Sequence[SubjectPut]) -> None:
+        """Settling ``puts`` failed here: this store's next read or subject write repairs them."""
+        for p in puts:
+            self._local.setdefault(p.digest, set()).add(p.id)
+
+    def _take_settled(self) -> list[Step]:
+        members, self._settled = self._settled, []
+        return [("ZREM", self._rt.keys.subject_pending, *members)] if members else []
+
+    # -- the reader's side ----------------------------------------------------------------
+
+    async def before(self, operation: str) -> None:
+        """Repair what this store failed to settle, and (once a second) what the journal says crashed.
+
+        A repair that fails on the connection is logged and left for the next read: the
+        read itself then meets the same connection.
+        """
+        if not self._local and time.monotonic() < self._next_probe:
+            return
+        async with self._lock:
+            if not self._local and time.monotonic() < self._next_probe:
+                return  # another reader repaired while this one waited
+            try:
+                await self._run(operation)
+            except StoreConnectionError as exc:
+                log.warning(
+                    "subjects: repair before %s failed (%s); the next read tries again", operation, exc
+                )
+                self._rt.metrics.observe_background_failure("subjects")
+
+    async def _run(self, operation: str) -> None:
+        crashed = {d: set(ids) for d, ids in self._local.items()}
+        members = [journal_member(d, mid) for d, ids in crashed.items() for mid in ids]
+        if time.monotonic() >= self._next_probe:
+            self._next_probe = time.monotonic() + journal_rules.PROBE_INTERVAL_S
+            cutoff = int(time.time() * 1000) - journal_rules.JOURNAL_GRACE_MS
+            probe: Step = (
+                "ZRANGE", self._rt.keys.subject_pending, "-inf", cutoff, "BYSCORE", "LIMIT", 0, journal_rules.PROBE_LIMIT,
+            )  # fmt: skip
+            done = self._take_settled()
+            due = (await self._rt.backend.pipeline(operation, [*done, probe]))[-1]
+            for raw in due:
+                got = parse_member(raw)
+                if got is not None:
+                    crashed.setdefault(got[0], set()).add(got[1])
+                    members.append(as_text(raw))
+        if crashed:
+            await self.repair(crashed, operation=operation)
+        if members:
+            await self._rt.backend.command(operation, "ZREM", self._rt.keys.subject_pending, *members)
+        for d, ids in crashed.items():
+            left = self._local.get(d, set()) - ids
+            if left:
+                self._local[d] = left
+            else:
+                self._local.pop(d, None)
+
+    async def repair(self, crashed: Mapping[str, set[str]], *, operation: str) -> int:
+        """Bring each subject back to its rule (``core.subject_repair.plan_repair``); how many versions moved.
+
+        ``crashed``: digest -> the ids of the writes that did not settle.
+        """
+        todo = {d: sorted(ids) for d, ids in crashed.items()}
+        moved = 0
+        for _ in range(_PASSES):
+            if not todo:
+                break
+            again: dict[str, list[str]] = {}
+            steps: list[Step] = []
+            retires: list[Retire] = []
+            for digest, (pointer, versions, hits, there, docs) in (await self._read(todo, operation)).items():
+                plan = plan_repair(pointer, versions, hits, there, now_ms=int(time.time() * 1000))
+                retires += plan.retires
+                if not plan.rewrites_pointer:
+                    continue
+                again[digest] = todo[digest]
+                steps += self._rewrite(digest, pointer, plan.drop, plan.puts, docs)
+            if steps:
+                log.info("subjects: %d pointer writes repair %d subjects", len(steps), len(again))
+                await self._rt.backend.pipeline(operation, steps)
+            moved += await self._subjects.retire(retires, operation=operation)
+            todo = again
+        return moved
+
+    async def _read(
+        self, todo: Mapping[str, Sequence[str]], operation: str
+    ) -> dict[str, tuple[Pointer, list[tuple[str, int]], list[tuple[str, int | None, int | None]], dict[str, bool], dict[str, dict[str, str]]]]:  # fmt: skip
+        """Each subject's pointer, versions, documents under the main prefix, and its crashed writes' documents."""
+        keys = self._rt.keys
+        reads: list[Step] = []
+        for digest, ids in todo.items():
+            reads += [
+                ("HGETALL", keys.subject(digest)),
+                ("ZRANGE", keys.subject_versions(digest), 0, -1, "WITHSCORES"),
+            ]
+            for mid in ids:
+                reads += [("HMGET", keys.doc(mid), *_DOC_FIELDS), ("EXISTS", keys.hist_doc(mid))]
+        searches = [self._subjects.search_args(d) for d in todo]
+        got = await self._rt.backend.pipeline(operation, reads, searches=searches)
+        found = self._subjects.found(list(todo), got[len(reads) :])
+        out = {}
+        n = 0
+        for digest, ids in todo.items():
+            pointer = Pointer.parse(got[n])
+            versions = [(as_text(m), int(score)) for m, score in score_pairs(got[n + 1])]
+            n += 2
+            hits = list(found.get(digest, ()))
+            seen = {h[0] for h in hits}
+            there: dict[str, bool] = {}
+            docs: dict[str, dict[str, str]] = {}
+            for mid in ids:
+                row, hist = got[n], int(got[n + 1])
+                n += 2
+                live = row[1] is not None  # created_at: every document has it
+                there[mid] = live or bool(hist)
+                if live:
+                    docs[mid] = {
+                        f: as_text(v) for f, v in zip(_DOC_FIELDS, row, strict=True) if v is not None
+                    }
+                    if mid not in seen:  # the index may lag; the document is read by its key
+                        vf, created = docs[mid].get("valid_from"), docs[mid].get("created_at")
+                        hits.append((mid, to_int(vf) if vf else None, to_int(created) if created else None))
+            out[digest] = (pointer, versions, hits, there, docs)
+        return out
+
+    def _rewrite(
+        self,
+        digest: str,
+        pointer: Pointer,
+        drop: str | None,
+        puts: Sequence[tuple[str, int]],
+        docs: Mapping[str, Mapping[str, str]],
+    ) -> list[Step]:
+        keys = self._rt.keys
+        out: list[Step] = []
+        if drop is not None:
+            out.append(
+                scripts.SUBJECT_DROP.call([keys.subject(digest), keys.subject_versions(digest)], [drop, "0"])
+            )
+        calls = [SubjectPut(mid, digest, vf, *self._meta(pointer, docs.get(mid, {}))) for mid, vf in puts]
+        return [*out, *self._subjects.put_calls(calls)]
+
+    def _meta(self, pointer: Pointer, doc: Mapping[str, str]) -> tuple[str, str, str]:
+        """(subject, scope JSON, kind) of a put again: the pointer's, or the document's when it has none."""
+        if pointer.scope_json:
+            return pointer.subject, pointer.scope_json, pointer.kind
+        source = doc.get("source")
+        kind = doc.get("kind") or (
+            "summary"
+            if source == "summary"
+            else "fact"
+            if source == self._rt.settings.fact_source
+            else "memory"
+        )
+        scope = SubjectPut.scope_of(
+            doc.get("namespace") or None, doc.get("agentId") or None, doc.get("threadId") or None
+        )
+        return doc.get("subject", ""), scope, kind
+
+    # -- the write's own check: versions that vanished -------------------------------------
+
+    async def heal(
+        self,
+        puts: Sequence[SubjectPut],
+        replies: list[PutReply],
+        found: Mapping[str, Sequence[tuple[str, int | None, int | None]]],
+        operation: str,
+    ) -> list[PutReply]:
+        """Drop versions whose documents vanished (evicted, expired, deleted by tags); the replies to plan with.
+
+        Suspects, only: the pointer's current and the version a write replaced, when the
+        subject's search did not return them. Neither the document nor its history
+        document left: the version leaves the list (``SUBJECT_DROP``). A vanished current
+        one is no current version at all, so the subject's writes of this round trip are
+        put again and decided without it (an older-dated write may now be current).
+        One more round trip when a search misses a suspect, two when one is gone; none
+        otherwise.
+        """
+        written = {p.id for p in puts}
+        suspects: dict[tuple[str, str], bool] = {}  # (digest, id) -> is the pointer's current
+        for put, rep in zip(puts, replies, strict=True):
+            seen = {h[0] for h in found.get(put.digest, ())}
+            if rep.pointer and rep.pointer not in written and rep.pointer not in seen:
+                suspects[(put.digest, rep.pointer)] = True
+            if rep.replaced and rep.replaced not in written and rep.replaced not in seen:
+                suspects.setdefault((put.digest, rep.replaced), False)
+        if not suspects:
+            return replies
+        keys = self._rt.keys
+        # Moved to its history document meanwhile (a concurrent writer superseded it) is not gone.
+        checks: list[Step] = [("EXISTS", keys.doc(mid), keys.hist_doc(mid)) for _, mid in suspects]
+        alive = await self._rt.backend.pipeline(operation, checks)
+        gone = [key for key, n in zip(suspects, alive, strict=True) if not int(n)]
+        if not gone:
+            return replies
+        log.info("subjects: %d versions vanished (evicted, expired or deleted by tags); dropped", len(gone))
+        again = [(n, p) for n, p in enumerate(puts) if any(suspects[g] and g[0] == p.digest for g in gone)]
+        drops: list[Step] = [
+            scripts.SUBJECT_DROP.call([keys.subject(d), keys.subject_versions(d)], [mid, "0"])
+            for d, mid in gone
+        ]
+        got = await self._rt.backend.pipeline(
+            operation, [*drops, *self._subjects.put_calls([p for _, p in again])]
+        )
+        out = list(replies)
+        for (n, _), reply in zip(again, got[len(drops) :], strict=True):
+            out[n] = PutReply.parse(reply)
+        return out

@@ -1,0 +1,234 @@
+"""A subject write's crash points, each followed by the next read or write of the subject (issue #26).
+
+Shared by tests/integration/test_subjects_crash.py (embedded engine, valkey-search
+standalone) and tests/cluster/test_cluster_subjects_crash.py (the pointer, the versions
+and the journal in different slots). Each case writes a subject, kills its writer at one
+point (``tests.crash_points``), then opens the store again as another process would
+(``make_store()``: a new store on the same name, with the journal's grace set to 0 by
+the caller) or keeps using the same one (a lost connection), and checks what
+docs/concepts/time.md promises: one current version, its predecessors' ``valid_until``,
+``as_of``, ``fact_history``'s order, ``count``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from betterdb_memory import Fact, MemoryStore
+from betterdb_memory.errors import StoreConnectionError
+from tests.crash_points import (
+    Crashed,
+    cut,
+    docs_of,
+    end_dates,
+    journal_of,
+    pointer_of,
+    round_trip_1,
+    round_trip_2,
+)
+
+Y2018 = 1_514_764_800_000
+Y2019 = 1_546_300_800_000
+Y2020 = 1_577_836_800_000
+Y2021 = 1_609_459_200_000
+Y2022 = 1_640_995_200_000
+Y2023 = 1_672_531_200_000
+Y2024 = 1_704_067_200_000
+Y2025 = 1_735_689_600_000
+ADA = {"thread_id": "ada"}
+MakeStore = Callable[..., MemoryStore]
+
+
+async def crash_writing(
+    store: MemoryStore,
+    content: str,
+    valid_from: int,
+    *,
+    at: Callable[[Sequence[Any]], bool] = round_trip_1,
+    keep: Callable[[Any], bool] = lambda step: True,
+) -> str:
+    """``remember(content, subject="city")`` whose writer dies at ``at`` (``keep``: what that round trip applied)."""
+    with cut(store, at=at, keep=keep) as torn, contextlib.suppress(Crashed):
+        await store.remember(content, subject="city", valid_from=valid_from, **ADA)
+    assert torn, "the crash point was never reached"
+    return str(torn[0][0][1]).rsplit(":", 1)[-1] if at is round_trip_1 else ""
+
+
+async def ids(store: MemoryStore, as_of: int | None = None) -> set[str]:
+    return {m.id for m in (await store.list(as_of=as_of, **ADA)).items}
+
+
+async def read_first(store: MemoryStore, how: str) -> None:
+    """The next read after the crash: the one that must find and repair it."""
+    reads: dict[str, Callable[[], Awaitable[Any]]] = {
+        "list": lambda: store.list(**ADA),
+        "count": lambda: store.count(**ADA),
+        "recall": lambda: store.recall("city", threshold=0.0, **ADA),
+        "get": lambda: store.get("anything"),
+        "as_of": lambda: store.list(as_of=Y2022, **ADA),
+        "fact_history": lambda: store.fact_history("city", **ADA),
+    }
+    await reads[how]()
+
+
+async def until_of(store: MemoryStore, memory_id: str) -> int | None:
+    item = await store.get(memory_id)
+    assert item is not None, memory_id
+    return item.valid_until
+
+
+async def check(store: MemoryStore, current: str, ends: dict[str, int], probes: dict[int, set[str]]) -> None:
+    """One current version; each past one ends where expected; ``as_of`` finds one version per instant."""
+    assert await ids(store) == {current}
+    assert await store.count(**ADA) == 1
+    assert await until_of(store, current) is None
+    for mid, end in ends.items():
+        assert await until_of(store, mid) == end, mid
+    for t, expected in probes.items():
+        assert await ids(store, as_of=t) == expected, t
+        assert await store.count(as_of=t, **ADA) == len(expected), t
+    history = await store.fact_history("city", **ADA)
+    assert [(r.id, r.current) for r in history] == [
+        (current, True),
+        *((mid, False) for mid in sorted(ends, key=lambda m: -(ends[m] or 0))),
+    ]
+
+
+# -- the cases ------------------------------------------------------------------------------
+
+
+async def reply_lost_after_round_trip_1(make_store: MakeStore, how: str) -> None:
+    """The new version's document, its pointer and the journal written; the writer died before round trip 2."""
+    writer = make_store()
+    lisbon = await writer.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    berlin = await crash_writing(writer, "Berlin", Y2024)
+    reader = make_store()
+    await read_first(reader, how)
+    await check(reader, berlin, {lisbon: Y2024}, {Y2022: {lisbon}, Y2025: {berlin}})
+
+
+async def a_past_dated_write_crashed(make_store: MakeStore) -> None:
+    """Porto (2022) between Lisbon (2019) and Berlin (2024): it was to retire itself and end Lisbon at 2022."""
+    writer = make_store()
+    lisbon = await writer.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    berlin = await writer.remember("Berlin", subject="city", valid_from=Y2024, **ADA)
+    porto = await crash_writing(writer, "Porto", Y2022)
+    reader = make_store()
+    await read_first(reader, "fact_history")
+    await check(
+        reader, berlin, {porto: Y2024, lisbon: Y2022}, {Y2020: {lisbon}, Y2023: {porto}, Y2025: {berlin}}
+    )
+
+
+async def a_tie_crashed(make_store: MakeStore) -> None:
+    """Two versions of one instant: the later write wins, the earlier is valid at no instant."""
+    writer = make_store()
+    first = await writer.remember("Lisbon", subject="city", valid_from=Y2022, **ADA)
+    second = await crash_writing(writer, "Porto", Y2022)
+    reader = make_store()
+    await read_first(reader, "as_of")
+    await check(reader, second, {first: Y2022}, {Y2022: {second}, Y2024: {second}})
+
+
+async def a_write_after_a_forgotten_current_crashed(make_store: MakeStore) -> None:
+    """No current version (forgotten): the write becomes current and was to end the past one at its start."""
+    writer = make_store()
+    lisbon = await writer.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    berlin = await writer.remember("Berlin", subject="city", valid_from=Y2024, **ADA)
+    assert await writer.forget(berlin)
+    porto = await crash_writing(writer, "Porto", Y2022)
+    reader = make_store()
+    await read_first(reader, "fact_history")
+    await check(reader, porto, {lisbon: Y2022}, {Y2020: {lisbon}, Y2023: {porto}})
+
+
+async def the_pointer_took_a_write_its_document_never_got(make_store: MakeStore) -> None:
+    """The pointer's slot took Berlin, the document's did not: Lisbon is current again."""
+    writer = make_store()
+    lisbon = await writer.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    keep_pointer, keep_journal = pointer_of(writer), journal_of(writer)
+    await crash_writing(writer, "Berlin", Y2024, keep=lambda s: keep_pointer(s) or keep_journal(s))
+    reader = make_store()
+    history = await reader.fact_history("city", **ADA)
+    assert [(r.id, r.current) for r in history] == [(lisbon, True)]
+    assert await ids(reader) == {lisbon}
+    porto = await reader.remember("Porto", subject="city", valid_from=Y2022, **ADA)
+    await check(reader, porto, {lisbon: Y2022}, {Y2020: {lisbon}, Y2023: {porto}})
+
+
+async def the_document_landed_and_its_pointer_never_did(make_store: MakeStore) -> None:
+    """Berlin's document and journal entry written, its ``SUBJECT_PUT`` lost: put again by the next read."""
+    writer = make_store()
+    lisbon = await writer.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    keep_doc, keep_journal = docs_of(writer), journal_of(writer)
+    berlin = await crash_writing(writer, "Berlin", Y2024, keep=lambda s: keep_doc(s) or keep_journal(s))
+    reader = make_store()
+    await read_first(reader, "list")
+    await check(reader, berlin, {lisbon: Y2024}, {Y2022: {lisbon}, Y2025: {berlin}})
+
+
+async def a_lost_connection_before_round_trip_2(make_store: MakeStore) -> None:
+    """The same process lives on: its own next read repairs, with no grace to wait."""
+    store = make_store()
+    lisbon = await store.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    with cut(store, at=round_trip_2, error=StoreConnectionError("cut")) as torn:
+        berlin = await store.remember("Berlin", subject="city", valid_from=Y2024, **ADA)
+    assert torn
+    await check(store, berlin, {lisbon: Y2024}, {Y2022: {lisbon}, Y2025: {berlin}})
+
+
+async def repairers_and_a_writer_at_once(make_store: MakeStore) -> None:
+    """Two readers repair while a third process writes a newer version: one current, every end right."""
+    writer = make_store()
+    lisbon = await writer.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    berlin = await writer.remember("Berlin", subject="city", valid_from=Y2024, **ADA)
+    porto = await crash_writing(writer, "Porto", Y2022)
+    one, two, three = make_store(), make_store(), make_store()
+    _, _, rome = await asyncio.gather(
+        one.list(**ADA),
+        two.count(**ADA),
+        three.remember("Rome", subject="city", valid_from=Y2025, **ADA),
+    )
+    await check(
+        one,
+        rome,
+        {berlin: Y2025, porto: Y2024, lisbon: Y2022},
+        {Y2020: {lisbon}, Y2023: {porto}, Y2024: {berlin}, Y2025 + 1: {rome}},
+    )
+
+
+async def a_correction_crashed_before_its_end_dates(make_store: MakeStore) -> None:
+    """Lisbon 2018, Rome 2020, Paris 2023, then "no longer Paris; Berlin since 2021" dies before round trip 2."""
+    writer = make_store()
+    scope = {"namespace": "n1", "agent_id": "a1", "thread_id": "t1"}
+
+    async def run(store: MemoryStore, facts: Sequence[Fact]) -> list[str]:
+        await asyncio.sleep(0.003)  # each source in a later millisecond
+        await store.remember(f"source {len(facts)} {id(facts)}", **scope)
+        result = await store.consolidate("facts", extract_facts=lambda items: list(facts), **scope)
+        return list(result.created)
+
+    (lisbon,) = await run(writer, [Fact("city", "Lisbon", "2018-01-01")])
+    (rome,) = await run(writer, [Fact("city", "Rome", "2020-01-01")])
+    (paris,) = await run(writer, [Fact("city", "Paris", "2023-01-01")])
+    with cut(writer, at=end_dates) as torn, contextlib.suppress(Crashed):
+        await run(writer, [Fact("city", "", tombstone=True), Fact("city", "Berlin", "2021-01-01")])
+    assert torn
+    reader = make_store()
+    records = {r.id: r for r in await reader.fact_history("city", kind="fact", **scope)}
+    (berlin,) = [mid for mid, r in records.items() if r.current]
+    ms = {
+        mid: None if r.valid_until is None else int(r.valid_until.timestamp() * 1000)
+        for mid, r in records.items()
+    }
+    assert ms == {berlin: None, paris: Y2023, rome: Y2021, lisbon: Y2020}
+    for t, expected in {Y2022: {berlin}, Y2023 + 1: {berlin}, Y2020 + 1: {rome}, Y2019: {lisbon}}.items():
+        page = await reader.list(as_of=t, limit=100, **scope)
+        assert {m.id for m in page.items if m.kind == "fact"} == expected, datetime.fromtimestamp(
+            t / 1000, UTC
+        )
+    assert {m.id for m in (await reader.list(limit=100, **scope)).items if m.kind == "fact"} == {berlin}

@@ -1,0 +1,82 @@
+"""``tiers.subject_repair``: when a read looks at the journal, and what it sends (recording backend)."""
+
+from __future__ import annotations
+
+from betterdb_memory.backend import scripts
+from betterdb_memory.core.subjects import SubjectPut
+from tests.unit.parts import build, search_reply
+
+PUT = SubjectPut("m", "d1", 5, "city", '[null, null, "t"]', "memory")
+
+
+async def test_a_read_looks_at_the_journal_once_per_interval_and_not_in_between() -> None:
+    p = build()
+    p.long_term.subjects.repair._next_probe = 0.0  # a store's first read
+    p.backend.reply([])  # the journal: nothing due
+    p.backend.reply([None], None)
+    assert await p.docs.get_many(["x"]) == [None]
+    probe = p.backend.sent[0]
+    assert probe.operation == "get"
+    assert probe.commands[0][:5] == (
+        "ZRANGE",
+        p.rt.keys.subject_pending,
+        "-inf",
+        probe.commands[0][3],
+        "BYSCORE",
+    )
+    p.backend.reply([None], None)
+    await p.docs.get_many(["x"])
+    assert len(p.backend.sent) == 3  # no second look within the interval
+
+
+async def test_settled_writes_leave_the_journal_with_the_next_look_not_a_round_trip_of_their_own() -> None:
+    p = build()
+    repair = p.long_term.subjects.repair
+    repair.settled([PUT])
+    assert p.backend.sent == []
+    repair._next_probe = 0.0
+    p.backend.reply(1, [])
+    await repair.before("list")
+    (trip,) = p.backend.sent
+    assert trip.commands[0] == ("ZREM", p.rt.keys.subject_pending, "d1:m")
+    assert trip.commands[1][0] == "ZRANGE"
+
+
+async def test_a_failed_settle_is_repaired_before_this_stores_next_read_without_a_look() -> None:
+    """Round trip 2 failed here: the next read repairs the subject first (pointer, versions, search)."""
+    p = build()
+    keys = p.rt.keys
+    repair = p.long_term.subjects.repair
+    repair.failed([PUT])
+    # the subject: current m, the old version "o" still under the main prefix (a leftover)
+    p.backend.reply(
+        {b"current": b"m", b"subject": b"city"},
+        [[b"o", 1.0], [b"m", 5.0]],
+        [b"5", b"7", b"city", None, None, b"t", b"memory", None],
+        0,
+        search_reply(
+            2, (keys.doc("o"), {"valid_from": 1, "created_at": 1}), (keys.doc("m"), {"valid_from": 5})
+        ),
+    )
+    p.backend.reply(1, 1, 1)  # history mark, RETIRE o, SUBJECT_TRIM o
+    p.backend.reply(1)  # the journal entry off
+    p.backend.reply([None], None)  # the read itself
+    await p.docs.get_many(["x"])
+    reads, retire, done, _ = p.backend.sent
+    assert reads.commands[:2] == (
+        ("HGETALL", keys.subject("d1")),
+        ("ZRANGE", keys.subject_versions("d1"), 0, -1, "WITHSCORES"),
+    )
+    assert reads.searches[0][2] == "@subject_key:{d1}"
+    moved = retire.commands[1]
+    assert (
+        moved[:2] == ("EVALSHA", scripts.RETIRE.sha)
+        and moved[3] == keys.doc("o")
+        and moved[6:8] == ("5", "m")
+    )
+    assert retire.commands[2][:2] == ("EVALSHA", scripts.SUBJECT_TRIM.sha)
+    assert done.commands == (("ZREM", keys.subject_pending, "d1:m"),)
+    assert repair._local == {}
+    p.backend.reply([None], None)
+    await p.docs.get_many(["x"])
+    assert len(p.backend.sent) == 5  # repaired once: nothing more before the next read
