@@ -21,7 +21,7 @@ from typing import Any
 
 from betterdb_memory import MemoryStore
 from betterdb_memory.backend.commands import Script, ScriptCall, Step
-from betterdb_memory.backend.scripts import RETIRE, SUBJECT_PUT, SUBJECT_TRIM
+from betterdb_memory.backend.scripts import RETIRE, SUBJECT_DROP, SUBJECT_PUT, SUBJECT_TRIM
 
 __all__ = [
     "Crashed",
@@ -30,6 +30,7 @@ __all__ = [
     "end_dates",
     "is_script",
     "journal_of",
+    "off_subject",
     "pointer_of",
     "round_trip_1",
     "round_trip_2",
@@ -57,6 +58,11 @@ def round_trip_2(steps: Sequence[Step]) -> bool:
 def end_dates(steps: Sequence[Step]) -> bool:
     """A round trip that shortens versions' validity (``SUBJECT_TRIM``): a correction's, a tie's, a past write's."""
     return any(is_script(s, SUBJECT_TRIM) for s in steps)
+
+
+def off_subject(steps: Sequence[Step]) -> bool:
+    """A retraction's second round trip: the version taken off its subject (``SUBJECT_DROP``)."""
+    return any(is_script(s, SUBJECT_DROP) for s in steps)
 
 
 def docs_of(store: MemoryStore) -> Callable[[Step], bool]:

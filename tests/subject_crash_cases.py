@@ -26,6 +26,7 @@ from tests.crash_points import (
     docs_of,
     end_dates,
     journal_of,
+    off_subject,
     pointer_of,
     round_trip_1,
     round_trip_2,
@@ -201,16 +202,38 @@ async def repairers_and_a_writer_at_once(make_store: MakeStore) -> None:
     )
 
 
+SCOPE = {"namespace": "n1", "agent_id": "a1", "thread_id": "t1"}
+
+
+async def run(store: MemoryStore, facts: Sequence[Fact]) -> list[str]:
+    """A fresh source, then one facts run whose extractor returns ``facts``; the facts created."""
+    await asyncio.sleep(0.003)  # each source in a later millisecond
+    await store.remember(f"source {len(facts)} {id(facts)}", **SCOPE)
+    result = await store.consolidate("facts", extract_facts=lambda items: list(facts), **SCOPE)
+    return list(result.created)
+
+
+async def a_retraction_died_before_leaving_its_subject(make_store: MakeStore) -> None:
+    """Paris (2023) retracted as of 2022 is in history, valid at no instant; the pointer still named it."""
+    writer = make_store()
+    (paris,) = await run(writer, [Fact("city", "Paris", "2023-01-01")])
+    with cut(writer, at=off_subject) as torn, contextlib.suppress(Crashed):
+        await run(writer, [Fact("city", "", "2022-01-01", tombstone=True)])
+    assert torn
+    reader = make_store()
+    (record,) = await reader.fact_history("city", kind="fact", **SCOPE)
+    assert (record.id, record.current, record.retracted) == (paris, False, True)
+    assert record.valid_until == record.valid_from
+    # void, it keeps no older-dated fact from being current
+    (berlin,) = await run(reader, [Fact("city", "Berlin", "2022-06-01")])
+    records = {r.id: r.current for r in await reader.fact_history("city", kind="fact", **SCOPE)}
+    assert records == {berlin: True, paris: False}
+
+
 async def a_correction_crashed_before_its_end_dates(make_store: MakeStore) -> None:
     """Lisbon 2018, Rome 2020, Paris 2023, then "no longer Paris; Berlin since 2021" dies before round trip 2."""
     writer = make_store()
-    scope = {"namespace": "n1", "agent_id": "a1", "thread_id": "t1"}
-
-    async def run(store: MemoryStore, facts: Sequence[Fact]) -> list[str]:
-        await asyncio.sleep(0.003)  # each source in a later millisecond
-        await store.remember(f"source {len(facts)} {id(facts)}", **scope)
-        result = await store.consolidate("facts", extract_facts=lambda items: list(facts), **scope)
-        return list(result.created)
+    scope = SCOPE
 
     (lisbon,) = await run(writer, [Fact("city", "Lisbon", "2018-01-01")])
     (rome,) = await run(writer, [Fact("city", "Rome", "2020-01-01")])

@@ -21,7 +21,10 @@ What the state tells a repairer, with no knowledge of the lost reply (``plan_rep
   it is put again (``SUBJECT_PUT``), as any write would be;
 * a pointer naming a journal's version whose document never landed (the pointer's slot
   took the write, the document's did not) drops it; the latest version still under the
-  main prefix is put again, so the version that was current before is current again.
+  main prefix is put again, so the version that was current before is current again;
+* a pointer naming a journal's version already in history (a retraction moved it there
+  and died before taking it off its subject) drops it from the pointer, listed still,
+  void when it ended where it began.
 
 Whoever reads or writes next runs this (``tiers.subject_repair``): every step is one a
 concurrent writer could take itself, decided on the pointer's slot, so two repairers,
@@ -44,6 +47,7 @@ __all__ = [
     "Pointer",
     "RepairPlan",
     "end_of",
+    "history_state",
     "journal_member",
     "parse_member",
     "plan_repair",
@@ -117,6 +121,12 @@ def end_of(versions: Sequence[tuple[str, int]], pointer: Pointer, memory_id: str
     return None
 
 
+def history_state(valid_from: Any, valid_until: Any) -> str:
+    """Where a journal's version is when its history document exists: ``"void"`` (ended where it began) or ``"history"``."""
+    vf, vu = as_text(valid_from), as_text(valid_until) if valid_until is not None else None
+    return "void" if vu is not None and vu == vf else "history"
+
+
 @dataclass(frozen=True, slots=True)
 class RepairPlan:
     """What one pass of a subject's repair sends (``tiers.subject_repair``).
@@ -129,6 +139,9 @@ class RepairPlan:
     drop: str | None = None
     puts: tuple[tuple[str, int], ...] = ()
     retires: tuple[Retire, ...] = ()
+    #: The dropped version stays listed (a retraction finished: it is in history), void or not.
+    keep: bool = False
+    void: bool = False
 
     @property
     def rewrites_pointer(self) -> bool:
@@ -139,7 +152,7 @@ def plan_repair(
     pointer: Pointer,
     versions: Sequence[tuple[str, int]],
     hits: Sequence[tuple[str, int | None, int | None]],
-    crashed: Mapping[str, bool],
+    crashed: Mapping[str, str],
     *,
     now_ms: int,
 ) -> RepairPlan:
@@ -147,11 +160,15 @@ def plan_repair(
 
     ``hits``: (id, valid_from, created_at) of its documents under the main prefix (the
     subject's search, plus the journal's documents read by key: an index may lag).
-    ``crashed``: the ids the journal names for this subject -> whether the document is
-    there (under the main prefix or in history).
+    ``crashed``: the ids the journal names for this subject -> where their document is
+    (``history_state``: ``"main"``, ``"history"``, ``"void"``, or ``""``: nowhere).
     """
     known = dict(versions)
-    if pointer.current is not None and crashed.get(pointer.current) is False:
+    state = crashed.get(pointer.current) if pointer.current is not None else None
+    if state in ("history", "void"):
+        # A retraction moved it to history and died before taking it off its subject.
+        return RepairPlan(drop=pointer.current, keep=True, void=state == "void")
+    if pointer.current is not None and state == "":
         # Its pointer took the write, its document never landed: the write did not happen.
         alive = [(vf, mid) for mid, vf, _ in hits if mid in known and mid not in pointer.voids]
         again = (max(alive)[1],) if alive else ()
@@ -165,7 +182,7 @@ def plan_repair(
             end = end_of(versions, pointer, mid)
             if end is not None:
                 moves.append(Retire(mid, end[0], end[1]))
-        elif crashed.get(mid) or (created is not None and now_ms - created >= ORPHAN_GRACE_MS):
+        elif crashed.get(mid) == "main" or (created is not None and now_ms - created >= ORPHAN_GRACE_MS):
             start = vf if vf is not None else created
             if start is not None:
                 puts.append((mid, start))

@@ -17,6 +17,8 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 from ..backend import scripts
+from ..backend.commands import Step
+from ..core import history_mark
 from ..core.codec import as_text
 from ..core.consolidation import Selection, Tally, output_item
 from ..core.facts import CurrentFact, FactOp, FactPlan, date_text_of, normalise
@@ -167,20 +169,46 @@ class PlanApply:
         run.state.pop(op.key, None)
         if old is None:
             return
-        pointer = None
-        if old not in run.legacy:  # off its subject, still listed (SUBJECT_DROP keep=1)
-            digest = subject_key_of(ck.tag, "fact", normalise_subject(op.subject))
-            pointer = self._rt.keys.subject(digest)
-            drop = scripts.SUBJECT_DROP.call([pointer, self._rt.keys.subject_versions(digest)], [old, "1"])
-            await self._rt.backend.script("consolidate", drop)
-        subjects = {old: op.subject} if old in run.legacy else {}
-        moved = await self._ledger.retire(ck, [old], by=None, retracted=True, subjects=subjects, until=until)
-        if pointer is not None and moved and until == begun:
-            # Ended where it began, it is valid at no instant: void in the pointer, as SUBJECT_PUT
-            # marks a tie's loser, so it keeps no older-dated write from being current
-            # (docs/concepts/time.md). A version this run wrote as a past one is left as it is.
-            await self._rt.backend.command("consolidate", "HSET", pointer, f"void:{old}", "1")
+        if old in run.legacy:
+            await self._ledger.retire(
+                ck, [old], by=None, retracted=True, subjects={old: op.subject}, until=until
+            )
+        else:
+            await self._retract_version(ck, old, op.subject, until=until, void=until == begun)
         tally.retracted += 1
+
+    async def _retract_version(
+        self, ck: ConsolidationKeys, old: str, subject: str, *, until: int, void: bool
+    ) -> None:
+        """A subject's version retracted: to history first, then off its subject (still listed).
+
+        In this order, a writer that dies between the two leaves the version in history
+        and the pointer still naming it, which the journal's next reader finishes
+        (``core.subject_repair``): the retraction is what readers see either way. Ended
+        where it began, the version is valid at no instant: void in the pointer, as
+        ``SUBJECT_PUT`` marks a tie's loser, so it keeps no older-dated write from being
+        current (docs/concepts/time.md).
+        """
+        keys, repair = self._rt.keys, self._long_term.subjects.repair
+        digest = subject_key_of(ck.tag, "fact", normalise_subject(subject))
+        pointer, versions = keys.subject(digest), keys.subject_versions(digest)
+        retire = scripts.RETIRE.call(
+            [keys.doc(old), ck.hist_doc(old), keys.access(old)], [str(until), "", "1"]
+        )
+        moved = int(
+            (
+                await self._rt.backend.pipeline(
+                    "consolidate", [history_mark.mark(keys.meta), *repair.entered(digest, old), retire]
+                )
+            )[-1]
+        )
+        if moved:
+            self._rt.metrics.add_items(-1)
+        off: list[Step] = [scripts.SUBJECT_DROP.call([pointer, versions], [old, "1"])]
+        if moved and void:
+            off.append(("HSETNX", pointer, f"void:{old}", "1"))
+        await self._rt.backend.pipeline("consolidate", off)
+        repair.settled_one(digest, old)
 
     async def _as_decided(self, ck: ConsolidationKeys, run: _Run, before: Mapping[str, CurrentFact]) -> None:
         """The current fact of each subject the run wrote: its pointer's, as ``SUBJECT_PUT`` decided (one round trip)."""

@@ -34,7 +34,7 @@ from ..backend import scripts
 from ..backend.commands import Step, score_pairs
 from ..core import subject_repair as journal_rules
 from ..core.codec import as_text, to_int
-from ..core.subject_repair import Pointer, journal_member, parse_member, plan_repair
+from ..core.subject_repair import Pointer, history_state, journal_member, parse_member, plan_repair
 from ..core.subjects import PutReply, Retire, SubjectPut
 from ..errors import StoreConnectionError
 from .runtime import Runtime
@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["SubjectRepair"]
 
+_HIST_FIELDS = ("valid_from", "valid_until")
 _DOC_FIELDS = ("valid_from", "created_at", "subject", "namespace", "agentId", "threadId", "kind", "source")
 _PASSES = 3  # drop/put again, then read again and settle: a repair needs two passes at most
 
@@ -91,6 +92,20 @@ class SubjectRepair:
         one repair that finds nothing to do.
         """
         self._settled += [journal_member(p.digest, p.id) for p in puts]
+
+    def entered(self, digest: str, memory_id: str) -> list[Step]:
+        """The journal entry of one change of a subject other than a write (a retraction)."""
+        return [
+            (
+                "ZADD",
+                self._rt.keys.subject_pending,
+                int(time.time() * 1000),
+                journal_member(digest, memory_id),
+            )
+        ]
+
+    def settled_one(self, digest: str, memory_id: str) -> None:
+        self._settled.append(journal_member(digest, memory_id))
 
     def failed(self, puts: Sequence[SubjectPut]) -> None:
         """Settling ``puts`` failed here: this store's next read or subject write repairs them."""
@@ -168,7 +183,9 @@ class SubjectRepair:
                 if not plan.rewrites_pointer:
                     continue
                 again[digest] = todo[digest]
-                steps += self._rewrite(digest, pointer, plan.drop, plan.puts, docs)
+                steps += self._rewrite(
+                    digest, pointer, plan.drop, plan.puts, docs, keep=plan.keep, void=plan.void
+                )
             if steps:
                 log.info("subjects: %d pointer writes repair %d subjects", len(steps), len(again))
                 await self._rt.backend.pipeline(operation, steps)
@@ -178,7 +195,7 @@ class SubjectRepair:
 
     async def _read(
         self, todo: Mapping[str, Sequence[str]], operation: str
-    ) -> dict[str, tuple[Pointer, list[tuple[str, int]], list[tuple[str, int | None, int | None]], dict[str, bool], dict[str, dict[str, str]]]]:  # fmt: skip
+    ) -> dict[str, tuple[Pointer, list[tuple[str, int]], list[tuple[str, int | None, int | None]], dict[str, str], dict[str, dict[str, str]]]]:  # fmt: skip
         """Each subject's pointer, versions, documents under the main prefix, and its crashed writes' documents."""
         keys = self._rt.keys
         reads: list[Step] = []
@@ -188,7 +205,10 @@ class SubjectRepair:
                 ("ZRANGE", keys.subject_versions(digest), 0, -1, "WITHSCORES"),
             ]
             for mid in ids:
-                reads += [("HMGET", keys.doc(mid), *_DOC_FIELDS), ("EXISTS", keys.hist_doc(mid))]
+                reads += [
+                    ("HMGET", keys.doc(mid), *_DOC_FIELDS),
+                    ("HMGET", keys.hist_doc(mid), *_HIST_FIELDS),
+                ]
         searches = [self._subjects.search_args(d) for d in todo]
         got = await self._rt.backend.pipeline(operation, reads, searches=searches)
         found = self._subjects.found(list(todo), got[len(reads) :])
@@ -200,13 +220,15 @@ class SubjectRepair:
             n += 2
             hits = list(found.get(digest, ()))
             seen = {h[0] for h in hits}
-            there: dict[str, bool] = {}
+            there: dict[str, str] = {}
             docs: dict[str, dict[str, str]] = {}
             for mid in ids:
-                row, hist = got[n], int(got[n + 1])
+                row, hist = got[n], got[n + 1]
                 n += 2
                 live = row[1] is not None  # created_at: every document has it
-                there[mid] = live or bool(hist)
+                there[mid] = (
+                    "main" if live else history_state(hist[0], hist[1]) if hist[0] is not None else ""
+                )
                 if live:
                     docs[mid] = {
                         f: as_text(v) for f, v in zip(_DOC_FIELDS, row, strict=True) if v is not None
@@ -224,13 +246,20 @@ class SubjectRepair:
         drop: str | None,
         puts: Sequence[tuple[str, int]],
         docs: Mapping[str, Mapping[str, str]],
+        *,
+        keep: bool = False,
+        void: bool = False,
     ) -> list[Step]:
         keys = self._rt.keys
         out: list[Step] = []
         if drop is not None:
             out.append(
-                scripts.SUBJECT_DROP.call([keys.subject(digest), keys.subject_versions(digest)], [drop, "0"])
+                scripts.SUBJECT_DROP.call(
+                    [keys.subject(digest), keys.subject_versions(digest)], [drop, "1" if keep else "0"]
+                )
             )
+            if void:
+                out.append(("HSETNX", keys.subject(digest), f"void:{drop}", "1"))
         calls = [SubjectPut(mid, digest, vf, *self._meta(pointer, docs.get(mid, {}))) for mid, vf in puts]
         return [*out, *self._subjects.put_calls(calls)]
 

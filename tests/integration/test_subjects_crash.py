@@ -66,3 +66,7 @@ async def test_two_repairers_and_a_writer_leave_one_current_and_every_end_right(
 
 async def test_a_correction_that_crashed_before_its_end_dates_gets_them(make_store: MakeStore) -> None:
     await case.a_correction_crashed_before_its_end_dates(make_store)
+
+
+async def test_a_retraction_that_died_before_leaving_its_subject_is_finished(make_store: MakeStore) -> None:
+    await case.a_retraction_died_before_leaving_its_subject(make_store)

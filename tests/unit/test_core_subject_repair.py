@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from betterdb_memory.core.subject_repair import Pointer, end_of, journal_member, parse_member, plan_repair
+from betterdb_memory.core.subject_repair import (
+    Pointer,
+    end_of,
+    history_state,
+    journal_member,
+    parse_member,
+    plan_repair,
+)
 from betterdb_memory.core.subjects import ORPHAN_GRACE_MS, Retire
 
 NOW = 10**13
@@ -53,7 +60,7 @@ def test_a_version_ends_where_the_next_valid_one_begins_and_a_void_one_where_it_
 def test_a_leftover_moves_and_every_past_version_gets_its_end() -> None:
     """Round trip 2 lost after a past-dated write (p) between a and c: p moves, a ends at p."""
     versions = [("a", 1), ("p", 2), ("c", 3)]
-    plan = plan_repair(Pointer("c"), versions, [("p", 2, 5), ("c", 3, 6)], {"p": True}, now_ms=NOW)
+    plan = plan_repair(Pointer("c"), versions, [("p", 2, 5), ("c", 3, 6)], {"p": "main"}, now_ms=NOW)
     assert not plan.rewrites_pointer
     assert plan.retires == (
         Retire("p", 3, "c"),
@@ -65,13 +72,15 @@ def test_a_leftover_moves_and_every_past_version_gets_its_end() -> None:
 def test_a_tie_and_a_correction_end_the_versions_they_voided_where_they_began() -> None:
     versions = [("old", 1), ("paris", 5), ("berlin", 3)]
     pointer = Pointer("berlin", {"paris": "berlin"})
-    plan = plan_repair(pointer, versions, [("paris", 5, 9), ("berlin", 3, 10)], {"berlin": True}, now_ms=NOW)
+    plan = plan_repair(
+        pointer, versions, [("paris", 5, 9), ("berlin", 3, 10)], {"berlin": "main"}, now_ms=NOW
+    )
     assert Retire("paris", 5, "berlin") in plan.retires
     assert Retire("old", 3, "berlin", trim=True) in plan.retires
 
 
 def test_a_document_the_journal_names_but_no_list_knows_is_put_again() -> None:
-    plan = plan_repair(Pointer("a"), [("a", 1)], [("a", 1, 1), ("n", 4, NOW)], {"n": True}, now_ms=NOW)
+    plan = plan_repair(Pointer("a"), [("a", 1)], [("a", 1, 1), ("n", 4, NOW)], {"n": "main"}, now_ms=NOW)
     assert plan.puts == (("n", 4),) and plan.retires == ()
     # not in the journal and younger than the grace: a concurrent write in flight
     young = plan_repair(Pointer("a"), [("a", 1)], [("a", 1, 1), ("n", 4, NOW)], {}, now_ms=NOW)
@@ -82,13 +91,22 @@ def test_a_document_the_journal_names_but_no_list_knows_is_put_again() -> None:
 
 def test_a_pointer_naming_a_write_whose_document_never_landed_drops_it_and_puts_the_old_one_again() -> None:
     versions = [("a", 1), ("b", 2), ("x", 3)]
-    plan = plan_repair(Pointer("x"), versions, [("b", 2, 5), ("a", 1, 4)], {"x": False}, now_ms=NOW)
+    plan = plan_repair(Pointer("x"), versions, [("b", 2, 5), ("a", 1, 4)], {"x": ""}, now_ms=NOW)
     assert plan.drop == "x" and plan.puts == (("b", 2),)
-    none_left = plan_repair(Pointer("x"), versions, [], {"x": False}, now_ms=NOW)
+    none_left = plan_repair(Pointer("x"), versions, [], {"x": ""}, now_ms=NOW)
     assert none_left.drop == "x" and none_left.puts == ()
 
 
 def test_a_healthy_subject_only_gets_the_end_dates_it_already_has() -> None:
     versions = [("a", 1), ("b", 2)]
-    plan = plan_repair(Pointer("b"), versions, [("b", 2, 5)], {"b": True}, now_ms=NOW)
+    plan = plan_repair(Pointer("b"), versions, [("b", 2, 5)], {"b": "main"}, now_ms=NOW)
     assert plan.retires == (Retire("a", 2, "b", trim=True),) and not plan.rewrites_pointer
+
+
+def test_a_retraction_that_died_before_leaving_its_subject_is_taken_off_it() -> None:
+    """The retracted version is in history and the pointer still names it: off the pointer, listed still."""
+    assert history_state(b"5", b"9") == "history" and history_state(b"5", b"5") == "void"
+    plan = plan_repair(Pointer("r"), [("a", 1), ("r", 5)], [], {"r": "history"}, now_ms=NOW)
+    assert (plan.drop, plan.keep, plan.void, plan.puts) == ("r", True, False, ())
+    void = plan_repair(Pointer("r"), [("a", 1), ("r", 5)], [], {"r": "void"}, now_ms=NOW)
+    assert (void.drop, void.keep, void.void) == ("r", True, True)

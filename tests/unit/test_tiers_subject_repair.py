@@ -53,7 +53,7 @@ async def test_a_failed_settle_is_repaired_before_this_stores_next_read_without_
         {b"current": b"m", b"subject": b"city"},
         [[b"o", 1.0], [b"m", 5.0]],
         [b"5", b"7", b"city", None, None, b"t", b"memory", None],
-        0,
+        [None, None],  # no history document
         search_reply(
             2, (keys.doc("o"), {"valid_from": 1, "created_at": 1}), (keys.doc("m"), {"valid_from": 5})
         ),
