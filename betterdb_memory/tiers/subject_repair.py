@@ -107,6 +107,12 @@ class SubjectRepair:
     def settled_one(self, digest: str, memory_id: str) -> None:
         self._settled.append(journal_member(digest, memory_id))
 
+    def forget(self, digest: str, ids: Sequence[str]) -> list[Step]:
+        """The journal commands of an erased subject: its entries off, and the settled writes' too."""
+        gone = {journal_member(digest, mid) for mid in ids}
+        members, self._settled = [*gone, *(m for m in self._settled if m not in gone)], []
+        return [("ZREM", self._rt.keys.subject_pending, *members)] if members else []
+
     def failed(self, puts: Sequence[SubjectPut]) -> None:
         """Settling ``puts`` failed here: this store's next read or subject write repairs them."""
         for p in puts:

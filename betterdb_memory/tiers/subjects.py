@@ -322,7 +322,12 @@ class Subjects:
                 _, versions = await self.versions(d, operation="forget_by_scope")
                 doomed: list[Step] = [("UNLINK", keys.hist_doc(mid)) for mid, _ in versions]
                 rows = await self._rt.backend.pipeline(
-                    "forget_by_scope", [*doomed, ("UNLINK", keys.subject(d), keys.subject_versions(d))]
+                    "forget_by_scope",
+                    [
+                        *doomed,
+                        ("UNLINK", keys.subject(d), keys.subject_versions(d)),
+                        *self.repair.forget(d, [mid for mid, _ in versions]),
+                    ],
                 )
                 deleted += sum(int(r) for r in rows[: len(doomed)])
             await self._rt.backend.pipeline(
