@@ -36,7 +36,7 @@ from ..core import subject_repair as journal_rules
 from ..core.codec import as_text, to_int
 from ..core.subject_repair import Pointer, history_state, journal_member, parse_member, plan_repair
 from ..core.subjects import PutReply, Retire, SubjectPut
-from ..errors import StoreConnectionError
+from ..errors import BetterDBMemoryError
 from .runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -127,8 +127,8 @@ class SubjectRepair:
     async def before(self, operation: str) -> None:
         """Repair what this store failed to settle, and (once a second) what the journal says crashed.
 
-        A repair that fails on the connection is logged and left for the next read: the
-        read itself then meets the same connection.
+        A repair that fails is logged and left for the next read (this store's failures
+        stay remembered): the read itself then runs, and meets the same connection.
         """
         if not self._local and time.monotonic() < self._next_probe:
             return
@@ -137,7 +137,7 @@ class SubjectRepair:
                 return  # another reader repaired while this one waited
             try:
                 await self._run(operation)
-            except StoreConnectionError as exc:
+            except BetterDBMemoryError as exc:  # never the read's own failure: it runs next
                 log.warning(
                     "subjects: repair before %s failed (%s); the next read tries again", operation, exc
                 )
