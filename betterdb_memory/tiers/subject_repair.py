@@ -46,6 +46,15 @@ __all__ = ["SubjectRepair"]
 _HIST_FIELDS = ("valid_from", "valid_until")
 _DOC_FIELDS = ("valid_from", "created_at", "subject", "namespace", "agentId", "threadId", "kind", "source")
 _PASSES = 3  # drop/put again, then read again and settle: a repair needs two passes at most
+#: One subject as a repair reads it: its pointer, versions, documents under the main prefix
+#: (id, valid_from, created_at), where each crashed write's document is, and those documents.
+_State = tuple[
+    Pointer,
+    list[tuple[str, int]],
+    list[tuple[str, int | None, int | None]],
+    dict[str, str],
+    dict[str, dict[str, str]],
+]
 
 
 class Subjects(Protocol):
@@ -199,9 +208,7 @@ class SubjectRepair:
             todo = again
         return moved
 
-    async def _read(
-        self, todo: Mapping[str, Sequence[str]], operation: str
-    ) -> dict[str, tuple[Pointer, list[tuple[str, int]], list[tuple[str, int | None, int | None]], dict[str, str], dict[str, dict[str, str]]]]:  # fmt: skip
+    async def _read(self, todo: Mapping[str, Sequence[str]], operation: str) -> dict[str, _State]:
         """Each subject's pointer, versions, documents under the main prefix, and its crashed writes' documents."""
         keys = self._rt.keys
         reads: list[Step] = []
@@ -218,7 +225,7 @@ class SubjectRepair:
         searches = [self._subjects.search_args(d) for d in todo]
         got = await self._rt.backend.pipeline(operation, reads, searches=searches)
         found = self._subjects.found(list(todo), got[len(reads) :])
-        out = {}
+        out: dict[str, _State] = {}
         n = 0
         for digest, ids in todo.items():
             pointer = Pointer.parse(got[n])
