@@ -77,7 +77,7 @@ def docs_of(store: MemoryStore) -> Callable[[Step], bool]:
 
 def journal_of(store: MemoryStore) -> Callable[[Step], bool]:
     """The journal's commands (``<name>:subj:pending``)."""
-    key = store.keys.subject_pending
+    key = f"{store.keys.name}:subj:pending"  # (a literal: also on code without a journal)
     return lambda step: isinstance(step, tuple) and len(step) > 1 and step[1] == key
 
 
@@ -89,7 +89,7 @@ def pointer_of(store: MemoryStore) -> Callable[[Step], bool]:
         or (
             isinstance(step, tuple)
             and str(step[1]).startswith(subj)
-            and step[1] != store.keys.subject_pending
+            and not str(step[1]).endswith(":pending")
         )
     )
 

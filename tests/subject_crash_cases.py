@@ -214,11 +214,11 @@ async def run(store: MemoryStore, facts: Sequence[Fact]) -> list[str]:
 
 
 async def a_retraction_died_before_leaving_its_subject(make_store: MakeStore) -> None:
-    """Paris (2023) retracted as of 2022 is in history, valid at no instant; the pointer still named it."""
+    """Paris (2023) retracted as of its own start is in history, valid at no instant; the pointer still named it."""
     writer = make_store()
     (paris,) = await run(writer, [Fact("city", "Paris", "2023-01-01")])
     with cut(writer, at=off_subject) as torn, contextlib.suppress(Crashed):
-        await run(writer, [Fact("city", "", "2022-01-01", tombstone=True)])
+        await run(writer, [Fact("city", "", "2023-01-01", tombstone=True)])
     assert torn
     reader = make_store()
     (record,) = await reader.fact_history("city", kind="fact", **SCOPE)
