@@ -118,8 +118,8 @@ class SubjectRepair:
 
     def forget(self, digest: str, ids: Sequence[str]) -> list[Step]:
         """The journal commands of an erased subject: its entries off, and the settled writes' too."""
-        gone = {journal_member(digest, mid) for mid in ids}
-        members, self._settled = [*gone, *(m for m in self._settled if m not in gone)], []
+        gone = [journal_member(digest, mid) for mid in ids]
+        members, self._settled = list(dict.fromkeys([*gone, *self._settled])), []
         return [("ZREM", self._rt.keys.subject_pending, *members)] if members else []
 
     def failed(self, puts: Sequence[SubjectPut]) -> None:

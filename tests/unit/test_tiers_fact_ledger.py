@@ -158,7 +158,7 @@ async def test_forgetting_a_scope_unlinks_its_subjects_and_its_consolidation_sta
     p.backend.reply({ck.tag.encode(): b'[null, null, "t"]', b"other": b'[null, null, "u"]'})  # subject scopes
     p.backend.reply([b"d1"])  # HKEYS of the scope's subjects
     p.backend.reply(b"m2", [b"m1", b"1", b"m2", b"2"])  # d1's pointer and versions
-    p.backend.reply(1, 0, 1)  # UNLINK the history documents, then the pointer and its list
+    p.backend.reply(1, 0, 1, 0)  # UNLINK the history documents, the pointer and its list; the journal
     p.backend.reply(1, 1)  # UNLINK the scope's list, HDEL its entry
     p.backend.reply(
         {ck.tag.encode(): b'[null, null, "t"]', b"other": b'[null, null, "u"]'}
@@ -174,6 +174,7 @@ async def test_forgetting_a_scope_unlinks_its_subjects_and_its_consolidation_sta
         ("UNLINK", keys.hist_doc("m1")),
         ("UNLINK", keys.hist_doc("m2")),
         ("UNLINK", keys.subject("d1"), keys.subject_versions("d1")),
+        ("ZREM", keys.subject_pending, "d1:m1", "d1:m2"),  # its unsettled writes, if any
     )
     assert sent[4].commands == (("UNLINK", keys.subject_scope(ck.tag)), ("HDEL", keys.subject_scopes, ck.tag))
     unlink = sent[-1]
