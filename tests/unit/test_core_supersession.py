@@ -202,9 +202,16 @@ def test_the_learned_model_replaces_the_prototypes() -> None:
     never = SlotModel(_learned().kinds, Veto.of([0.0] * 12 + [-50.0], 0.5), 0.5)
     assert kind_pairs([old, new], near, _protos(), never) == []
     assert superseded_pairs([old, new], _protos(), model=never) == []
-    # A model that calls axis 0 a many-valued kind drops the pair the prototypes call a home.
+    # A model that calls axis 0 a many-valued kind drops the pair the prototypes call a home,
+    # and one that calls axis 1 exclusive keeps the pair the prototypes call likes (not a veto).
     many = KindModel(_learned().kinds.weights, _learned().kinds.bias, np.asarray([0, 0, 1], np.float32))
     assert kind_pairs([old, new], near, _protos(), SlotModel(many, None, 0.5)) == []
+    tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
+    coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
+    likes = near_pairs([tea, coffee])
+    assert kind_pairs([tea, coffee], likes, _protos()) == []
+    one = KindModel(_learned().kinds.weights, _learned().kinds.bias, np.ones(3, np.float32))
+    assert kind_pairs([tea, coffee], likes, _protos(), SlotModel(one, None, 0.5)) == [(0, 1)]
 
 
 def test_two_people_are_not_a_pair() -> None:
