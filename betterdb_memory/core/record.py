@@ -164,16 +164,31 @@ def encode_record(
     unless this write gives one.
     """
     scope = memory.scope
-    created = previous.created_at if previous else now_ms
-    accessed = previous.last_accessed_at if previous else now_ms
-    fields: list[Any] = [
-        "content", memory.content,
-        "vector", encode_vector(vector),
-        "importance", repr(memory.importance),
-        "created_at", str(created),
-        "last_accessed_at", str(accessed),
-        "access_count", str(previous.access_count if previous else 0),
-    ]  # fmt: skip
+    valid_from = memory.valid_from
+    if previous is None:  # a new memory (every write but an upsert): written and "accessed" now
+        created = accessed = now_ms
+        count = 0
+        stamp = str(now_ms)
+        fields: list[Any] = [
+            "content", memory.content,
+            "vector", encode_vector(vector),
+            "importance", repr(memory.importance),
+            "created_at", stamp,
+            "last_accessed_at", stamp,
+            "access_count", "0",
+        ]  # fmt: skip
+    else:
+        created, accessed, count = previous.created_at, previous.last_accessed_at, previous.access_count
+        fields = [
+            "content", memory.content,
+            "vector", encode_vector(vector),
+            "importance", repr(memory.importance),
+            "created_at", str(created),
+            "last_accessed_at", str(accessed),
+            "access_count", str(count),
+        ]  # fmt: skip
+        if valid_from is None:
+            valid_from = previous.valid_from
     if memory.tags:
         fields += ["tags", join_tags(memory.tags)]
     if scope.thread_id is not None:
@@ -188,18 +203,17 @@ def encode_record(
         fields += ["subject", memory.subject]
     if memory.date:
         fields += ["date", memory.date]
-    count = previous.access_count if previous else 0
-    valid_from = memory.valid_from
-    if valid_from is None and previous is not None:
-        valid_from = previous.valid_from
     if valid_from is None and memory.subject_key is not None:
         valid_from = created  # a subject's versions are ordered by it: always written
-    if valid_from is not None:
-        fields += ["valid_from", str(valid_from)]
-    if memory.subject_key is not None:
-        fields += ["state_from", str(valid_from), "subject_key", memory.subject_key]
-    # A subject's version counts from its write at the earliest (``validity.keep_from_ms``).
-    seen = keep_from_ms(valid_from, created, accessed, count, state=memory.subject is not None)
+    if valid_from is None and previous is None:
+        seen = now_ms  # ``keep_from_ms``'s answer for a new memory written without a date
+    else:
+        if valid_from is not None:
+            fields += ["valid_from", str(valid_from)]
+        if memory.subject_key is not None:
+            fields += ["state_from", str(valid_from), "subject_key", memory.subject_key]
+        # A subject's version counts from its write at the earliest (``validity.keep_from_ms``).
+        seen = keep_from_ms(valid_from, created, accessed, count, state=memory.subject is not None)
     fields += ["keep", repr(keep_score(seen / 1000.0, memory.importance, half_life_seconds))]
     if memory.sensitivity != "none":
         fields += ["sensitivity", memory.sensitivity]
