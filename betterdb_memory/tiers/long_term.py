@@ -6,7 +6,10 @@ each memory with a TTL). The stored record is built by the pure ``core.record``.
 a capacity, the same round trip counts each written cap scope, and only a scope found
 over its cap pays for eviction (``capacity``). Ids are fixed client-side before the
 first attempt, so a retry after a dropped connection rewrites the same documents. A
-write under a caller's id replaces the memory stored there (``upserts``).
+write under a caller's id replaces the memory stored there (``upserts``). A single
+``remember`` with nothing of that to do (no id, no subject, no dedup, no cap: one ``HSET``)
+takes ``single_write``'s path instead, which writes the same record without the batch's
+bookkeeping; dedup's lookup is ``dedup.find_twins``.
 """
 
 from __future__ import annotations
