@@ -121,17 +121,35 @@ async def measure(
 
     raws = [raw_args(q) for q in queries]
 
-    def recall_op(store: Any) -> Callable[[int], Awaitable[Any]]:
+    def recall_op(store: Any, reinforce: bool = True) -> Callable[[int], Awaitable[Any]]:
         async def op(i: int) -> Any:
             text, _, thread = queries[i % len(queries)]
-            return await store.recall(text, k=10, thread_id=thread)
+            return await store.recall(text, k=10, thread_id=thread, reinforce=reinforce)
 
         return op
 
     async def raw_op(i: int) -> Any:
         return await client.execute_command(*raws[i % len(raws)])
 
-    ops = {"before": recall_op(stores["before"]), "after": recall_op(stores["after"]), "raw KNN 50": raw_op}
+    async def text_op(i: int) -> Any:
+        """The after-side's text queries alone, as its next recall of this question would send them."""
+        text, _, thread = queries[i % len(queries)]
+        flt = MemoryFilter(scope=Scope.of(thread_id=thread)) if thread else MemoryFilter()
+        req = stores["after"]._recall._text.request(text, flt, _RANKING_FIELDS, pool=50)
+        if req is None or not req.queries:
+            return None
+        pipe = client.pipeline(transaction=False)
+        for args in req.searches[: req.queries]:
+            pipe.execute_command(*args)
+        return await pipe.execute()
+
+    ops = {
+        "before": recall_op(stores["before"]),
+        "after": recall_op(stores["after"]),
+        "after, reinforce off": recall_op(stores["after"], reinforce=False),
+        "after's text queries alone": text_op,
+        "raw KNN 50": raw_op,
+    }
     lat = await interleaved(ops, rounds, warmup=3)
     raw = p50(lat["raw KNN 50"])
     calls = {}
@@ -141,10 +159,11 @@ async def measure(
             await ops[name](i)
         calls[name] = (await ft_search_calls(client) - c0) / 20
     rows = []
-    for name in ("before", "after"):
+    for name in ops:
         ms = p50(lat[name])
+        n_calls = f"{calls[name]:.1f}" if name in calls else "-"
         rows.append(
-            f"| {label} | {name} | {ms:.2f} | {raw:.2f} | {ms / raw:.2f}x | {calls[name]:.1f} | {len(lat[name])} |"
+            f"| {label} | {name} | {ms:.2f} | {raw:.2f} | {ms / raw:.2f}x | {n_calls} | {len(lat[name])} |"
         )
     log("\n".join(rows))
     return rows
