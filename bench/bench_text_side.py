@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # this checkout's library ("after"), whatever the venv installed
 
 from betterdb_memory import MemoryStore  # noqa: E402
 from betterdb_memory.core.codec import encode_vector  # noqa: E402

@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..core.codec import to_float
+from ..core.codec import as_text, to_float
 from ..core.frequencies import PER_WORD_MAX_WORDS, DocumentFrequencies, TextPlan, word_count_args
 from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
 from ..core.query import VECTOR_FIELD, MemoryFilter, build_filter, filter_search_args
@@ -355,7 +355,6 @@ class TextCandidates:
         now_ms = time.time() * 1000
         width = 4 * vector.shape[0]  # FLOAT32 bytes of a vector of the query's dimension
         kept: dict[str, dict[str, Any]] = {}
-        blobs: dict[str, bytes] = {}
         expired: list[str] = []
         for reply in replies:
             for hit in parse_search_reply(reply).hits:
@@ -370,11 +369,26 @@ class TextCandidates:
                     expired.append(mid)
                     continue
                 raw = f.get(VECTOR_FIELD)
-                if isinstance(raw, bytes | bytearray) and raw:
-                    if len(raw) != width:
-                        continue  # another model's vector: no distance on the query's scale
-                    blobs[mid] = bytes(raw)
+                if isinstance(raw, bytes | bytearray) and raw and len(raw) != width:
+                    continue  # another model's vector: no distance on the query's scale
                 kept[mid] = f
+        if expired:
+            self._docs.drop_expired(expired)
+        ids = sorted(kept)
+        limit = self._rt.settings.text_candidates
+        if len(replies) > 1 and len(ids) > limit:
+            # One query per word (valkey-search): keep the union's lexically best, chosen by
+            # their text alone before any item is built or distance computed (a third of the
+            # union, on LoCoMo's unscoped questions, was built only to be dropped).
+            ranker = reranker if isinstance(reranker, HybridRanker) else _DEFAULT_RANKER
+            scores = ranker.lexical_scores(query, [as_text(kept[m]["content"]) for m in ids])
+            order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))
+            ids = [ids[i] for i in order[:limit]]
+        blobs: dict[str, bytes] = {}
+        for mid in ids:
+            raw = kept[mid].get(VECTOR_FIELD)
+            if isinstance(raw, bytes | bytearray) and raw:
+                blobs[mid] = bytes(raw)
         if vectors is not None:
             vectors.update(blobs)
         # Every readable vector's cosine distance in one product.
@@ -385,24 +399,14 @@ class TextCandidates:
             norms[norms == 0] = 1.0
             cos = (stored @ vector.astype(np.float32)) / (norms * (float(np.linalg.norm(vector)) or 1.0))
             distance_of = dict(zip(blobs, np.clip(1.0 - cos, 0.0, 2.0).tolist(), strict=True))
-        found: dict[str, tuple[MemoryItem, float]] = {}
         pending = self._docs.reinforcement.pending  # lagging accesses, built in (``Reinforcement.overlay``)
-        for mid, f in kept.items():
-            seen = pending.get(mid)
+        pairs: list[tuple[MemoryItem, float]] = []
+        for mid in ids:
+            f, seen = kept[mid], pending.get(mid)
             item = (
                 ranking_item(mid, f, seen=seen)
                 if slim
                 else item_from_fields(mid, f, fact_source=rt.settings.fact_source, seen=seen)
             )
-            found[mid] = (item, distance_of.get(mid, farthest))
-        if expired:
-            self._docs.drop_expired(expired)
-        pairs = sorted(found.values(), key=lambda p: p[0].id)
-        limit = self._rt.settings.text_candidates
-        if len(replies) > 1 and len(pairs) > limit:
-            # One query per word (valkey-search): keep the union's lexically best.
-            ranker = reranker if isinstance(reranker, HybridRanker) else _DEFAULT_RANKER
-            scores = ranker.lexical_scores(query, [item.content for item, _ in pairs])
-            order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].id))
-            pairs = [pairs[i] for i in order[:limit]]
+            pairs.append((item, distance_of.get(mid, farthest)))
         return pairs

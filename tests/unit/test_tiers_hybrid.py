@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
@@ -252,3 +253,37 @@ def test_redisearch_learns_a_word_from_a_one_word_query_only() -> None:
     assert one is not None and one.counted == ("porto",)
     many = side.request("porto kayak", MemoryFilter(), ("content",), pool=50)
     assert many is not None and many.queries == 1 and many.counted == ()
+
+
+def test_a_per_word_union_keeps_its_lexically_best_and_builds_only_those() -> None:
+    """valkey-search's word queries return up to 50 hits each: the union is cut to
+    ``text_candidates`` by the hits' text before items and distances are made."""
+    rt = runtime(
+        RecordingBackend(capabilities=capabilities_for("valkey-search", (1, 2, 1))), text_candidates=2
+    )
+    side = TextCandidates(rt, Documents(rt))
+    vector = np.ones(8, dtype=np.float32)
+    blob = np.ones(8, dtype=np.float32).tobytes()
+
+    def hit(mid: str, content: str) -> tuple[str, dict[str, Any]]:
+        return (f"parts:mem:{mid}", {"content": content, "importance": "0.5", "created_at": "1"})
+
+    porto = search_reply(
+        3, hit("a", "porto"), hit("b", "priya moving to porto"), hit("k", "known to the knn: porto")
+    )
+    moving = search_reply(2, hit("c", "moving boxes"), hit("b", "priya moving to porto"))
+    # Vectors travel as raw bytes: add one to "b" only (the others are placed at ``farthest``).
+    porto[4] += [b"vector", blob]
+    pairs = side.candidates(
+        [porto, moving],
+        query="is priya moving to porto",
+        vector=vector,
+        flt=MemoryFilter(),
+        known={"k"},
+        reranker=None,
+        farthest=0.9,
+        slim=True,
+    )
+    assert [item.id for item, _ in pairs] == ["b", "a"]  # "b" holds three of the words; "a" and "c" one
+    assert pairs[0][1] == pytest.approx(0.0, abs=1e-6) and pairs[1][1] == 0.9
+    assert pairs[0][0].content == "priya moving to porto"
