@@ -109,7 +109,12 @@ async def interleaved(
 
 
 async def measure(
-    client: Any, stores: dict[str, Any], queries: Sequence[Query], rounds: int, label: str
+    client: Any,
+    stores: dict[str, Any],
+    queries: Sequence[Query],
+    rounds: int,
+    label: str,
+    fresh: Sequence[Query] = (),
 ) -> list[str]:
     """One table row per variant: p50 of before / after / raw KNN 50, interleaved; FT.SEARCH per recall."""
     index = stores["after"].keys.index
@@ -153,12 +158,17 @@ async def measure(
     }
     lat = await interleaved(ops, rounds, warmup=3)
     raw = p50(lat["raw KNN 50"])
+    # FT.SEARCH calls per recall (background word counts included): on questions neither side
+    # met yet when ``fresh`` is given (first meetings), else on questions both have met.
     calls = {}
+    asked = list(fresh) or list(queries[:20])
     for name in ("before", "after"):
         c0 = await ft_search_calls(client)
-        for i in range(20):
-            await ops[name](i)
-        calls[name] = (await ft_search_calls(client) - c0) / 20
+        for text, _, thread in asked:
+            await stores[name].recall(text, k=10, thread_id=thread)
+        if name == "after":
+            await stores[name]._recall._text.settled()
+        calls[name] = (await ft_search_calls(client) - c0) / len(asked)
     rows = []
     for name in ops:
         ms = p50(lat[name])
@@ -281,8 +291,10 @@ async def locomo_run(args: argparse.Namespace, before: Any) -> list[str]:
         out += HEAD
         # Each variant asks its own questions (first meetings of words included, as a user's would be).
         n = args.rounds
-        out += await measure(client, stores, [(a, b, None) for a, b, _ in queries[: n + 3]], n, "unscoped")
-        out += await measure(client, stores, queries[n + 3 : 2 * n + 6], n, "scoped")
+        unscoped = [(a, b, None) for a, b, _ in queries]
+        tail = len(queries) - 40
+        out += await measure(client, stores, unscoped[: n + 3], n, "unscoped", unscoped[tail : tail + 20])
+        out += await measure(client, stores, queries[n + 3 : 2 * n + 6], n, "scoped", queries[tail + 20 :])
         out.append(f"\nload average at end: {os.getloadavg()[0]:.1f}")
         for s in stores.values():
             await s.close()
