@@ -56,6 +56,9 @@ _RANKING_FIELDS += ("valid_from", "access_count")
 
 log = logging.getLogger(__name__)
 
+# A recall without a re-ranker keeps the reference's order: no time rule (one plan for all).
+_DENSE = TimePlan(present=False)
+
 
 class Recall:
     """``recall``, ``recall_by_vector``, ``search_candidates`` and reinforcement of hits."""
@@ -279,24 +282,31 @@ class Recall:
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
         fact_source = self._rt.settings.fact_source
-        build = ranking_item if slim else functools.partial(item_from_fields, fact_source=fact_source)
         pending = self._docs.reinforcement.pending  # lagging accesses: ``overlay`` then finds them current
         exact, memory_id_of = check or flt.where is not None, self._rt.keys.memory_id_of  # per hit below
+        # Per hit, the cheap way: a field absent from the reply is skipped before any conversion.
         for hit in hits:
             f = hit.fields
-            if SCORE_ALIAS not in f:
+            score = f.get(SCORE_ALIAS)
+            if score is None and SCORE_ALIAS not in f:
                 continue  # expired between match and load
             if exact and not result_matches(f, flt, check):
                 continue
-            expires = as_text(f.get("expires_at"))
-            if expires and to_float(expires) <= now_ms:
-                expired.append(self._rt.keys.memory_id_of(hit.key))
+            expires = f.get("expires_at")
+            if expires is not None and (expires := as_text(expires)) and to_float(expires) <= now_ms:
+                expired.append(memory_id_of(hit.key))
                 continue
             mid = memory_id_of(hit.key)
-            item = build(mid, f, seen=pending.get(mid))
+            item = (
+                ranking_item(mid, f, seen=pending.get(mid))
+                if slim
+                else item_from_fields(mid, f, fact_source=fact_source, seen=pending.get(mid))
+            )
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
-            # a cosine distance is 0..2, so the similarity stays within 0..1.
-            out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
+            # a cosine distance is 0..2, so the similarity stays within 0..1 (min / max, NaN included).
+            distance = to_float(score)
+            distance = distance if distance > 0.0 else 0.0
+            out.append((item, distance if distance < 2.0 else 2.0))
         if expired:
             self._docs.drop_expired(expired)
         if past:
@@ -353,7 +363,7 @@ class Recall:
         query: str | None = None,
     ) -> tuple[list[MemoryHit], float, bool]:
         reranker = self._rt.settings.reranker if query is not None else None
-        plan = plan if reranker is not None else TimePlan(present=False)  # drop-in: the reference's order
+        plan = plan if reranker is not None else _DENSE  # drop-in: the reference's order
         n = k * self._rt.settings.candidate_factor
         if reranker is not None:  # lexical evidence can only lift what KNN returned
             n = max(n, self._rt.settings.rerank_candidates)
@@ -371,7 +381,12 @@ class Recall:
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
         own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
         knn = self._search(vector, flt, own, fields, [], slim=slim, also=also)
-        (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
+        text_replies: list[Any] = []
+        degraded: str | None = None
+        if text is None:
+            candidates, _ = await knn
+        else:
+            (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
         knn_distances = [d for _, d in candidates]
         if text_replies and query is not None:
             candidates = candidates + self._text.candidates(
@@ -404,9 +419,10 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
-        hits = await self._time.order(
-            hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query
-        )
+        if plan.reorders:  # otherwise ``rank`` cut them to k already, and there is no window
+            hits = await self._time.order(
+                hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query
+            )
         hits = self._text.mark(hits, degraded)  # explain says when the text side was left out
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"
