@@ -56,8 +56,7 @@ _RANKING_FIELDS += ("valid_from", "access_count")
 
 log = logging.getLogger(__name__)
 
-# A recall without a re-ranker keeps the reference's order: no time rule (one plan for all).
-_DENSE = TimePlan(present=False)
+_DENSE = TimePlan(present=False)  # a recall without a re-ranker: the reference's order, no time rule
 
 
 class Recall:
@@ -281,10 +280,9 @@ class Recall:
         now_ms = time.time() * 1000
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
-        fact_source = self._rt.settings.fact_source
+        fs = self._rt.settings.fact_source
         pending = self._docs.reinforcement.pending  # lagging accesses: ``overlay`` then finds them current
         exact, memory_id_of = check or flt.where is not None, self._rt.keys.memory_id_of  # per hit below
-        # Per hit, the cheap way: a field absent from the reply is skipped before any conversion.
         for hit in hits:
             f = hit.fields
             score = f.get(SCORE_ALIAS)
@@ -297,10 +295,11 @@ class Recall:
                 expired.append(memory_id_of(hit.key))
                 continue
             mid = memory_id_of(hit.key)
+            seen = pending.get(mid)
             item = (
-                ranking_item(mid, f, seen=pending.get(mid))
+                ranking_item(mid, f, seen=seen)
                 if slim
-                else item_from_fields(mid, f, fact_source=fact_source, seen=pending.get(mid))
+                else item_from_fields(mid, f, fact_source=fs, seen=seen)
             )
             # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
             # a cosine distance is 0..2, so the similarity stays within 0..1 (min / max, NaN included).
@@ -381,12 +380,7 @@ class Recall:
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
         own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
         knn = self._search(vector, flt, own, fields, [], slim=slim, also=also)
-        text_replies: list[Any] = []
-        degraded: str | None = None
-        if text is None:
-            candidates, _ = await knn
-        else:
-            (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
+        (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
         knn_distances = [d for _, d in candidates]
         if text_replies and query is not None:
             candidates = candidates + self._text.candidates(
