@@ -304,14 +304,29 @@ def ranking_item(
     get = fields.get
     expires = get("expires_at")
     valid_from = get("valid_from")
+    content, importance, created, accessed, count = _basics(get, seen)
+    # ``_opt`` inlined for the scope (a hundred candidates a recall): present as bytes, or absent.
+    thread = get("threadId")
+    if thread is not None:
+        thread = (
+            thread.decode("utf-8", errors="replace") if type(thread) is bytes else as_text(thread)
+        ) or None
+    agent = get("agentId")
+    if agent is not None:
+        agent = (agent.decode("utf-8", errors="replace") if type(agent) is bytes else as_text(agent)) or None
+    space = get("namespace")
     return _item(
         memory_id,
-        *_basics(get, seen),
+        content,
+        importance,
+        created,
+        accessed,
+        count,
         [],
         None,
-        _opt(get("threadId")),
-        _opt(get("agentId")),
-        _opt(get("namespace")),
+        thread,
+        agent,
+        None if space is None else _opt(space),
         "none",
         "memory",
         None,
