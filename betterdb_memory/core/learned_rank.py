@@ -206,6 +206,7 @@ def _speaker(name: str) -> frozenset[str]:
     return frozenset(name.split())
 
 
+@functools.lru_cache(maxsize=8192)
 def is_turn(text: str) -> bool:
     """Whether ``text`` is stored as a conversation turn: it opens with a speaker's name and a colon.
 
