@@ -378,7 +378,8 @@ def rank(
         sim = sim if sim < 1.0 else 1.0
         # validity.last_seen_ms: a missing valid_from reads as created_at, which gives the
         # seed's max(created_at, last_accessed_at) (the max of ms, then / 1000: same float).
-        valid_from, created, accessed = item.valid_from, item.created_at, item.last_accessed_at
+        valid_from: int | None = item.valid_from  # None: an item built by hand (last_seen_ms takes it)
+        created, accessed = item.created_at, item.last_accessed_at
         if valid_from is None:
             seen = accessed if accessed > created else created
         elif item.access_count > 0 or accessed > created:

@@ -32,6 +32,7 @@ from ..core.replies import parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
 from ..core.time_recall import TimePlan, search_text, whole_items
+from ..core.tunables import ConfigSnapshot
 from ..core.validation import check_content
 from ..core.where import check_fields, result_matches
 from ..observability.tracing import add_attributes
@@ -43,20 +44,17 @@ from .time_recall import TimeRecall, WindowQueries
 
 __all__ = ["DEFAULT_K", "Recall"]
 
-# The most hits one KNN query may ask for (valkey-search's default maximum k).
-_MAX_KNN = 10_000
-
-# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry,
-# and the scope (``LearnedRanker``'s neighbours are the memories next to a candidate in its thread).
+_MAX_KNN = 10_000  # the most hits one KNN query may ask for (valkey-search's default maximum k)
+# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry, the scope
+# (``LearnedRanker``'s neighbours are the memories next to a candidate in its thread), and
+# recency's anchor (``core.validity.last_seen_ms``; ``valid_from`` is not in the index schema yet).
 _RANKING_FIELDS: tuple[str, ...] = (
     "content", "importance", "created_at", "last_accessed_at", "expires_at", "threadId", "agentId", "namespace",
+    "valid_from", "access_count",
 )  # fmt: skip
-# Recency's anchor (``core.validity.last_seen_ms``): a hash field, not in the index schema yet.
-_RANKING_FIELDS += ("valid_from", "access_count")
+_DENSE = TimePlan(present=False)  # a recall without a re-ranker: the reference's order, no time rule
 
 log = logging.getLogger(__name__)
-
-_DENSE = TimePlan(present=False)  # a recall without a re-ranker: the reference's order, no time rule
 
 
 class Recall:
@@ -68,13 +66,16 @@ class Recall:
         self._text = TextCandidates(rt, docs)
         self._time = TimeRecall(rt)
         self._history = History(rt)
+        self._weights: tuple[ConfigSnapshot | None, Weights] = (None, Weights())
 
     def effective_threshold(self, threshold: float | None = None) -> float:
         """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
+        return self._threshold(threshold, self._rt.config())
+
+    def _threshold(self, threshold: float | None, cfg: ConfigSnapshot) -> float:
         if threshold is not None:
             return threshold
-        configured = self._rt.config().threshold
-        return self._rt.settings.default_threshold if configured is None else configured
+        return self._rt.settings.default_threshold if cfg.threshold is None else cfg.threshold
 
     async def recall(
         self,
@@ -301,8 +302,7 @@ class Recall:
                 if slim
                 else item_from_fields(mid, f, fact_source=fs, seen=seen)
             )
-            # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
-            # a cosine distance is 0..2, so the similarity stays within 0..1 (min / max, NaN included).
+            # min(2.0, max(0.0, d)): an exact match can come back a hair below 0 (float32 on valkey-search)
             distance = to_float(score)
             distance = distance if distance > 0.0 else 0.0
             out.append((item, distance if distance < 2.0 else 2.0))
@@ -317,24 +317,24 @@ class Recall:
     async def _recall_vector(
         self, vector: np.ndarray[Any, np.dtype[np.float32]], request: RecallRequest, *, embed_seconds: float
     ) -> list[MemoryHit]:
-        k = request.k
-        threshold = self.effective_threshold(request.threshold)
+        k, cfg = request.k, self._rt.config()  # one snapshot of the live config per recall
+        threshold = self._threshold(request.threshold, cfg)
         weights = request.weights
         if weights is None:
-            cfg = self._rt.config()
-            weights = Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance)
+            if cfg is not self._weights[0]:  # the configured weights, built once per snapshot
+                self._weights = (
+                    cfg,
+                    Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance),
+                )
+            weights = self._weights[1]
         started = time.perf_counter()
         with self._rt.obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
-                explain=request.explain, query=request.query, plan=request.plan,
+                explain=request.explain, query=request.query, plan=request.plan, half_life=cfg.half_life_seconds,
             )  # fmt: skip
-            self._rt.obs.mark_recall(
-                span,
-                len(hits),
-                k=k,
-                matched_key=self._rt.keys.doc(hits[0].item.id) if hits else None,
-            )
+            key = self._rt.keys.doc(hits[0].item.id) if hits else None
+            self._rt.obs.mark_recall(span, len(hits), k=k, matched_key=key)
             add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
         self._rt.metrics.observe_recall(
             hits=len(hits),
@@ -360,6 +360,7 @@ class Recall:
         explain: bool,
         plan: TimePlan,
         query: str | None = None,
+        half_life: float,
     ) -> tuple[list[MemoryHit], float, bool]:
         reranker = self._rt.settings.reranker if query is not None else None
         plan = plan if reranker is not None else _DENSE  # drop-in: the reference's order
@@ -396,7 +397,6 @@ class Recall:
             )
         search_seconds = time.perf_counter() - started
         now = time.time()
-        half_life = self._rt.config().half_life_seconds
         # Re-ranked: the threshold gates the whole recall (core.ranking.Gate); dense: each hit.
         gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
         candidates = self._docs.reinforcement.overlay(candidates)  # this store's accesses not yet flushed
