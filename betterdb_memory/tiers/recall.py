@@ -207,9 +207,8 @@ class Recall:
     ) -> list[tuple[MemoryItem, float]]:
         """One KNN query: (item, cosine distance) pairs, nearest first, exactly in ``flt``.
 
-        With a reduced ``return_fields`` the items carry only those fields (the rest
-        at their defaults): used to rank many candidates cheaply before fetching the
-        few that are returned.
+        With a reduced ``return_fields`` the items carry only those fields (the rest at their
+        defaults): to rank many candidates cheaply before fetching the few that are returned.
         """
         await self._rt.index.ensure_ready()
         pairs, _ = await self._search(vector, flt, k, return_fields, [])
@@ -400,9 +399,10 @@ class Recall:
         # Re-ranked: the threshold gates the whole recall (core.ranking.Gate); dense: each hit.
         gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
         candidates = self._docs.reinforcement.overlay(candidates)  # this store's accesses not yet flushed
+        needs = self._time.reorders(plan, candidates, query)  # None: ``rank`` cuts to k, nothing re-orders
         hits = rank(
             candidates,
-            k=len(candidates) if plan.reorders else k,
+            k=k if needs is None else len(candidates),
             threshold=threshold,
             weights=weights,
             half_life_seconds=half_life,
@@ -413,9 +413,9 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
-        if plan.reorders:  # otherwise ``rank`` cut them to k already, and there is no window
+        if needs is not None:
             hits = await self._time.order(
-                hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query
+                hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query, needs=needs
             )
         hits = self._text.mark(hits, degraded)  # explain says when the text side was left out
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
