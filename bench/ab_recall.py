@@ -59,8 +59,11 @@ class Book:
     dimensions = DIM
     model_id = "ab-book"
 
-    def __init__(self) -> None:
+    def __init__(self, model: Any = None) -> None:
         self.vectors: dict[str, Any] = {}
+        self.model = model  # ``--onnx``: the shipped MiniLM embeds every text (its model id too)
+        if model is not None:
+            self.model_id = model.model_id
 
     def vector(self, text: str) -> Any:
         v = self.vectors.get(text)
@@ -72,6 +75,9 @@ class Book:
         return v
 
     async def embed(self, texts: Sequence[str]) -> Any:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if missing and self.model is not None:
+            self.vectors.update(zip(missing, await self.model.embed(missing), strict=True))
         return np.stack([self.vector(t) for t in texts])
 
 
@@ -147,7 +153,7 @@ def dataset(
                 add(text, unit(person[p] + slot[s] + rng.standard_normal(DIM) * 0.5), "people",
                     float(rng.integers(0, 350)))  # fmt: skip
         for s, _ in SLOTS:
-            q = f"Which one does {p} {s.split()[0]} today?"
+            q = f"What is it that {p} {s}?"
             book.vectors[q] = unit(person[p] + slot[s] + rng.standard_normal(DIM) * 0.5)
             queries += [(q, None), (q, "people")]
     # turns: conversations in threads, a session a day
@@ -224,15 +230,30 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--n", type=int, default=600, help="memories per family (default 600)")
     parser.add_argument("--tolerance", type=float, default=1e-12)
     parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument(
+        "--onnx", action="store_true",
+        help="embed every text with the shipped MiniLM (its model id: LearnedRanker by default, the slot model)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     from betterdb_memory.server import EmbeddedServer
 
     pkgs = [load_against(args.against), "betterdb_memory"]
     for p in pkgs:
         fixed_clock(p)
-    book = Book()
+    model = None
+    if args.onnx:
+        from betterdb_memory.embedders.onnx import OnnxEmbedder
+
+        model = OnnxEmbedder()
+    book = Book(model)
     rng = np.random.default_rng(args.seed)
     items, queries = dataset(book, rng, args.n)
+    if model is not None:  # the real vectors of every text, in place of the family's made-up ones
+        texts = [it["content"] for it in items] + [q for q, _ in queries]
+        book.vectors.clear()
+        await book.embed(texts)
+        for it in items:
+            it["vector"] = book.vectors[it["content"]]
     server = await asyncio.to_thread(EmbeddedServer(persistence=False).start)
     client = avalkey.Valkey.from_url(server.url)
     try:
@@ -240,8 +261,9 @@ async def main(argv: list[str]) -> int:
         for p in pkgs:
             store_mod = importlib.import_module(f"{p}.store")
             learned = importlib.import_module(f"{p}.core.learned_rank").LearnedRanker
-            for label, reranker in (("hybrid", None), ("learned", learned()), ("dense", False)):
-                options: dict[str, Any] = {} if reranker is None else {"reranker": reranker}
+            hybrid = importlib.import_module(f"{p}.core.ranking").HybridRanker
+            for label, reranker in (("hybrid", hybrid()), ("learned", learned()), ("dense", False)):
+                options: dict[str, Any] = {"reranker": reranker}
                 stores[(p, label)] = store_mod.MemoryStore(
                     client=client, name="ab", embedder=book, default_threshold=2.0,
                     registry=CollectorRegistry(), **options,
@@ -281,7 +303,7 @@ async def main(argv: list[str]) -> int:
         superseded = 0
         for (p, label), store in stores.items():
             if p == pkgs[-1] and label != "dense":
-                for query, thread in queries[:50]:
+                for query, thread in [q for q in queries if q[0].startswith("What is it that")]:
                     hits = await store.recall(query, k=20, thread_id=thread, explain=True, reinforce=False)
                     superseded += sum(1 for h in hits if h.explain and h.explain.superseded_by)
         print(
