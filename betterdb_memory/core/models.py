@@ -345,6 +345,14 @@ def ranking_item(
     )
 
 
+#: The fields of a memory that sets none of the optional ones (kind, tags, source, metadata, ...),
+#: and the KNN's distance (``core.query.SCORE_ALIAS``): ``item_from_fields``' short way.
+_PLAIN = frozenset(
+    ("__dist", "content", "importance", "created_at", "last_accessed_at", "access_count", "threadId", "agentId",
+     "namespace", "valid_from")
+)  # fmt: skip
+
+
 def item_from_fields(
     memory_id: str,
     fields: Mapping[str, Any],
@@ -361,6 +369,15 @@ def item_from_fields(
     of each, built once instead of built and then replaced.
     """
     get = fields.get
+    if fields.keys() <= _PLAIN:  # the usual hash: no optional field stored (core.record), one check for all
+        content, importance, created, accessed, count = _basics(get, seen)
+        thread, agent, space, valid_from = get("threadId"), get("agentId"), get("namespace"), get("valid_from")  # fmt: skip
+        return _item(
+            memory_id, content, importance, created, accessed, count, [], None,
+            None if thread is None else _opt(thread), None if agent is None else _opt(agent),
+            None if space is None else _opt(space), "none", "memory", None, None, {}, None,
+            _FROM_CREATED if valid_from is None else _valid_from(valid_from), None,
+        )  # fmt: skip
     metadata: Any = {}
     raw = get("metadata")
     if raw is not None:
