@@ -207,8 +207,9 @@ class Recall:
     ) -> list[tuple[MemoryItem, float]]:
         """One KNN query: (item, cosine distance) pairs, nearest first, exactly in ``flt``.
 
-        With a reduced ``return_fields`` the items carry only those fields (the rest at their
-        defaults): to rank many candidates cheaply before fetching the few that are returned.
+        With a reduced ``return_fields`` the items carry only those fields (the rest
+        at their defaults): used to rank many candidates cheaply before fetching the
+        few that are returned.
         """
         await self._rt.index.ensure_ready()
         pairs, _ = await self._search(vector, flt, k, return_fields, [])
@@ -358,7 +359,7 @@ class Recall:
         reinforce: bool,
         explain: bool,
         plan: TimePlan,
-        query: str | None = None,
+        query: str | None,
         half_life: float,
     ) -> tuple[list[MemoryHit], float, bool]:
         reranker = self._rt.settings.reranker if query is not None else None
@@ -366,8 +367,7 @@ class Recall:
         n = k * self._rt.settings.candidate_factor
         if reranker is not None:  # lexical evidence can only lift what KNN returned
             n = max(n, self._rt.settings.rerank_candidates)
-        # Ranking many candidates needs only text and scoring fields; the pure-Python
-        # reply parser costs per field, so fetch the full items of the top k afterwards.
+        # Ranking many candidates needs only text and scoring fields: the full items of the top k come after.
         slim = n > k and flt.as_of is None  # superseded versions are read whole (no FETCH by id)
         fields = _RANKING_FIELDS if slim else ITEM_FIELDS
         vectors: dict[str, bytes] = {}  # the text-only candidates' (same-slot supersession reads them)
