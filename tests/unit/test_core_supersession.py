@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from betterdb_memory.core.names import leading_name, name_runs, names_of
-from betterdb_memory.core.slot_model import SlotModel
+from betterdb_memory.core.slot_model import KindModel, SlotModel, Veto
 from betterdb_memory.core.supersession import (
     EXCLUSIVE_KINDS,
     MANY_KINDS,
@@ -170,9 +170,11 @@ def test_kinds_that_are_second_best_for_both_still_match() -> None:
 
 
 def _learned() -> SlotModel:
-    """A hand-set model in the 4-d space: home with home and employer with employer are one slot."""
-    pair = [10.0, -10.0, 10.0, 0.0]  # a: the same home / employer axis counts, the same likes against
-    return SlotModel.of([*pair, 0, 0, 0, 0, 0, 0, 0, 0, -8.0], 0.5)
+    """A hand-set model in the 4-d space: kinds home, likes, employer (exclusive, many, exclusive)."""
+    kinds = KindModel(
+        (8.0 * np.eye(4, 3)).astype(np.float32), np.zeros(3, np.float32), np.asarray([1, 0, 1], np.float32)
+    )
+    return SlotModel(kinds, None, 0.5)
 
 
 def test_the_learned_model_judges_rule_3() -> None:
@@ -189,17 +191,27 @@ def test_the_learned_model_judges_rule_3() -> None:
     assert learned_pairs(cands, [], _learned()) == []
 
 
-def test_the_learned_model_vetoes_the_prototypes_pairs() -> None:
-    """Rule 3 with a model: the prototypes' pairs the model also calls one exclusive slot."""
+def test_the_learned_model_replaces_the_prototypes() -> None:
+    """Rule 3 with a model: the model's pairs, whatever the prototypes say; without one, the prototypes'."""
     old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
     new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
     near = near_pairs([old, new])
     assert kind_pairs([old, new], near, _protos()) == [(0, 1)]
     assert kind_pairs([old, new], near, _protos(), _learned()) == [(0, 1)]
     assert superseded_pairs([old, new], _protos(), model=_learned()) == [(0, 1)]
-    never = SlotModel.of([0.0] * 12 + [-50.0], 0.5)
+    never = SlotModel(_learned().kinds, Veto.of([0.0] * 12 + [-50.0], 0.5), 0.5)
     assert kind_pairs([old, new], near, _protos(), never) == []
     assert superseded_pairs([old, new], _protos(), model=never) == []
+    # A model that calls axis 0 a many-valued kind drops the pair the prototypes call a home,
+    # and one that calls axis 1 exclusive keeps the pair the prototypes call likes (not a veto).
+    many = KindModel(_learned().kinds.weights, _learned().kinds.bias, np.asarray([0, 0, 1], np.float32))
+    assert kind_pairs([old, new], near, _protos(), SlotModel(many, None, 0.5)) == []
+    tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
+    coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
+    likes = near_pairs([tea, coffee])
+    assert kind_pairs([tea, coffee], likes, _protos()) == []
+    one = KindModel(_learned().kinds.weights, _learned().kinds.bias, np.ones(3, np.float32))
+    assert kind_pairs([tea, coffee], likes, _protos(), SlotModel(one, None, 0.5)) == [(0, 1)]
 
 
 def test_two_people_are_not_a_pair() -> None:
