@@ -69,7 +69,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .names import leading_name, name_mates, names_of, same_name
+from .names import leading_name, name_groups, name_mates, names_of, same_name
 from .slot_kinds import EXCLUSIVE_KINDS, MANY_KINDS, Prototypes, normalised, products, prototype_texts
 from .slot_model import SlotModel
 
@@ -157,18 +157,28 @@ def near_pairs(
     """
     if len(candidates) < 2:
         return []
-    mates = name_mates([leading_name(c.text) for c in candidates])
-    vf = [c.valid_from for c in candidates]
-    named = [(i, j) for i, row in enumerate(mates) for j in row if j > i and vf[i] != vf[j]]
-    if not named:
+    groups = name_groups([leading_name(c.text) for c in candidates])
+    if not groups:
         return []
-    rows = sorted({x for pair in named for x in pair})
-    at = {x: r for r, x in enumerate(rows)}
-    vecs = _vectors(candidates, rows)
+    n = len(candidates)
+    vf = np.fromiter((c.valid_from for c in candidates), np.int64, n)
+    # The pairs of ``name_mates`` (row i, mate j > i) with different ``valid_from``, as a
+    # matrix: ``np.nonzero`` lists them in the row order the loop over the mates did.
+    mate = np.zeros((n, n), dtype=np.bool_)
+    for own, group in groups:
+        mate[np.ix_(own, group)] = True
+    named = np.triu(mate, 1) & (vf[:, None] != vf[None, :])
+    first, second = np.nonzero(named)
+    if not len(first):
+        return []
+    rows = np.union1d(first, second)  # ascending, as ``sorted(set(...))``
+    vecs = _vectors(candidates, rows.tolist())
     sims = products(vecs, vecs)
-    return [
-        (a, b) if vf[a] < vf[b] else (b, a) for a, b in named if sims[at[a], at[b]] >= rule.min_similarity
-    ]
+    keep = sims[np.searchsorted(rows, first), np.searchsorted(rows, second)] >= rule.min_similarity
+    first, second = first[keep], second[keep]
+    swap = vf[first] > vf[second]  # (older, newer): vf differ within a pair
+    older, newer = np.where(swap, second, first).tolist(), np.where(swap, first, second).tolist()
+    return list(zip(older, newer, strict=True))
 
 
 def vector_needs(texts: Sequence[str], valid_from: Sequence[int], question: str | None = None) -> list[int]:
@@ -182,8 +192,10 @@ def vector_needs(texts: Sequence[str], valid_from: Sequence[int], question: str 
     and scores). A rule that reads other vectors must say so here.
     """
     leads = [leading_name(t) for t in texts]
-    mates = name_mates(leads)
-    if not any(valid_from[j] != valid_from[i] for i, row in enumerate(mates) for j in row):
+    groups = name_groups(leads)
+    # A pair of mates with different valid_from: some group holds two different ones (its
+    # names' indices are each other's mates).
+    if not any(len({valid_from[j] for j in group}) > 1 for _, group in groups):
         return []
     names = names_of(question) if question else frozenset()
 
@@ -191,7 +203,8 @@ def vector_needs(texts: Sequence[str], valid_from: Sequence[int], question: str 
     def asked(lead: str) -> bool:
         return any(same_name(lead, n) for n in names)
 
-    return [i for i, row in enumerate(mates) if row or (leads[i] and asked(leads[i]))]
+    mated = {i for own, _ in groups for i in own}
+    return [i for i, lead in enumerate(leads) if i in mated or (lead and asked(lead))]
 
 
 def _vectors(candidates: Sequence[Candidate], rows: Sequence[int]) -> FloatArray:

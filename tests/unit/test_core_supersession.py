@@ -454,3 +454,52 @@ def test_a_name_asked_without_a_mate_still_needs_its_vector() -> None:
     blind = [*cands[:2], Candidate("s", cands[2].text, None, 3, 0.95, cands[2].similarity)]
     with pytest.raises(ValueError, match="vector_needs"):
         present_order(blind, _protos(), question="Where does Ada live?")
+
+
+def _old_near_pairs(cands: list[Candidate], min_similarity: float = 0.45) -> list[tuple[int, int]]:
+    """``near_pairs`` as it was written pair by pair (the reference for the matrix version)."""
+    from betterdb_memory.core.names import name_mates
+    from betterdb_memory.core.slot_kinds import normalised, products
+
+    mates = name_mates([leading_name(c.text) for c in cands])
+    vf = [c.valid_from for c in cands]
+    named = [(i, j) for i, row in enumerate(mates) for j in row if j > i and vf[i] != vf[j]]
+    if not named:
+        return []
+    rows = sorted({x for pair in named for x in pair})
+    at = {x: r for r, x in enumerate(rows)}
+    vecs = normalised(np.stack([cands[x].vector for x in rows]).astype(np.float32))  # type: ignore[misc]
+    sims = products(vecs, vecs)
+    return [(a, b) if vf[a] < vf[b] else (b, a) for a, b in named if sims[at[a], at[b]] >= min_similarity]
+
+
+def _old_vector_needs(texts: list[str], valid_from: list[int], question: str) -> list[int]:
+    from betterdb_memory.core.names import name_mates, same_name
+
+    leads = [leading_name(t) for t in texts]
+    mates = name_mates(leads)
+    if not any(valid_from[j] != valid_from[i] for i, row in enumerate(mates) for j in row):
+        return []
+    names = names_of(question)
+    return [
+        i for i, row in enumerate(mates) if row or (leads[i] and any(same_name(leads[i], n) for n in names))
+    ]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_near_pairs_and_vector_needs_equal_the_pair_by_pair_rule(seed: int) -> None:
+    """The matrix form of rule 1-2 lists the same pairs in the same order; the same vectors are needed."""
+    rng = np.random.default_rng(seed)
+    people = ["Ada Moreau", "Ada", "Moreau", "Greta Zeller", "Greta Ashby", "I", "Tom"]
+    verbs = ["lives in Lisbon.", "moved to Berlin.", "works at Acme.", "likes tea."]
+    centre = rng.standard_normal(8)
+    cands = []
+    for i in range(int(rng.integers(0, 45))):
+        text = f"{people[int(rng.integers(0, len(people)))]} {verbs[int(rng.integers(0, len(verbs)))]}"
+        vec = centre + rng.standard_normal(8) * float(rng.choice([0.3, 1.0, 3.0]))
+        vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+        cands.append(Candidate(f"m{i}", text, vec, int(rng.integers(0, 4)), float(rng.random()), 0.5))
+    assert near_pairs(cands) == _old_near_pairs(cands)
+    texts, vf = [c.text for c in cands], [c.valid_from for c in cands]
+    for question in ("Where does Ada live?", "What about Tom?", "Where do I live?"):
+        assert vector_needs(texts, vf, question) == _old_vector_needs(texts, vf, question)
