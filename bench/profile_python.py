@@ -128,6 +128,9 @@ async def scenarios(pkg: str, client: Any, name: str, book: Book, n: int) -> dic
     async def text() -> None:
         await reinforced.recall(query, k=10)
 
+    async def text_off() -> None:
+        await store.recall(query, k=10, reinforce=False)
+
     async def remember() -> None:
         t = writes[next(counter) % len(writes)]
         await store.remember(t, vector=book.vectors[t], thread_id="w", agent_id="a")
@@ -139,6 +142,7 @@ async def scenarios(pkg: str, client: Any, name: str, book: Book, n: int) -> dic
         "recall_by_vector k=10, reinforce=False": by_vector_off,
         "recall_by_vector k=10 (defaults: reinforcement)": by_vector,
         "recall k=10 (defaults: hybrid, reinforcement)": text,
+        "recall k=10 (hybrid, reinforce=False)": text_off,
         "remember, vector given": remember,
         "remember, embedded (dict lookup)": remember_embedded,
     }

@@ -76,6 +76,7 @@ import betterdb_memory.tiers.erasure as erasure_mod
 import betterdb_memory.tiers.long_term as long_term_mod
 import betterdb_memory.tiers.recall as recall_mod
 import betterdb_memory.tiers.sessions as sessions_mod
+import betterdb_memory.tiers.single_write as single_write_mod
 from betterdb_memory import MemoryStore
 from betterdb_memory.core.codec import encode_vector
 from betterdb_memory.core.query import ITEM_FIELDS, MemoryFilter, filter_search_args, knn_search_args
@@ -207,6 +208,7 @@ def install_phases(phases: Phases, stores: Sequence[MemoryStore], client: Any) -
     rerankers: list[Any] = []
     phases.wrap(long_term_mod, "new_memory", "validate arguments (new_memory)")
     phases.wrap(long_term_mod, "new_memories", "validate items (new_memories)")
+    phases.wrap(single_write_mod, "encode_record", "build records (single write: encode_record)")
     for store in stores:
         # write path (the parts are private attributes of the facade; see store.py)
         phases.wrap(store._long_term, "_record", "build records (LongTermMemory._record)")

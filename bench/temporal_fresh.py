@@ -27,7 +27,12 @@ from typing import Any
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 import temporal_api  # noqa: E402
-from temporal_data import knowledge_updates, knowledge_updates_fresh, knowledge_updates_fresh2  # noqa: E402
+from temporal_data import (  # noqa: E402
+    knowledge_updates,
+    knowledge_updates_fresh,
+    knowledge_updates_fresh2,
+    knowledge_updates_fresh3,
+)
 from temporal_eval import embed, held_out, pct  # noqa: E402
 
 from betterdb_memory.tiers import time_recall  # noqa: E402
@@ -107,6 +112,10 @@ def main() -> int:
         "designed-on set, odd people (held out)": (knowledge_updates.build(), held_out),
         "fresh wording family (all held out)": (knowledge_updates_fresh.build(), lambda e: True),
         "second fresh family (clean, all held out)": (knowledge_updates_fresh2.build(), lambda e: True),
+        "third fresh family (clean, pair model's before/after)": (
+            knowledge_updates_fresh3.build(),
+            lambda e: True,
+        ),
     }
     if args.train:
         sets["designed-on set, even people (training half)"] = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "TrainStatement", "build"]
+__all__ = ["KINDS", "KINDS_ROUND2", "PREFIXES", "SUFFIXES", "TrainStatement", "build", "shaped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +184,116 @@ KINDS: dict[str, tuple[bool, list[str], tuple[str, ...]]] = {
     "tattoo": (False, _TATTOO, ("{n} has {v}.", "{n} got {v}.", "{n} recently got {v}.")),
 }  # fmt: skip
 
+# -- round 2 (the kind profiles): more kinds, and many-valued kinds that share an exclusive kind's
+# values (hard negatives). Round 1's garden plants are left out: fresh3's houseplants stay unseen.
+_STREET = ["Mill Lane", "Harbour Road", "Elm Grove", "Station Street", "Canal Walk", "Church Row"]
+_TITLE = ["senior analyst", "team lead", "head of sales", "junior partner", "principal engineer", "director"]
+_MENTOR = ["Professor Hale", "Dr Obi", "Ms Rasmussen", "Mr Casey", "Dr Petrov"]
+_LAWYER = ["Ms Delacroix", "Hughes & Co", "Mr Lam", "a solicitor called Petra", "Baxter Legal"]
+_OPTICIAN = ["Specsavers", "Vision Express", "Dr Engel", "the optician on King Street"]
+_TUTOR = ["Madame Roux", "a tutor called Sami", "Mr Eriksen", "Ms Iqbal"]
+_INSTRUCTOR = ["Dave from Pass First", "Ms Carrow", "a driving instructor named Luke", "Mr Haddad"]
+_MECHANIC = ["Kwik Fit", "the garage on Bridge Street", "Tony's Autos", "a mobile mechanic called Ray"]
+_SHOP = ["Lidl", "Waitrose", "Aldi", "the co-op", "Tesco", "Carrefour", "Albert Heijn"]
+_CAFE = ["Blue Bottle", "the corner cafe", "Cafe Nero", "Monmouth Coffee", "Bean There"]
+_PAPER = ["The Guardian", "Le Monde", "The Times", "El Pais", "Die Zeit", "the local paper"]
+_BROWSER = ["Firefox", "Chrome", "Safari", "Brave", "Edge", "Vivaldi"]
+_OS = ["Linux", "Windows 11", "macOS", "ChromeOS", "Ubuntu"]
+_BIKE = ["a Brompton", "a road bike", "an e-bike", "a fixie", "a mountain bike", "a cargo bike"]
+_FAITH = ["Catholic", "Buddhist", "Muslim", "Quaker", "agnostic", "Jewish"]
+_SHIFT = ["the night shift", "the early shift", "weekends only", "a four-day week", "part-time hours"]
+_HAIR = ["red", "blonde", "grey", "jet black", "bright blue", "brown"]
+_STATUS = ["single", "married", "divorced", "engaged", "widowed", "separated"]
+_FOOD = ["lasagne", "pad thai", "paella", "fish and chips", "dumplings", "tacos"]
+_SEASON = ["spring", "late autumn", "midsummer", "winter", "early autumn"]
+_PLAYS_FOR = ["FC Eastside", "the Rovers", "Old Boys RFC", "Riverside United", "the Lions"]
+_HOLIDAY_HOME = ["a cabin in Norway", "a flat in Nice", "a cottage in Wales", "a chalet in the Alps"]
+_MUSEUM = ["the Louvre", "the Prado", "the Rijksmuseum", "MoMA", "the Uffizi", "the Tate Modern"]
+_HIKE = ["the West Highland Way", "Kilimanjaro", "the Camino", "Mont Blanc", "the Inca Trail"]
+_INJURY = ["a broken wrist", "a torn ligament", "a sprained ankle", "a cracked rib", "whiplash"]
+_GIFT = ["a watch", "a signed poster", "a camera", "a painting", "a kayak"]
+_PROJECT = ["a treehouse", "a podcast studio", "a vegetable patch", "a chess app", "a short film"]
+_WATCHES = ["tennis", "Formula 1", "snooker", "the Tour de France", "ice hockey", "darts"]
+_EXHIBIT = ["a Monet exhibition", "a photography show", "a design fair", "a dinosaur exhibition"]
+
+KINDS_ROUND2: dict[str, tuple[bool, list[str], tuple[str, ...]]] = {
+    k: v for k, v in KINDS.items() if k != "plant"
+}
+KINDS_ROUND2.update({
+    "street": (True, _STREET, ("{n} lives on {v}.", "{n}'s address is on {v}.", "{n} moved to a flat on {v}.",
+                               "{n}'s house is on {v}.")),
+    "title": (True, _TITLE, ("{n}'s job title is {v}.", "{n} was promoted to {v}.", "{n} holds the title of {v}.",
+                             "{n} is {v} at the firm.")),
+    "mentor": (True, _MENTOR, ("{n}'s mentor is {v}.", "{n} is mentored by {v}.", "{n}'s PhD supervisor is {v}.")),
+    "lawyer": (True, _LAWYER, ("{n}'s lawyer is {v}.", "{n} is represented by {v}.", "{n} hired {v} as a lawyer.")),
+    "optician": (True, _OPTICIAN, ("{n} gets glasses from {v}.", "{n}'s optician is {v}.",
+                                   "{n} had an eye test at {v} and stays with them.")),
+    "tutor": (True, _TUTOR, ("{n}'s piano teacher is {v}.", "{n} takes lessons from {v}.",
+                             "{n} is taught by {v} every Tuesday.")),
+    "instructor": (True, _INSTRUCTOR, ("{n}'s driving instructor is {v}.", "{n} learns to drive with {v}.",
+                                       "{n} switched driving instructor to {v}.")),
+    "mechanic": (True, _MECHANIC, ("{n}'s car is serviced at {v}.", "{n}'s mechanic is {v}.",
+                                   "{n} takes the car to {v} for repairs.")),
+    "supermarket": (True, _SHOP, ("{n} does the weekly shop at {v}.", "{n}'s supermarket is {v}.",
+                                  "{n} buys groceries at {v}.")),
+    "cafe": (True, _CAFE, ("{n}'s regular coffee place is {v}.", "{n} gets a coffee at {v} every morning.",
+                           "{n}'s local cafe is {v}.")),
+    "newspaper": (True, _PAPER, ("{n} reads {v} every morning.", "{n} subscribes to {v} as a daily paper.",
+                                 "{n}'s newspaper is {v}.")),
+    "browser": (True, _BROWSER, ("{n}'s browser is {v}.", "{n} browses the web with {v}.",
+                                 "{n} switched the default browser to {v}.")),
+    "os": (True, _OS, ("{n}'s computer runs {v}.", "{n} uses {v} as an operating system.",
+                       "{n} moved the laptop over to {v}.")),
+    "bike": (True, _BIKE, ("{n} rides {v}.", "{n}'s bicycle is {v}.", "{n} cycles to work on {v}.")),
+    "faith": (True, _FAITH, ("{n} is {v}.", "{n}'s religion: {v}.", "{n} converted and is {v}.")),
+    "shift": (True, _SHIFT, ("{n} works {v}.", "{n} is on {v}.", "{n}'s schedule is {v}.")),
+    "hair": (True, _HAIR, ("{n}'s hair is {v}.", "{n} dyed their hair {v}.", "{n} has {v} hair.")),
+    "status": (True, _STATUS, ("{n} is {v}.", "{n}'s marital status is {v}.", "{n} has been {v} for a while.")),
+    "fav_food": (True, _FOOD, ("{n}'s favourite food is {v}.", "{n}'s comfort food is {v}.",
+                               "If asked, {n} names {v} as the best dish.")),
+    "fav_season": (True, _SEASON, ("{n}'s favourite season is {v}.", "{n} likes {v} best of the year.")),
+    "plays_for": (True, _PLAYS_FOR, ("{n} plays for {v}.", "{n} signed for {v}.", "{n} is in the squad of {v}.")),
+    "holiday_home": (True, _HOLIDAY_HOME, ("{n} owns {v} for holidays.", "{n}'s holiday home is {v}.",
+                                           "{n} spends every August at {v}.")),
+    # many-valued, some sharing an exclusive kind's values (hard negatives)
+    "clients": (False, _FIRM, ("{n} has {v} as a client.", "{n} did a project for {v}.", "{n} consults for {v}.")),
+    "interviews": (False, _FIRM, ("{n} had a job interview at {v}.", "{n} applied for a role at {v}.")),
+    "test_drives": (False, _CAR, ("{n} test-drove a {v}.", "{n} rented a {v} for a road trip.")),
+    "city_trips": (False, _CITY, ("{n} spent a weekend in {v}.", "{n} went to a wedding in {v}.",
+                                  "{n} was in {v} for a conference.")),
+    "museum": (False, _MUSEUM, ("{n} went to {v}.", "{n} spent a day at {v}.", "{n} toured {v} last year.")),
+    "hike": (False, _HIKE, ("{n} hiked {v}.", "{n} walked {v}.", "{n} climbed {v}.")),
+    "injury": (False, _INJURY, ("{n} had {v}.", "{n} recovered from {v}.", "{n} got {v} skiing.")),
+    "gift": (False, _GIFT, ("{n} was given {v}.", "{n} got {v} as a birthday present.", "{n} received {v}.")),
+    "project": (False, _PROJECT, ("{n} built {v}.", "{n} is working on {v}.", "{n} started {v} as a side project.")),
+    "watches": (False, _WATCHES, ("{n} watches {v}.", "{n} follows {v} on TV.", "{n} never misses {v}.")),
+    "exhibition": (False, _EXHIBIT, ("{n} saw {v}.", "{n} visited {v}.", "{n} went to {v} in town.")),
+})  # fmt: skip
+
+# Sentence shapes laid over any template: a leading clause or a trailing remark.
+PREFIXES = ("In {y}, ", "Since {y}, ", "As of {y}, ", "Recently, ", "Last {s}, ", "Apparently, ",
+            "For the record, ", "Good news: ", "Update: ", "Earlier this year, ", "Back in {y}, ")  # fmt: skip
+SUFFIXES = (" now.", " for now.", ", as far as I know.", ", which surprised everyone.", ", at last.",
+            " since {y}.", ", according to a friend.", " and is happy with it.")  # fmt: skip
+_SEASONS = ("spring", "summer", "autumn", "winter")
+
+
+def shaped(rng: random.Random, text: str) -> str:
+    """``text`` with, sometimes, a leading clause and/or a trailing remark (``PREFIXES``, ``SUFFIXES``)."""
+    y, season = str(rng.randrange(2010, 2026)), rng.choice(_SEASONS)
+    if rng.random() < 0.25 and text.endswith("."):
+        text = text[:-1] + rng.choice(SUFFIXES).format(y=y)
+    if rng.random() < 0.3:
+        head = rng.choice(PREFIXES).format(y=y, s=season)
+        first = text.split(" ", 1)[0]
+        text = head + (
+            text
+            if first[:1].isupper() and first not in ("Home", "Above", "If")
+            else text[:1].lower() + text[1:]
+        )
+    return text
+
+
 _FIRST = ["Aurel", "Brigid", "Cato", "Delphine", "Eamon", "Freja", "Gunnar", "Halima", "Ignatius", "Jolene",
           "Kasimir", "Linnea", "Magnus", "Noor", "Ottilie", "Piet", "Rosalind", "Stellan", "Thandiwe", "Ulrich",
           "Viveka", "Wilbur", "Ximena", "Yannick", "Zelda", "Anselm", "Bettina", "Conall", "Dagny", "Evander"]  # fmt: skip
@@ -195,12 +305,19 @@ def _surname(rng: random.Random) -> str:
     return "".join(rng.sample(_SYL, 2)).capitalize() + rng.choice(["", "s", "er", "ova", "sen", "ez"])
 
 
-def build(seed: int = 7, persons: int = 400) -> list[TrainStatement]:
-    """Per person: four to seven kinds, two to four statements of each (values differ)."""
+def build(seed: int = 7, persons: int = 400, *, round: int = 1) -> list[TrainStatement]:
+    """Per person: four to seven kinds, two to four statements of each (values differ).
+
+    ``round`` 1: ``KINDS`` as written (the many-valued veto's data, unchanged since the
+    first round); 2: ``KINDS_ROUND2``, with ``shaped``'s leading clauses and trailing
+    remarks over some statements (the kind profiles' data).
+    """
+    table = KINDS if round == 1 else KINDS_ROUND2
     rng = random.Random(seed)
+    shape_rng = random.Random(seed + 1)  # its own stream: the draws of ``rng`` do not depend on shapes
     out: list[TrainStatement] = []
     seen: set[str] = set()
-    kinds = sorted(KINDS)
+    kinds = sorted(table)
     for p in range(persons):
         while True:
             name = f"{rng.choice(_FIRST)} {_surname(rng)}"
@@ -208,9 +325,10 @@ def build(seed: int = 7, persons: int = 400) -> list[TrainStatement]:
                 seen.add(name)
                 break
         for kind in rng.sample(kinds, rng.randint(4, 7)):
-            exclusive, values, templates = KINDS[kind]
+            exclusive, values, templates = table[kind]
             for order, v in enumerate(rng.sample(values, min(len(values), rng.randint(2, 4)))):
+                text = rng.choice(templates).format(n=name, v=v)
                 out.append(
-                    TrainStatement(rng.choice(templates).format(n=name, v=v), p, kind, exclusive, order)
+                    TrainStatement(shaped(shape_rng, text) if round > 1 else text, p, kind, exclusive, order)
                 )
     return out

@@ -88,8 +88,11 @@ def validate_vector(vector: object, *, dimensions: int, name: str = "vector") ->
     return arr
 
 
+_LE_F32 = np.dtype("<f4")  # parsed once: every write encodes a vector
+
+
 def encode_vector(vector: FloatArray) -> bytes:
-    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+    return np.ascontiguousarray(vector, dtype=_LE_F32).tobytes()
 
 
 def decode_vector(raw: bytes) -> FloatArray:

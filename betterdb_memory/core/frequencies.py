@@ -26,12 +26,21 @@ sends at most ``PER_WORD_MAX_WORDS`` words, the rarest (``rarest``). LoCoMo's qu
 ``bench/bench_text_words.py`` (the benchmark pages). RediSearch scores all the words in one
 query and keeps them all.
 
-The counts come from ``FT.SEARCH <index> @content:<word> LIMIT 0 0`` probes sent in
-the same round trip as the recall that first meets a word (that recall searches for
-every word), and from one count of the whole index. They are kept ``ttl`` seconds:
-frequencies drift slowly, and a stale one costs speed or a near-weightless word,
-never a wrong result. Also: when the whole index holds no more memories than the KNN
-already returns, the text query cannot add a candidate and is not sent.
+The counts come from ``FT.SEARCH <index> @content:<word> LIMIT 0 0`` probes and from one
+count of the whole index, and from the text queries themselves: a query for one word with
+no filter answers that word's count in its reply (``learn``). A count costs the engine
+about what a search of the word costs (it walks the same postings), so none is sent in a
+recall's round trip but the index's first count (and, while the whole index fits in the
+KNN's pool, its recount): a word met for the first time is searched for, and counted
+after the recall, off its path (``TextPlan.probe_words``, sent by ``tiers.hybrid`` in the
+background). A count is fresh for ``ttl`` seconds; an older one still decides (the
+common-word cut, the rarest words) while it is recounted the same way: frequencies drift
+slowly, and a stale one costs speed or a near-weightless word, never a wrong result.
+Before, a stale count made its word unknown again: every 30 s each common word of a
+question was searched again and counted in the recall's round trip, and on a large
+index those two walks of a long posting list were most of the recall's time. Also:
+when the whole index holds no more memories than the KNN already returns, the text
+query cannot add a candidate and is not sent.
 
 Pure: the caller passes the time and sends the probes.
 """
@@ -81,14 +90,17 @@ def word_count_args(index: str, word: str) -> list[str]:
 class TextPlan:
     """What one recall asks the full-text index.
 
-    ``words``: the words to search for (empty: no text query). ``probe_words``:
-    words whose counts are unknown, to count alongside. ``probe_total``: count the
-    whole index too.
+    ``words``: the words to search for (empty: no text query). ``probe_words``: words
+    whose counts are unknown or stale, to count after the recall, off its path.
+    ``probe_total``: count the whole index in the recall's round trip (never counted, or
+    small enough for the KNN to read whole). ``refresh_total``: its count is stale: recount
+    it after the recall.
     """
 
     words: tuple[str, ...] = ()
     probe_words: tuple[str, ...] = ()
     probe_total: bool = False
+    refresh_total: bool = False
 
 
 def rarest(words: Iterable[str], counts: Mapping[str, int], limit: int) -> tuple[str, ...]:
@@ -146,28 +158,35 @@ class DocumentFrequencies:
         return entry[0]
 
     def plan(self, words: Sequence[str], now: float, *, pool: int, max_words: int | None = None) -> TextPlan:
-        """The words to search for, and the counts to probe, for a recall whose KNN returns ``pool``.
+        """The words to search for, and the counts to take, for a recall whose KNN returns ``pool``.
 
         A word counted in more than ``common_share`` of the index is dropped, and of the
         counted words the rarest are kept while their counts sum to at most
-        ``postings_budget``; one not counted yet is searched for and probed. No word
+        ``postings_budget``; one never counted is searched for. A count past its ``ttl``
+        still decides, and is retaken (``probe_words``, ``refresh_total``). No word
         survives, or the whole index fits in the KNN's ``pool``: no text query.
         A word no memory held when counted is kept: a memory holding it may have been
         written since, and the engine answers such a word at no cost.
         """
-        total = self.total(now)
+        entry = self._total
+        total = None if entry is None else entry[0]
+        if total is not None and total <= pool:
+            # Recounted on every recall, in its round trip (cheap on a small index): the first
+            # write that takes it past the KNN's reach brings the text query back at the next recall.
+            return TextPlan(probe_total=True)
         unknown: list[str] = []
+        recount: list[str] = []
         counted: list[tuple[int, str]] = []
         for word in words:
-            n = self.count(word, now)
-            if n is None:
+            learned = self._words.get(word)
+            if learned is None:
                 unknown.append(word)
-            elif total is None or n <= self.common_share * total:
+                continue
+            n, at = learned
+            if now - at > self.ttl:
+                recount.append(word)
+            if total is None or n <= self.common_share * total:
                 counted.append((n, word))  # a word no memory holds yet stays: one may be written any moment
-        if total is not None and total <= pool:
-            # Recounted on every recall (cheap on a small index): the first write that
-            # takes it past the KNN's reach brings the text query back at the next recall.
-            return TextPlan(probe_total=True)
         kept = set(unknown)
         spent = 0
         for n, word in sorted(counted):
@@ -176,11 +195,13 @@ class DocumentFrequencies:
             spent += n
             kept.add(word)
         if max_words is not None and len(kept) > max_words:
-            # Ranked by the last count learned, even one past its ttl (it is being recounted).
-            last = {w: entry[0] for w in kept if (entry := self._words.get(w)) is not None}
+            last = {w: learned[0] for w in kept if (learned := self._words.get(w)) is not None}
             kept = set(rarest(kept, last, max_words))
         return TextPlan(
-            words=tuple(w for w in words if w in kept), probe_words=tuple(unknown), probe_total=total is None
+            words=tuple(w for w in words if w in kept),
+            probe_words=tuple(w for w in words if w in unknown or w in recount),
+            probe_total=total is None,
+            refresh_total=entry is not None and now - entry[1] > self.ttl,
         )
 
     def learn(

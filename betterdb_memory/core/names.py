@@ -13,7 +13,7 @@ import functools
 import re
 from collections.abc import Iterator, Sequence
 
-__all__ = ["SELF_NAME", "leading_name", "name_mates", "name_runs", "names_of", "same_name"]
+__all__ = ["SELF_NAME", "leading_name", "name_groups", "name_mates", "name_runs", "names_of", "same_name"]
 
 # Words that start sentences in capitals without being names.
 _NOT_NAMES = frozenset(
@@ -380,6 +380,20 @@ def name_mates(names: Sequence[str | None]) -> list[list[int]]:
     looked up with its parts at either end (``"ada"``, ``"moreau"`` of ``"ada moreau"``):
     the same answer in ``O(n x words)``. A missing (None or empty) name has no mates.
     """
+    out: list[list[int]] = [[] for _ in names]
+    for own, group in name_groups(names):
+        for i in own:
+            out[i] = [j for j in group if j != i]
+    return out
+
+
+def name_groups(names: Sequence[str | None]) -> list[tuple[list[int], list[int]]]:
+    """``name_mates`` by distinct name: (the indices holding it, it and its mates' indices, ascending).
+
+    Only names with a mate are listed. The mates of index ``i`` (with name ``own``) are its
+    group less ``i``: a recall whose candidates all lead with one name ("the user ...")
+    gets one group instead of a list of every other candidate per candidate.
+    """
     at: dict[str, list[int]] = {}
     for i, name in enumerate(names):
         if name:
@@ -394,12 +408,10 @@ def name_mates(names: Sequence[str | None]) -> list[list[int]]:
                 if part in at:
                     linked.setdefault(name, set()).add(part)
                     linked.setdefault(part, set()).add(name)
-    out: list[list[int]] = [[] for _ in names]
+    out: list[tuple[list[int], list[int]]] = []
     for name, own in at.items():
         others = linked.get(name)
         if len(own) == 1 and not others:
             continue
-        group = sorted([*own, *(j for other in others or () for j in at[other])])
-        for i in own:
-            out[i] = [j for j in group if j != i]
+        out.append((own, sorted([*own, *(j for other in others or () for j in at[other])])))
     return out

@@ -72,7 +72,6 @@ from .arguments import check_number
 from .models import MemoryHit, MemoryItem, new_hit
 from .scoring import ScoreParts, Weights
 from .text import fold_suffix, tokenize
-from .validity import last_seen_ms
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -215,12 +214,16 @@ class HybridRanker:
         query_terms = sorted(set(self.terms(query)))  # sorted: float sums never depend on word order
         if not query_terms or not documents:
             return [0.0] * len(documents)
-        counted = [_term_counts(d, self.stopwords, self.fold_suffixes) for d in documents]
-        doc_terms = [c for c, _ in counted]
+        stopwords, fold = self.stopwords, self.fold_suffixes
+        counted = [_term_counts(d, stopwords, fold) for d in documents]
+        doc_terms, lengths = zip(*counted, strict=True)
         n = len(doc_terms)
-        avg_length = sum(length for _, length in counted) / n  # integer sum: exact, whatever the order
+        avg_length = sum(lengths) / n  # integer sum: exact, whatever the order
         k1, b, ceiling = self.k1, self.b, self.k1 + 1.0
-        norms = [k1 * (1.0 - b + b * length / avg_length) if avg_length > 0 else k1 for _, length in counted]
+        if b == 0.0:  # the default: k1 * (1.0 - 0.0 + 0.0 * x) is k1 exactly (x = length / avg is finite)
+            norms = [k1] * n
+        else:
+            norms = [k1 * (1.0 - b + b * length / avg_length) if avg_length > 0 else k1 for length in lengths]
         # Term by term over the documents (a query has a few terms, a recall a hundred
         # candidates): each document's sum still adds its terms in sorted order.
         acc = [0.0] * n
@@ -241,14 +244,21 @@ class HybridRanker:
     ) -> list[tuple[float, float, float, MemoryItem, float]]:
         """``(fused, dense, lexical, item, distance)`` of each candidate, best first."""
         lexical = self.lexical_scores(query, [item.content for item, _ in candidates])
-        alpha = self.alpha
-        out: list[tuple[float, float, float, MemoryItem, float]] = []
-        for (item, distance), lex in zip(candidates, lexical, strict=True):
-            dense = min(1.0, max(0.0, 1.0 - distance / 2.0))  # scoring.similarity_from_distance
-            similarity = 1.0 - (1.0 - dense) * math.exp(-alpha * lex)
-            out.append((min(1.0, max(dense, similarity)), dense, lex, item, distance))
-        out.sort(key=lambda c: (-c[0], -c[1], c[3].id))
-        return out
+        alpha, exp = self.alpha, math.exp
+        # Sorted on plain tuples (-fused, -dense, id, position): the order of the key
+        # (-fused, -dense, id) with a stable sort, compared in C instead of a key function.
+        keyed: list[tuple[float, float, str, int]] = []
+        for n, ((item, distance), lex) in enumerate(zip(candidates, lexical, strict=True)):
+            # min(1.0, max(0.0, 1.0 - distance / 2.0)) (scoring.similarity_from_distance), NaN included
+            dense = 1.0 - distance / 2.0
+            dense = dense if dense > 0.0 else 0.0
+            dense = dense if dense < 1.0 else 1.0
+            similarity = 1.0 - (1.0 - dense) * exp(-alpha * lex)
+            fused = similarity if similarity > dense else dense  # max(dense, similarity)
+            fused = fused if fused < 1.0 else 1.0  # min(1.0, ...)
+            keyed.append((-fused, -dense, item.id, n))
+        keyed.sort()
+        return [(-negf, -negd, lexical[n], candidates[n][0], candidates[n][1]) for negf, negd, _, n in keyed]
 
     def fuse(self, query: str, candidates: Sequence[tuple[MemoryItem, float]]) -> list[FusedCandidate]:
         """Score and order ``(item, cosine_distance)`` candidates; best first, with score parts."""
@@ -345,23 +355,22 @@ def rank(
         admitted = list(candidates) if gate.opens(ds) else []
     else:
         admitted = [(item, d) for item, d in candidates if d <= threshold]
-    fused: dict[str, float] = {}
+    # (fused similarity or None, item, distance) of each admitted candidate, in the order
+    # the composite score's ties keep.
+    entries: list[tuple[float | None, MemoryItem, float]]
     if reranker is not None and query is not None and admitted:
-        distance_of = {item.id: d for item, d in admitted}
-        order: list[tuple[MemoryItem, float]] = []
-        for item, lifted in reranker.rerank(query, admitted):
-            if item.id in distance_of and item.id not in fused:
-                fused[item.id] = min(1.0, max(0.0, float(lifted)))
-                order.append((item, distance_of[item.id]))
-        admitted = order
+        entries = _reranked(reranker, query, admitted)
+    else:
+        entries = [(None, item, d) for item, d in admitted]
     # ``scoring.composite``'s arithmetic for up to a hundred candidates a recall; its
     # ScoreParts are built for the hits returned only.
-    # ``scoring.weighted`` and ``scoring.recency`` inlined (the same operations in the
-    # same order, so the same floats): this loop runs for every candidate of a recall.
+    # ``scoring.weighted``, ``scoring.recency`` and ``validity.last_seen_ms`` inlined (the
+    # same operations in the same order, so the same floats): this loop runs for every
+    # candidate of a recall.
     ws, wr, wi = weights.similarity, weights.recency, weights.importance
     scored: list[tuple[float, float, float, MemoryItem, float]] = []
-    for item, distance in admitted:
-        similarity = fused.get(item.id) if fused else None
+    append = scored.append
+    for similarity, item, distance in entries:
         d = distance if similarity is None else 2.0 * (1.0 - similarity)
         # min(1.0, max(0.0, 1.0 - d / 2.0)) (scoring.similarity_from_distance), NaN included
         sim = 1.0 - d / 2.0
@@ -369,21 +378,60 @@ def rank(
         sim = sim if sim < 1.0 else 1.0
         # validity.last_seen_ms: a missing valid_from reads as created_at, which gives the
         # seed's max(created_at, last_accessed_at) (the max of ms, then / 1000: same float).
-        last_seen = (
-            last_seen_ms(item.valid_from, item.created_at, item.last_accessed_at, item.access_count) / 1000.0
-        )
-        age = now - last_seen
+        valid_from: int | None = item.valid_from  # None: an item built by hand (last_seen_ms takes it)
+        created, accessed = item.created_at, item.last_accessed_at
+        if valid_from is None:
+            seen = accessed if accessed > created else created
+        elif item.access_count > 0 or accessed > created:
+            seen = accessed if accessed > valid_from else valid_from
+        else:
+            seen = valid_from
+        age = now - seen / 1000.0
         rec = float(0.5 ** ((age if age > 0.0 else 0.0) / half_life_seconds))  # max(0.0, age)
-        score = ws * sim + wr * rec + wi * item.importance
-        scored.append((score, sim, rec, item, distance))
+        importance = item.importance
+        append((ws * sim + wr * rec + wi * importance, sim, rec, item, distance))
     scored.sort(key=_FIRST, reverse=True)  # stable: ties keep the candidates' order
+    if explain:
+        return [
+            new_hit(
+                item,
+                score,
+                1.0 - distance / 2.0,
+                distance,
+                ScoreParts(sim, rec, item.importance, weights, score),
+            )
+            for score, sim, rec, item, distance in scored[:k]
+        ]
     return [
-        new_hit(
-            item,
-            score,
-            1.0 - distance / 2.0,
-            distance,
-            ScoreParts(sim, rec, item.importance, weights, score) if explain else None,
-        )
-        for score, sim, rec, item, distance in scored[:k]
+        new_hit(item, score, 1.0 - distance / 2.0, distance, None)
+        for score, _, _, item, distance in scored[:k]
     ]
+
+
+def _reranked(
+    reranker: Reranker, query: str, admitted: list[tuple[MemoryItem, float]]
+) -> list[tuple[float | None, MemoryItem, float]]:
+    """``(fused similarity clamped to 0..1, item, its KNN distance)`` in the re-ranker's order.
+
+    A candidate the re-ranker returns twice counts once; one it drops is left out. The
+    shipped ``HybridRanker`` on distinct ids skips the ``Reranker`` protocol's pairs and
+    its lookups (the same entries: its ``rerank`` returns each candidate once, with the
+    distance it was given).
+    """
+    if type(reranker) is HybridRanker and len({item.id for item, _ in admitted}) == len(admitted):
+        return [
+            (_unit(fused), item, distance) for fused, _, _, item, distance in reranker._fused(query, admitted)
+        ]
+    distance_of = {item.id: d for item, d in admitted}
+    done: set[str] = set()
+    out: list[tuple[float | None, MemoryItem, float]] = []
+    for item, lifted in reranker.rerank(query, admitted):
+        if item.id in distance_of and item.id not in done:
+            done.add(item.id)
+            out.append((_unit(float(lifted)), item, distance_of[item.id]))
+    return out
+
+
+def _unit(value: float) -> float:
+    """``min(1.0, max(0.0, value))``."""
+    return min(1.0, max(0.0, value))

@@ -26,7 +26,7 @@ from .filters import Node
 from .keys import Scope, validate_memory_id
 from .models import MemoryKind, Sensitivity
 from .query import MemoryFilter, with_times
-from .record import NewMemory
+from .record import NewMemory, new_memory_of
 from .scoring import Weights
 from .subjects import normalise_subject, subject_key_of
 from .time_recall import TimePlan, time_plan
@@ -125,33 +125,36 @@ def new_memory(
     scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
     checked_source = None if source is None else validate_tag_value(source, name="source")
     checked_kind = "memory" if kind is None else check_kind(kind)
-    key = None
+    key = display = None
     if subject is not None:
         # Normalised (and bounded) before any I/O; the display text is stored as given.
         key = subject_key_of(scope.tag, checked_kind, normalise_subject(subject))
-        subject = " ".join(str(subject).split())
+        display = " ".join(str(subject).split())
     if date is not None and not isinstance(date, str):
         raise ValidationError("date must be a string", code="validation.type", details={"argument": "date"})
     checked_vector = None
     if vector is not None:
         size = dimensions or (len(vector) if isinstance(vector, Sized) else -1)
         checked_vector = validate_vector(vector, dimensions=size)
-    return NewMemory(
-        content=text,
-        scope=scope,
-        importance=check_importance(0.5 if importance is None else importance),
-        tags=check_tags(tags),
-        source=checked_source,
-        ttl=check_ttl(ttl),
-        sensitivity=check_sensitivity("none" if sensitivity is None else sensitivity),
-        metadata=check_metadata(metadata),
-        kind=checked_kind,
-        subject=subject,
-        date=date or None,
-        vector=checked_vector,
-        id=None if id is None else validate_memory_id(id),
-        valid_from=optional_ms(valid_from, name="valid_from"),
-        subject_key=key,
+    # An argument left at None takes its default directly: the value its check would return.
+    return new_memory_of(
+        text,
+        scope,
+        0.5 if importance is None else check_importance(importance),
+        () if tags is None else check_tags(tags),
+        checked_source,
+        None if ttl is None else check_ttl(ttl),
+        "none" if sensitivity is None else check_sensitivity(sensitivity),
+        {} if metadata is None else check_metadata(metadata),
+        checked_kind,
+        display,
+        date or None,
+        None,
+        checked_vector,
+        None if id is None else validate_memory_id(id),
+        None if valid_from is None else optional_ms(valid_from, name="valid_from"),
+        key,
+        False,
     )
 
 

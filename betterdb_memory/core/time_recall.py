@@ -36,7 +36,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .models import MemoryHit, MemoryItem
+from .models import MemoryHit, MemoryItem, new_hit
 from .query import IndexLayout
 from .scoring import ScoreParts, Weights
 from .supersession import effective_scores, rank_superseded
@@ -286,7 +286,7 @@ def whole_items(hits: Sequence[MemoryHit], full: Sequence[MemoryItem | None]) ->
     for h in hits:
         item = h.item if h.item.valid_until is not None else next(rest)
         if item is not None:
-            out.append(h if item is h.item else dataclasses.replace(h, item=item))
+            out.append(h if item is h.item else new_hit(item, h.score, h.similarity, h.distance, h.explain))
     return out
 
 

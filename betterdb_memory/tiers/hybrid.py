@@ -29,6 +29,13 @@ alone: counted (``agent_memory_recall_degraded_total{reason}``), shown in ``expl
 failure still raises. Why: on valkey-search 1.2.1's cluster a text query stalled for
 the engine's 50 s default timeout while reinforcement's writes were being indexed
 (``/work/notes`` of the textbudget branch; ``bench/bench_1m.py``), and failed the recall.
+
+The words' document counts that choose the words (``core.frequencies``) are taken off the
+recall's path: a query for one word with no filter brings its word's count in its reply,
+and the other counts a recall needs are sent after it, by one background task at a time
+(``_Refresher``), in batches. A count costs the engine about what a search of its word
+costs; in the recall's round trip they were most of valkey-search's unscoped recall on
+real text (``bench/bench_text_side.py``).
 """
 
 from __future__ import annotations
@@ -37,16 +44,16 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
-from ..core.codec import to_float
+from ..core.codec import as_text, to_float
 from ..core.frequencies import PER_WORD_MAX_WORDS, DocumentFrequencies, TextPlan, word_count_args
 from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
-from ..core.query import VECTOR_FIELD, MemoryFilter, filter_search_args
+from ..core.query import VECTOR_FIELD, MemoryFilter, build_filter, filter_search_args
 from ..core.ranking import HybridRanker, Reranker, query_words
 from ..core.replies import parse_search_reply
 from ..core.text_query import (
@@ -77,6 +84,82 @@ class TextRequest:
     plan: TextPlan
     searches: list[list[str]]
     queries: int
+    #: The words whose counts the text queries' replies carry (one per query, in order).
+    counted: tuple[str, ...] = ()
+
+
+def reply_total(reply: Any) -> int | None:
+    """The match count an FT.SEARCH reply starts with (RESP2 list, RESP3 map), None if it has none."""
+    value = reply.get("total_results", reply.get(b"total_results")) if isinstance(reply, dict) else None
+    if isinstance(reply, list | tuple) and reply:
+        value = reply[0]
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+class _Refresher:
+    """Counts words (and the whole index) after the recalls that want them, one task at a time.
+
+    Words wanted while a batch is out wait for the next one (at most ``_QUEUE`` of them;
+    more are left for a later recall to ask again). A batch that fails drops the queue:
+    the counts stay as they were, and the next recall that wants one asks again.
+    """
+
+    _BATCH = 16
+    _QUEUE = 256
+
+    def __init__(self, rt: Runtime, frequencies: DocumentFrequencies) -> None:
+        self._rt = rt
+        self._frequencies = frequencies
+        self._words: dict[str, None] = {}  # wanted, in order
+        self._total = False
+        self._running = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def settled(self) -> None:
+        """Return once no count is being taken (tests: the counts a recall asked for are in)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
+
+    def want(self, words: Sequence[str], *, total: bool) -> None:
+        for word in words:
+            if len(self._words) >= self._QUEUE:
+                break
+            self._words.setdefault(word)
+        self._total = self._total or total
+        if self._running:
+            return
+        self._running = True
+        try:
+            self._task = self._rt.supervisor.spawn(self._run(), name="word_counts")
+        except StoreClosedError:
+            self._running = False
+
+    async def _run(self) -> None:
+        index, layout = self._rt.index.name, self._rt.index.layout
+        try:
+            while self._words or self._total:
+                words = list(self._words)[: self._BATCH]
+                for word in words:
+                    del self._words[word]
+                total, self._total = self._total, False
+                searches = [word_count_args(index, w) for w in words]
+                if total:
+                    searches.append(filter_search_args(index, MemoryFilter(), layout=layout, limit=0))
+                try:
+                    replies = await self._rt.backend.pipeline("recall", [], searches=searches)
+                except (ServerError, StoreConnectionError, StoreClosedError) as exc:
+                    log.debug("word counts not retaken (%s): the last ones stay in use", exc)
+                    self._words.clear()
+                    return
+                counts = [reply_total(r) for r in replies]
+                learned = {w: n for w, n in zip(words, counts, strict=False) if n is not None}
+                whole = counts[len(words)] if total and len(counts) > len(words) else None
+                self._frequencies.learn(learned, whole, time.monotonic())
+        finally:
+            self._running = False
 
 
 class TextCandidates:
@@ -86,9 +169,14 @@ class TextCandidates:
         self._rt = rt
         self._docs = docs
         self._frequencies = DocumentFrequencies()
+        self._refresher = _Refresher(rt, self._frequencies)
         # At most this many words searched on an engine that answers one query per word (None: no cap).
         self.max_words: int | None = PER_WORD_MAX_WORDS
         self._warned: set[str] = set()  # the degraded reasons logged at warning already
+
+    async def settled(self) -> None:
+        """Return once the word counts asked for in the background are in (tests)."""
+        await self._refresher.settled()
 
     def available(self) -> bool:
         """Whether the engine and the index in use can answer a full-text query on ``content`` (and it is on)."""
@@ -139,12 +227,13 @@ class TextCandidates:
                 timeout_ms=self._rt.settings.text_timeout_ms,
             )
         queries = len(searches)
-        searches += [word_count_args(index, w) for w in plan.probe_words]
         if plan.probe_total:
             searches.append(filter_search_args(index, MemoryFilter(), layout=layout, limit=0))
-        if not searches:
+        if not searches and not plan.probe_words and not plan.refresh_total:
             return None
-        return TextRequest(plan, searches, queries)
+        # A query for one word with no filter answers that word's count: no probe for it.
+        single = not build_filter(flt, layout) and (per_word or len(plan.words) == 1)
+        return TextRequest(plan, searches, queries, counted=plan.words[:queries] if single else ())
 
     async def alongside(
         self, request: TextRequest | None, knn: Awaitable[T]
@@ -158,6 +247,10 @@ class TextCandidates:
         """
         if request is None:
             return await knn, [], None
+        if not request.searches:  # only counts to retake: after the recall's KNN
+            result = await knn
+            self._refresh(request, ())
+            return result, [], None
         task = asyncio.ensure_future(self._send(request))
         try:
             result = await knn
@@ -165,13 +258,15 @@ class TextCandidates:
             task.cancel()
             raise
         replies, reason, detail = await task
-        texts = self.learn(request, replies) if reason is None else []
+        texts = list(replies[: request.queries]) if reason is None else []
         if reason is None:
             warnings = [w for w in map(reply_warning, texts) if w and is_timeout_message(w)]
             if warnings:
                 reason, detail = "partial", "; ".join(warnings)
         if reason is not None:
             self._degraded(reason, detail)
+        else:  # a partial answer's totals are partial too: nothing learned from it
+            self.learn(request, replies)
         return result, texts, reason
 
     async def _send(self, request: TextRequest) -> tuple[list[Any], DegradedReason | None, str]:
@@ -215,13 +310,25 @@ class TextCandidates:
         ]
 
     def learn(self, request: TextRequest, replies: Sequence[Any]) -> list[Any]:
-        """Keep the counts the probes brought; the replies of the text queries."""
-        probes = replies[request.queries :]
-        counts = [parse_search_reply(r, nocontent=True).total for r in probes]
-        words = request.plan.probe_words
-        total = counts[len(words)] if request.plan.probe_total and len(counts) > len(words) else None
-        self._frequencies.learn(zip(words, counts, strict=False), total, time.monotonic())
+        """Keep the counts the replies bring (the index's; one word's), then retake the other
+        counts the recall's plan asked for, in the background; the replies of the text queries."""
+        now = time.monotonic()
+        total = None
+        if request.plan.probe_total and len(replies) > request.queries:
+            total = reply_total(replies[request.queries])
+        learned = {
+            w: n for w, r in zip(request.counted, replies, strict=False) if (n := reply_total(r)) is not None
+        }
+        self._frequencies.learn(learned, total, now)
+        self._refresh(request, learned)
         return list(replies[: request.queries])
+
+    def _refresh(self, request: TextRequest, learned: Collection[str]) -> None:
+        """Count, off the recall's path, the words (and the index) its plan found unknown or stale."""
+        plan = request.plan
+        words = [w for w in plan.probe_words if w not in learned]
+        if words or plan.refresh_total:
+            self._refresher.want(words, total=plan.refresh_total)
 
     def candidates(
         self,
@@ -248,7 +355,6 @@ class TextCandidates:
         now_ms = time.time() * 1000
         width = 4 * vector.shape[0]  # FLOAT32 bytes of a vector of the query's dimension
         kept: dict[str, dict[str, Any]] = {}
-        blobs: dict[str, bytes] = {}
         expired: list[str] = []
         for reply in replies:
             for hit in parse_search_reply(reply).hits:
@@ -263,11 +369,26 @@ class TextCandidates:
                     expired.append(mid)
                     continue
                 raw = f.get(VECTOR_FIELD)
-                if isinstance(raw, bytes | bytearray) and raw:
-                    if len(raw) != width:
-                        continue  # another model's vector: no distance on the query's scale
-                    blobs[mid] = bytes(raw)
+                if isinstance(raw, bytes | bytearray) and raw and len(raw) != width:
+                    continue  # another model's vector: no distance on the query's scale
                 kept[mid] = f
+        if expired:
+            self._docs.drop_expired(expired)
+        ids = sorted(kept)
+        limit = self._rt.settings.text_candidates
+        if len(replies) > 1 and len(ids) > limit:
+            # One query per word (valkey-search): keep the union's lexically best, chosen by
+            # their text alone before any item is built or distance computed (a third of the
+            # union, on LoCoMo's unscoped questions, was built only to be dropped).
+            ranker = reranker if isinstance(reranker, HybridRanker) else _DEFAULT_RANKER
+            scores = ranker.lexical_scores(query, [as_text(kept[m]["content"]) for m in ids])
+            order = sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))
+            ids = [ids[i] for i in order[:limit]]
+        blobs: dict[str, bytes] = {}
+        for mid in ids:
+            raw = kept[mid].get(VECTOR_FIELD)
+            if isinstance(raw, bytes | bytearray) and raw:
+                blobs[mid] = bytes(raw)
         if vectors is not None:
             vectors.update(blobs)
         # Every readable vector's cosine distance in one product.
@@ -278,24 +399,14 @@ class TextCandidates:
             norms[norms == 0] = 1.0
             cos = (stored @ vector.astype(np.float32)) / (norms * (float(np.linalg.norm(vector)) or 1.0))
             distance_of = dict(zip(blobs, np.clip(1.0 - cos, 0.0, 2.0).tolist(), strict=True))
-        found: dict[str, tuple[MemoryItem, float]] = {}
         pending = self._docs.reinforcement.pending  # lagging accesses, built in (``Reinforcement.overlay``)
-        for mid, f in kept.items():
-            seen = pending.get(mid)
+        pairs: list[tuple[MemoryItem, float]] = []
+        for mid in ids:
+            f, seen = kept[mid], pending.get(mid)
             item = (
                 ranking_item(mid, f, seen=seen)
                 if slim
                 else item_from_fields(mid, f, fact_source=rt.settings.fact_source, seen=seen)
             )
-            found[mid] = (item, distance_of.get(mid, farthest))
-        if expired:
-            self._docs.drop_expired(expired)
-        pairs = sorted(found.values(), key=lambda p: p[0].id)
-        limit = self._rt.settings.text_candidates
-        if len(replies) > 1 and len(pairs) > limit:
-            # One query per word (valkey-search): keep the union's lexically best.
-            ranker = reranker if isinstance(reranker, HybridRanker) else _DEFAULT_RANKER
-            scores = ranker.lexical_scores(query, [item.content for item, _ in pairs])
-            order = sorted(range(len(pairs)), key=lambda i: (-scores[i], pairs[i][0].id))
-            pairs = [pairs[i] for i in order[:limit]]
+            pairs.append((item, distance_of.get(mid, farthest)))
         return pairs

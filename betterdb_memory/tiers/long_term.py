@@ -6,12 +6,16 @@ each memory with a TTL). The stored record is built by the pure ``core.record``.
 a capacity, the same round trip counts each written cap scope, and only a scope found
 over its cap pays for eviction (``capacity``). Ids are fixed client-side before the
 first attempt, so a retry after a dropped connection rewrites the same documents. A
-write under a caller's id replaces the memory stored there (``upserts``).
+write under a caller's id replaces the memory stored there (``upserts``). A single
+``remember`` with nothing of that to do (no id, no subject, no dedup, no cap: one ``HSET``)
+takes ``single_write``'s path instead, which writes the same record without the batch's
+bookkeeping; dedup's lookup is ``dedup.find_twins``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import date, datetime
@@ -21,21 +25,21 @@ import numpy as np
 
 from ..backend import scripts
 from ..backend.commands import Step
-from ..core.codec import as_text, encode_vector, validate_vector
+from ..core.codec import validate_vector
 from ..core.filter_fields import index_fields
 from ..core.keys import Scope, validate_memory_id
 from ..core.models import MemoryItem, Sensitivity
-from ..core.query import MemoryFilter, knn_search_args
 from ..core.record import NewMemory, Previous, dedup_hash, encode_record
-from ..core.replies import parse_search_reply
 from ..core.requests import MemoryInput, new_memories, new_memory
 from ..core.validation import check_metadata
 from ..errors import MemoryNotFoundError, ValidationError
 from ..observability.tracing import add_attributes
 from .capacity import Capacity
+from .dedup import find_twins
 from .documents import Documents
 from .recall import Recall
 from .runtime import Runtime
+from .single_write import remember_one
 from .subjects import Subjects
 from .upserts import HISTORY_MAX, Existing, read_existing
 
@@ -51,6 +55,7 @@ class LongTermMemory:
         self._recall = recall
         self._docs = docs
         self.subjects = Subjects(rt)
+        self._write_capped = functools.partial(self.write_memories, capped=True)  # ``remember``'s batch path
 
     def _record(
         self,
@@ -146,7 +151,7 @@ class LongTermMemory:
             ttl=ttl, thread_id=thread_id, agent_id=agent_id, namespace=namespace, sensitivity=sensitivity,
             metadata=metadata, vector=vector, id=id, valid_from=valid_from, subject=subject,
         )  # fmt: skip
-        return (await self._remember([memory], mark=(importance, ttl)))[0]
+        return await remember_one(self._rt, memory, self._write_capped, importance=importance, ttl=ttl)
 
     async def remember_many(self, items: Iterable[str | MemoryInput]) -> list[str]:
         """Store many memories: one embedding batch and one pipelined round trip.
@@ -265,7 +270,7 @@ class LongTermMemory:
             memories = hashed
             twin_of = {i: j for i, j in twin_of.items() if i != j}
             leaders = [i for i in range(len(memories)) if i not in twin_of and memories[i].id is None]
-            found = await self._find_twins([memories[i] for i in leaders], [vectors[i] for i in leaders])
+            found = await find_twins(self._rt, [memories[i] for i in leaders], [vectors[i] for i in leaders])
             for n, twin in found.items():
                 ids[leaders[n]] = twin
             dedup_hits = len(found) + len(twin_of)
@@ -366,35 +371,6 @@ class LongTermMemory:
             written = {mid for _, mid, _, _ in records}
             evicted = await self._capacity.hold_caps(rounds, results, cap, protect=written, now=now)
         return [str(m) for m in ids], evicted, dedup_hits
-
-    async def _find_twins(self, memories: list[NewMemory], vectors: list[Any]) -> dict[int, str]:
-        """Items whose normalised content already exists in their exact scope: index -> that id."""
-        if not self._rt.index.layout.dedup:
-            return {}
-        check = ("threadId", "agentId", "namespace", "dedup")
-
-        searches = [
-            knn_search_args(
-                self._rt.index.name, encode_vector(vectors[i]), k=10, layout=self._rt.index.layout, return_fields=check,
-                flt=MemoryFilter(scope=m.scope, dedup=m.dedup_hash),
-            )
-            for i, m in enumerate(memories)
-        ]  # fmt: skip
-        replies = await self._rt.backend.pipeline("remember", [], searches=searches)
-        out: dict[int, str] = {}
-        for i, (m, reply) in enumerate(zip(memories, replies, strict=True)):
-            scope = m.scope
-            for hit in parse_search_reply(reply).hits:
-                f = hit.fields
-                if (
-                    (as_text(f.get("threadId")) or None) == scope.thread_id
-                    and (as_text(f.get("agentId")) or None) == scope.agent_id
-                    and (as_text(f.get("namespace")) or None) == scope.namespace
-                    and as_text(f.get("dedup")) == m.dedup_hash
-                ):
-                    out[i] = self._rt.keys.memory_id_of(hit.key)
-                    break
-        return out
 
     async def update(
         self,

@@ -32,6 +32,7 @@ from ..core.replies import parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
 from ..core.time_recall import TimePlan, search_text, whole_items
+from ..core.tunables import ConfigSnapshot
 from ..core.validation import check_content
 from ..core.where import check_fields, result_matches
 from ..observability.tracing import add_attributes
@@ -43,16 +44,15 @@ from .time_recall import TimeRecall, WindowQueries
 
 __all__ = ["DEFAULT_K", "Recall"]
 
-# The most hits one KNN query may ask for (valkey-search's default maximum k).
-_MAX_KNN = 10_000
-
-# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry,
-# and the scope (``LearnedRanker``'s neighbours are the memories next to a candidate in its thread).
+_MAX_KNN = 10_000  # the most hits one KNN query may ask for (valkey-search's default maximum k)
+# What ranking reads: the text (re-ranking), the composite score's inputs, the expiry, the scope
+# (``LearnedRanker``'s neighbours are the memories next to a candidate in its thread), and
+# recency's anchor (``core.validity.last_seen_ms``; ``valid_from`` is not in the index schema yet).
 _RANKING_FIELDS: tuple[str, ...] = (
     "content", "importance", "created_at", "last_accessed_at", "expires_at", "threadId", "agentId", "namespace",
+    "valid_from", "access_count",
 )  # fmt: skip
-# Recency's anchor (``core.validity.last_seen_ms``): a hash field, not in the index schema yet.
-_RANKING_FIELDS += ("valid_from", "access_count")
+_DENSE = TimePlan(present=False)  # a recall without a re-ranker: the reference's order, no time rule
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +66,16 @@ class Recall:
         self._text = TextCandidates(rt, docs)
         self._time = TimeRecall(rt)
         self._history = History(rt)
+        self._weights: tuple[ConfigSnapshot | None, Weights] = (None, Weights())
 
     def effective_threshold(self, threshold: float | None = None) -> float:
         """The cosine-distance ceiling a recall uses: the argument, else the live config's."""
+        return self._threshold(threshold, self._rt.config())
+
+    def _threshold(self, threshold: float | None, cfg: ConfigSnapshot) -> float:
         if threshold is not None:
             return threshold
-        configured = self._rt.config().threshold
-        return self._rt.settings.default_threshold if configured is None else configured
+        return self._rt.settings.default_threshold if cfg.threshold is None else cfg.threshold
 
     async def recall(
         self,
@@ -278,25 +281,31 @@ class Recall:
         now_ms = time.time() * 1000
         out: list[tuple[MemoryItem, float]] = []
         expired: list[str] = []
-        fact_source = self._rt.settings.fact_source
-        build = ranking_item if slim else functools.partial(item_from_fields, fact_source=fact_source)
+        fs = self._rt.settings.fact_source
         pending = self._docs.reinforcement.pending  # lagging accesses: ``overlay`` then finds them current
         exact, memory_id_of = check or flt.where is not None, self._rt.keys.memory_id_of  # per hit below
         for hit in hits:
             f = hit.fields
-            if SCORE_ALIAS not in f:
+            score = f.get(SCORE_ALIAS)
+            if score is None and SCORE_ALIAS not in f:
                 continue  # expired between match and load
             if exact and not result_matches(f, flt, check):
                 continue
-            expires = as_text(f.get("expires_at"))
-            if expires and to_float(expires) <= now_ms:
-                expired.append(self._rt.keys.memory_id_of(hit.key))
+            expires = f.get("expires_at")
+            if expires is not None and (expires := as_text(expires)) and to_float(expires) <= now_ms:
+                expired.append(memory_id_of(hit.key))
                 continue
             mid = memory_id_of(hit.key)
-            item = build(mid, f, seen=pending.get(mid))
-            # An exact match can come back a hair below 0 (float32 arithmetic on valkey-search):
-            # a cosine distance is 0..2, so the similarity stays within 0..1.
-            out.append((item, min(2.0, max(0.0, to_float(f[SCORE_ALIAS])))))
+            seen = pending.get(mid)
+            item = (
+                ranking_item(mid, f, seen=seen)
+                if slim
+                else item_from_fields(mid, f, fact_source=fs, seen=seen)
+            )
+            # min(2.0, max(0.0, d)): an exact match can come back a hair below 0 (float32 on valkey-search)
+            distance = to_float(score)
+            distance = distance if distance > 0.0 else 0.0
+            out.append((item, distance if distance < 2.0 else 2.0))
         if expired:
             self._docs.drop_expired(expired)
         if past:
@@ -308,24 +317,24 @@ class Recall:
     async def _recall_vector(
         self, vector: np.ndarray[Any, np.dtype[np.float32]], request: RecallRequest, *, embed_seconds: float
     ) -> list[MemoryHit]:
-        k = request.k
-        threshold = self.effective_threshold(request.threshold)
+        k, cfg = request.k, self._rt.config()  # one snapshot of the live config per recall
+        threshold = self._threshold(request.threshold, cfg)
         weights = request.weights
         if weights is None:
-            cfg = self._rt.config()
-            weights = Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance)
+            if cfg is not self._weights[0]:  # the configured weights, built once per snapshot
+                self._weights = (
+                    cfg,
+                    Weights(cfg.weight_similarity, cfg.weight_recency, cfg.weight_importance),
+                )
+            weights = self._weights[1]
         started = time.perf_counter()
         with self._rt.obs.span("recall") as span:
             hits, search_seconds, near_miss = await self._recall_scored(
                 vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
-                explain=request.explain, query=request.query, plan=request.plan,
+                explain=request.explain, query=request.query, plan=request.plan, half_life=cfg.half_life_seconds,
             )  # fmt: skip
-            self._rt.obs.mark_recall(
-                span,
-                len(hits),
-                k=k,
-                matched_key=self._rt.keys.doc(hits[0].item.id) if hits else None,
-            )
+            key = self._rt.keys.doc(hits[0].item.id) if hits else None
+            self._rt.obs.mark_recall(span, len(hits), k=k, matched_key=key)
             add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
         self._rt.metrics.observe_recall(
             hits=len(hits),
@@ -350,15 +359,15 @@ class Recall:
         reinforce: bool,
         explain: bool,
         plan: TimePlan,
-        query: str | None = None,
+        query: str | None,
+        half_life: float,
     ) -> tuple[list[MemoryHit], float, bool]:
         reranker = self._rt.settings.reranker if query is not None else None
-        plan = plan if reranker is not None else TimePlan(present=False)  # drop-in: the reference's order
+        plan = plan if reranker is not None else _DENSE  # drop-in: the reference's order
         n = k * self._rt.settings.candidate_factor
         if reranker is not None:  # lexical evidence can only lift what KNN returned
             n = max(n, self._rt.settings.rerank_candidates)
-        # Ranking many candidates needs only text and scoring fields; the pure-Python
-        # reply parser costs per field, so fetch the full items of the top k afterwards.
+        # Ranking many candidates needs only text and scoring fields: the full items of the top k come after.
         slim = n > k and flt.as_of is None  # superseded versions are read whole (no FETCH by id)
         fields = _RANKING_FIELDS if slim else ITEM_FIELDS
         vectors: dict[str, bytes] = {}  # the text-only candidates' (same-slot supersession reads them)
@@ -388,13 +397,13 @@ class Recall:
             )
         search_seconds = time.perf_counter() - started
         now = time.time()
-        half_life = self._rt.config().half_life_seconds
         # Re-ranked: the threshold gates the whole recall (core.ranking.Gate); dense: each hit.
         gate = Gate(threshold, self._rt.settings.margin) if reranker is not None else None
         candidates = self._docs.reinforcement.overlay(candidates)  # this store's accesses not yet flushed
+        needs = self._time.reorders(plan, candidates, query)  # None: ``rank`` cuts to k, nothing re-orders
         hits = rank(
             candidates,
-            k=len(candidates) if plan.reorders else k,
+            k=k if needs is None else len(candidates),
             threshold=threshold,
             weights=weights,
             half_life_seconds=half_life,
@@ -405,9 +414,10 @@ class Recall:
             gate=gate,
             knn_distances=knn_distances,
         )
-        hits = await self._time.order(
-            hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query
-        )
+        if needs is not None:
+            hits = await self._time.order(
+                hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query, needs=needs
+            )
         hits = self._text.mark(hits, degraded)  # explain says when the text side was left out
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"

@@ -55,9 +55,21 @@ from ..core.where import check_fields, names_declared
 from .history import HISTORY_ITEM_FIELDS, History
 from .runtime import Runtime
 
-__all__ = ["TimeRecall", "WindowQueries"]
+__all__ = ["Needs", "TimeRecall", "WindowQueries"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """What ``TimeRecall.reorders`` read from a recall's candidates, for ``order``.
+
+    ``candidates``: how many (-1: not read, a window's recall); ``ids``: those whose
+    vectors same-slot supersession reads (``vector_needs``).
+    """
+
+    candidates: int
+    ids: frozenset[str]
 
 
 @dataclass(slots=True)
@@ -173,6 +185,30 @@ class TimeRecall:
         window.searches.append(args)
         return [*replies[:at], reply, *replies[at:]]
 
+    def reorders(
+        self, plan: TimePlan, candidates: Sequence[tuple[MemoryItem, float]], query: str | None
+    ) -> Needs | None:
+        """Whether ``order`` can re-order the ranked ``candidates`` (None: no, rank cuts them to ``k``).
+
+        With a window, always. For a question about the present, only when same-slot
+        supersession can apply to them (``vector_needs``, from their texts): most recalls
+        (conversation turns, memories with no two versions of a name) then rank and build
+        ``k`` hits, not one per candidate. The answer (``Needs``) goes to ``order``.
+        """
+        if plan.window is not None:
+            return Needs(-1, frozenset())
+        if not plan.present or len(candidates) < 2 or not self._reads_vectors():
+            return None
+        items = [item for item, _ in candidates if not is_turn(item.content)]
+        need = vector_needs([it.content for it in items], [it.valid_from for it in items], query)
+        if not need:
+            return None
+        return Needs(len(candidates), frozenset(items[i].id for i in need))
+
+    def _reads_vectors(self) -> bool:
+        """Whether the rule can read stored vectors (a decoding client cannot)."""
+        return bool(self._rt.embedder.dimensions) and not self._rt.backend.decodes
+
     async def order(
         self,
         hits: Sequence[MemoryHit],
@@ -183,11 +219,13 @@ class TimeRecall:
         vectors: Mapping[str, bytes],
         window: WindowQueries | None = None,
         query: str | None = None,
+        needs: Needs | None = None,
     ) -> list[MemoryHit]:
         """The ranked ``hits`` (all candidates, best first) re-ordered for ``plan``, cut to ``k``.
 
         ``window``: an exact window's queries (what they returned is ranked first).
         ``query``: the question (same-slot supersession reads the names it asks about).
+        ``needs``: what ``reorders`` found in the candidates.
         """
         out = list(hits)
         if plan.filters and plan.window is not None:
@@ -196,11 +234,11 @@ class TimeRecall:
         elif plan.boosts and plan.window is not None:
             out = boost_window(out, plan.window, weights)
         elif plan.present and len(out) > 1:
-            out = await self._present(out, vectors, query or "")
+            out = await self._present(out, vectors, query or "", needs)
         return with_window(out[:k], plan)
 
     async def _present(
-        self, hits: list[MemoryHit], vectors: Mapping[str, bytes], query: str = ""
+        self, hits: list[MemoryHit], vectors: Mapping[str, bytes], query: str = "", needs: Needs | None = None
     ) -> list[MemoryHit]:
         """Same-slot supersession over the hits, reading only the vectors the rule needs.
 
@@ -209,17 +247,21 @@ class TimeRecall:
         that share a leading name with another, those the question names) are read in
         one round trip, and only when two candidates can be versions of one statement.
         """
-        width = self._rt.embedder.dimensions * 4
-        if not width or self._rt.backend.decodes:  # a decoding client cannot read a vector
+        if not self._reads_vectors():
             return hits
+        width = self._rt.embedder.dimensions * 4
         # Conversation turns ("Name: ...") are not statements of a slot: two turns of one
         # speaker on one topic are not versions of one fact (measured: LoCoMo, -11 points).
         idx = [i for i, h in enumerate(hits) if not is_turn(h.item.content)]
         if len(idx) < 2:
             return hits
-        need = vector_needs(
-            [hits[i].item.content for i in idx], [hits[i].item.valid_from for i in idx], query
-        )
+        if needs is not None and needs.candidates == len(hits):
+            # The hits are the candidates ``reorders`` read (re-ordered): the same ones.
+            need = [r for r, i in enumerate(idx) if hits[i].item.id in needs.ids]
+        else:
+            need = vector_needs(
+                [hits[i].item.content for i in idx], [hits[i].item.valid_from for i in idx], query
+            )
         if not need:
             return hits
         idx = [idx[r] for r in need]

@@ -149,12 +149,22 @@ async def test_words_most_memories_hold_leave_the_text_query(client: Any, unique
         assert first.plan.words == ("say", "user", "zanzibarite") and first.plan.probe_total
         hits = await store.recall(query, k=1, threshold=2.0, thread_id="c", reinforce=False)
         assert [h.item.id for h in hits] == [answer]  # the KNN of two misses it; its rare word brings it
+        await store._recall._text.settled()  # the words are counted after the recall, off its path
         again = store._recall._text.request(query, flt, ["content"], pool=2)
         assert again is not None and again.plan.words == ("say", "zanzibarite")  # "user": 9 of 9 memories
         assert not again.plan.probe_words and not again.plan.probe_total
         assert all("user" not in " ".join(args) for args in again.searches)
         hits = await store.recall(query, k=1, threshold=2.0, thread_id="c", reinforce=False)
         assert [h.item.id for h in hits] == [answer]
+        # Counts past their ttl still decide while they are taken again: "user" stays out.
+        store._recall._text._frequencies.ttl = 0.0
+        stale = store._recall._text.request(query, flt, ["content"], pool=2)
+        assert stale is not None and stale.plan.words == ("say", "zanzibarite")
+        assert stale.plan.probe_words == ("say", "user", "zanzibarite") and stale.plan.refresh_total
+        assert all("user" not in " ".join(args) for args in stale.searches)
+        hits = await store.recall(query, k=1, threshold=2.0, thread_id="c", reinforce=False)
+        assert [h.item.id for h in hits] == [answer]
+        await store._recall._text.settled()
         # An index no larger than the KNN's pool: no text query at all (the KNN reads it whole).
         small = store._recall._text.request(query, flt, ["content"], pool=50)
         assert small is not None and small.queries == 0 and small.plan.probe_total
@@ -184,8 +194,9 @@ async def test_the_text_query_keeps_its_words_under_the_postings_budget(
             return  # valkey-search 1.0: no TEXT, KNN only
         hits = await store.recall(
             query, k=1, threshold=2.0, thread_id="b", reinforce=False
-        )  # counts the words
+        )  # counts the words (after it, in the background)
         assert [h.item.id for h in hits] == [answer]
+        await store._recall._text.settled()
         again = store._recall._text.request(query, flt, ["content"], pool=2)
         # "kayak" (7 of 17 memories, under half) passes the share cut but not the budget of 5;
         # "zanzibarite" (1) fits, and so do words no memory holds.
@@ -229,6 +240,7 @@ async def test_a_long_question_sends_only_its_rarest_words_on_a_per_word_engine(
         query = "What did Caroline and Melanie paint at the lake on their Zanzibarite trip?"
         assert len(query_words(query)) == 6 > PER_WORD_MAX_WORDS  # every one under the common share
         first = await store.recall(query, k=1, threshold=2.0, thread_id="w", reinforce=False)  # counts them
+        await store._recall._text.settled()
         before = await _search_calls(client)
         hits = await store.recall(query, k=1, threshold=2.0, thread_id="w", reinforce=False)
         sent = await _search_calls(client) - before
@@ -237,6 +249,52 @@ async def test_a_long_question_sends_only_its_rarest_words_on_a_per_word_engine(
         assert [h.item.id for h in hits] == [h.item.id for h in first] == [answer]
     finally:
         await store.forget_by_scope(thread_id="w")
+        await store.close()
+
+
+async def test_an_unscoped_word_query_counts_its_word(client: Any, unique_name: str) -> None:
+    """No word count rides in a recall's round trip: an unscoped word query's reply carries its
+    word's count (valkey-search: one query per word), and the other words are counted after the
+    recall. The rare word still brings the memory the KNN misses, while "caroline" (in most
+    memories) is left out once counted."""
+    store = MemoryStore(
+        client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False, rerank_candidates=2
+    )
+    try:
+        for i in range(12):
+            await store.remember(f"Caroline noted item {i}.", vector=unit(500 + i), thread_id="u")
+        for i in range(4):
+            await store.remember(f"Melanie liked the lake trip {i}.", vector=unit(520 + i), thread_id="u")
+        answer = await store.remember(
+            "Caroline painted a Zanzibarite sunrise.", vector=unit(99), thread_id="u"
+        )
+        await store.index.ensure_ready()
+        if not store._recall._text.available():
+            return  # valkey-search 1.0: no TEXT, KNN only
+        query = "Did Caroline paint a Zanzibarite sunrise at the lake?"
+        words = query_words(query)
+        assert len(words) == 5 > PER_WORD_MAX_WORDS
+        per_word = store.capabilities is not None and store.capabilities.engine != "redisearch"
+        await store.recall(
+            "Anything noted?", k=1, threshold=2.0, reinforce=False
+        )  # the first recall's own work
+        await store._recall._text.settled()
+        before = await _search_calls(client)
+        hits = await store.recall(query, k=1, threshold=2.0, reinforce=False)
+        await store._recall._text.settled()
+        sent = await _search_calls(client) - before
+        assert [h.item.id for h in hits] == [answer]
+        # The KNN, the text queries, then (after the recall) the words no query counted.
+        if per_word:
+            assert sent == 1 + PER_WORD_MAX_WORDS + (len(words) - PER_WORD_MAX_WORDS)
+        else:
+            assert sent == 1 + 1 + len(words)
+        again = store._recall._text.request(query, MemoryFilter(), ["content"], pool=2)
+        assert again is not None and not again.plan.probe_words and "caroline" not in again.plan.words
+        hits = await store.recall(query, k=1, threshold=2.0, reinforce=False)
+        assert [h.item.id for h in hits] == [answer]
+    finally:
+        await store.forget_by_scope(thread_id="u")
         await store.close()
 
 

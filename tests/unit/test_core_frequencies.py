@@ -48,14 +48,32 @@ def test_an_index_the_knn_reads_whole_gets_no_text_query_and_is_recounted() -> N
     )
 
 
-def test_counts_expire_after_the_ttl() -> None:
+def test_counts_go_stale_after_the_ttl_and_still_decide_while_retaken() -> None:
     df = DocumentFrequencies(ttl=30.0)
     df.learn({"user": 900}, 1000, 0.0)
     assert df.count("user", 30.0) == 900 and df.total(30.0) == 1000
-    assert df.count("user", 30.1) is None and df.total(30.1) is None
-    assert df.plan(("user",), 31.0, pool=50) == TextPlan(
-        words=("user",), probe_words=("user",), probe_total=True
+    assert df.count("user", 30.1) is None and df.total(30.1) is None  # not fresh any more
+    # Still in 90% of the index as far as anyone knows: not searched, counted again off the path.
+    assert df.plan(("user",), 31.0, pool=50) == TextPlan(probe_words=("user",), refresh_total=True)
+
+
+def test_a_common_word_is_not_searched_again_when_its_count_goes_stale() -> None:
+    """At 250k memories a word in 190k of them cost a full walk of its postings twice (search and
+    count) in every recall that met it after its count's ttl: the stale count now keeps it out."""
+    df = DocumentFrequencies(ttl=30.0)
+    df.learn({"kalo1": 190_000, "porto": 3}, 250_000, 0.0)
+    plan = df.plan(("kalo1", "porto", "unseen"), 600.0, pool=50)
+    assert plan == TextPlan(
+        words=("porto", "unseen"), probe_words=("kalo1", "porto", "unseen"), refresh_total=True
     )
+    df.learn({"kalo1": 190_500, "porto": 4, "unseen": 2}, 250_600, 601.0)
+    assert df.plan(("kalo1", "porto", "unseen"), 602.0, pool=50) == TextPlan(words=("porto", "unseen"))
+
+
+def test_a_small_index_is_recounted_in_the_recall_even_when_its_count_is_stale() -> None:
+    df = DocumentFrequencies(ttl=30.0)
+    df.learn({}, 40, 0.0)
+    assert df.plan(("porto",), 100.0, pool=50) == TextPlan(probe_total=True)
 
 
 def test_capacity_forgets_the_oldest_learned_first() -> None:
@@ -114,6 +132,7 @@ def test_a_count_past_its_ttl_still_ranks_its_word_under_the_cap() -> None:
     df = DocumentFrequencies(ttl=30.0)
     df.learn({"caroline": 300, "sunrise": 3}, 5_000, 0.0)
     plan = df.plan(("caroline", "paint", "sunrise"), 40.0, pool=50, max_words=2)
-    # Every count is stale: all three are probed again, and the old counts still choose.
+    # Every count is stale: all three are counted again (after the recall), the old counts still choose.
     assert plan.words == ("paint", "sunrise")
-    assert plan.probe_words == ("caroline", "paint", "sunrise") and plan.probe_total
+    assert plan.probe_words == ("caroline", "paint", "sunrise") and plan.refresh_total
+    assert not plan.probe_total

@@ -214,3 +214,31 @@ def test_invalid_memory_ids_are_rejected(memory_id: object) -> None:
     if isinstance(memory_id, str):
         with pytest.raises(ValidationError):
             KeySpace("mem").doc(memory_id)
+
+
+def test_new_memory_ids_stay_unique_and_well_formed_across_batches() -> None:
+    """Ids are made 256 at a time: across several batches, each is a fresh UUID4 string."""
+    ids = [KeySpace.new_memory_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    for mid in ids:
+        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", mid)
+    variants = {mid[19] for mid in ids}
+    assert variants == set("89ab")  # the variant's free bits are random, its fixed ones set
+
+
+def test_a_remembered_scope_is_the_same_scope_and_bad_values_still_fail() -> None:
+    """``Scope.of`` keeps the scopes it built from plain strings; checks still run for anything else."""
+    a = Scope.of(thread_id="t", agent_id="a")
+    assert Scope.of(thread_id="t", agent_id="a") is a
+    assert a == Scope(agent_id="a", thread_id="t")
+    assert Scope.of() == Scope()
+    with pytest.raises(ValidationError):
+        Scope.of(thread_id="t,u")
+    with pytest.raises(ValidationError):
+        Scope.of(thread_id=["t"])  # unhashable: checked, not looked up
+
+    class Text(str):
+        pass
+
+    odd = Scope.of(thread_id=Text("t"), agent_id="a")
+    assert odd == a and odd is not a  # a str subclass is checked and built, never kept

@@ -412,3 +412,26 @@ def test_the_vectorised_ranker_gives_the_reference_order_and_scores(key: Any) ->
         )
         for mine, theirs in zip(columns(*args), reference_columns(*args), strict=True):  # type: ignore[arg-type]
             assert mine == pytest.approx(theirs, abs=1e-12, rel=0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Caroline: I went to the pottery class.",
+        "  Mel Smith: hi",
+        "Mary Ann Lee Jones: four words is not a speaker",
+        "memory 12: the user prefers window seats",
+        "123: numbers are not names",
+        "_x: underscores neither",
+        "Zoë: a name in another script",
+        "Dr. Who: dots are part of a name",
+        "no colon at all",
+        "",
+        "A" * 60 + ": too far for the speaker pattern",
+    ],
+)
+def test_is_turn_is_the_profile_speaker(text: str) -> None:
+    """``is_turn`` reads the speaker pattern alone: the same answer as the text's ``Profile``."""
+    from betterdb_memory.core.learned_rank import is_turn, profile
+
+    assert is_turn(text) == bool(profile(text).speaker)

@@ -122,3 +122,23 @@ def test_the_fast_constructor_takes_every_field_in_order_and_builds_the_same_ite
         pass
     else:
         raise AssertionError("the item must stay frozen")
+
+
+def test_the_short_way_for_a_plain_hash_builds_what_the_long_way_does() -> None:
+    """A hash with none of the optional fields takes a short way; a field the reader ignores sends
+    the same hash the long way: the two items must be equal, field by field, for every subset."""
+    import itertools
+
+    plain = {
+        "__dist": b"0.25", "content": b"Ada lives in Lisbon.", "importance": b"0.7", "created_at": b"1000",
+        "last_accessed_at": b"2000", "access_count": b"3", "threadId": b"t1", "agentId": b"", "namespace": b"ns",
+        "valid_from": b"500",
+    }  # fmt: skip
+    names = list(plain)
+    for r in range(len(names) + 1):
+        for keep in itertools.combinations(names, r):
+            f = {n: plain[n] for n in keep}
+            for seen in (None, (5000, 9)):
+                short = item_from_fields("m1", f, seen=seen)
+                long = item_from_fields("m1", {**f, "ignored_by_the_reader": b"x"}, seen=seen)
+                assert short == long and type(short) is MemoryItem

@@ -53,3 +53,21 @@ def test_name_mates_is_same_name_pair_by_pair(seed: int) -> None:
         pool += [" ".join(w) for w in itertools.islice(itertools.permutations(words, n), 40)]
     names = [rng.choice(pool) for _ in range(rng.randint(0, 60))]
     assert name_mates(names) == _brute(names)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_name_groups_are_name_mates_by_name(seed: int) -> None:
+    """Each listed group less an index is that index's mates; an index in no group has none."""
+    from betterdb_memory.core.names import name_groups
+
+    rng = random.Random(seed)
+    pool = ["ada", "ada moreau", "moreau", "greta zeller", "greta", "<self>", "tom", "lena park", None, ""]
+    names = [rng.choice(pool) for _ in range(rng.randint(0, 40))]
+    mates = name_mates(names)
+    grouped: dict[int, list[int]] = {}
+    for own, group in name_groups(names):
+        assert group == sorted(group) and set(own) <= set(group) and len(group) > 1
+        for i in own:
+            assert i not in grouped
+            grouped[i] = [j for j in group if j != i]
+    assert [grouped.get(i, []) for i in range(len(names))] == mates

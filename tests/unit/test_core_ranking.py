@@ -360,3 +360,46 @@ def test_rank_scores_are_scoring_composite_exactly(
                           half_life_seconds=half_life)  # fmt: skip
         assert h.score == parts.score and h.explain == parts
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+class _Wrapped:
+    """``HybridRanker`` through the ``Reranker`` protocol only (``rank``'s general path)."""
+
+    def __init__(self, ranker: HybridRanker) -> None:
+        self.ranker = ranker
+
+    def rerank(self, query: str, candidates: Any) -> list[tuple[MemoryItem, float]]:
+        return self.ranker.rerank(query, candidates)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_rank_shortcut_for_hybrid_ranker_equals_the_protocol_path(seed: int) -> None:
+    """``rank`` calls the shipped ranker's fused scores directly: same hits, scores and order as
+    through ``rerank``, ties and duplicate ids included (a duplicate sends it the general way)."""
+    from betterdb_memory.core.ranking import rank
+    from betterdb_memory.core.scoring import Weights
+
+    rng = random.Random(seed)
+    words = ["pottery", "class", "sweden", "lake", "sunrise", "green", "hiking", "the", "user"]
+    cands = []
+    for i in range(rng.randint(1, 60)):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 8)))
+        created = rng.choice([0, 1_000, 2_000_000])
+        it = MemoryItem(
+            id=f"m{rng.randint(0, 40) if seed % 3 == 0 else i}", content=text,
+            importance=rng.choice([0.1, 0.5, 0.9]), created_at=created,
+            last_accessed_at=created + rng.choice([0, 5_000]), access_count=rng.choice([0, 2]),
+            valid_from=rng.choice([created, 500]),
+        )  # fmt: skip
+        cands.append((it, rng.choice([0.0, 0.3, 0.3, 0.7, 1.2, 2.0, -0.1])))
+    ranker = HybridRanker(b=rng.choice([0.0, 0.0, 0.75]))
+    for query in ("pottery class", "the user", "green lake sunrise hiking", "nothing here"):
+        for explain in (False, True):
+            args: dict[str, Any] = dict(k=len(cands), threshold=1.0, weights=Weights(0.6, 0.25, 0.15),
+                                        half_life_seconds=3600.0, now=5_000.0, query=query, explain=explain)  # fmt: skip
+            fast = rank(cands, reranker=ranker, **args)
+            slow = rank(cands, reranker=_Wrapped(ranker), **args)
+            assert [(h.item.id, h.score, h.similarity, h.distance, h.explain) for h in fast] == [
+                (h.item.id, h.score, h.similarity, h.distance, h.explain) for h in slow
+            ]
+            assert all(a.item is b.item for a, b in zip(fast, slow, strict=True))

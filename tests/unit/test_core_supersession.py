@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from betterdb_memory.core.names import leading_name, name_runs, names_of
-from betterdb_memory.core.slot_model import SlotModel
+from betterdb_memory.core.slot_model import KindModel, SlotModel, Veto
 from betterdb_memory.core.supersession import (
     EXCLUSIVE_KINDS,
     MANY_KINDS,
@@ -170,9 +170,11 @@ def test_kinds_that_are_second_best_for_both_still_match() -> None:
 
 
 def _learned() -> SlotModel:
-    """A hand-set model in the 4-d space: home with home and employer with employer are one slot."""
-    pair = [10.0, -10.0, 10.0, 0.0]  # a: the same home / employer axis counts, the same likes against
-    return SlotModel.of([*pair, 0, 0, 0, 0, 0, 0, 0, 0, -8.0], 0.5)
+    """A hand-set model in the 4-d space: kinds home, likes, employer (exclusive, many, exclusive)."""
+    kinds = KindModel(
+        (8.0 * np.eye(4, 3)).astype(np.float32), np.zeros(3, np.float32), np.asarray([1, 0, 1], np.float32)
+    )
+    return SlotModel(kinds, None, 0.5)
 
 
 def test_the_learned_model_judges_rule_3() -> None:
@@ -189,17 +191,27 @@ def test_the_learned_model_judges_rule_3() -> None:
     assert learned_pairs(cands, [], _learned()) == []
 
 
-def test_the_learned_model_vetoes_the_prototypes_pairs() -> None:
-    """Rule 3 with a model: the prototypes' pairs the model also calls one exclusive slot."""
+def test_the_learned_model_replaces_the_prototypes() -> None:
+    """Rule 3 with a model: the model's pairs, whatever the prototypes say; without one, the prototypes'."""
     old = _c("c", "Ada lives in Lisbon.", _vec(1, 0, 0, 0.1), 50, 0.7)
     new = _c("d", "Ada moved to Berlin.", _vec(1, 0, 0, -0.1), 300, 0.6)
     near = near_pairs([old, new])
     assert kind_pairs([old, new], near, _protos()) == [(0, 1)]
     assert kind_pairs([old, new], near, _protos(), _learned()) == [(0, 1)]
     assert superseded_pairs([old, new], _protos(), model=_learned()) == [(0, 1)]
-    never = SlotModel.of([0.0] * 12 + [-50.0], 0.5)
+    never = SlotModel(_learned().kinds, Veto.of([0.0] * 12 + [-50.0], 0.5), 0.5)
     assert kind_pairs([old, new], near, _protos(), never) == []
     assert superseded_pairs([old, new], _protos(), model=never) == []
+    # A model that calls axis 0 a many-valued kind drops the pair the prototypes call a home,
+    # and one that calls axis 1 exclusive keeps the pair the prototypes call likes (not a veto).
+    many = KindModel(_learned().kinds.weights, _learned().kinds.bias, np.asarray([0, 0, 1], np.float32))
+    assert kind_pairs([old, new], near, _protos(), SlotModel(many, None, 0.5)) == []
+    tea = _c("a", "Ada likes tea.", _vec(0, 1, 0, 0.1), 100, 0.9)
+    coffee = _c("b", "Ada likes coffee.", _vec(0, 1, 0, -0.1), 200, 0.8)
+    likes = near_pairs([tea, coffee])
+    assert kind_pairs([tea, coffee], likes, _protos()) == []
+    one = KindModel(_learned().kinds.weights, _learned().kinds.bias, np.ones(3, np.float32))
+    assert kind_pairs([tea, coffee], likes, _protos(), SlotModel(one, None, 0.5)) == [(0, 1)]
 
 
 def test_two_people_are_not_a_pair() -> None:
@@ -442,3 +454,52 @@ def test_a_name_asked_without_a_mate_still_needs_its_vector() -> None:
     blind = [*cands[:2], Candidate("s", cands[2].text, None, 3, 0.95, cands[2].similarity)]
     with pytest.raises(ValueError, match="vector_needs"):
         present_order(blind, _protos(), question="Where does Ada live?")
+
+
+def _old_near_pairs(cands: list[Candidate], min_similarity: float = 0.45) -> list[tuple[int, int]]:
+    """``near_pairs`` as it was written pair by pair (the reference for the matrix version)."""
+    from betterdb_memory.core.names import name_mates
+    from betterdb_memory.core.slot_kinds import normalised, products
+
+    mates = name_mates([leading_name(c.text) for c in cands])
+    vf = [c.valid_from for c in cands]
+    named = [(i, j) for i, row in enumerate(mates) for j in row if j > i and vf[i] != vf[j]]
+    if not named:
+        return []
+    rows = sorted({x for pair in named for x in pair})
+    at = {x: r for r, x in enumerate(rows)}
+    vecs = normalised(np.stack([cands[x].vector for x in rows]).astype(np.float32))  # type: ignore[misc]
+    sims = products(vecs, vecs)
+    return [(a, b) if vf[a] < vf[b] else (b, a) for a, b in named if sims[at[a], at[b]] >= min_similarity]
+
+
+def _old_vector_needs(texts: list[str], valid_from: list[int], question: str) -> list[int]:
+    from betterdb_memory.core.names import name_mates, same_name
+
+    leads = [leading_name(t) for t in texts]
+    mates = name_mates(leads)
+    if not any(valid_from[j] != valid_from[i] for i, row in enumerate(mates) for j in row):
+        return []
+    names = names_of(question)
+    return [
+        i for i, row in enumerate(mates) if row or (leads[i] and any(same_name(leads[i], n) for n in names))
+    ]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_near_pairs_and_vector_needs_equal_the_pair_by_pair_rule(seed: int) -> None:
+    """The matrix form of rule 1-2 lists the same pairs in the same order; the same vectors are needed."""
+    rng = np.random.default_rng(seed)
+    people = ["Ada Moreau", "Ada", "Moreau", "Greta Zeller", "Greta Ashby", "I", "Tom"]
+    verbs = ["lives in Lisbon.", "moved to Berlin.", "works at Acme.", "likes tea."]
+    centre = rng.standard_normal(8)
+    cands = []
+    for i in range(int(rng.integers(0, 45))):
+        text = f"{people[int(rng.integers(0, len(people)))]} {verbs[int(rng.integers(0, len(verbs)))]}"
+        vec = centre + rng.standard_normal(8) * float(rng.choice([0.3, 1.0, 3.0]))
+        vec = (vec / np.linalg.norm(vec)).astype(np.float32)
+        cands.append(Candidate(f"m{i}", text, vec, int(rng.integers(0, 4)), float(rng.random()), 0.5))
+    assert near_pairs(cands) == _old_near_pairs(cands)
+    texts, vf = [c.text for c in cands], [c.valid_from for c in cands]
+    for question in ("Where does Ada live?", "What about Tom?", "Where do I live?"):
+        assert vector_needs(texts, vf, question) == _old_vector_needs(texts, vf, question)

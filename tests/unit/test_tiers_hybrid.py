@@ -5,17 +5,20 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import numpy as np
 import pytest
 from prometheus_client import REGISTRY
 
 from betterdb_memory.core.dialect import capabilities_for
+from betterdb_memory.core.frequencies import word_count_args
+from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.models import MemoryHit, MemoryItem
 from betterdb_memory.core.query import MemoryFilter
 from betterdb_memory.core.scoring import ScoreParts, Weights
 from betterdb_memory.errors import QuerySyntaxError, ServerError
 from betterdb_memory.testing import RecordingBackend
 from betterdb_memory.tiers.documents import Documents
-from betterdb_memory.tiers.hybrid import TextCandidates, TextRequest
+from betterdb_memory.tiers.hybrid import TextCandidates, TextRequest, reply_total
 from tests.unit.parts import runtime, search_reply
 
 QUERY = "where is priya moving"
@@ -176,3 +179,111 @@ def test_redisearch_sends_one_query_for_every_word_whatever_the_cap() -> None:
     side.max_words = 3
     request = side.request(LONG_QUESTION, MemoryFilter(), ("content",), pool=50)
     assert request is not None and request.queries == 1 and len(request.plan.words) == 7
+
+
+def test_reply_total_reads_either_protocol() -> None:
+    assert reply_total(search_reply(7, ("parts:mem:m1", {"content": "x"}))) == 7
+    assert reply_total({b"total_results": 3, b"results": []}) == 3
+    assert reply_total({"total_results": 2}) == 2
+    assert reply_total([]) is None and reply_total(0) is None and reply_total(None) is None
+    assert reply_total([b"junk"]) is None
+
+
+def valkey_search_side() -> tuple[TextCandidates, RecordingBackend, Any]:
+    backend = RecordingBackend(capabilities=capabilities_for("valkey-search", (1, 2, 1)))
+    rt = runtime(backend)
+    side = TextCandidates(rt, Documents(rt))
+    side.max_words = 3
+    return side, backend, rt
+
+
+async def test_word_counts_leave_the_recalls_round_trip_and_a_searched_word_counts_itself() -> None:
+    """A count costs valkey-search what a search of the word costs: none rides in the recall.
+    The unscoped word queries' totals are their words' counts; the other words are counted
+    after the recall, in the background, and the next recall chooses by all seven counts."""
+    side, backend, rt = valkey_search_side()
+    request = side.request(LONG_QUESTION, MemoryFilter(), ("content",), pool=50)
+    assert request is not None and request.queries == 3
+    [*_, first_count] = request.searches
+    assert len(request.searches) == 4 and first_count[2] == "@created_at:[-inf +inf]"  # the index's
+    assert request.counted == request.plan.words
+    searched = set(request.plan.words)
+    others = [w for w in request.plan.probe_words if w not in searched]
+    assert len(others) == 4
+    backend.reply(search_reply(900), search_reply(700), search_reply(800), search_reply(5000))
+    backend.reply(*(search_reply(n) for n in (2, 3, 4, 1000)))  # the background counts
+    _, replies, reason = await side.alongside(request, knn())
+    assert reason is None and len(replies) == 3
+    await rt.supervisor.close()
+    counting = backend.sent[-1]
+    assert counting.operation == "recall" and not counting.commands
+    assert [list(s) for s in counting.searches] == [word_count_args(rt.index.name, w) for w in others]
+    again = side.request(LONG_QUESTION, MemoryFilter(), ("content",), pool=50)
+    assert again is not None and again.plan.probe_words == () and not again.plan.probe_total
+    assert set(again.plan.words) == set(others[:3])  # counted 2, 3, 4: the rarest now
+
+
+async def test_a_scoped_word_query_does_not_count_its_word() -> None:
+    side, backend, rt = valkey_search_side()
+    scoped = MemoryFilter(scope=Scope.of(thread_id="t1"))
+    request = side.request(LONG_QUESTION, scoped, ("content",), pool=50)
+    assert request is not None and request.queries == 3 and request.counted == ()
+    backend.reply(*(search_reply(1) for _ in request.searches))
+    await side.alongside(request, knn())
+    await rt.supervisor.close()
+    assert len(backend.sent[-1].searches) == 7  # every word counted in the background
+
+
+async def test_a_failed_count_leaves_the_words_to_a_later_recall() -> None:
+    side, backend, rt = valkey_search_side()
+    request = side.request("porto kayak", MemoryFilter(scope=Scope.of(thread_id="t1")), ("content",), pool=50)
+    assert request is not None
+    backend.reply(*(search_reply(5000) for _ in request.searches))  # the last: the index's count
+    backend.reply(ServerError("recall: LOADING"), search_reply(1))
+    await side.alongside(request, knn())
+    await rt.supervisor.close()  # the failure stays in the background task
+    again = side.request("porto kayak", MemoryFilter(), ("content",), pool=50)
+    assert again is not None and again.plan.probe_words == ("kayak", "porto")
+
+
+def test_redisearch_learns_a_word_from_a_one_word_query_only() -> None:
+    rt = runtime(RecordingBackend())
+    side = TextCandidates(rt, Documents(rt))
+    one = side.request("porto", MemoryFilter(), ("content",), pool=50)
+    assert one is not None and one.counted == ("porto",)
+    many = side.request("porto kayak", MemoryFilter(), ("content",), pool=50)
+    assert many is not None and many.queries == 1 and many.counted == ()
+
+
+def test_a_per_word_union_keeps_its_lexically_best_and_builds_only_those() -> None:
+    """valkey-search's word queries return up to 50 hits each: the union is cut to
+    ``text_candidates`` by the hits' text before items and distances are made."""
+    rt = runtime(
+        RecordingBackend(capabilities=capabilities_for("valkey-search", (1, 2, 1))), text_candidates=2
+    )
+    side = TextCandidates(rt, Documents(rt))
+    vector = np.ones(8, dtype=np.float32)
+    blob = np.ones(8, dtype=np.float32).tobytes()
+
+    def hit(mid: str, content: str) -> tuple[str, dict[str, Any]]:
+        return (f"parts:mem:{mid}", {"content": content, "importance": "0.5", "created_at": "1"})
+
+    porto = search_reply(
+        3, hit("a", "porto"), hit("b", "priya moving to porto"), hit("k", "known to the knn: porto")
+    )
+    moving = search_reply(2, hit("c", "moving boxes"), hit("b", "priya moving to porto"))
+    # Vectors travel as raw bytes: add one to "b" only (the others are placed at ``farthest``).
+    porto[4] += [b"vector", blob]
+    pairs = side.candidates(
+        [porto, moving],
+        query="is priya moving to porto",
+        vector=vector,
+        flt=MemoryFilter(),
+        known={"k"},
+        reranker=None,
+        farthest=0.9,
+        slim=True,
+    )
+    assert [item.id for item, _ in pairs] == ["b", "a"]  # "b" holds three of the words; "a" and "c" one
+    assert pairs[0][1] == pytest.approx(0.0, abs=1e-6) and pairs[1][1] == 0.9
+    assert pairs[0][0].content == "priya moving to porto"
