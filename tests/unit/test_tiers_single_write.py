@@ -101,8 +101,9 @@ def _script(p: Parts, case: str, *, dedup: bool, cap: int | None) -> None:
     if dedup:
         p.backend.reply(search_reply(0))  # no twin
     if case == "subject":
-        # HSET, SUBJECT_PUT (nothing current before), the registry's two HSETs, the subject search
-        p.backend.reply(1, [b"current", b"", b"fixed-id", [b"fixed-id", b"2"]], 1, 1, search_reply(0))
+        # HSET, SUBJECT_PUT (nothing current before), the registry's two HSETs, the journal's
+        # ZADD (tiers.subject_repair), the subject search
+        p.backend.reply(1, [b"current", b"", b"fixed-id", [b"fixed-id", b"2"]], 1, 1, 1, search_reply(0))
     elif cap is not None and {"thread_id", "agent_id", "namespace"} & set(CASES[case][0]):
         writes = [1, 1] if CASES[case][0].get("ttl") else [1]
         p.backend.reply(*writes, [1])  # the write(s), then the scope's count: under the cap
