@@ -372,8 +372,7 @@ class Recall:
         fields = _RANKING_FIELDS if slim else ITEM_FIELDS
         vectors: dict[str, bytes] = {}  # the text-only candidates' (same-slot supersession reads them)
         started = time.perf_counter()
-        await self._rt.index.ensure_ready()
-        await self._rt.before_read("recall")  # a subject a crash left half-written: repaired first
+        await self._rt.ready("recall")  # the index, and subjects a crash left half-written repaired
         pool = min(n, 10_000)
         # In the KNN's round trip: a window's queries (events and states; past versions). A
         # re-ranked recall also asks the full-text index: beside the KNN, within a budget (tiers.hybrid).

@@ -129,6 +129,11 @@ class Runtime:
         check_query_size(build_filter(out, self.index.layout))
         return out
 
+    async def ready(self, operation: str) -> None:
+        """Before a read: the index ready (``ensure_ready``), then ``before_read``."""
+        await self.index.ensure_ready()
+        await self.before_read(operation)
+
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Start background work under the store's supervisor (drained by ``close``)."""
         self.supervisor.spawn(coro, name=getattr(coro, "__name__", "background"))
