@@ -6,14 +6,18 @@ of the index; above that it filters inline while walking the HNSW graph, visitin
 ``k / selectivity`` nodes. A thread of 0.1-1% of a 90k store then costs 300-390 ms per
 recall, while a plain tag query returning the same ~92 documents with their vectors
 costs 1-3 ms (/work/notes/vsscope-diagnosis.md; bench/bench_scope_scan.py). So a scope
-known to hold at most ``SCAN_LIMIT`` memories is read whole (``LIMIT 0 SCAN_LIMIT+1``:
+known to be small (``worth_scanning``) is read whole (``LIMIT 0 SCAN_LIMIT+1``:
 the reply's total says when it has outgrown the limit) and ranked by the engine's own
 COSINE distance (``1 - cos``, the ``__dist`` scale), exact where the HNSW walk is not.
 
-Whether a filter is small is learned from replies, never asked for on its own
-(``SizeClasses``): a scan's total refreshes its filter's entry; a filter not known small
-sends its KNN with a ``LIMIT 0 0`` count beside it, in the same round trip, at most once
-per ``LARGE_TTL_S``. RediSearch keeps the KNN: its ADHOC_BF policy does this in the engine.
+Whether a scan is worth it depends on the scope's size *and* the index's: the walk
+visits about ``k / selectivity`` nodes, so a scope of 300 in a store of 3,000 walks 500
+nodes in 2-3 ms, cheaper than reading 300 vectors (``worth_scanning``). Both sizes are
+learned from replies, never asked for on their own (``SizeClasses``): a scan's total
+refreshes its filter's entry; a filter not known worth scanning sends its KNN with a
+``LIMIT 0 0`` count beside it, in the same round trip, at most once per ``COUNT_TTL_S``,
+and the index's count rides along the same way. RediSearch keeps the KNN: its ADHOC_BF
+policy does this inside the engine.
 """
 
 from __future__ import annotations
@@ -29,20 +33,29 @@ from .query import SCORE_ALIAS, VECTOR_FIELD, IndexLayout, MemoryFilter, build_f
 from .replies import SearchHit
 
 __all__ = [
-    "LARGE_TTL_S",
+    "COUNT_TTL_S",
     "SCAN_LIMIT",
+    "WALK_RATIO",
     "SizeClasses",
     "count_args",
+    "filter_key",
     "nearest",
     "scan_args",
+    "worth_scanning",
 ]
 
-# The most memories a scope may hold to be read whole rather than walked: ~1.5 KB of
-# reply per 384-d vector plus its fields. Measured in bench/results/scope-scan.md.
-SCAN_LIMIT = 1_000
-# How long a filter counted above ``SCAN_LIMIT`` is believed to stay there before its
-# KNN carries a count again (a scope shrinks only by deletions).
-LARGE_TTL_S = 60.0
+# The most memories a scope may hold to be read whole rather than walked: the reply
+# carries ~1.8 KB per memory (a 384-d vector and the ranking fields), ~3.5 MB at 2,000.
+# Measured in bench/results/scope-scan.md.
+SCAN_LIMIT = 2_000
+# What one node of a filtered HNSW walk costs, as a fraction of one memory read by a scan
+# and ranked here (bench/results/scope-scan.md: ~6 us a node, ~16 us a scanned memory).
+WALK_RATIO = 0.4
+# valkey-search's default ``EF_RUNTIME``: a KNN asking for fewer still explores this many.
+EF_RUNTIME = 10
+# How long a filter's count (and the index's) is trusted before a query carries a new one;
+# a scanned filter's count is refreshed by every scan's reply.
+COUNT_TTL_S = 60.0
 # Distinct filters remembered (oldest forgotten first): time windows make new ones.
 MAX_FILTERS = 4_096
 
@@ -66,7 +79,10 @@ def scan_args(
 
 
 def count_args(index: str, flt: MemoryFilter, layout: IndexLayout) -> list[str]:
-    """FT.SEARCH counting ``flt``'s matches (``LIMIT 0 0``: the reply is the total only)."""
+    """FT.SEARCH counting ``flt``'s matches (``LIMIT 0 0``: the reply is the total only).
+
+    ``MemoryFilter()`` counts the whole index (``MATCH_ALL``; fans out on a cluster).
+    """
     return filter_search_args(index, flt, layout=layout, return_fields=None, limit=0)
 
 
@@ -119,6 +135,19 @@ def nearest(
     return out
 
 
+def worth_scanning(
+    scope: int, index_docs: int, k: int, *, limit: int = SCAN_LIMIT, ratio: float = WALK_RATIO
+) -> bool:
+    """Whether reading ``scope`` memories whole beats the filtered HNSW walk for ``k`` of them.
+
+    The walk visits about ``max(k, EF_RUNTIME) / selectivity`` nodes, the scan reads
+    ``scope`` memories: scan when ``scope**2 <= ratio * max(k, EF_RUNTIME) * index_docs``,
+    and never above ``limit`` (the reply's size). A store of 3,000 memories in threads of
+    300 walks 500 nodes in 2-3 ms where the scan costs 8: it keeps the KNN.
+    """
+    return scope <= limit and scope * scope <= ratio * max(k, EF_RUNTIME) * index_docs
+
+
 @dataclass(slots=True)
 class _Entry:
     total: int
@@ -128,13 +157,24 @@ class _Entry:
 class SizeClasses:
     """Per filter: its last known number of matches and when it was learned (bounded LRU).
 
-    ``small(key, now)``: known to hold at most ``limit`` (a scan answers it; each scan's
-    total refreshes the entry, so a small entry never goes stale). ``needs_count(key, now)``:
-    not known small and not counted within ``ttl`` (its KNN carries a count).
+    Also the index's size (``index_docs``), which decides with a scope's size whether it
+    is worth scanning (``worth_scanning``). ``scan(key, k)``: known worth scanning (each
+    scan's total refreshes the entry). ``needs_count(key, now)`` and
+    ``needs_index_count(now)``: not learned within ``ttl`` (the next query carries a count).
     """
 
-    def __init__(self, *, limit: int = SCAN_LIMIT, ttl: float = LARGE_TTL_S, size: int = MAX_FILTERS) -> None:
+    def __init__(
+        self,
+        *,
+        limit: int = SCAN_LIMIT,
+        ratio: float = WALK_RATIO,
+        ttl: float = COUNT_TTL_S,
+        size: int = MAX_FILTERS,
+    ) -> None:
         self.limit = limit
+        self.ratio = ratio
+        self.index_docs = 0
+        self._index_at: float | None = None
         self._ttl = ttl
         self._size = size
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
@@ -142,22 +182,33 @@ class SizeClasses:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def small(self, key: str) -> bool:
+    def total(self, key: str) -> int | None:
+        """The filter's last known number of matches (None: never learned or forgotten)."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.total
+
+    def scan(self, key: str, k: int) -> bool:
         entry = self._entries.get(key)
         if entry is None:
             return False
         self._entries.move_to_end(key)
-        return entry.total <= self.limit
+        return worth_scanning(entry.total, self.index_docs, k, limit=self.limit, ratio=self.ratio)
 
     def needs_count(self, key: str, now: float) -> bool:
         entry = self._entries.get(key)
-        return entry is None or (entry.total > self.limit and now - entry.at >= self._ttl)
+        return entry is None or now - entry.at >= self._ttl
+
+    def needs_index_count(self, now: float) -> bool:
+        return self._index_at is None or now - self._index_at >= self._ttl
 
     def learn(self, key: str, total: int, now: float) -> None:
         self._entries[key] = _Entry(total, now)
         self._entries.move_to_end(key)
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
+
+    def learn_index(self, total: int, now: float) -> None:
+        self.index_docs, self._index_at = total, now
 
     def forget(self, key: str) -> None:
         self._entries.pop(key, None)

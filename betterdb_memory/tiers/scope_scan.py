@@ -3,8 +3,9 @@
 ``Recall._search`` asks ``ScopeScan.plan`` for its main query and hands the replies to
 ``ScopeScan.hits``: the same hits (``__dist`` set, nearest first) whichever was sent. In
 steady state neither path costs an extra round trip: a small scope's scan says its own
-size, a large one's KNN carries a count once per ``LARGE_TTL_S``. The one extra round
-trip is a scope outgrowing ``SCAN_LIMIT``: its scan then falls back to the KNN.
+size; any other filtered query carries its filter's count (and the index's) at most once
+per ``COUNT_TTL_S``, in the same pipeline. The one extra round trip is a scanned scope
+that has outgrown ``SCAN_LIMIT``: its scan then falls back to the KNN.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from .runtime import Runtime
 
 __all__ = ["ScanPlan", "ScopeScan"]
 
+_ALL = MemoryFilter()  # the index's count
+
 
 @dataclass(frozen=True, slots=True)
 class ScanPlan:
-    """The main query to send (``args``), and any count to send after everything else (``probe``)."""
+    """The main query to send (``args``), and the counts to send after everything else (``probe``)."""
 
     args: list[Any]
     knn: Callable[[], list[Any]]  # the KNN's arguments (the scan's fallback)
@@ -36,11 +39,13 @@ class ScanPlan:
     k: int
     key: str = ""  # the filter's key when it is scanned or counted
     scan: bool = False
+    count_filter: bool = False  # probe: the filter's count, then (count_index) the index's
+    count_index: bool = False
     probe: tuple[list[str], ...] = ()
 
 
 class ScopeScan:
-    """Per store: which filters are small (``SizeClasses``), and the query each recall sends."""
+    """Per store: the filters' and the index's sizes (``SizeClasses``), and the query each recall sends."""
 
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
@@ -49,7 +54,7 @@ class ScopeScan:
     def plan(
         self, vector: np.ndarray[Any, np.dtype[np.float32]], flt: MemoryFilter, k: int, fields: Sequence[str]
     ) -> ScanPlan:
-        index = self._rt.index
+        index, sizes = self._rt.index, self.sizes
         knn = functools.partial(
             knn_search_args, index.name, encode_vector(vector), k=k, flt=flt, layout=index.layout,
             return_fields=fields,
@@ -58,31 +63,39 @@ class ScopeScan:
         key = filter_key(flt, index.layout) if caps.engine == "valkey-search" and caps.filter_queries else ""
         if not key:
             return ScanPlan(knn(), knn, vector, k)
-        if self.sizes.small(key):
-            return ScanPlan(scan_args(index.name, flt, index.layout, fields, limit=self.sizes.limit), knn, vector,
-                            k, key, scan=True)  # fmt: skip
-        if self.sizes.needs_count(key, time.monotonic()):
-            return ScanPlan(knn(), knn, vector, k, key, probe=(count_args(index.name, flt, index.layout),))
-        return ScanPlan(knn(), knn, vector, k)
+        now = time.monotonic()
+        scan = sizes.scan(key, k)
+        count_filter = not scan and sizes.needs_count(key, now)
+        count_index = sizes.needs_index_count(now)
+        probe: tuple[list[str], ...] = (count_args(index.name, flt, index.layout),) if count_filter else ()
+        if count_index:
+            probe += (count_args(index.name, _ALL, index.layout),)
+        args = scan_args(index.name, flt, index.layout, fields, limit=sizes.limit) if scan else knn()
+        return ScanPlan(args, knn, vector, k, key, scan, count_filter, count_index, probe)
 
     async def hits(
         self, plan: ScanPlan, replies: list[Any], *, keep: Callable[[Mapping[str, Any]], bool] | None = None
     ) -> list[SearchHit]:
-        """The main query's hits; pops the probe's reply (the last) off ``replies``.
+        """The main query's hits; pops the probe's replies (the last ones) off ``replies``.
 
         ``keep``: the exact check a case-insensitive index needs, applied before the top k.
         """
-        now = time.monotonic()
-        if plan.probe:
-            self.sizes.learn(plan.key, parse_search_reply(replies.pop(), nocontent=True).total, now)
+        now, sizes = time.monotonic(), self.sizes
+        if plan.count_index:
+            sizes.learn_index(_total(replies.pop()), now)
+        if plan.count_filter:
+            sizes.learn(plan.key, _total(replies.pop()), now)
         result = parse_search_reply(replies[0])
         if not plan.scan:
             return result.hits
         total = max(result.total, len(result.hits))
-        self.sizes.learn(plan.key, total, now)
-        if total <= self.sizes.limit:
+        sizes.learn(plan.key, total, now)
+        if total <= sizes.limit:
             return nearest(result.hits, plan.vector, plan.k, keep=keep)
         # Outgrown since last seen: the KNN after all (the one extra round trip).
-        args = plan.knn()
-        search = functools.partial(self._rt.backend.search, "recall", args)
+        search = functools.partial(self._rt.backend.search, "recall", plan.knn())
         return parse_search_reply(await self._rt.index.with_index("recall", search)).hits
+
+
+def _total(reply: Any) -> int:
+    return parse_search_reply(reply, nocontent=True).total

@@ -60,10 +60,16 @@ def _exact(
     return rows[:k]
 
 
-def _scanned(store: MemoryStore) -> int:
-    """How many filters the store knows to be small (0 on RediSearch: it never scans)."""
+def _eager(store: MemoryStore) -> MemoryStore:
+    """The store scans every scope within the limit, however small the index (a walk is cheap here)."""
+    store._recall._scan.sizes.ratio = 1e9
+    return store
+
+
+def _scanned(store: MemoryStore, k: int = 5) -> int:
+    """How many filters the store would scan for ``k`` hits (0 on RediSearch: it never scans)."""
     sizes = store._recall._scan.sizes
-    return sum(1 for key in list(sizes._entries) if sizes.small(key))
+    return sum(1 for key in list(sizes._entries) if sizes.scan(key, k))
 
 
 async def _recall(
@@ -83,7 +89,7 @@ async def test_scoped_recall_equals_brute_force(
     make_store: Callable[..., MemoryStore], expected_engine: str
 ) -> None:
     rng = random.Random(2912)
-    store = make_store(embedder=HashingEmbedder(dimensions=DIM))
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
     written = await _populate(store, rng)
     for n in range(6):
         query = _unit(rng)
@@ -94,11 +100,17 @@ async def test_scoped_recall_equals_brute_force(
         _same(first, want)
         _same(second, want)
     assert _scanned(store) == (3 if expected_engine == "valkey-search" else 0)
+    store._recall._scan.sizes.ratio = 0.4  # the default: 40 memories of 120 are cheaper walked
+    assert _scanned(store) == 0
+    _same(
+        await _recall(store, query, 5, thread_id="tc"),
+        _exact(written, query, 5, lambda m: m["thread"] == "tc"),
+    )
 
 
 async def test_tags_and_negations_keep_their_meaning(make_store: Callable[..., MemoryStore]) -> None:
     rng = random.Random(2913)
-    store = make_store(embedder=HashingEmbedder(dimensions=DIM))
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
     written = await _populate(store, rng)
     for _ in range(2):  # the second round is answered by scans on valkey-search
         query = _unit(rng)
@@ -115,7 +127,7 @@ async def test_a_scope_above_the_limit_keeps_the_knn(
     make_store: Callable[..., MemoryStore], expected_engine: str
 ) -> None:
     rng = random.Random(2914)
-    store = make_store(embedder=HashingEmbedder(dimensions=DIM))
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
     written = await _populate(store, rng, per_thread=25)
     sizes = store._recall._scan.sizes
     sizes.limit = 10  # every thread (25) is now too big to scan
