@@ -148,3 +148,49 @@ async def test_a_scope_above_the_limit_keeps_the_knn(
         written[mid] = {"thread": "tb", "vector": vector, "tags": [], "source": None}
     _same(await _recall(store, query, 4, thread_id="tb"), _exact(written, query, 4, tb))
     assert _scanned(store) == (1 if expected_engine == "valkey-search" else 0)  # tb (35) is not
+
+
+async def test_one_round_trip_per_recall_small_or_large(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    """Counts ride in the query's pipeline, once; afterwards a scan or a KNN goes alone."""
+    rng = random.Random(2915)
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
+    await _populate(store, rng, per_thread=10)
+    scan, backend = store._recall._scan, store._recall._rt.backend
+    plans: list[Any] = []
+    trips = 0
+    plan, search, pipeline = scan.plan, backend.search, backend.pipeline
+
+    def spy_plan(*args: Any, **kwargs: Any) -> Any:
+        plans.append(plan(*args, **kwargs))
+        return plans[-1]
+
+    async def spy_search(*args: Any, **kwargs: Any) -> Any:
+        nonlocal trips
+        trips += 1
+        return await search(*args, **kwargs)
+
+    async def spy_pipeline(*args: Any, **kwargs: Any) -> Any:
+        nonlocal trips
+        trips += 1
+        return await pipeline(*args, **kwargs)
+
+    await _recall(store, _unit(rng), 5)  # unscoped (never scanned nor counted): the store's first read
+    scan.plan = spy_plan  # type: ignore[method-assign]
+    backend.search = spy_search  # type: ignore[method-assign]
+    backend.pipeline = spy_pipeline  # type: ignore[method-assign]
+    query = _unit(rng)
+    for _ in range(3):
+        for t in THREADS:
+            await _recall(store, query, 5, thread_id=t)
+    assert trips == 9
+    valkey = expected_engine == "valkey-search"
+    assert [bool(p.probe) for p in plans] == [valkey] * 3 + [False] * 6  # the first of each scope counts
+    assert [p.scan for p in plans] == [False] * 3 + [valkey] * 6
+    scan.sizes.limit = 5  # every scope is now too big: the KNN, no count until the counts age
+    plans.clear()
+    trips = 0
+    for t in THREADS:
+        await _recall(store, query, 5, thread_id=t)
+    assert trips == 3 and not any(p.scan or p.probe for p in plans)
