@@ -107,22 +107,25 @@ def nearest(
     Ties keep the reply's order. The vector field is dropped from the returned hits.
     """
     dim = int(vector.shape[0])
+    size = 4 * dim
     rows: list[SearchHit] = []
     blobs: list[bytes] = []
     for hit in hits:
         blob = hit.fields.pop(VECTOR_FIELD, None)
-        if not isinstance(blob, bytes | bytearray) or len(blob) != 4 * dim:
-            continue
+        if type(blob) is not bytes or len(blob) != size:
+            if isinstance(blob, bytearray | memoryview) and len(blob) == size:
+                blob = bytes(blob)
+            else:
+                continue
         if keep is not None and not keep(hit.fields):
             continue
         rows.append(hit)
-        blobs.append(bytes(blob))
+        blobs.append(blob)
     if not rows or k <= 0:
         return []
     mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), dim).astype(np.float64)
     q = vector.astype(np.float64)
-    qn = float(np.linalg.norm(q))
-    norms = np.linalg.norm(mat, axis=1) * qn
+    norms = np.sqrt(np.einsum("ij,ij->i", mat, mat)) * float(np.sqrt(q @ q))
     dots = mat @ q
     with np.errstate(divide="ignore", invalid="ignore"):
         dist = np.where(norms > 0.0, 1.0 - dots / np.where(norms > 0.0, norms, 1.0), 1.0)

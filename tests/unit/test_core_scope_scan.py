@@ -97,9 +97,11 @@ def test_nearest_skips_missing_or_wrong_size_vectors_and_zero_norms() -> None:
     hits.append(SearchHit("m:x", {"content": "no vector"}))
     hits.append(SearchHit("m:y", {VECTOR_FIELD: _blob([1.0, 0.0, 0.0])}))
     hits.append(SearchHit("m:z", {VECTOR_FIELD: _blob([0.0, 0.0])}))
+    hits.append(SearchHit("m:b", {VECTOR_FIELD: bytearray(_blob([-1.0, 0.0]))}))
+    hits.append(SearchHit("m:s", {VECTOR_FIELD: "not bytes"}))
     got = nearest(hits, np.asarray([1.0, 0.0], np.float32), 10)
-    assert [h.key for h in got] == ["m:0", "m:1", "m:z"]
-    assert got[-1].fields[SCORE_ALIAS] == 1.0
+    assert [h.key for h in got] == ["m:0", "m:1", "m:z", "m:b"]
+    assert got[2].fields[SCORE_ALIAS] == 1.0 and got[3].fields[SCORE_ALIAS] == 2.0
 
 
 def test_nearest_applies_keep_before_the_cut() -> None:
