@@ -131,6 +131,10 @@ def test_scan_reply_parses_vectors_as_bytes() -> None:
 def test_worth_scanning_weighs_the_scope_against_the_walk() -> None:
     # The walk visits max(k, 10) / selectivity nodes; the scan reads the scope.
     assert worth_scanning(92, 90_000, 50)  # the diagnosis's thread: 50k nodes walked
+    assert worth_scanning(180, 90_000, 10)  # 0.2%: 94 ms walked, 3.6 ms scanned (bench)
+    assert not worth_scanning(45, 90_000, 50)  # the engine scans it itself (0.05%)
+    assert worth_scanning(46, 90_000, 50, prefiltered=0.0) == worth_scanning(46, 90_000, 50)
+    assert not worth_scanning(46, 90_000, 50, prefiltered=0.001)
     assert not worth_scanning(300, 3_000, 50)  # 500 nodes walked: cheaper than 300 vectors
     assert worth_scanning(1_000, 1_000_000, 10)
     assert not worth_scanning(2_001, 10**9, 50)  # never above the limit (the reply's size)
