@@ -93,7 +93,7 @@ async def _limit_table(client: Any, store: MemoryStore, book: Book, threads: int
             knn = knn_search_args(
                 store.spec.index, encode_vector(q), k=50, flt=flt, return_fields=_RANKING_FIELDS
             )
-            scan = scan_args(store.spec.index, flt, store.index.layout, _RANKING_FIELDS, limit=10_000)
+            scan = scan_args(store.spec.index, flt, store.index.layout, _RANKING_FIELDS, limit=8_000)
             t0 = time.perf_counter()
             await client.execute_command(*knn)
             t1 = time.perf_counter()
@@ -194,7 +194,7 @@ async def main(argv: Sequence[str]) -> int:
             calls[f"recall, one thread (defaults) {mode}"] = await _calls(client, op)
             calls[f"recall_by_vector, one thread {mode}"] = await _calls(client, vop)
         lines = [
-            f"# Scoped recall on valkey-search standalone: scan vs filtered KNN ({args.size:,} memories, "
+            f"# Scoped recall on {after.index.caps.engine}: scan vs filtered KNN ({args.size:,} memories, "
             f"{args.threads} threads of {args.size // args.threads:,})",
             "",
             f"load average {os.getloadavg()[0]:.1f} at the end; populate {rate:,.0f} memories/s; "
