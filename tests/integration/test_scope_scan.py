@@ -194,3 +194,23 @@ async def test_one_round_trip_per_recall_small_or_large(
     for t in THREADS:
         await _recall(store, query, 5, thread_id=t)
     assert trips == 3 and not any(p.scan or p.probe for p in plans)
+
+
+async def test_escaped_scope_values_scan_their_own_memories(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    rng = random.Random(2916)
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
+    written: dict[str, dict[str, Any]] = {}
+    for thread in ("a b-{c}|d", "a b", "a"):
+        for i in range(12):
+            vector = _unit(rng)
+            mid = await store.remember(f"m {i} {thread}", thread_id=thread, vector=vector)
+            written[mid] = {"thread": thread, "vector": vector}
+    query = _unit(rng)
+    for thread in ("a b-{c}|d", "a b", "a"):
+        want = _exact(written, query, 20, lambda m, t=thread: m["thread"] == t)
+        assert len(want) == 12
+        for _ in range(2):  # the KNN, then the scan on valkey-search
+            _same(await _recall(store, query, 20, thread_id=thread), want)
+    assert _scanned(store, 20) == (3 if expected_engine == "valkey-search" else 0)
