@@ -4,6 +4,7 @@
 #   bash bench/run_quiet.sh            # from the repository root
 #   PY=/path/to/python VS_PORT=6391 bash bench/run_quiet.sh
 #   QUICK=1 R=/tmp/smoke bash bench/run_quiet.sh   # the same steps as smoke runs (--quick, 2k for 100k)
+#   STEPS="1 3 5 6" bash bench/run_quiet.sh         # only these steps (issue29.md then says which)
 #
 # Writes bench/results/ (the files below) and, last, bench/results/issue29.md: every
 # "Issue 29" table of this run in one place. A step that fails is reported and the
@@ -37,8 +38,15 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # measure this tree's libra
 failed=()
 t_all=$(date +%s)
 
+STEPS=${STEPS:-1 2 3 4 5 6 7}
+n_step=0
 step() {  # step NAME COMMAND...: run, time it, carry on after a failure
   local name=$1; shift
+  n_step=$((n_step + 1))
+  if [ "$name" != "headline chart" ] && [[ " $STEPS " != *" $n_step "* ]]; then
+    echo "== $name: skipped (STEPS=$STEPS)" >&2
+    return 0
+  fi
   local t0=$(date +%s)
   echo "== $(date -u +%H:%M:%S) $name: $*" >&2
   if "$@"; then
@@ -82,6 +90,9 @@ fi
   echo "# Issue 29 in one run ($(date -u '+%Y-%m-%d %H:%M UTC'), $(git describe --always --dirty))"
   echo
   echo "Sections copied from the files named; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  if [ "$STEPS" != "1 2 3 4 5 6 7" ]; then
+    echo "Only steps $STEPS of bench/run_quiet.sh ran this time; the other files are from an earlier run (each section's first line gives its date)."
+  fi
   for f in latest.md latest-100k.md latest-valkey-search.md latest-valkey-search-100k.md compare.md \
            profile.md profile-valkey-search.md; do
     [ -f "$R/$f" ] || continue
