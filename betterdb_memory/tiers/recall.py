@@ -1,6 +1,7 @@
 """Recall: one KNN query, client-side composite scoring, reinforcement of the hits.
 
-Every query is a KNN query (bare ``*`` or hybrid with a scope filter), so it runs on valkey-search 1.0; hits are re-sorted client-side
+Every query is a KNN query (bare ``*`` or hybrid with a scope filter), so it runs on valkey-search 1.0,
+except a small scope on valkey-search >= 1.1, read whole and ranked here (``tiers.scope_scan``); hits are re-sorted client-side
 because RediSearch returns KNN hits in document-id order without SORTBY. The
 ``threshold`` is the reference's: a cosine-distance ceiling on the KNN distance. The
 hits' reinforcement is one ``scripts_reinforce.ACCESS`` call (one per hit, pipelined, on
@@ -40,6 +41,7 @@ from .documents import Documents
 from .history import History
 from .hybrid import TextCandidates
 from .runtime import Runtime
+from .scope_scan import ScopeScan
 from .time_recall import TimeRecall, WindowQueries
 
 __all__ = ["DEFAULT_K", "Recall"]
@@ -66,6 +68,7 @@ class Recall:
         self._text = TextCandidates(rt, docs)
         self._time = TimeRecall(rt)
         self._history = History(rt)
+        self._scan = ScopeScan(rt)
         self._weights: tuple[ConfigSnapshot | None, Weights] = (None, Weights())
 
     def effective_threshold(self, threshold: float | None = None) -> float:
@@ -232,21 +235,15 @@ class Recall:
         """
         check = self._rt.index.needs_check(flt)
         fields = tuple(dict.fromkeys([*return_fields, *check_fields(flt, check)]))
-        args = knn_search_args(
-            self._rt.index.name,
-            encode_vector(vector),
-            k=k,
-            flt=flt,
-            layout=self._rt.index.layout,
-            return_fields=fields,
-        )
-        backend = self._rt.backend
+        plan = self._scan.plan(vector, flt, k, fields)  # a small scope's exact scan, else the KNN
+        args, backend = plan.args, self._rt.backend
         reads = also.reads if also is not None else []  # a window's history mark (tiers.time_recall)
         if also is not None:  # a window's queries: the main index's, the history index's
             extra = [*also.searches, *extra]
         past = flt.as_of is not None  # the history index's half, in the same round trip
         if past:
             extra = [*extra, self._history.knn_args(vector, flt, k, fields)]
+        extra = [*extra, *plan.probe]  # last: ``ScopeScan.hits`` pops its reply
         replies: list[Any]
         if extra:
             replies = await self._rt.index.with_index(
@@ -255,7 +252,7 @@ class Recall:
             replies = await self._time.settle(also, replies)
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
-        hits = parse_search_reply(replies[0]).hits
+        hits = await self._scan.hits(plan, replies, keep=(lambda f: item_matches(f, flt)) if check else None)
         if also is not None:  # a window's events and states: the hits the first did not find
             hits = also.merge(hits, replies, self._history)
         if check and len(hits) >= k and k < _MAX_KNN:

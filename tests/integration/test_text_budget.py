@@ -179,6 +179,18 @@ async def test_a_knn_failure_still_raises(make: Callable[..., Any]) -> None:
         raise ServerError("recall: Search operation cancelled due to timeout")
 
     backend.search = broken  # type: ignore[method-assign]
+    pipeline = backend.pipeline
+
+    async def broken_main(
+        operation: str, reads: Sequence[Any], *, searches: Sequence[Any] = (), **kw: Any
+    ) -> Any:
+        # The recall's main query rides in a pipeline when counts go with it (tiers.scope_scan):
+        # fail that one, leave the text side's own pipeline alone.
+        if searches and ("KNN" in str(searches[0][2]) or "@content:" not in str(searches[0][2])):
+            raise ServerError("recall: Search operation cancelled due to timeout")
+        return await pipeline(operation, reads, searches=searches, **kw)
+
+    backend.pipeline = broken_main  # type: ignore[method-assign]
     with pytest.raises(ServerError, match="cancelled due to timeout"):
         await store.recall(QUERY, k=2, threshold=2.0, thread_id="h", reinforce=False)
     assert all(degraded(registry, store, r) == 0 for r in ("timeout", "error", "partial"))

@@ -1,0 +1,233 @@
+"""An exact KNN over a small scope: a plain filter query for its vectors, ranked here.
+
+valkey-search 1.2 answers a filtered KNN by brute force over the filter's matches only
+when it estimates them at most ``search.prefiltering-threshold-ratio`` (0.1% by default)
+of the index; above that it filters inline while walking the HNSW graph, visiting about
+``k / selectivity`` nodes. A thread of 0.1-1% of a 90k store then costs 300-390 ms per
+recall, while a plain tag query returning the same ~92 documents with their vectors
+costs 1-3 ms (/work/notes/vsscope-diagnosis.md; bench/bench_scope_scan.py). So a scope
+known to be small (``worth_scanning``) is read whole (``LIMIT 0 SCAN_LIMIT+1``:
+the reply's total says when it has outgrown the limit) and ranked by the engine's own
+COSINE distance (``1 - cos``, the ``__dist`` scale), exact where the HNSW walk is not.
+
+Whether a scan is worth it depends on the scope's size *and* the index's: the walk
+visits about ``k / selectivity`` nodes, so a scope of 300 in a store of 3,000 walks 500
+nodes in 2-3 ms, cheaper than reading 300 vectors (``worth_scanning``). Both sizes are
+learned from replies, never asked for on their own (``SizeClasses``): a scan's total
+refreshes its filter's entry; a filter not known worth scanning sends its KNN with a
+``LIMIT 0 0`` count beside it, in the same round trip, at most once per ``COUNT_TTL_S``,
+and the index's count rides along the same way. RediSearch keeps the KNN: its ADHOC_BF
+policy does this inside the engine.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .query import SCORE_ALIAS, VECTOR_FIELD, IndexLayout, MemoryFilter, build_filter, filter_search_args
+from .replies import SearchHit
+
+__all__ = [
+    "COUNT_TTL_S",
+    "PREFILTERED",
+    "SCAN_LIMIT",
+    "WALK_RATIO",
+    "SizeClasses",
+    "count_args",
+    "filter_key",
+    "nearest",
+    "scan_args",
+    "worth_scanning",
+]
+
+# The most memories a scope may hold to be read whole rather than walked: the reply
+# carries ~1.8 KB per memory (a 384-d vector and the ranking fields), ~3.5 MB at 2,000.
+# Measured in bench/results/scope-scan.md.
+SCAN_LIMIT = 2_000
+# What one node of a filtered HNSW walk costs, as a fraction of one memory read by a scan
+# and ranked here (bench/results/scope-scan.md: ~6 us a node, ~16 us a scanned memory).
+WALK_RATIO = 0.4
+# Below this fraction of the index a filter's matches are scanned by the engine itself
+# (``search.prefiltering-threshold-ratio``, 0.001 by default, applies to its *estimate*,
+# which strays around the threshold: at 90,735 memories threads of 91-92 were walked in
+# 300-390 ms or scanned in 0.6 ms): half the default leaves no doubt.
+PREFILTERED = 0.0005
+# valkey-search's default ``EF_RUNTIME``: a KNN asking for fewer still explores this many.
+EF_RUNTIME = 10
+# How long a filter's count (and the index's) is trusted before a query carries a new one;
+# a scanned filter's count is refreshed by every scan's reply.
+COUNT_TTL_S = 60.0
+# Distinct filters remembered (oldest forgotten first): time windows make new ones.
+MAX_FILTERS = 4_096
+
+
+def scan_args(
+    index: str,
+    flt: MemoryFilter,
+    layout: IndexLayout,
+    return_fields: Sequence[str],
+    *,
+    limit: int = SCAN_LIMIT,
+) -> list[str]:
+    """FT.SEARCH of ``flt``'s matches with their vectors, at most ``limit + 1`` of them.
+
+    The same filter text as the KNN (``query.build_filter``: same escaping, negations,
+    ranges); the reply's first element is the filter's total, so one more than ``limit``
+    says the answer is incomplete.
+    """
+    fields = [*dict.fromkeys([*return_fields, VECTOR_FIELD])]
+    return filter_search_args(index, flt, layout=layout, return_fields=fields, limit=limit + 1)
+
+
+def count_args(index: str, flt: MemoryFilter, layout: IndexLayout) -> list[str]:
+    """FT.SEARCH counting ``flt``'s matches (``LIMIT 0 0``: the reply is the total only).
+
+    ``MemoryFilter()`` counts the whole index (``MATCH_ALL``; fans out on a cluster).
+    """
+    return filter_search_args(index, flt, layout=layout, return_fields=None, limit=0)
+
+
+def filter_key(flt: MemoryFilter, layout: IndexLayout) -> str:
+    """What identifies a filter's matches: its engine text (``""``: no filter, never scanned)."""
+    return build_filter(flt, layout)
+
+
+def nearest(
+    hits: Sequence[SearchHit],
+    vector: np.ndarray[Any, np.dtype[np.float32]],
+    k: int,
+    *,
+    keep: Callable[[Mapping[str, Any]], bool] | None = None,
+) -> list[SearchHit]:
+    """The ``k`` hits nearest ``vector`` by cosine distance, nearest first, ``__dist`` set.
+
+    The engine's COSINE: ``1 - a.b / (|a| |b|)``, computed in float64 from the stored
+    float32 blobs. A hit without a readable vector of the query's size is left out (the
+    KNN never returns one either: valkey-search keeps such a document minus its vector),
+    as is one ``keep`` rejects (the exact check of a case-insensitive index's superset).
+    Ties keep the reply's order. The vector field is dropped from the returned hits.
+    """
+    dim = int(vector.shape[0])
+    size = 4 * dim
+    rows: list[SearchHit] = []
+    blobs: list[bytes] = []
+    for hit in hits:
+        blob = hit.fields.pop(VECTOR_FIELD, None)
+        if type(blob) is not bytes or len(blob) != size:
+            if isinstance(blob, bytearray | memoryview) and len(blob) == size:
+                blob = bytes(blob)
+            else:
+                continue
+        if keep is not None and not keep(hit.fields):
+            continue
+        rows.append(hit)
+        blobs.append(blob)
+    if not rows or k <= 0:
+        return []
+    mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), dim).astype(np.float64)
+    q = vector.astype(np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", mat, mat)) * float(np.sqrt(q @ q))
+    dots = mat @ q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dist = np.where(norms > 0.0, 1.0 - dots / np.where(norms > 0.0, norms, 1.0), 1.0)
+    order = np.argsort(dist, kind="stable")[:k]
+    out: list[SearchHit] = []
+    for i in order.tolist():
+        hit = rows[i]
+        hit.fields[SCORE_ALIAS] = float(dist[i])
+        out.append(hit)
+    return out
+
+
+def worth_scanning(
+    scope: int,
+    index_docs: int,
+    k: int,
+    *,
+    limit: int = SCAN_LIMIT,
+    ratio: float = WALK_RATIO,
+    prefiltered: float = PREFILTERED,
+) -> bool:
+    """Whether reading ``scope`` memories whole beats the engine's own plan for ``k`` of them.
+
+    The walk visits about ``max(k, EF_RUNTIME) / selectivity`` nodes, the scan reads
+    ``scope`` memories: scan when ``scope**2 <= ratio * max(k, EF_RUNTIME) * index_docs``,
+    never above ``limit`` (the reply's size), and never where the engine surely scans the
+    scope itself (``prefiltered``: no vectors cross the wire then). A store of 3,000
+    memories in threads of 300 walks 500 nodes in 2-3 ms where the scan costs 8: it keeps
+    the KNN.
+    """
+    if scope > limit or scope <= prefiltered * index_docs:
+        return False
+    return scope * scope <= ratio * max(k, EF_RUNTIME) * index_docs
+
+
+@dataclass(slots=True)
+class _Entry:
+    total: int
+    at: float
+
+
+class SizeClasses:
+    """Per filter: its last known number of matches and when it was learned (bounded LRU).
+
+    Also the index's size (``index_docs``), which decides with a scope's size whether it
+    is worth scanning (``worth_scanning``). ``scan(key, k)``: known worth scanning (each
+    scan's total refreshes the entry). ``needs_count(key, now)`` and
+    ``needs_index_count(now)``: not learned within ``ttl`` (the next query carries a count).
+    """
+
+    def __init__(
+        self,
+        *,
+        limit: int = SCAN_LIMIT,
+        ratio: float = WALK_RATIO,
+        ttl: float = COUNT_TTL_S,
+        size: int = MAX_FILTERS,
+    ) -> None:
+        self.limit = limit
+        self.ratio = ratio
+        self.index_docs = 0
+        self._index_at: float | None = None
+        self._ttl = ttl
+        self._size = size
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def total(self, key: str) -> int | None:
+        """The filter's last known number of matches (None: never learned or forgotten)."""
+        entry = self._entries.get(key)
+        return None if entry is None else entry.total
+
+    def scan(self, key: str, k: int) -> bool:
+        entry = self._entries.get(key)
+        if entry is None:
+            return False
+        self._entries.move_to_end(key)
+        return worth_scanning(entry.total, self.index_docs, k, limit=self.limit, ratio=self.ratio)
+
+    def needs_count(self, key: str, now: float) -> bool:
+        entry = self._entries.get(key)
+        return entry is None or now - entry.at >= self._ttl
+
+    def needs_index_count(self, now: float) -> bool:
+        return self._index_at is None or now - self._index_at >= self._ttl
+
+    def learn(self, key: str, total: int, now: float) -> None:
+        self._entries[key] = _Entry(total, now)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def learn_index(self, total: int, now: float) -> None:
+        self.index_docs, self._index_at = total, now
+
+    def forget(self, key: str) -> None:
+        self._entries.pop(key, None)

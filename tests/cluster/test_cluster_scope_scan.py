@@ -1,0 +1,60 @@
+"""A scoped recall on a 3-primary valkey-search cluster: the scan fans out like the KNN (issue 29).
+
+The standalone tests (``tests/integration/test_scope_scan.py``: each recall held to a
+brute-force cosine KNN over its scope, computed in the test) on memories spread on every
+shard: the scan's ``FT.SEARCH`` and its counts answer for the whole cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from valkey.asyncio.cluster import ValkeyCluster
+
+from betterdb_memory import HashingEmbedder, MemoryStore
+from tests.integration.test_scope_scan import (
+    test_a_scope_above_the_limit_keeps_the_knn as _above_the_limit,
+)
+from tests.integration.test_scope_scan import (
+    test_scoped_recall_equals_brute_force as _brute_force,
+)
+from tests.integration.test_scope_scan import (
+    test_tags_and_negations_keep_their_meaning as _tags_and_negations,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def make_store(
+    cluster_client: ValkeyCluster, unique_name: str
+) -> AsyncIterator[Callable[..., MemoryStore]]:
+    made: list[MemoryStore] = []
+
+    def factory(**options: Any) -> MemoryStore:
+        options.setdefault("client", cluster_client)
+        options.setdefault("name", unique_name)
+        options.setdefault("embedder", HashingEmbedder())
+        store = MemoryStore(**options)
+        made.append(store)
+        return store
+
+    try:
+        yield factory
+    finally:
+        for store in made:
+            await store.close()
+
+
+async def test_scoped_recall_equals_brute_force_on_a_cluster(make_store: Callable[..., MemoryStore]) -> None:
+    await _brute_force(make_store, "valkey-search")
+
+
+async def test_tags_and_negations_on_a_cluster(make_store: Callable[..., MemoryStore]) -> None:
+    await _tags_and_negations(make_store)
+
+
+async def test_a_scope_above_the_limit_on_a_cluster(make_store: Callable[..., MemoryStore]) -> None:
+    await _above_the_limit(make_store, "valkey-search")

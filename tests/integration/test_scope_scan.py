@@ -1,0 +1,216 @@
+"""A scoped recall equals an exact KNN over its scope, whether scanned or walked (``tiers.scope_scan``).
+
+On valkey-search a scope known to hold at most ``SCAN_LIMIT`` memories is read whole and
+ranked in the client; every other case (RediSearch, a large scope) sends the KNN. The
+expected answer is computed here: brute-force cosine distance over the scope's memories,
+from the vectors the test wrote. On a store this small the HNSW is exact, so the first
+recall (the KNN, which learns the scope's size) and the second (the scan) must also agree
+with each other: same ids, same order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from betterdb_memory import HashingEmbedder, MemoryStore
+
+pytestmark = pytest.mark.integration
+
+DIM = 32
+THREADS = ("ta", "tb", "tc")
+
+
+def _unit(rng: random.Random) -> list[float]:
+    v = np.asarray([rng.gauss(0.0, 1.0) for _ in range(DIM)], dtype=np.float64)
+    return [float(x) for x in (v / np.linalg.norm(v)).astype(np.float32)]
+
+
+async def _populate(
+    store: MemoryStore, rng: random.Random, per_thread: int = 40
+) -> dict[str, dict[str, Any]]:
+    """Memories over three threads, some tagged, some ``web``-sourced; id -> what was written."""
+    written: dict[str, dict[str, Any]] = {}
+    for t in THREADS:
+        for i in range(per_thread):
+            vector = _unit(rng)
+            tags = ["red"] if i % 3 == 0 else []
+            source = "web" if i % 4 == 0 else "chat"
+            mid = await store.remember(
+                f"memory {i} of {t}", thread_id=t, tags=tags, source=source, vector=vector, importance=0.5
+            )
+            written[mid] = {"thread": t, "vector": vector, "tags": tags, "source": source}
+    return written
+
+
+def _exact(
+    written: dict[str, dict[str, Any]], query: Sequence[float], k: int, keep: Callable[[dict[str, Any]], bool]
+) -> list[tuple[str, float]]:
+    q = np.asarray(query, dtype=np.float64)
+    rows = []
+    for mid, m in written.items():
+        if keep(m):
+            v = np.asarray(m["vector"], dtype=np.float64)
+            rows.append((mid, 1.0 - float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q)))))
+    rows.sort(key=lambda r: r[1])
+    return rows[:k]
+
+
+def _eager(store: MemoryStore) -> MemoryStore:
+    """The store scans every scope within the limit, however small the index (a walk is cheap here)."""
+    store._recall._scan.sizes.ratio = 1e9
+    return store
+
+
+def _scanned(store: MemoryStore, k: int = 5) -> int:
+    """How many filters the store would scan for ``k`` hits (0 on RediSearch: it never scans)."""
+    sizes = store._recall._scan.sizes
+    return sum(1 for key in list(sizes._entries) if sizes.scan(key, k))
+
+
+async def _recall(
+    store: MemoryStore, query: Sequence[float], k: int, **scope: Any
+) -> list[tuple[str, float]]:
+    hits = await store.recall_by_vector(query, k=k, threshold=2.0, reinforce=False, **scope)
+    return [(h.item.id, h.distance) for h in hits]
+
+
+def _same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
+    assert [g[0] for g in got] == [w[0] for w in want]
+    for (_, a), (_, b) in zip(got, want, strict=True):
+        assert a == pytest.approx(b, abs=1e-5)
+
+
+async def test_scoped_recall_equals_brute_force(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    rng = random.Random(2912)
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
+    written = await _populate(store, rng)
+    for n in range(6):
+        query = _unit(rng)
+        t = THREADS[n % 3]
+        want = _exact(written, query, 5, lambda m, t=t: m["thread"] == t)
+        first = await _recall(store, query, 5, thread_id=t)  # the KNN (it learns the scope's size)
+        second = await _recall(store, query, 5, thread_id=t)  # a scan on valkey-search
+        _same(first, want)
+        _same(second, want)
+    assert _scanned(store) == (3 if expected_engine == "valkey-search" else 0)
+    store._recall._scan.sizes.ratio = 0.4  # the default: 40 memories of 120 are cheaper walked
+    assert _scanned(store) == 0
+    _same(
+        await _recall(store, query, 5, thread_id="tc"),
+        _exact(written, query, 5, lambda m: m["thread"] == "tc"),
+    )
+
+
+async def test_tags_and_negations_keep_their_meaning(make_store: Callable[..., MemoryStore]) -> None:
+    rng = random.Random(2913)
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
+    written = await _populate(store, rng)
+    for _ in range(2):  # the second round is answered by scans on valkey-search
+        query = _unit(rng)
+        want = _exact(written, query, 6, lambda m: "red" in m["tags"] and m["thread"] == "tb")
+        _same(await _recall(store, query, 6, thread_id="tb", tags=["red"]), want)
+        want = _exact(written, query, 6, lambda m: m["source"] != "web" and m["thread"] == "ta")
+        hits = await store.recall_by_vector(
+            query, k=6, threshold=2.0, reinforce=False, thread_id="ta", where={"source": {"$ne": "web"}}
+        )
+        _same([(h.item.id, h.distance) for h in hits], want)
+
+
+async def test_a_scope_above_the_limit_keeps_the_knn(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    rng = random.Random(2914)
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
+    written = await _populate(store, rng, per_thread=25)
+    sizes = store._recall._scan.sizes
+    sizes.limit = 10  # every thread (25) is now too big to scan
+    query = _unit(rng)
+    want = _exact(written, query, 4, lambda m: m["thread"] == "ta")
+    for _ in range(3):
+        _same(await _recall(store, query, 4, thread_id="ta"), want)
+    assert _scanned(store) == 0
+    # A scope that outgrows the limit after it was learned small: its scan falls back to the KNN.
+    sizes.limit = 30
+    tb = lambda m: m["thread"] == "tb"  # noqa: E731
+    _same(await _recall(store, query, 4, thread_id="tb"), _exact(written, query, 4, tb))
+    _same(await _recall(store, query, 4, thread_id="tb"), _exact(written, query, 4, tb))
+    assert _scanned(store) == (2 if expected_engine == "valkey-search" else 0)  # ta (25) and tb
+    for i in range(10):
+        vector = _unit(rng)
+        mid = await store.remember(f"later {i}", thread_id="tb", vector=vector)
+        written[mid] = {"thread": "tb", "vector": vector, "tags": [], "source": None}
+    _same(await _recall(store, query, 4, thread_id="tb"), _exact(written, query, 4, tb))
+    assert _scanned(store) == (1 if expected_engine == "valkey-search" else 0)  # tb (35) is not
+
+
+async def test_one_round_trip_per_recall_small_or_large(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    """Counts ride in the query's pipeline, once; afterwards a scan or a KNN goes alone."""
+    rng = random.Random(2915)
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
+    await _populate(store, rng, per_thread=10)
+    scan, backend = store._recall._scan, store._recall._rt.backend
+    plans: list[Any] = []
+    trips = 0
+    plan, search, pipeline = scan.plan, backend.search, backend.pipeline
+
+    def spy_plan(*args: Any, **kwargs: Any) -> Any:
+        plans.append(plan(*args, **kwargs))
+        return plans[-1]
+
+    async def spy_search(*args: Any, **kwargs: Any) -> Any:
+        nonlocal trips
+        trips += 1
+        return await search(*args, **kwargs)
+
+    async def spy_pipeline(*args: Any, **kwargs: Any) -> Any:
+        nonlocal trips
+        trips += 1
+        return await pipeline(*args, **kwargs)
+
+    await _recall(store, _unit(rng), 5)  # unscoped (never scanned nor counted): the store's first read
+    scan.plan = spy_plan  # type: ignore[method-assign]
+    backend.search = spy_search  # type: ignore[method-assign]
+    backend.pipeline = spy_pipeline  # type: ignore[method-assign]
+    query = _unit(rng)
+    for _ in range(3):
+        for t in THREADS:
+            await _recall(store, query, 5, thread_id=t)
+    assert trips == 9
+    valkey = expected_engine == "valkey-search"
+    assert [bool(p.probe) for p in plans] == [valkey] * 3 + [False] * 6  # the first of each scope counts
+    assert [p.scan for p in plans] == [False] * 3 + [valkey] * 6
+    scan.sizes.limit = 5  # every scope is now too big: the KNN, no count until the counts age
+    plans.clear()
+    trips = 0
+    for t in THREADS:
+        await _recall(store, query, 5, thread_id=t)
+    assert trips == 3 and not any(p.scan or p.probe for p in plans)
+
+
+async def test_escaped_scope_values_scan_their_own_memories(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    rng = random.Random(2916)
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
+    written: dict[str, dict[str, Any]] = {}
+    for thread in ("a b-{c}|d", "a b", "a"):
+        for i in range(12):
+            vector = _unit(rng)
+            mid = await store.remember(f"m {i} {thread}", thread_id=thread, vector=vector)
+            written[mid] = {"thread": thread, "vector": vector}
+    query = _unit(rng)
+    for thread in ("a b-{c}|d", "a b", "a"):
+        want = _exact(written, query, 20, lambda m, t=thread: m["thread"] == t)
+        assert len(want) == 12
+        for _ in range(2):  # the KNN, then the scan on valkey-search
+            _same(await _recall(store, query, 20, thread_id=thread), want)
+    assert _scanned(store, 20) == (3 if expected_engine == "valkey-search" else 0)
