@@ -203,8 +203,14 @@ class FactLedger:
         """
         normalised = normalise_subject(subject)
         kinds: tuple[str, ...] = KINDS if kind is None else (check_kind(kind),)
-        await self._rt.before_read("fact_history")  # a crash's half-written subjects first
         scope = Scope.of(namespace=namespace, agent_id=agent_id, thread_id=thread_id)
+        # A subject a crash left half-written: repaired first, not beside this read, which drops
+        # versions it finds gone (a crashed write's missing document looks like one).
+        return await self._rt.read(
+            "fact_history", lambda: self._versions(scope, normalised, kinds), beside=False
+        )
+
+    async def _versions(self, scope: Scope, normalised: str, kinds: tuple[str, ...]) -> list[FactRecord]:
         ck = self.keys_of(scope)
         keys = self._rt.keys
         digests = [subject_key_of(scope.tag, k, normalised) for k in kinds]

@@ -369,15 +369,18 @@ class Recall:
         fields = _RANKING_FIELDS if slim else ITEM_FIELDS
         vectors: dict[str, bytes] = {}  # the text-only candidates' (same-slot supersession reads them)
         started = time.perf_counter()
-        await self._rt.ready("recall")  # the index, and subjects a crash left half-written repaired
+        await self._rt.ready("recall")
         pool = min(n, 10_000)
-        # In the KNN's round trip: a window's queries (events and states; past versions). A
-        # re-ranked recall also asks the full-text index: beside the KNN, within a budget (tiers.hybrid).
-        also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
+        # With the KNN: a window's queries (events, states, past versions); beside it: text (tiers.hybrid).
         text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
-        own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
-        knn = self._search(vector, flt, own, fields, [], slim=slim, also=also)
-        (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
+
+        async def first_trip() -> tuple[WindowQueries | None, Any]:  # sent again after a repair (rt.read)
+            also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
+            own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
+            knn = self._search(vector, flt, own, fields, [], slim=slim, also=also)
+            return also, await self._text.alongside(text, knn)
+
+        also, ((candidates, _), text_replies, degraded) = await self._rt.read("recall", first_trip)
         knn_distances = [d for _, d in candidates]
         if text_replies and query is not None:
             candidates = candidates + self._text.candidates(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -34,11 +34,22 @@ from ..lifecycle import Supervisor
 from ..observability.hub import StoreObservability
 from ..observability.metrics import MemoryMetrics
 
-__all__ = ["Runtime", "Settings"]
+__all__ = ["ReadGuard", "Runtime", "Settings"]
+
+T = TypeVar("T")
 
 
-async def _nothing(operation: str) -> None:
-    del operation
+class ReadGuard(Protocol):
+    """Runs a read so that it is answered as repaired (``tiers.subject_repair.SubjectRepair.read``)."""
+
+    def __call__(
+        self, operation: str, read: Callable[[], Awaitable[T]], /, *, beside: bool = True
+    ) -> Awaitable[T]: ...
+
+
+async def _as_is(operation: str, read: Callable[[], Awaitable[T]], /, *, beside: bool = True) -> T:
+    del operation, beside
+    return await read()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +95,12 @@ class Runtime:
         # The store's declared metadata fields (``metadata_fields=``): written with every
         # memory (``filter_fields.index_fields``) and filterable by ``where=``.
         self.metadata_fields = metadata_fields or MetadataFields()
-        # Run by every read before it reads (its operation's name): the subjects' repair of
-        # writes left half-done by a crash (``tiers.subject_repair``, set by ``Subjects``).
-        self.before_read: Callable[[str], Awaitable[None]] = _nothing
+        # Every read runs through it (its operation's name, the read): the subjects' repair
+        # of writes left half-done by a crash, looked for beside the read and the read sent
+        # again when it repaired anything (``tiers.subject_repair``, set by ``Subjects``).
+        # The read may run twice: it must send only reads, or a repair's own writes
+        # (``beside=False``: a read that decides writes of its own, repaired first).
+        self.read: ReadGuard = _as_is
 
     @property
     def metrics(self) -> MemoryMetrics:
@@ -130,9 +144,9 @@ class Runtime:
         return out
 
     async def ready(self, operation: str) -> None:
-        """Before a read: the index ready (``ensure_ready``), then ``before_read``."""
+        """Before a read: the index ready (``ensure_ready``); the read itself then runs through ``read``."""
+        del operation
         await self.index.ensure_ready()
-        await self.before_read(operation)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Start background work under the store's supervisor (drained by ``close``)."""

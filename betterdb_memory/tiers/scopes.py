@@ -228,8 +228,11 @@ class ScopeReader:
         )  # fmt: skip
         node = self._rt.parse_where(where)
         await self._rt.index.ensure_ready()
-        await self._rt.before_read("count")  # a subject a crash left half-written: repaired first
         flt = self._rt.with_where(flt, node, operation="count", filter_only=True)
+        # A subject a crash left half-written: looked for beside the count, repaired, counted again.
+        return await self._rt.read("count", lambda: self._count(flt))
+
+    async def _count(self, flt: MemoryFilter) -> int:
         if flt.as_of is not None:
             return await self._history.count_as_of(flt)
         caps = self._rt.index.capabilities
@@ -318,8 +321,11 @@ class ScopeReader:
         )  # fmt: skip
         node = self._rt.parse_where(where)
         await self._rt.index.ensure_ready()
-        await self._rt.before_read("list")  # a subject a crash left half-written: repaired first
         flt = self._rt.with_where(flt, node, operation="list", filter_only=True)
+        # A subject a crash left half-written: looked for beside the page, repaired, read again.
+        return await self._rt.read("list", lambda: self._list(flt, offset, limit))
+
+    async def _list(self, flt: MemoryFilter, offset: int, limit: int) -> MemoryPage:
         if flt.as_of is not None:
             found, page = await self._history.list_as_of(
                 flt, offset=offset, limit=limit, scan_limit=SCAN_LIMIT

@@ -10,16 +10,21 @@ docs/concepts/time.md, "A crash between the writes"). Here is the I/O:
   is remembered here (``failed``): this store's next read or subject write repairs it,
   before it reads anything;
 * every read (recall, list, count, get, ``fact_history``; ``as_of`` and windows
-  included) and every subject write calls ``before`` first: at most once a second
-  (``PROBE_INTERVAL_S``) it reads the journal's entries older than
-  ``JOURNAL_GRACE_MS`` (one ``ZRANGE``, bounded) and repairs their subjects inline.
+  included) runs through ``read``: at most once a second (``PROBE_INTERVAL_S``) it
+  reads the journal's entries older than ``JOURNAL_GRACE_MS`` (one ``ZRANGE``,
+  bounded) *beside* the read, on another connection of the client's pool, and only
+  when that look finds an entry does it repair the subjects and send the read again.
+  A subject write looks first (``before``): it sends nothing it could send again.
 
-Inline, not in the background, because the read is then answered as repaired: a
-``count`` cannot leave out a version it never saw, and a list or a recall would have to
-read the same pointers to tell a stale version from a current one, which is most of the
-repair's cost. The repair runs only after a crash (a journal entry past its grace), so a
-read pays one ``ZRANGE`` a second otherwise. Nothing scans: the journal names the
-subjects, and a subject's repair reads its pointer, its version list and one TAG search.
+Beside the read, not before it: a look that finds nothing (every look but those after a
+crash) then costs the read no round trip of its own, only a command sent with it. The
+journal and the read's keys may sit on different nodes of a cluster: two concurrent
+requests, not one pipeline (a cluster pipeline sends its searches after its commands).
+Repaired inline, not in the background, because the read is then answered as repaired:
+a ``count`` cannot leave out a version it never saw, and a list or a recall would have
+to read the same pointers to tell a stale version from a current one, which is most of
+the repair's cost. Nothing scans: the journal names the subjects, and a subject's
+repair reads its pointer, its version list and one TAG search.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from ..backend import scripts
 from ..backend.commands import Step, score_pairs
@@ -42,6 +47,8 @@ from .runtime import Runtime
 log = logging.getLogger(__name__)
 
 __all__ = ["SubjectRepair"]
+
+T = TypeVar("T")
 
 _HIST_FIELDS = ("valid_from", "valid_until")
 _DOC_FIELDS = ("valid_from", "created_at", "subject", "namespace", "agentId", "threadId", "kind", "source")
@@ -81,6 +88,9 @@ class SubjectRepair:
         self._settled: list[str] = []  # journal members settled, not yet taken off
         self._next_probe = 0.0
         self._lock = asyncio.Lock()
+        #: The look at the journal in flight (and the repair it leads to): True when it
+        #: repaired something, so the reads sent beside it are sent again.
+        self._look: asyncio.Task[bool] | None = None
 
     # -- the writer's side ----------------------------------------------------------------
 
@@ -133,30 +143,86 @@ class SubjectRepair:
 
     # -- the reader's side ----------------------------------------------------------------
 
+    async def read(self, operation: str, read: Callable[[], Awaitable[T]], /, *, beside: bool = True) -> T:
+        """``read``'s answer, with the subjects a crash left half-written repaired first.
+
+        This store's own failed settling is repaired before ``read`` runs (known: no look
+        needed). Otherwise, when a look at the journal is due (once a second) or one is in
+        flight, ``read`` runs beside it; if the look repaired something, ``read`` runs
+        again, after the repair, and that answer is returned. ``read`` must be safe to run
+        twice and beside a repair: it sends reads only. A read that decides writes of its
+        own from what it reads (``fact_history`` drops versions it finds gone, which a
+        crashed write's missing document looks like) passes ``beside=False``: it looks
+        and repairs first, in a round trip before its own. A look that fails is logged
+        (``_looked``) and the answer stands, as the read's would without a journal.
+        """
+        if self._local or not beside:
+            await self.before(operation)
+        look = self._looking(operation)
+        if look is None:
+            return await read()
+        answer, repaired = await asyncio.gather(read(), asyncio.shield(look))
+        return await read() if repaired else answer
+
+    def _looking(self, operation: str) -> asyncio.Task[bool] | None:
+        """The look in flight, or a new one when the last started ``PROBE_INTERVAL_S`` ago (None: neither)."""
+        if self._look is not None:
+            return self._look
+        if time.monotonic() < self._next_probe:
+            return None
+        self._next_probe = time.monotonic() + journal_rules.PROBE_INTERVAL_S
+        look = self._rt.supervisor.spawn(self._looked(operation), name="subjects-look")
+        self._look = look
+        look.add_done_callback(self._looked_done)
+        return look
+
+    def _looked_done(self, look: asyncio.Task[bool]) -> None:
+        if self._look is look:
+            self._look = None
+
+    async def _looked(self, operation: str) -> bool:
+        async with self._lock:
+            try:
+                return await self._run(operation, look=True)
+            except BetterDBMemoryError as exc:  # never the read's own failure: its answer stands
+                log.warning(
+                    "subjects: repair beside %s failed (%s); the next look tries again", operation, exc
+                )
+                self._rt.metrics.observe_background_failure("subjects")
+                return False
+
     async def before(self, operation: str) -> None:
         """Repair what this store failed to settle, and (once a second) what the journal says crashed.
 
-        A repair that fails is logged and left for the next read (this store's failures
-        stay remembered): the read itself then runs, and meets the same connection.
+        Sequential: for a subject write, which runs after it (it cannot be sent twice), and
+        for a read when this store's own settling failed. A repair that fails is logged
+        and left for the next read (this store's failures stay remembered): the caller
+        itself then runs, and meets the same connection.
         """
         if not self._local and time.monotonic() < self._next_probe:
             return
         async with self._lock:
             if not self._local and time.monotonic() < self._next_probe:
                 return  # another reader repaired while this one waited
+            look = time.monotonic() >= self._next_probe
+            if look:
+                self._next_probe = time.monotonic() + journal_rules.PROBE_INTERVAL_S
             try:
-                await self._run(operation)
+                await self._run(operation, look=look)
             except BetterDBMemoryError as exc:  # never the read's own failure: it runs next
                 log.warning(
                     "subjects: repair before %s failed (%s); the next read tries again", operation, exc
                 )
                 self._rt.metrics.observe_background_failure("subjects")
 
-    async def _run(self, operation: str) -> None:
+    async def _run(self, operation: str, *, look: bool) -> bool:
+        """Repair this store's failed settling, and (``look``) what the journal says is past its grace.
+
+        True when there was anything to repair (the subjects were read and put right).
+        """
         crashed = {d: set(ids) for d, ids in self._local.items()}
         members = [journal_member(d, mid) for d, ids in crashed.items() for mid in ids]
-        if time.monotonic() >= self._next_probe:
-            self._next_probe = time.monotonic() + journal_rules.PROBE_INTERVAL_S
+        if look:
             cutoff = int(time.time() * 1000) - journal_rules.JOURNAL_GRACE_MS
             probe: Step = (
                 "ZRANGE", self._rt.keys.subject_pending, "-inf", cutoff, "BYSCORE", "LIMIT", 0, journal_rules.PROBE_LIMIT,
@@ -178,6 +244,7 @@ class SubjectRepair:
                 self._local[d] = left
             else:
                 self._local.pop(d, None)
+        return bool(crashed)
 
     async def repair(self, crashed: Mapping[str, set[str]], *, operation: str) -> int:
         """Bring each subject back to its rule (``core.subject_repair.plan_repair``); how many versions moved.

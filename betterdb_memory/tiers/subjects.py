@@ -79,7 +79,7 @@ class Subjects:
     def __init__(self, rt: Runtime) -> None:
         self._rt = rt
         self.repair = SubjectRepair(rt, self)
-        rt.before_read = self.repair.before  # every read repairs half-written subjects first
+        rt.read = self.repair.read  # every read: half-written subjects repaired (looked for beside it)
 
     def check_index(self) -> None:
         """Refuse subjects on an index without ``subject_key`` (its search could never find them).
