@@ -18,7 +18,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from betterdb_memory import Fact, MemoryStore
+from betterdb_memory.core import subject_repair
 from betterdb_memory.errors import StoreConnectionError
 from tests.crash_points import (
     Crashed,
@@ -31,6 +34,7 @@ from tests.crash_points import (
     round_trip_1,
     round_trip_2,
 )
+from tests.round_trips import counting
 
 Y2018 = 1_514_764_800_000
 Y2019 = 1_546_300_800_000
@@ -272,3 +276,57 @@ async def a_correction_crashed_before_its_end_dates(make_store: MakeStore) -> No
             t / 1000, UTC
         )
     assert {m.id for m in (await reader.list(limit=100, **scope)).items if m.kind == "fact"} == {berlin}
+
+
+# -- the look beside the read (docs/concepts/time.md, "What a reader sees, and when") ---------
+
+
+async def the_first_read_answers_repaired(make_store: MakeStore, how: str) -> None:
+    """The read that finds the crash answers as repaired: its look went beside it, so it read again."""
+    writer = make_store()
+    lisbon = await writer.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    berlin = await crash_writing(writer, "Berlin", Y2024)
+    reader = make_store()
+    if how == "get":  # by key: right on the cluster too, whose shards index RETIRE's RENAME late
+        item = await reader.get(lisbon)
+        assert item is not None and item.valid_until == Y2024
+    elif how == "list":
+        assert await ids(reader) == {berlin}
+    elif how == "count":
+        assert await reader.count(**ADA) == 1
+    else:
+        hits = await reader.recall_by_vector(await embed(reader, "Berlin"), threshold=0.0, **ADA)
+        assert [h.item.id for h in hits] == [berlin], [(h.item.id, h.item.content) for h in hits]
+    await check(reader, berlin, {lisbon: Y2024}, {Y2022: {lisbon}, Y2025: {berlin}})
+
+
+async def embed(store: MemoryStore, text: str) -> list[float]:
+    return [float(x) for x in (await store.embedder.embed([text]))[0]]
+
+
+async def a_look_adds_no_round_trip_after_another(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """A read whose store looks at the journal waits for as many round trips, one after another,
+    as the same read when no look is due: the look goes beside it (tests/round_trips.py counts)."""
+    monkeypatch.setattr(subject_repair, "PROBE_INTERVAL_S", 0.0)  # every read looks
+    store = make_store()
+    mid = await store.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    vector = await embed(store, "Lisbon")
+    reads: dict[str, Callable[[], Awaitable[Any]]] = {
+        "get": lambda: store.get(mid),
+        "list": lambda: store.list(**ADA),
+        "count": lambda: store.count(**ADA),
+        "recall_by_vector": lambda: store.recall_by_vector(vector, threshold=0.0, **ADA),
+    }
+    read = reads[how]
+    await read()  # the index known ready, the write's journal entry settled
+    with counting(store) as trips:
+        await read()
+        looked, depth_with_look = trips.looked, trips.depth
+        monkeypatch.setattr(subject_repair, "PROBE_INTERVAL_S", 3600.0)
+        await read()  # the last look for an hour
+        trips.reset()
+        await read()
+    assert looked and not trips.looked, (looked, trips.calls)
+    assert depth_with_look == trips.depth, (depth_with_look, trips.depth)

@@ -62,3 +62,15 @@ async def test_a_correction_torn_across_slots_gets_its_end_dates(make_store: Mak
 
 async def test_a_retraction_that_died_before_leaving_its_subject_is_finished(make_store: MakeStore) -> None:
     await case.a_retraction_died_before_leaving_its_subject(make_store)
+
+
+async def test_the_read_that_finds_a_crash_answers_as_repaired(make_store: MakeStore) -> None:
+    await case.the_first_read_answers_repaired(make_store, "get")  # by key: the shards index RENAME late
+
+
+@pytest.mark.parametrize("how", ["get", "list", "count", "recall_by_vector"])
+async def test_a_read_that_looks_at_the_journal_adds_no_round_trip_after_another(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The journal and the read's keys sit on different nodes: the look goes beside the read all the same."""
+    await case.a_look_adds_no_round_trip_after_another(make_store, monkeypatch, how)
