@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from betterdb_memory.backend import scripts
 from betterdb_memory.core.subjects import SubjectPut
 from tests.unit.parts import build, search_reply
@@ -80,3 +82,40 @@ async def test_a_failed_settle_is_repaired_before_this_stores_next_read_without_
     p.backend.reply([None], None)
     await p.docs.get_many(["x"])
     assert len(p.backend.sent) == 5  # repaired once: nothing more before the next read
+
+
+async def test_the_look_goes_beside_the_read_and_a_look_that_finds_nothing_sends_nothing_more() -> None:
+    """Both round trips are in flight together (the read does not wait for the look to return)."""
+    p = build()
+    p.long_term.subjects.repair._next_probe = 0.0
+    in_flight: list[int] = []  # at each round trip's start: how many others were out, unanswered
+    out = 0
+    real = p.backend._send
+
+    async def send(trip: Any) -> list[Any]:
+        nonlocal out
+        in_flight.append(out)
+        out += 1
+        try:
+            return await real(trip)
+        finally:
+            out -= 1
+
+    p.backend._send = send  # type: ignore[method-assign]
+    p.backend.reply([])  # the journal: nothing due
+    p.backend.reply([None], None)
+    assert await p.docs.get_many(["x"]) == [None]
+    look, read = p.backend.sent
+    assert look.commands[0][0] == "ZRANGE" and read.commands[0][0] != "ZRANGE"
+    assert in_flight == [0, 1]  # the read left while the look was still out
+
+
+async def test_a_read_that_decides_writes_of_its_own_looks_first() -> None:
+    """``fact_history`` (``beside=False``): the look returns before its first round trip leaves."""
+    p = build()
+    p.long_term.subjects.repair._next_probe = 0.0
+    p.backend.reply([])  # the journal: nothing due
+    p.backend.reply(None, [])  # its pointer and versions: none
+    assert await p.ledger.fact_history("city", thread_id="t", kind="memory") == []
+    assert p.backend.sent[0].commands[0][0] == "ZRANGE"
+    assert p.backend.sent[1].operation == "fact_history"
