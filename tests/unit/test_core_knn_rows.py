@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from betterdb_memory.core.codec import as_text, to_float
-from betterdb_memory.core.knn_rows import _LAYOUTS, PairReader
-from betterdb_memory.core.models import MemoryItem, item_from_fields, ranking_item
+from betterdb_memory.core.knn_rows import _LAYOUTS, _READ, PairReader
+from betterdb_memory.core.models import _PLAIN, MemoryItem, item_from_fields, ranking_item
 from betterdb_memory.core.query import SCORE_ALIAS
 from betterdb_memory.core.replies import parse_search_reply
 from tests.unit.test_core_fixtures import CLUSTER_CAPTURES, MEM_CAPTURES, reply
@@ -256,3 +256,8 @@ def test_any_rows_read_as_the_dict_way(
     assert exact(pairs) == exact(want[0])
     assert expired == want[1]
     assert all(type(item) is MemoryItem and not math.isnan(d) for item, d in pairs)
+
+
+def test_the_reader_reads_every_field_a_plain_row_may_hold() -> None:
+    """A field added to ``models._PLAIN`` (``item_from_fields``' short way) must be read by position too."""
+    assert set(_READ) == _PLAIN and len(_READ) == len(_PLAIN)
