@@ -5,7 +5,7 @@ Issue 29's recall work rewrites the Python between the search replies and the hi
 not change. This script loads another version of the package (``--against DIR``: its
 ``betterdb_memory`` copied as ``bm_against``, as ``profile_python.py`` does), opens a
 store of each version over the same memories on one embedded server, replays the same
-recalls through both, call by call, and compares the ordered ids, the scores,
+recalls through both, call by call, and compares the ordered ids, every field of the items, the scores,
 similarities and distances (to ``--tolerance``; the clock the composite score reads is
 fixed, so they are expected to be equal to the bit) and, with ``explain``, every score
 part. It exits 1 when any recall differs.
@@ -17,7 +17,9 @@ each other, so same-slot supersession compares them and embeds its prototypes),
 ``people`` (facts about named people with dates: same-slot pairs that supersede) and
 ``turns`` (conversation turns in threads: ``LearnedRanker``'s neighbours). Recalls vary
 the re-ranker (the default ``HybridRanker``, ``LearnedRanker``, none), ``k``, the scope,
-``explain``, text and vector recall. Reinforcement is off (both versions read the same
+``explain``, text and vector recall, and filters (``where``, tags, sensitivity). Some
+memories store optional fields (importance, tags, metadata, a TTL, a sensitivity), so
+replies mix rows of several shapes. Reinforcement is off (both versions read the same
 documents).
 
     git worktree add /tmp/old <commit>   # or: git archive <commit> betterdb_memory | tar -x -C /tmp/old
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import hashlib
 import importlib
 import itertools
@@ -117,9 +120,22 @@ def dataset(
     def add(text: str, vector: Any, thread: str, days: float | None) -> None:
         book.vectors[text] = vector
         item: dict[str, Any] = {"content": text, "vector": vector, "thread_id": thread, "agent_id": "a"}
-        item["id"] = f"m{next(serial):06d}"
+        s = next(serial)
+        item["id"] = f"m{s:06d}"
         if days is not None:
             item["valid_from"] = base + int(days * DAY_MS)
+        # Some memories store optional fields: their rows read another way than the plain ones
+        # (``core.knn_rows``), in the same replies.
+        if s % 5 == 0:
+            item["importance"] = 0.2 + (s % 7) / 10
+        if s % 6 == 0:
+            item["tags"] = ["blue", f"g{s % 3}"]
+        if s % 9 == 0:
+            item["metadata"] = {"n": s % 4}
+        if s % 11 == 0:
+            item["ttl"] = 3600 * (1 + s % 5)
+        if s % 13 == 0:
+            item["sensitivity"] = "low"
         items.append(item)
 
     # synthetic: profile_store's texts
@@ -178,10 +194,24 @@ def dataset(
     return items, queries
 
 
+# Recalls' filters: ``where`` (read through the exact check), tags, the sensitivity exclusion.
+FILTERS: tuple[dict[str, Any], ...] = (
+    {"where": {"importance": {"$gte": 0.4}}},
+    {"tags": ["blue"]},
+    {"exclude_sensitivity": ["low"]},
+    {"where": {"tags": {"$nin": ["g1"]}}},
+)
+
+
 def fixed_clock(pkg: str) -> None:
     """The composite score's clock (``time.time`` in the recall module) fixed at ``NOW``."""
     mod = importlib.import_module(f"{pkg}.tiers.recall")
     mod.time = types.SimpleNamespace(time=lambda: NOW, perf_counter=time.perf_counter)  # type: ignore[attr-defined]
+
+
+def item_fields(item: Any) -> tuple[Any, ...]:
+    """Every field of a hit's item, by name (the two versions' ``MemoryItem`` are two classes)."""
+    return tuple((f.name, getattr(item, f.name)) for f in dataclasses.fields(item))
 
 
 def summary(hits: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -199,7 +229,7 @@ def summary(hits: Sequence[Any]) -> list[tuple[Any, ...]]:
                 ex.degraded,
                 ex.time_window,
             )
-        out.append((h.item.id, h.score, h.similarity, h.distance, h.item.content, h.item.access_count, parts))
+        out.append((h.item.id, h.score, h.similarity, h.distance, item_fields(h.item), parts))
     return out
 
 
@@ -209,13 +239,13 @@ def same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]], tol: float) -> bool
     for x, y in zip(a, b, strict=True):
         if any(not math.isclose(p, q, rel_tol=0.0, abs_tol=tol) for p, q in zip(x[1:4], y[1:4], strict=True)):
             return False
-        if x[4:6] != y[4:6]:
+        if x[4] != y[4]:  # the items, field by field
             return False
-        if (x[6] is None) != (y[6] is None):
+        if (x[5] is None) != (y[5] is None):
             return False
-        if x[6] is not None:
-            nums = [(p, q) for p, q in zip(x[6][:4], y[6][:4], strict=True)]
-            if any(not math.isclose(p, q, rel_tol=0.0, abs_tol=tol) for p, q in nums) or x[6][4:] != y[6][4:]:
+        if x[5] is not None:
+            nums = [(p, q) for p, q in zip(x[5][:4], y[5][:4], strict=True)]
+            if any(not math.isclose(p, q, rel_tol=0.0, abs_tol=tol) for p, q in nums) or x[5][4:] != y[5][4:]:
                 return False
     return True
 
@@ -277,14 +307,26 @@ async def main(argv: list[str]) -> int:
         kinds: dict[str, int] = {}
         for qi, (query, thread) in enumerate(queries):
             for label in ("hybrid", "learned", "dense"):
-                for k, explain, by_vector in (
-                    (10, qi % 2 == 0, False),
-                    (1 + qi % 20, qi % 3 == 0, qi % 4 == 0),
+                for k, explain, by_vector, more in (
+                    (10, qi % 2 == 0, False, {}),
+                    (1 + qi % 20, qi % 3 == 0, qi % 4 == 0, {}),
+                    (
+                        10,
+                        qi % 3 == 1,
+                        qi % 2 == 0,
+                        FILTERS[qi % len(FILTERS)],
+                    ),  # an exact check, a tag filter
                 ):
                     got = []
                     for p in pkgs:
                         store = stores[(p, label)]
-                        options = {"k": k, "thread_id": thread, "explain": explain, "reinforce": False}
+                        options = {
+                            "k": k,
+                            "thread_id": thread,
+                            "explain": explain,
+                            "reinforce": False,
+                            **more,
+                        }
                         if by_vector:
                             hits = await store.recall_by_vector(
                                 book.vector(query), query=query if qi % 8 else None, **options

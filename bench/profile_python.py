@@ -27,6 +27,7 @@ scenario of this package and print its top functions by own time.
     .venv/bin/python bench/profile_python.py                       # this package, p50 µs per call
     git worktree add /tmp/old <commit> && .venv/bin/python bench/profile_python.py --against /tmp/old
     .venv/bin/python bench/profile_python.py --profile "recall_by_vector k=10 (default"
+    .venv/bin/python bench/profile_python.py --against /tmp/old --cpu   # a loaded machine: CPU time
 
 The embedder is a dict lookup (``VectorBook``-like), the threshold 2.0 (every recall
 returns its 10 hits), every other option the default (reinforcement on, with its lag:
@@ -44,7 +45,6 @@ import importlib
 import os
 import pstats
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -115,30 +115,30 @@ async def scenarios(pkg: str, client: Any, name: str, book: Book, n: int) -> dic
                 ]
             )
     store, reinforced = made
-    query = next(t for t in texts if t.startswith("query"))
+    queries = [t for t in texts if t.startswith("query")]  # recorded call i asks queries[i % len(queries)]
     writes = memories[n:]
     counter = iter(range(10**12))
 
-    async def by_vector_off() -> None:
-        await store.recall_by_vector(book.vectors[query], k=10, reinforce=False)
+    async def by_vector_off(i: int) -> None:
+        await store.recall_by_vector(book.vectors[queries[i % len(queries)]], k=10, reinforce=False)
 
-    async def by_vector() -> None:
-        await reinforced.recall_by_vector(book.vectors[query], k=10)
+    async def by_vector(i: int) -> None:
+        await reinforced.recall_by_vector(book.vectors[queries[i % len(queries)]], k=10)
 
-    async def text() -> None:
-        await reinforced.recall(query, k=10)
+    async def text(i: int) -> None:
+        await reinforced.recall(queries[i % len(queries)], k=10)
 
-    async def text_off() -> None:
-        await store.recall(query, k=10, reinforce=False)
+    async def text_off(i: int) -> None:
+        await store.recall(queries[i % len(queries)], k=10, reinforce=False)
 
-    async def remember() -> None:
+    async def remember(i: int) -> None:
         t = writes[next(counter) % len(writes)]
         await store.remember(t, vector=book.vectors[t], thread_id="w", agent_id="a")
 
-    async def remember_embedded() -> None:
+    async def remember_embedded(i: int) -> None:
         await store.remember(writes[next(counter) % len(writes)], thread_id="w", agent_id="a")
 
-    calls: dict[str, Call] = {
+    calls: dict[str, Callable[[int], Awaitable[Any]]] = {
         "recall_by_vector k=10, reinforce=False": by_vector_off,
         "recall_by_vector k=10 (defaults: reinforcement)": by_vector,
         "recall k=10 (defaults: hybrid, reinforcement)": text,
@@ -148,11 +148,11 @@ async def scenarios(pkg: str, client: Any, name: str, book: Book, n: int) -> dic
     }
     store_calls: dict[str, Call] = {}
     for label, call in calls.items():
-        for _ in range(3):  # the index ready, scripts loaded, caches warm
-            await call()
+        for i in range(RECORDED):  # the index ready, scripts loaded, caches warm, word counts learnt
+            await call(i)
         replay = Replay(client)
         for i in range(RECORDED):
-            await replay.record(lambda _i, call=call: call(), i)
+            await replay.record(call, i)
         store_calls[label] = replayed(replay, call)
 
     async def close() -> None:
@@ -164,19 +164,27 @@ async def scenarios(pkg: str, client: Any, name: str, book: Book, n: int) -> dic
 
 
 RECORDED = 20  # calls recorded per scenario (replayed in turn)
+# The clock the replayed calls are timed by: wall time, or (``--cpu``) this thread's CPU time.
+CLOCK = {"clock": time.perf_counter}
 
 
-def replayed(replay: Replay, call: Call) -> Call:
+def quantile(samples: list[float], q: float) -> float:
+    """The ``q`` quantile of ``samples`` (nearest rank)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def replayed(replay: Replay, call: Callable[[int], Awaitable[Any]]) -> Call:
     """``call`` answered from its recordings: returns (library seconds, stand-ins' seconds)."""
     turn = iter(range(10**12))
 
     async def run() -> tuple[float, float]:
         i = next(turn) % RECORDED
-        clock = time.perf_counter
+        clock = CLOCK["clock"]
         with replay.replaying():
             replay.begin(i)
             t0 = clock()
-            await call()
+            await call(i)
             t1 = clock()
             await replay.stand_ins(i)
             t2 = clock()
@@ -196,7 +204,24 @@ async def main(argv: list[str]) -> None:
     parser.add_argument("--against", metavar="DIR", help="a checkout holding another betterdb_memory")
     parser.add_argument("--profile", metavar="NAME", help="cProfile the scenario whose name contains NAME")
     parser.add_argument("--top", type=int, default=10, help="functions listed by --profile (default 10)")
+    parser.add_argument(
+        "--quantile", type=float, default=0.5,
+        help="the quantile of each scenario's times reported (default 0.5, the p50; on a loaded machine 0.1, "
+        "the quietest tenth, is nearer what a quiet machine gives)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--queries", type=int, default=1,
+        help="recalls ask this many queries in turn (default 1: one query text; more: numbered texts as "
+        f"profile_store.py's, a word each never seen before; at most {RECORDED} are recorded)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cpu", action="store_true",
+        help="time by this thread's CPU time (time.thread_time), not wall time: on a loaded machine a "
+        "call of a millisecond is often descheduled partway, which wall time counts and CPU time does not",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.cpu:
+        CLOCK["clock"] = time.thread_time
     from betterdb_memory.server import EmbeddedServer
 
     pkgs = ["betterdb_memory"] if args.against is None else [load_against(args.against), "betterdb_memory"]
@@ -208,8 +233,13 @@ async def main(argv: list[str]) -> None:
         book.vectors[
             f"memory {i:07d}: the user prefers window seats and vegetarian meals on long flights"
         ] = v
-    q = vectors[3] + rng.standard_normal(DIM).astype(np.float32) / 20
-    book.vectors["query: which seats and meals does the user prefer on flights?"] = q / np.linalg.norm(q)
+    if args.queries == 1:
+        q = vectors[3] + rng.standard_normal(DIM).astype(np.float32) / 20
+        book.vectors["query: which seats and meals does the user prefer on flights?"] = q / np.linalg.norm(q)
+    for j in range(args.queries if args.queries > 1 else 0):  # as profile_store.py's: a number each
+        q = vectors[int(rng.integers(0, args.n))] + rng.standard_normal(DIM).astype(np.float32) / np.sqrt(DIM)
+        text = f"query {args.n + 200 + j}: which seats and meals does the user prefer on flights?"
+        book.vectors[text] = (q / np.linalg.norm(q)).astype(np.float32)
 
     server = await asyncio.to_thread(EmbeddedServer(persistence=False).start)
     real = avalkey.Valkey.from_url(server.url)
@@ -237,10 +267,12 @@ async def main(argv: list[str]) -> None:
             )
             pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
             return
-        head = " | ".join(f"{p} µs p50" for p in pkgs)
+        pct = f"p{args.quantile * 100:g}"
+        head = " | ".join(f"{p} µs {pct}" for p in pkgs)
         print(
-            "\nlibrary µs = replayed call p50 - the stand-ins' own p50 (as profile_store.py's no-I/O pass); "
+            f"\nlibrary µs = replayed call {pct} - the stand-ins' own {pct} (as profile_store.py's no-I/O pass); "
             "every scenario and package interleaved call by call"
+            + ("; timed by this thread's CPU time (--cpu)" if args.cpu else "")
         )
         print(f"\n| scenario | {head} |" + (" new ÷ old |" if len(pkgs) > 1 else ""))
         print("|---|" + "---|" * len(pkgs) + ("---|" if len(pkgs) > 1 else ""))
@@ -261,12 +293,15 @@ async def main(argv: list[str]) -> None:
                 lib, stand = await stores[p][label]()
                 call_s[(label, p)].append(lib)
                 stand_s[(label, p)].append(stand)
-            t0 = time.perf_counter()
+            t0 = CLOCK["clock"]()
             reference_work()
-            reference.append(time.perf_counter() - t0)
+            reference.append(CLOCK["clock"]() - t0)
         for label in labels:
             us = {
-                p: (statistics.median(call_s[(label, p)]) - statistics.median(stand_s[(label, p)])) * 1e6
+                p: (
+                    quantile(call_s[(label, p)], args.quantile) - quantile(stand_s[(label, p)], args.quantile)
+                )
+                * 1e6
                 for p in pkgs
             }
             cells = " | ".join(f"{us[p]:.1f}" for p in pkgs)
@@ -275,7 +310,7 @@ async def main(argv: list[str]) -> None:
         load = os.getloadavg()
         print(
             f"\nreference work (_noio.reference_work, timed in the same rounds): "
-            f"{statistics.median(reference) * 1e6:.1f} µs p50"
+            f"{quantile(reference, args.quantile) * 1e6:.1f} µs {pct}"
         )
         print(f"load average at the end {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
     finally:

@@ -38,6 +38,7 @@ FloatArray = npt.NDArray[np.float32]
 # ``isinstance`` with a tuple: ``str | bytes | bytearray`` builds a union at every call and
 # takes its slower path (a vector is checked on every write and recall).
 _TEXT = (str, bytes, bytearray)
+_F64 = np.dtype(np.float64)
 
 
 def validate_vector(vector: object, *, dimensions: int, name: str = "vector") -> FloatArray:
@@ -47,6 +48,14 @@ def validate_vector(vector: object, *, dimensions: int, name: str = "vector") ->
         ValidationError: wrong type or length, NaN or inf, or all zeros (a zero vector
             has no direction; cosine distance to it is undefined).
     """
+    if type(vector) is np.ndarray and vector.dtype == np.float32 and vector.shape == (dimensions,):
+        # A recall's or a write's float32 vector: both checks below in one sum of squares, in float64,
+        # where a float32's square neither overflows nor underflows (so no numpy warning either): it is
+        # NaN or inf exactly when a value is, and 0 exactly when all are. Else the checks say which.
+        arr = vector.copy()
+        wide = arr.astype(_F64)
+        if 0.0 < float(wide.dot(wide)) < math.inf:
+            return arr
     if isinstance(vector, _TEXT):
         raise ValidationError(
             f"{name} must be a sequence of floats", code="validation.vector_type", details={"argument": name}

@@ -255,40 +255,38 @@ def _valid_until(value: Any) -> int | None:
 # these two read each field once and call a helper only for a field that is present: most
 # of a memory's optional fields are absent from its hash (``core.record`` writes a field
 # only when it differs from what a reader assumes).
+_BASICS = ("content", "importance", "created_at", "last_accessed_at", "access_count")  # ``_basics``' fields
 
 
-def _basics(get: Callable[[str], Any], seen: tuple[int, int] | None) -> tuple[str, float, int, int, int]:
-    """(content, importance, created_at, last_accessed_at, access_count) of a hash's fields.
+def _basics(
+    text: Any, importance: Any, created: Any, accessed: Any, count: Any, *, seen: tuple[int, int] | None
+) -> tuple[str, float, int, int, int]:
+    """(content, importance, created_at, last_accessed_at, access_count) from their raw values (None: absent).
 
     ``as_text`` / ``to_float`` / ``to_int`` with their common case inline: ``int`` and
     ``float`` read bytes themselves, and raise on None (absent) as on text that is no number.
     ``seen``: an access the document does not show yet, (last access ms, count): each
     value is the greater of the two (what ``with_access`` would make of the item).
     """
-    raw = get("content")
-    content = raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw)
-    raw = get("importance")
+    content = text.decode("utf-8", errors="replace") if type(text) is bytes else as_text(text)
     try:
-        importance = float(raw)
+        importance = float(importance)
     except (TypeError, ValueError):
         importance = 0.5
     if not math.isfinite(importance):
         importance = 0.5
-    raw = get("created_at")
     try:
-        created = int(raw)
+        created = int(created)
     except (TypeError, ValueError):
-        created = to_int(raw)
-    raw = get("last_accessed_at")
+        created = to_int(created)
     try:
-        accessed = int(raw)
+        accessed = int(accessed)
     except (TypeError, ValueError):
-        accessed = to_int(raw)
-    raw = get("access_count")
+        accessed = to_int(accessed)
     try:
-        count = int(raw)
+        count = int(count)
     except (TypeError, ValueError):
-        count = to_int(raw)
+        count = to_int(count)
     if seen is not None:
         at, times = seen
         if at > accessed:
@@ -311,7 +309,7 @@ def ranking_item(
     get = fields.get
     expires = get("expires_at")
     valid_from = get("valid_from")
-    content, importance, created, accessed, count = _basics(get, seen)
+    content, importance, created, accessed, count = _basics(*map(get, _BASICS), seen=seen)
     # ``_opt`` inlined for the scope (a hundred candidates a recall): present as bytes, or absent.
     thread = get("threadId")
     if thread is not None:
@@ -370,7 +368,7 @@ def item_from_fields(
     """
     get = fields.get
     if fields.keys() <= _PLAIN:  # the usual hash: no optional field stored (core.record), one check for all
-        content, importance, created, accessed, count = _basics(get, seen)
+        content, importance, created, accessed, count = _basics(*map(get, _BASICS), seen=seen)
         thread, agent, space, valid_from = get("threadId"), get("agentId"), get("namespace"), get("valid_from")  # fmt: skip
         return _item(
             memory_id, content, importance, created, accessed, count, [], None,
@@ -405,7 +403,7 @@ def item_from_fields(
     valid_until = None if raw is None else _valid_until(raw)
     return _item(
         memory_id,
-        *_basics(get, seen),
+        *_basics(*map(get, _BASICS), seen=seen),
         tags,
         source,
         _opt(get("threadId")),

@@ -19,7 +19,7 @@ from typing import Any
 
 from .codec import as_text
 
-__all__ = ["SearchHit", "SearchResult", "parse_search_reply"]
+__all__ = ["SearchHit", "SearchResult", "field_map", "field_name", "parse_search_reply"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,8 @@ _NAMES: dict[bytes, str] = {}
 _NAMES_MAX = 4096
 
 
-def _name(raw: Any) -> str:
+def field_name(raw: Any) -> str:
+    """A field name of a reply as text (bytes decoded once each, kept)."""
     if isinstance(raw, bytes):
         name = _NAMES.get(raw)
         if name is None:
@@ -74,17 +75,18 @@ _SEQUENCES = (list, tuple)
 _CONTAINERS = (list, tuple, dict)
 
 
-def _field_map(value: Any) -> dict[str, Any]:
+def field_map(value: Any) -> dict[str, Any]:
+    """One result's fields by name: a ``[name, value, ...]`` row or a RESP3 map (anything else: none)."""
     if isinstance(value, dict):
-        return {_name(k): v for k, v in value.items()}
+        return {field_name(k): v for k, v in value.items()}
     if isinstance(value, _SEQUENCES):
         raw = tuple(value[0 : len(value) - 1 : 2])
         try:
             names = _ROWS.get(raw)
         except TypeError:  # a name that is no string (not an FT.SEARCH reply's)
-            return {_name(k): v for k, v in zip(raw, value[1::2], strict=True)}
+            return {field_name(k): v for k, v in zip(raw, value[1::2], strict=True)}
         if names is None:
-            names = tuple(_name(n) for n in raw)
+            names = tuple(field_name(n) for n in raw)
             if len(_ROWS) < _NAMES_MAX:
                 _ROWS[raw] = names
         return dict(zip(names, value[1::2], strict=True))
@@ -104,10 +106,10 @@ def parse_search_reply(reply: Any, *, nocontent: bool = False) -> SearchResult:
         total = int(_get(reply, "total_results") or 0)
         hits: list[SearchHit] = []
         for entry in _get(reply, "results") or []:
-            entry_map = entry if isinstance(entry, dict) else _field_map(entry)
+            entry_map = entry if isinstance(entry, dict) else field_map(entry)
             key = as_text(_get(entry_map, "id"))
             attrs = _get(entry_map, "extra_attributes")
-            hits.append(SearchHit(key, _field_map(attrs) if attrs is not None else {}))
+            hits.append(SearchHit(key, field_map(attrs) if attrs is not None else {}))
         return SearchResult(total, hits)
     if not isinstance(reply, _SEQUENCES) or not reply:
         return SearchResult(0, [])
@@ -123,14 +125,14 @@ def parse_search_reply(reply: Any, *, nocontent: bool = False) -> SearchResult:
         key = raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw)
         fields: dict[str, Any] = {}
         if i + 1 < n and isinstance(value := rest[i + 1], _CONTAINERS):
-            # ``_field_map`` inlined for the usual row: a list whose name tuple was seen before.
+            # ``field_map`` inlined for the usual row: a list whose name tuple was seen before.
             names = None
             if type(value) is list:
                 try:  # noqa: SIM105 (contextlib.suppress costs a context manager per row)
                     names = rows.get(tuple(value[0 : len(value) - 1 : 2]))
-                except TypeError:  # a name that is no string: ``_field_map`` says what to do
+                except TypeError:  # a name that is no string: ``field_map`` says what to do
                     pass
-            fields = _field_map(value) if names is None else dict(zip(names, value[1::2], strict=True))
+            fields = field_map(value) if names is None else dict(zip(names, value[1::2], strict=True))
             i += 2
         else:
             i += 1

@@ -19,17 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from ..core.codec import as_text, encode_vector, to_float, validate_vector
-from ..core.models import MemoryHit, MemoryItem, Sensitivity, item_from_fields, ranking_item
+from ..core.codec import encode_vector, validate_vector
+from ..core.knn_rows import PairReader
+from ..core.models import MemoryHit, MemoryItem, Sensitivity
 from ..core.query import (
     ITEM_FIELDS,
-    SCORE_ALIAS,
     MemoryFilter,
     item_matches,
     knn_search_args,
 )
 from ..core.ranking import Gate, rank
-from ..core.replies import parse_search_reply
+from ..core.replies import SearchHit, parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
 from ..core.time_recall import TimePlan, search_text, whole_items
@@ -41,7 +41,7 @@ from .documents import Documents
 from .history import History
 from .hybrid import TextCandidates
 from .runtime import Runtime
-from .scope_scan import ScopeScan
+from .scope_scan import ScanPlan, ScopeScan
 from .time_recall import TimeRecall, WindowQueries
 
 __all__ = ["DEFAULT_K", "Recall"]
@@ -252,6 +252,38 @@ class Recall:
             replies = await self._time.settle(also, replies)
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
+        hits = None  # the KNN's reply read as it came, unless a scan, a probe, a window or a check intervene
+        if plan.scan or plan.probe or also is not None or check:
+            hits = await self._hits(plan, replies, vector, flt, k, fields, check=check, also=also)
+        read = PairReader(
+            prefix=self._rt.keys.doc_prefix, now_ms=time.time() * 1000, slim=slim,
+            pending=self._docs.reinforcement.pending,  # lagging accesses: ``overlay`` then finds them current
+            fact_source=self._rt.settings.fact_source,
+            keep=(lambda f: result_matches(f, flt, check)) if check or flt.where is not None else None,
+        )  # fmt: skip
+        out = read.reply(replies[0]) if hits is None else read.hits(hits)
+        expired = read.expired
+        if expired:
+            self._docs.drop_expired(expired)
+        if past:
+            out += self._history.knn_hits(replies.pop(), flt)
+        out += also.past if also is not None else []  # a window's past versions (read whole)
+        out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
+        return out, replies[1:]
+
+    async def _hits(
+        self,
+        plan: ScanPlan,
+        replies: list[Any],
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        flt: MemoryFilter,
+        k: int,
+        fields: Sequence[str],
+        *,
+        check: bool,
+        also: WindowQueries | None,
+    ) -> list[SearchHit]:
+        """The main query's hits as ``ScopeScan.hits`` reads them, a window's merged in, widened for ``check``."""
         hits = await self._scan.hits(plan, replies, keep=(lambda f: item_matches(f, flt)) if check else None)
         if also is not None:  # a window's events and states: the hits the first did not find
             hits = also.merge(hits, replies, self._history)
@@ -262,54 +294,13 @@ class Recall:
             while passing < k and len(hits) >= k and k < _MAX_KNN:
                 k = min(_MAX_KNN, k * 4)
                 args = knn_search_args(
-                    self._rt.index.name,
-                    encode_vector(vector),
-                    k=k,
-                    flt=flt,
-                    layout=self._rt.index.layout,
+                    self._rt.index.name, encode_vector(vector), k=k, flt=flt, layout=self._rt.index.layout,
                     return_fields=fields,
-                )
-                hits = parse_search_reply(
-                    await self._rt.index.with_index(
-                        "recall", functools.partial(self._rt.backend.search, "recall", args)
-                    )
-                ).hits
+                )  # fmt: skip
+                search = functools.partial(self._rt.backend.search, "recall", args)
+                hits = parse_search_reply(await self._rt.index.with_index("recall", search)).hits
                 passing = sum(1 for h in hits if item_matches(h.fields, flt))
-        now_ms = time.time() * 1000
-        out: list[tuple[MemoryItem, float]] = []
-        expired: list[str] = []
-        fs = self._rt.settings.fact_source
-        pending = self._docs.reinforcement.pending  # lagging accesses: ``overlay`` then finds them current
-        exact, memory_id_of = check or flt.where is not None, self._rt.keys.memory_id_of  # per hit below
-        for hit in hits:
-            f = hit.fields
-            score = f.get(SCORE_ALIAS)
-            if score is None and SCORE_ALIAS not in f:
-                continue  # expired between match and load
-            if exact and not result_matches(f, flt, check):
-                continue
-            expires = f.get("expires_at")
-            if expires is not None and (expires := as_text(expires)) and to_float(expires) <= now_ms:
-                expired.append(memory_id_of(hit.key))
-                continue
-            mid = memory_id_of(hit.key)
-            seen = pending.get(mid)
-            item = (
-                ranking_item(mid, f, seen=seen)
-                if slim
-                else item_from_fields(mid, f, fact_source=fs, seen=seen)
-            )
-            # min(2.0, max(0.0, d)): an exact match can come back a hair below 0 (float32 on valkey-search)
-            distance = to_float(score)
-            distance = distance if distance > 0.0 else 0.0
-            out.append((item, distance if distance < 2.0 else 2.0))
-        if expired:
-            self._docs.drop_expired(expired)
-        if past:
-            out += self._history.knn_hits(replies.pop(), flt)
-        out += also.past if also is not None else []  # a window's past versions (read whole)
-        out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
-        return out, replies[1:]
+        return hits
 
     async def _recall_vector(
         self, vector: np.ndarray[Any, np.dtype[np.float32]], request: RecallRequest, *, embed_seconds: float

@@ -389,3 +389,33 @@ def test_check_content_whitespace_and_size_as_strip_and_encode_say() -> None:
     with pytest.raises(ValidationError) as info:
         check_content("a\ud800")
     assert info.value.code == "validation.encoding"
+
+
+@pytest.mark.parametrize(
+    ("values", "code"),
+    [
+        ([1.0, np.nan, 0.5, 0.5], "validation.vector_nonfinite"),
+        ([np.inf, -np.inf, 0.5, 0.5], "validation.vector_nonfinite"),
+        ([-np.inf, 1.0, 1.0, 1.0], "validation.vector_nonfinite"),
+        ([0.0, -0.0, 0.0, 0.0], "validation.vector_zero"),
+        ([3e38, -3e38, 3e38, 1.0], None),  # float32 squares would overflow
+        ([1e-45, 0.0, 0.0, 0.0], None),  # a subnormal: its float32 square underflows to 0
+        ([0.25, -0.5, 1.0, 2.0], None),
+    ],
+    ids=["nan", "both-infs", "minus-inf", "zeros", "huge", "subnormal", "plain"],
+)
+def test_validate_vector_one_sum_of_squares_for_a_float32_array(
+    values: list[float], code: str | None
+) -> None:
+    """A float32 array of the right length is checked by one sum of squares: the same verdicts as the
+    checks every other input gets (the same values as a list), with no numpy warning (warnings are errors here)."""
+    given = np.array(values, dtype=np.float32)
+    if code is None:
+        out = validate_vector(given, dimensions=4)
+        assert out.tolist() == given.tolist() and not np.shares_memory(out, given)
+        assert validate_vector(given.tolist(), dimensions=4).tolist() == out.tolist()
+        return
+    for form in (given, given.tolist()):
+        with pytest.raises(ValidationError) as info:
+            validate_vector(form, dimensions=4)
+        assert info.value.code == code
