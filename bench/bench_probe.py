@@ -13,9 +13,12 @@ with subjects). Each round reads once through each of the six, in an order that 
 every round (a busy shared host slows both columns alike), each read waiting (untimed)
 until its store's previous read is ``--gap`` old.
 Reported per operation: p50 / p99 of each column and their ratio, server calls per read
-(``INFO commandstats`` deltas around each read, outside its timing), the backend calls
-of each read and how many of them it waited for one after another, and how many reads
-looked.
+(``INFO commandstats`` deltas around each read, outside its timing; commands a script
+runs count too), the backend calls of each read and how many of them it waited for one
+after another, this process's CPU per read, and how many reads looked. ``--rtt-ms``
+adds a sleep to every backend call of both columns, standing for a network between the
+client and the server (on one loaded host, a localhost round trip is mostly CPU, which
+running two requests at once does not save).
 
     .venv/bin/python bench/bench_probe.py                       # embedded RediSearch
     PYTHON=.venv/bin/python bash scripts/with-valkey-search.sh standalone \\
@@ -50,8 +53,9 @@ MODES = ("before", "after")
 class Calls:
     """A store's backend calls per read: how many, and how deep (calls in flight together share a depth)."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, rtt: float = 0.0) -> None:
         self.journal = f"{store.keys.name}:subj:pending"
+        self.rtt = rtt  # seconds added to each backend call: a network's round trip (``--rtt-ms``)
         self.depth = self.count = self._ended = 0
         self.looked = False
         backend = store.backend
@@ -69,6 +73,8 @@ class Calls:
             steps = args[0] if args and isinstance(args[0], list | tuple) else args
             self.looked |= any(isinstance(s, tuple) and s[:2] == ("ZRANGE", self.journal) for s in steps)
             try:
+                if self.rtt:
+                    await asyncio.sleep(self.rtt)
                 return await fn(operation, *args, **kwargs)
             finally:
                 self._ended = max(self._ended, depth)
@@ -111,7 +117,7 @@ async def run(args: argparse.Namespace) -> str:
                     if mode == "before":
                         looks_first(s)
                     await s.count()  # the index known ready; a first look
-                    stores[(mode, op)], calls[(mode, op)] = s, Calls(s)
+                    stores[(mode, op)], calls[(mode, op)] = s, Calls(s, args.rtt_ms / 1000)
             reads: dict[str, Callable[[MemoryStore, int], Awaitable[Any]]] = {
                 "get": lambda s, r: s.get(ids[(r * 7919) % len(ids)]),
                 "list": lambda s, r: s.list(thread_id=f"t{r % THREADS}", limit=20),
@@ -123,6 +129,7 @@ async def run(args: argparse.Namespace) -> str:
             server: dict[tuple[str, str], list[int]] = {key: [] for key in stores}
             depth: dict[tuple[str, str], list[int]] = {key: [] for key in stores}
             count: dict[tuple[str, str], list[int]] = {key: [] for key in stores}
+            cpu: dict[tuple[str, str], list[float]] = {key: [] for key in stores}
             looked: dict[tuple[str, str], int] = dict.fromkeys(stores, 0)
             last = dict.fromkeys(stores, time.monotonic())
             order = [(m, op) for op in OPS for m in MODES]
@@ -134,9 +141,10 @@ async def run(args: argparse.Namespace) -> str:
                     s, c = stores[key], calls[key]
                     before = await commandstats_total(first.client)
                     c.reset()
-                    t0 = time.perf_counter()
+                    c0, t0 = time.process_time(), time.perf_counter()
                     await reads[key[1]](s, r)
                     lat[key].append(time.perf_counter() - t0)
+                    cpu[key].append(time.process_time() - c0)
                     server[key].append(await commandstats_total(first.client) - before)
                     depth[key].append(c.depth)
                     count[key].append(c.count)
@@ -153,11 +161,12 @@ async def run(args: argparse.Namespace) -> str:
     load = os.getloadavg()
     out = [
         f"Engine: {args.engine}; {args.size} memories, {args.rounds} rounds, a read per store every "
-        f"{args.gap} s; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) at the end.",
+        f"{args.gap} s; {args.rtt_ms} ms added to each backend call; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) at the end.",
         "",
         "| read | before p50 | after p50 | after ÷ before | before p99 | after p99 "
-        "| server calls / read (before, after) | backend calls / read | sequential round trips | reads that looked |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| server calls / read (before, after) | backend calls / read | sequential round trips "
+        "| client CPU / read | reads that looked |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for op in OPS:
         b, a = ("before", op), ("after", op)
@@ -167,6 +176,7 @@ async def run(args: argparse.Namespace) -> str:
             f"{p(ms[a], 0.99):.2f} ms | {statistics.mean(server[b]):.2f}, {statistics.mean(server[a]):.2f} | "
             f"{statistics.mean(count[b]):.2f}, {statistics.mean(count[a]):.2f} | "
             f"{statistics.median(depth[b]):.0f}, {statistics.median(depth[a]):.0f} | "
+            f"{statistics.median(cpu[b]) * 1000:.2f}, {statistics.median(cpu[a]) * 1000:.2f} ms | "
             f"{looked[b]}/{args.rounds}, {looked[a]}/{args.rounds} |"
         )
     return "\n".join(out)
@@ -181,6 +191,9 @@ def main() -> int:
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=120)
     ap.add_argument("--gap", type=float, default=1.5)
+    ap.add_argument(
+        "--rtt-ms", type=float, default=0.0, help="added to each backend call: a network's round trip"
+    )
     ap.add_argument("--out", default=None, help="also write the report to this markdown file")
     args = ap.parse_args()
     args.engine = args.engine or ("embedded RediSearch" if args.url is None else args.url)

@@ -156,8 +156,8 @@ class SubjectRepair:
         and repairs first, in a round trip before its own. A look that fails is logged
         (``_looked``) and the answer stands, as the read's would without a journal.
         """
-        if self._local or not beside:
-            await self.before(operation)
+        if self._local or not beside or self._rt.supervisor.closed:
+            await self.before(operation)  # closing: the look runs inline, as nothing new may start
         look = self._looking(operation)
         if look is None:
             return await read()

@@ -119,3 +119,15 @@ async def test_a_read_that_decides_writes_of_its_own_looks_first() -> None:
     assert await p.ledger.fact_history("city", thread_id="t", kind="memory") == []
     assert p.backend.sent[0].commands[0][0] == "ZRANGE"
     assert p.backend.sent[1].operation == "fact_history"
+
+
+async def test_a_read_while_the_store_closes_looks_first_instead_of_starting_background_work() -> None:
+    """Work still draining in ``close`` may read: its look runs inline (the supervisor refuses new tasks)."""
+    p = build()
+    p.long_term.subjects.repair._next_probe = 0.0
+    p.rt.supervisor.closed = True
+    p.backend.reply([])  # the journal: nothing due
+    p.backend.reply([None], None)
+    assert await p.docs.get_many(["x"]) == [None]
+    look, read = p.backend.sent
+    assert look.commands[0][0] == "ZRANGE" and read.operation == "get"
