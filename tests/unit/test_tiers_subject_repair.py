@@ -129,4 +129,5 @@ async def test_a_read_while_the_store_closes_looks_first_instead_of_starting_bac
     p.backend.reply([])  # the journal: nothing due
     p.backend.reply([None], None)
     assert await p.docs.get_many(["x"]) == [None]
-    assert p.backend.sent[0].commands[0][0] == "ZRANGE"
+    look, read = p.backend.sent
+    assert look.commands[0][0] == "ZRANGE" and read.operation == "get"
