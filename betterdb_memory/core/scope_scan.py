@@ -14,14 +14,27 @@ Whether a scan is worth it depends on the scope's size *and* the index's: the wa
 visits about ``k / selectivity`` nodes, so a scope of 300 in a store of 3,000 walks 500
 nodes in 2-3 ms, cheaper than reading 300 vectors (``worth_scanning``). Both sizes are
 learned from replies, never asked for on their own (``SizeClasses``): a scan's total
-refreshes its filter's entry; a filter not known worth scanning sends its KNN with a
+refreshes its filter's entry; a filter known too big to scan sends its KNN with a
 ``LIMIT 0 0`` count beside it, in the same round trip, at most once per ``COUNT_TTL_S``,
 and the index's count rides along the same way. RediSearch keeps the KNN: its ADHOC_BF
 policy does this inside the engine.
+
+A filter never seen (the first recall of a thread: the usual case in a fleet of many
+threads) is answered by a *bounded* scan: ``LIMIT 0 B+1`` where ``B = scan_bound(...)``
+is the largest scope worth scanning at the index's size. Its total says which case it
+was: at most ``B``, the reply holds the whole scope and is ranked here (one round trip,
+as warm); above, the filter is learned large and its KNN follows (a second round trip,
+having read ``B+1`` vectors for nothing). That waste is bounded, once per filter, and
+kept from repeating per *kind* of filter (``filter_shape``: which fields it constrains,
+not their values): after ``LARGE_STREAK`` misses of one shape in a row turned out large
+(an agent scope holding the whole store, say), the next miss of that shape sends the KNN
+with its count, as before, until a count of that shape says small again. Measured in
+bench/results/scope-scan.md ("first recall of a scope").
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,14 +47,17 @@ from .replies import SearchHit
 
 __all__ = [
     "COUNT_TTL_S",
+    "LARGE_STREAK",
     "PREFILTERED",
     "SCAN_LIMIT",
     "WALK_RATIO",
     "SizeClasses",
     "count_args",
     "filter_key",
+    "filter_shape",
     "nearest",
     "scan_args",
+    "scan_bound",
     "worth_scanning",
 ]
 
@@ -62,8 +78,13 @@ EF_RUNTIME = 10
 # How long a filter's count (and the index's) is trusted before a query carries a new one;
 # a scanned filter's count is refreshed by every scan's reply.
 COUNT_TTL_S = 60.0
-# Distinct filters remembered (oldest forgotten first): time windows make new ones.
-MAX_FILTERS = 4_096
+# Distinct filters remembered (oldest forgotten first): time windows make new ones. An
+# entry is ~250 bytes; a filter forgotten costs one bounded scan when next recalled.
+MAX_FILTERS = 16_384
+# Misses of one filter shape in a row found too big to scan, after which that shape's misses
+# send the KNN (with a count) instead of the bounded scan; a count saying small resets it.
+LARGE_STREAK = 2
+MAX_SHAPES = 256
 
 
 def scan_args(
@@ -95,6 +116,26 @@ def count_args(index: str, flt: MemoryFilter, layout: IndexLayout) -> list[str]:
 def filter_key(flt: MemoryFilter, layout: IndexLayout) -> str:
     """What identifies a filter's matches: its engine text (``""``: no filter, never scanned)."""
     return build_filter(flt, layout)
+
+
+def filter_shape(flt: MemoryFilter) -> str:
+    """Which fields ``flt`` constrains, not with what: filters of one shape tend to one size.
+
+    Every thread of a store has the shape ``thread``; an agent's scope, ``agent``. Values
+    never appear (the shape only chooses how a never-seen filter is first asked), so a
+    ``where=`` counts by the fields it reads and engine clauses by their number.
+    """
+    s = flt.scope
+    where = "" if flt.where is None else ",".join(sorted(flt.where.fields))
+    return (
+        f"{int(s.namespace is not None)}{int(s.agent_id is not None)}{int(s.thread_id is not None)}"
+        f"|{len(flt.tags)}|{len(flt.sources)}|{len(flt.exclude_sources)}|{len(flt.exclude_sensitivity)}"
+        f"|{int(flt.dedup is not None)}{int(flt.min_created_at is not None)}{int(flt.max_created_at is not None)}"
+        f"{int(flt.max_importance is not None)}{int(flt.max_keep is not None)}"
+        f"{int(flt.exclude_expired_at is not None)}{int(flt.valid_since is not None)}"
+        f"{int(flt.valid_before is not None)}{int(flt.as_of is not None)}{int(flt.history)}"
+        f"|{len(flt.clauses)}|{where}"
+    )
 
 
 def nearest(
@@ -167,6 +208,18 @@ def worth_scanning(
     return scope * scope <= ratio * max(k, EF_RUNTIME) * index_docs
 
 
+def scan_bound(index_docs: int, k: int, *, limit: int = SCAN_LIMIT, ratio: float = WALK_RATIO) -> int:
+    """The largest scope ``worth_scanning`` for ``k`` hits at ``index_docs`` (its floor aside).
+
+    What a never-seen filter's bounded scan asks for (``LIMIT 0 bound+1``): a total at
+    most ``bound`` means the reply holds the whole scope. 0 while the index's size is
+    unknown (nothing is scanned blind).
+    """
+    if index_docs <= 0:
+        return 0
+    return min(limit, math.isqrt(int(ratio * max(k, EF_RUNTIME) * index_docs)))
+
+
 @dataclass(slots=True)
 class _Entry:
     total: int
@@ -180,6 +233,9 @@ class SizeClasses:
     is worth scanning (``worth_scanning``). ``scan(key, k)``: known worth scanning (each
     scan's total refreshes the entry). ``needs_count(key, now)`` and
     ``needs_index_count(now)``: not learned within ``ttl`` (the next query carries a count).
+    A stale entry still decides until its refresh arrives. For filters never seen:
+    ``bound(k)`` (their bounded scan's size) and, per ``filter_shape``, whether their
+    misses are probed by it (``probes``) or sent the KNN (``LARGE_STREAK``; ``verdict``).
     """
 
     def __init__(
@@ -197,6 +253,7 @@ class SizeClasses:
         self._ttl = ttl
         self._size = size
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._large: OrderedDict[str, int] = OrderedDict()  # shape -> misses in a row found large
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -228,6 +285,26 @@ class SizeClasses:
 
     def learn_index(self, total: int, now: float) -> None:
         self.index_docs, self._index_at = total, now
+
+    def seed_index(self, total: int) -> None:
+        """A first guess of the index's size (FT.INFO at opening) until a count is learned."""
+        if self._index_at is None and total > 0:
+            self.index_docs = total
+
+    def bound(self, k: int) -> int:
+        """The bounded scan of a never-seen filter: ``scan_bound`` at the known index size."""
+        return scan_bound(self.index_docs, k, limit=self.limit, ratio=self.ratio)
+
+    def probes(self, shape: str) -> bool:
+        """Whether a never-seen filter of ``shape`` is first asked by the bounded scan."""
+        return self._large.get(shape, 0) < LARGE_STREAK
+
+    def verdict(self, shape: str, small: bool) -> None:
+        """A never-seen filter of ``shape`` was found ``small`` (within its bound) or not."""
+        self._large[shape] = 0 if small else self._large.get(shape, 0) + 1
+        self._large.move_to_end(shape)
+        while len(self._large) > MAX_SHAPES:
+            self._large.popitem(last=False)
 
     def forget(self, key: str) -> None:
         self._entries.pop(key, None)
