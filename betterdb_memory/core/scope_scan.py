@@ -25,11 +25,13 @@ is the largest scope worth scanning at the index's size. Its total says which ca
 was: at most ``B``, the reply holds the whole scope and is ranked here (one round trip,
 as warm); above, the filter is learned large and its KNN follows (a second round trip,
 having read ``B+1`` vectors for nothing). That waste is bounded, once per filter, and
-kept from repeating per *kind* of filter (``filter_shape``: which fields it constrains,
-not their values): after ``LARGE_STREAK`` misses of one shape in a row turned out large
-(an agent scope holding the whole store, say), the next miss of that shape sends the KNN
-with its count, as before, until a count of that shape says small again. Measured in
-bench/results/scope-scan.md ("first recall of a scope").
+kept small and from repeating per *kind* of filter (``filter_shape``: which fields it
+constrains, not their values). The first miss of a shape this process has not seen reads
+at most ``FIRST_PROBE`` (a scope between that and ``B`` is then scanned whole in a second
+round trip, and its shape is known small). After ``LARGE_STREAK`` misses of one shape in
+a row turned out large (an agent scope holding the whole store, say), the next miss of
+that shape sends the KNN with its count, as before, until a count of that shape says
+small again. Measured in bench/results/scope-scan.md ("first recall of a scope").
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from .replies import SearchHit
 
 __all__ = [
     "COUNT_TTL_S",
+    "FIRST_PROBE",
     "LARGE_STREAK",
     "PREFILTERED",
     "SCAN_LIMIT",
@@ -85,6 +88,9 @@ MAX_FILTERS = 16_384
 # send the KNN (with a count) instead of the bounded scan; a count saying small resets it.
 LARGE_STREAK = 2
 MAX_SHAPES = 256
+# The most a never-seen filter of a never-seen shape reads (~0.45 MB, 2-4 ms at 90k): about
+# what a count's own round trip costs, so a first guess that is wrong costs little.
+FIRST_PROBE = 256
 
 
 def scan_args(
@@ -234,8 +240,8 @@ class SizeClasses:
     scan's total refreshes the entry). ``needs_count(key, now)`` and
     ``needs_index_count(now)``: not learned within ``ttl`` (the next query carries a count).
     A stale entry still decides until its refresh arrives. For filters never seen:
-    ``bound(k)`` (their bounded scan's size) and, per ``filter_shape``, whether their
-    misses are probed by it (``probes``) or sent the KNN (``LARGE_STREAK``; ``verdict``).
+    ``bound(k)`` (their bounded scan's size) and, per ``filter_shape``, how much of it their
+    misses read first (``probe``: ``FIRST_PROBE``, all, or none; learned by ``verdict``).
     """
 
     def __init__(
@@ -247,6 +253,7 @@ class SizeClasses:
         size: int = MAX_FILTERS,
     ) -> None:
         self.limit = limit
+        self.first = FIRST_PROBE
         self.ratio = ratio
         self.index_docs = 0
         self._index_at: float | None = None
@@ -295,9 +302,16 @@ class SizeClasses:
         """The bounded scan of a never-seen filter: ``scan_bound`` at the known index size."""
         return scan_bound(self.index_docs, k, limit=self.limit, ratio=self.ratio)
 
-    def probes(self, shape: str) -> bool:
-        """Whether a never-seen filter of ``shape`` is first asked by the bounded scan."""
-        return self._large.get(shape, 0) < LARGE_STREAK
+    def probe(self, shape: str, bound: int) -> int:
+        """How many memories a never-seen filter of ``shape`` reads first (0: it is walked).
+
+        ``bound`` when the shape's misses were found small, ``FIRST_PROBE`` at most when
+        it was never seen, 0 after ``LARGE_STREAK`` misses in a row found large.
+        """
+        streak = self._large.get(shape)
+        if streak is None:
+            return min(bound, self.first)
+        return bound if streak < LARGE_STREAK else 0
 
     def verdict(self, shape: str, small: bool) -> None:
         """A never-seen filter of ``shape`` was found ``small`` (within its bound) or not."""

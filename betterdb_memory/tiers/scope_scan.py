@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core.codec import encode_vector
 from ..core.query import MemoryFilter, knn_search_args
-from ..core.replies import SearchHit, parse_search_reply
+from ..core.replies import SearchHit, SearchResult, parse_search_reply
 from ..core.scope_scan import SizeClasses, count_args, filter_key, filter_shape, nearest, scan_args
 from .runtime import Runtime
 
@@ -44,8 +44,9 @@ class ScanPlan:
     count_filter: bool = False  # probe: the filter's count, then (count_index) the index's
     count_index: bool = False
     probe: tuple[list[str], ...] = ()
-    limit: int = 0  # the most memories the scan reads whole (a never-seen filter: its bound)
+    limit: int = 0  # the most memories the scan reads whole (a never-seen filter: its probe)
     shape: str = ""  # a never-seen filter's ``filter_shape`` (its verdict is learned)
+    rescan: Callable[[], list[str]] | None = None  # the whole scan (a probe found it small)
 
 
 class ScopeScan:
@@ -72,16 +73,19 @@ class ScopeScan:
             scan = sizes.scan(key, k)
         else:  # never seen (or forgotten): the bounded scan, unless this shape's misses run large
             sizes.seed_index(index.num_docs)
-            limit, shape = sizes.bound(k), filter_shape(flt)
-            scan = limit > 0 and sizes.probes(shape)
-            shape = shape if limit > 0 else ""
+            bound, shape = sizes.bound(k), filter_shape(flt)
+            limit = sizes.probe(shape, bound)
+            scan, shape = limit > 0, shape if bound > 0 else ""
         count_filter = not scan and sizes.needs_count(key, now)
         count_index = sizes.needs_index_count(now)
         probe: tuple[list[str], ...] = (count_args(index.name, flt, index.layout),) if count_filter else ()
         if count_index:
             probe += (count_args(index.name, _ALL, index.layout),)
+        rescan = functools.partial(scan_args, index.name, flt, index.layout, fields, limit=sizes.limit)
         args = scan_args(index.name, flt, index.layout, fields, limit=limit) if scan else knn()
-        return ScanPlan(args, knn, vector, k, key, scan, count_filter, count_index, probe, limit, shape)
+        return ScanPlan(
+            args, knn, vector, k, key, scan, count_filter, count_index, probe, limit, shape, rescan
+        )
 
     async def hits(
         self, plan: ScanPlan, replies: list[Any], *, keep: Callable[[Mapping[str, Any]], bool] | None = None
@@ -97,19 +101,31 @@ class ScopeScan:
             total = _total(replies.pop())
             sizes.learn(plan.key, total, now)
             if plan.shape:
-                sizes.verdict(plan.shape, total <= plan.limit)
+                sizes.verdict(plan.shape, total <= sizes.bound(plan.k))
         result = parse_search_reply(replies[0])
         if not plan.scan:
             return result.hits
         total = max(result.total, len(result.hits))
         sizes.learn(plan.key, total, now)
         if plan.shape:
-            sizes.verdict(plan.shape, total <= plan.limit)
+            sizes.verdict(plan.shape, total <= sizes.bound(plan.k))
         if total <= plan.limit:
             return nearest(result.hits, plan.vector, plan.k, keep=keep)
-        # More than the scan read (found large, or outgrown since last seen): the KNN after all.
-        search = functools.partial(self._rt.backend.search, "recall", plan.knn())
-        return parse_search_reply(await self._rt.index.with_index("recall", search)).hits
+        # More than the scan read: a first probe of a scope worth scanning reads it whole;
+        # one found large (or outgrown since last seen) is walked after all.
+        rescan = plan.rescan if plan.rescan is not None and sizes.scan(plan.key, plan.k) else None
+        result = await self._send(rescan() if rescan is not None else plan.knn())
+        if rescan is None:
+            return result.hits
+        total = max(result.total, len(result.hits))
+        sizes.learn(plan.key, total, now)
+        if total <= sizes.limit:
+            return nearest(result.hits, plan.vector, plan.k, keep=keep)
+        return (await self._send(plan.knn())).hits  # it grew past the limit in between
+
+    async def _send(self, args: list[Any]) -> SearchResult:
+        search = functools.partial(self._rt.backend.search, "recall", args)
+        return parse_search_reply(await self._rt.index.with_index("recall", search))
 
 
 def _total(reply: Any) -> int:

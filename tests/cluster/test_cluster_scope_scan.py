@@ -18,6 +18,9 @@ from tests.integration.test_scope_scan import (
     test_a_kind_of_scope_found_large_is_walked_when_new as _shape_found_large,
 )
 from tests.integration.test_scope_scan import (
+    test_a_new_kind_of_scope_reads_a_little_first as _a_little_first,
+)
+from tests.integration.test_scope_scan import (
     test_a_scope_above_the_limit_keeps_the_knn as _above_the_limit,
 )
 from tests.integration.test_scope_scan import (
@@ -83,3 +86,9 @@ async def test_one_round_trip_per_recall_on_a_cluster(make_store: Callable[..., 
 
 async def test_a_kind_of_scope_found_large_on_a_cluster(make_store: Callable[..., MemoryStore]) -> None:
     await _shape_found_large(make_store, "valkey-search")
+
+
+async def test_a_new_kind_of_scope_reads_a_little_first_on_a_cluster(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    await _a_little_first(make_store, "valkey-search")

@@ -220,6 +220,29 @@ async def test_the_first_recall_of_a_scope_is_its_scan(
     assert _scanned(store) == (6 if valkey else 0)
 
 
+async def test_a_new_kind_of_scope_reads_a_little_first(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    """The first never-seen filter of a shape reads ``FIRST_PROBE`` memories; a scope over that
+    but worth scanning is then read whole (a second round trip), and later filters of its
+    shape are read whole at once."""
+    rng = random.Random(2919)
+    written = await _populate(_eager(make_store(embedder=HashingEmbedder(dimensions=DIM))), rng)
+    store = await _fresh(make_store)
+    store._recall._scan.sizes.first = 5  # threads hold 40
+    spy = _Spy(store)
+    for t in THREADS:
+        query = _unit(rng)
+        want = _exact(written, query, 5, lambda m, t=t: m["thread"] == t)
+        _same(await _recall(store, query, 5, thread_id=t), want)
+    if expected_engine != "valkey-search":
+        assert spy.trips == 3
+        return
+    assert spy.trips == 2 + 1 + 1
+    assert [p.limit for p in spy.plans] == [5, 2_000, 2_000] and all(p.scan for p in spy.plans)
+    assert _scanned(store) == 3
+
+
 async def test_one_round_trip_per_recall_small_or_large(
     make_store: Callable[..., MemoryStore], expected_engine: str
 ) -> None:

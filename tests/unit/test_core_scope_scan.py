@@ -20,6 +20,7 @@ from betterdb_memory.core.query import (
 )
 from betterdb_memory.core.replies import SearchHit, parse_search_reply
 from betterdb_memory.core.scope_scan import (
+    FIRST_PROBE,
     LARGE_STREAK,
     SizeClasses,
     count_args,
@@ -223,24 +224,27 @@ def test_filter_shape_names_fields_not_values() -> None:
 
 
 def test_size_classes_probe_new_filters_until_a_shape_runs_large() -> None:
-    sizes = SizeClasses(limit=100, ratio=1.0)
+    sizes = SizeClasses(limit=1_000, ratio=1.0)
     assert sizes.bound(10) == 0  # the index's size unknown
     sizes.seed_index(900)  # FT.INFO's guess at opening
     assert sizes.index_docs == 900 and sizes.needs_index_count(0.0) and sizes.bound(10) == 94
-    sizes.learn_index(2_500, 0.0)
+    sizes.learn_index(250_000, 0.0)
     sizes.seed_index(10)  # a learned count is not overwritten by a guess
-    assert sizes.index_docs == 2_500 and sizes.bound(10) == 100
-    assert sizes.probes("thread") and sizes.probes("agent")
+    assert sizes.index_docs == 250_000 and sizes.bound(10) == 1_000
+    assert sizes.probe("thread", 1_000) == FIRST_PROBE  # a shape never seen: a little first
+    assert sizes.probe("thread", 100) == 100
+    sizes.verdict("thread", small=True)
+    assert sizes.probe("thread", 1_000) == 1_000  # known small: all of the bound at once
     for _ in range(LARGE_STREAK):
-        assert sizes.probes("agent")
+        assert sizes.probe("agent", 1_000) > 0
         sizes.verdict("agent", small=False)
-    assert not sizes.probes("agent") and sizes.probes("thread")
+    assert sizes.probe("agent", 1_000) == 0 and sizes.probe("thread", 1_000) == 1_000  # walked
     sizes.verdict("agent", small=True)  # one found small: the shape's misses are probed again
-    assert sizes.probes("agent")
+    assert sizes.probe("agent", 1_000) == 1_000
     sizes.verdict("thread", small=False)
     sizes.verdict("thread", small=True)
     sizes.verdict("thread", small=False)
-    assert sizes.probes("thread")  # large in a row, not in all
+    assert sizes.probe("thread", 1_000) == 1_000  # large in a row, not in all
 
 
 def test_size_classes_remember_a_bounded_number_of_shapes() -> None:
@@ -248,4 +252,4 @@ def test_size_classes_remember_a_bounded_number_of_shapes() -> None:
     for i in range(400):
         for _ in range(LARGE_STREAK):
             sizes.verdict(f"s{i}", small=False)
-    assert not sizes.probes("s399") and sizes.probes("s0")  # the oldest forgotten
+    assert sizes.probe("s399", 500) == 0 and sizes.probe("s0", 500) == FIRST_PROBE  # the oldest forgotten
