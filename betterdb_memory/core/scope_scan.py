@@ -24,14 +24,17 @@ threads) is answered by a *bounded* scan: ``LIMIT 0 B+1`` where ``B = scan_bound
 is the largest scope worth scanning at the index's size. Its total says which case it
 was: at most ``B``, the reply holds the whole scope and is ranked here (one round trip,
 as warm); above, the filter is learned large and its KNN follows (a second round trip,
-having read ``B+1`` vectors for nothing). That waste is bounded, once per filter, and
-kept small and from repeating per *kind* of filter (``filter_shape``: which fields it
-constrains, not their values). The first miss of a shape this process has not seen reads
-at most ``FIRST_PROBE`` (a scope between that and ``B`` is then scanned whole in a second
-round trip, and its shape is known small). After ``LARGE_STREAK`` misses of one shape in
-a row turned out large (an agent scope holding the whole store, say), the next miss of
-that shape sends the KNN with its count, as before, until a count of that shape says
-small again. Measured in bench/results/scope-scan.md ("first recall of a scope").
+having read vectors for nothing). That waste is kept small and from repeating per *kind*
+of filter (``filter_shape``: which fields it constrains, not their values):
+
+* a miss of a shape this process has not seen, or whose last miss was found large, reads
+  at most ``FIRST_PROBE`` (a scope between that and ``B`` is then scanned whole in a
+  second round trip, and its shape is known small: its next misses read ``B`` at once);
+* after ``LARGE_STREAK`` misses of one shape in a row found large (an agent scope holding
+  the whole store, say), that shape's misses send the KNN with its count, as before the
+  bounded scan, until a count of that shape finds one small again.
+
+Measured in bench/results/scope-scan.md ("First recall of a scope").
 """
 
 from __future__ import annotations
@@ -305,13 +308,14 @@ class SizeClasses:
     def probe(self, shape: str, bound: int) -> int:
         """How many memories a never-seen filter of ``shape`` reads first (0: it is walked).
 
-        ``bound`` when the shape's misses were found small, ``FIRST_PROBE`` at most when
-        it was never seen, 0 after ``LARGE_STREAK`` misses in a row found large.
+        ``bound`` when the shape's last miss was found small; ``FIRST_PROBE`` at most when
+        the shape was never seen or its last miss was found large (a wrong guess then
+        reads little); 0 after ``LARGE_STREAK`` misses in a row found large.
         """
         streak = self._large.get(shape)
-        if streak is None:
-            return min(bound, self.first)
-        return bound if streak < LARGE_STREAK else 0
+        if streak == 0:
+            return bound
+        return min(bound, self.first) if streak is None or streak < LARGE_STREAK else 0
 
     def verdict(self, shape: str, small: bool) -> None:
         """A never-seen filter of ``shape`` was found ``small`` (within its bound) or not."""

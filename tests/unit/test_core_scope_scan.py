@@ -236,7 +236,7 @@ def test_size_classes_probe_new_filters_until_a_shape_runs_large() -> None:
     sizes.verdict("thread", small=True)
     assert sizes.probe("thread", 1_000) == 1_000  # known small: all of the bound at once
     for _ in range(LARGE_STREAK):
-        assert sizes.probe("agent", 1_000) > 0
+        assert sizes.probe("agent", 1_000) == FIRST_PROBE  # never seen, or last found large
         sizes.verdict("agent", small=False)
     assert sizes.probe("agent", 1_000) == 0 and sizes.probe("thread", 1_000) == 1_000  # walked
     sizes.verdict("agent", small=True)  # one found small: the shape's misses are probed again
@@ -244,7 +244,7 @@ def test_size_classes_probe_new_filters_until_a_shape_runs_large() -> None:
     sizes.verdict("thread", small=False)
     sizes.verdict("thread", small=True)
     sizes.verdict("thread", small=False)
-    assert sizes.probe("thread", 1_000) == 1_000  # large in a row, not in all
+    assert sizes.probe("thread", 1_000) == FIRST_PROBE  # large in a row, not in all
 
 
 def test_size_classes_remember_a_bounded_number_of_shapes() -> None:
