@@ -53,6 +53,7 @@ from .replies import SearchHit
 __all__ = [
     "COUNT_TTL_S",
     "FIRST_PROBE",
+    "LARGE_COUNT_TTL_S",
     "LARGE_STREAK",
     "PREFILTERED",
     "SCAN_LIMIT",
@@ -84,6 +85,10 @@ EF_RUNTIME = 10
 # How long a filter's count (and the index's) is trusted before a query carries a new one;
 # a scanned filter's count is refreshed by every scan's reply.
 COUNT_TTL_S = 60.0
+# The same for a filter too big ever to be scanned (over ``SCAN_LIMIT``): its count costs as
+# much as its matches (a tag matching 90k memories: 130 ms on a loaded 2-core host, 100x a
+# thread's) and it rarely shrinks; a late refresh only delays a scan, never changes a hit.
+LARGE_COUNT_TTL_S = 900.0
 # Distinct filters remembered (oldest forgotten first): time windows make new ones. An
 # entry is ~250 bytes; a filter forgotten costs one bounded scan when next recalled.
 MAX_FILTERS = 16_384
@@ -282,7 +287,11 @@ class SizeClasses:
 
     def needs_count(self, key: str, now: float) -> bool:
         entry = self._entries.get(key)
-        return entry is None or now - entry.at >= self._ttl
+        if entry is None:
+            return True
+        return now - entry.at >= (
+            self._ttl if entry.total <= self.limit else self._ttl * LARGE_COUNT_TTL_S / COUNT_TTL_S
+        )
 
     def needs_index_count(self, now: float) -> bool:
         return self._index_at is None or now - self._index_at >= self._ttl

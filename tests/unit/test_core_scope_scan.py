@@ -21,6 +21,7 @@ from betterdb_memory.core.query import (
 from betterdb_memory.core.replies import SearchHit, parse_search_reply
 from betterdb_memory.core.scope_scan import (
     FIRST_PROBE,
+    LARGE_COUNT_TTL_S,
     LARGE_STREAK,
     SizeClasses,
     count_args,
@@ -166,7 +167,7 @@ def test_size_classes_scan_only_scopes_known_worth_it() -> None:
     sizes.learn("b", 101, 0.0)
     sizes.learn_index(10**9, 0.0)
     assert not sizes.scan("b", 10) and sizes.total("b") == 101
-    assert not sizes.needs_count("b", 4.9) and sizes.needs_count("b", 5.0)
+    assert not sizes.needs_count("b", 74.9) and sizes.needs_count("b", 75.0)  # over the limit: 15x the ttl
     sizes.forget("b")
     assert sizes.total("b") is None and sizes.needs_count("b", 0.0)
 
@@ -253,3 +254,13 @@ def test_size_classes_remember_a_bounded_number_of_shapes() -> None:
         for _ in range(LARGE_STREAK):
             sizes.verdict(f"s{i}", small=False)
     assert sizes.probe("s399", 500) == 0 and sizes.probe("s0", 500) == FIRST_PROBE  # the oldest forgotten
+
+
+def test_a_filter_too_big_to_scan_is_recounted_less_often() -> None:
+    """Its count costs as much as its matches; a late one only delays a scan."""
+    sizes = SizeClasses(limit=100, ttl=60.0)
+    sizes.learn("small", 100, 0.0)
+    sizes.learn("large", 101, 0.0)
+    assert sizes.needs_count("small", 60.0) and not sizes.needs_count("large", 60.0)
+    assert not sizes.needs_count("large", 899.0) and sizes.needs_count("large", 900.0)
+    assert LARGE_COUNT_TTL_S == 900.0
