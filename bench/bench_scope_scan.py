@@ -11,7 +11,13 @@ agent) up to ``--size`` memories, then measures, interleaved in one run:
 * server calls per operation of each (``INFO commandstats`` deltas);
 * to choose ``SCAN_LIMIT``: for filters of growing size (unions of whole threads), the raw
   filtered KNN 50 against the raw scan returning the recall's fields and vectors, its
-  reply bytes, and the client's parse + exact ranking of it.
+  reply bytes, and the client's parse + exact ranking of it;
+* with ``--cold``, first: the *first* recall of a scope (each sample a thread no store
+  has recalled), interleaved: ``before`` (a never-seen filter sends the filtered KNN with
+  its count: the code before the bounded scan), ``count first`` (one ``LIMIT 0 0`` round
+  trip, then the warm decision: the alternative weighed) and ``after`` (the default: the
+  bounded scan); and the first recall of the agent's scope (the whole store: the bounded
+  scan's worst case) in a store opened for it (a new process).
 
     PYTHON=.venv/bin/python bash scripts/with-valkey-search.sh standalone \\
         .venv/bin/python bench/bench_scope_scan.py --size 30000 --threads 100
@@ -35,9 +41,10 @@ from bench_1m import BATCH, DIM, Book, Corpus, commandstats_total, log
 
 from betterdb_memory import MemoryStore
 from betterdb_memory.core.codec import encode_vector
+from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.query import MemoryFilter, knn_search_args
 from betterdb_memory.core.replies import parse_search_reply
-from betterdb_memory.core.scope_scan import SizeClasses, count_args, nearest, scan_args
+from betterdb_memory.core.scope_scan import SizeClasses, count_args, filter_key, nearest, scan_args
 from betterdb_memory.tiers.recall import _RANKING_FIELDS
 
 NAME = "benchscope"
@@ -46,11 +53,22 @@ NAME = "benchscope"
 class _NeverSmall(SizeClasses):
     """``before``: no filter is ever small or counted, so every recall sends the filtered KNN."""
 
-    def small(self, key: str) -> bool:
+    def scan(self, key: str, k: int) -> bool:
         return False
+
+    def bound(self, k: int) -> int:
+        return 0
 
     def needs_count(self, key: str, now: float) -> bool:
         return False
+
+
+class _WalkNew(SizeClasses):
+    """``before`` of the cold rows: a never-seen filter sends the KNN and its count (the
+    code before the bounded scan); a filter learned small is scanned, as then."""
+
+    def bound(self, k: int) -> int:
+        return 0
 
 
 def _ms(xs: Sequence[float]) -> tuple[float, float]:
@@ -123,6 +141,76 @@ async def _limit_table(client: Any, store: MemoryStore, book: Book, threads: int
     return out
 
 
+async def _cold(
+    client: Any, url: str, book: Book, corpus: Corpus, args: argparse.Namespace, used: set[str]
+) -> list[str]:
+    """First recalls of scopes no store has recalled, interleaved before / count first / after."""
+    stores = {
+        m: MemoryStore(client=client, name=NAME, embedder=book) for m in ("before", "count first", "after")
+    }
+    stores["before"]._recall._scan.sizes = _WalkNew()
+    fresh = [f"t{i}" for i in range(args.threads) if f"t{i}" not in used]
+    rng = np.random.default_rng(args.size + 1)
+    lat: dict[str, list[float]] = {}
+    modes = list(stores)
+
+    async def first(
+        mode: str, thread: str | None, text: str, vec: Any, store: MemoryStore, dense: bool
+    ) -> None:
+        scope: dict[str, Any] = {"thread_id": thread} if thread else {"agent_id": "fleet"}
+        t0 = time.perf_counter()
+        if mode == "count first":  # the alternative: one count round trip, then the warm decision
+            flt = MemoryFilter(scope=Scope(**scope))
+            reply = await client.execute_command(*count_args(store.spec.index, flt, store.index.layout))
+            store._recall._scan.sizes.learn(
+                filter_key(flt, store.index.layout), int(reply[0]), time.monotonic()
+            )
+        if dense:
+            await store.recall_by_vector(vec.tolist(), k=10, reinforce=False, **scope)
+        else:
+            await store.recall(text, k=10, **scope)
+        name = "recall_by_vector, k=10" if dense else "recall (defaults)"
+        where = "first of a thread" if thread else "first of the agent (whole store), new store"
+        lat.setdefault(f"{name}, {where}, {mode}", []).append(time.perf_counter() - t0)
+
+    for store in stores.values():  # every store opened, its index count learned (unscoped)
+        await store.recall_by_vector(corpus.batch(0, 1)[0][0].tolist(), k=10, reinforce=False)
+    for i in range(min(args.samples, len(fresh) // 6)):
+        order = modes[i % 3 :] + modes[: i % 3]
+        for dense in (False, True):
+            for j, mode in enumerate(order):
+                thread = fresh[(i * 6) + (3 if dense else 0) + j]
+                target = int(thread[1:]) + args.threads * int(rng.integers(0, args.size // args.threads))
+                v, texts = corpus.batch(target, 1)
+                text = f"cold{i}{mode}{dense} " + " ".join(texts[0].split()[2:6])
+                book.queries[text] = v[0]
+                await first(mode, thread, text, v[0], stores[mode], dense)
+        for mode in order if i < 12 else ():  # a store opened for it: its first recall of the agent scope
+            opened = MemoryStore(
+                client=avalkey.Valkey.from_url(url, decode_responses=False), name=NAME, embedder=book
+            )
+            if mode == "before":
+                opened._recall._scan.sizes = _WalkNew()
+            await opened.index.ensure_ready()
+            await first(mode, None, "", corpus.batch(i, 1)[0][0], opened, True)
+            await opened.close()
+            await opened._rt.backend.client.aclose()
+    for store in stores.values():
+        await store.close()
+    out = [
+        f"First recalls ({args.samples} new threads per row and mode; 12 new stores per agent-scope row), "
+        f"interleaved; load average {os.getloadavg()[0]:.1f} at the end.",
+        "",
+        "| first recall of a scope | p50 ms | p99 ms |",
+        "|---|---|---|",
+    ]
+    for name, xs in lat.items():
+        p50, p99 = _ms(xs)
+        out.append(f"| {name} | {p50:.2f} | {p99:.2f} |")
+    log("\n".join(out))
+    return out
+
+
 def _flat(reply: Any) -> list[bytes]:
     out: list[bytes] = []
     for x in reply if isinstance(reply, list) else [reply]:
@@ -141,6 +229,8 @@ async def main(argv: Sequence[str]) -> int:
     ap.add_argument("--threads", type=int, default=100)
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--out", default="")
+    ap.add_argument("--cold", action="store_true", help="also the first recall of never-recalled scopes")
+    ap.add_argument("--no-limit-table", action="store_true", help="skip the raw scan vs KNN table")
     args = ap.parse_args(argv)
     url = os.environ.get("VALKEY_URL")
     if not url:
@@ -166,7 +256,8 @@ async def main(argv: Sequence[str]) -> int:
             text = f"q{j} " + " ".join(texts[0].split()[2:6])
             book.queries[text] = near
             queries.append((text, near, f"t{target % args.threads}"))
-        for text, _, thread in queries:  # warm-up: ``after`` learns each scope's size (KNN + count)
+        cold = await _cold(client, url, book, corpus, args, {q[2] for q in queries}) if args.cold else []
+        for text, _, thread in queries:  # warm-up: each store learns each scope's size
             await after.recall(text, k=10, thread_id=thread)
             await before.recall(text, k=10, thread_id=thread)
         lat: dict[str, list[float]] = {}
@@ -206,7 +297,10 @@ async def main(argv: Sequence[str]) -> int:
         for name, xs in lat.items():
             p50, p99 = _ms(xs)
             lines.append(f"| {name} | {p50:.2f} | {p99:.2f} | {calls.get(name, float('nan')):.1f} |")
-        lines += ["", *await _limit_table(client, after, book, args.threads, args.size)]
+        if cold:
+            lines += ["", *cold]
+        if not args.no_limit_table:
+            lines += ["", *await _limit_table(client, after, book, args.threads, args.size)]
         text = "\n".join(lines) + "\n"
         print(text)
         if args.out:

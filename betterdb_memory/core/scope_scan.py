@@ -14,14 +14,32 @@ Whether a scan is worth it depends on the scope's size *and* the index's: the wa
 visits about ``k / selectivity`` nodes, so a scope of 300 in a store of 3,000 walks 500
 nodes in 2-3 ms, cheaper than reading 300 vectors (``worth_scanning``). Both sizes are
 learned from replies, never asked for on their own (``SizeClasses``): a scan's total
-refreshes its filter's entry; a filter not known worth scanning sends its KNN with a
+refreshes its filter's entry; a filter known too big to scan sends its KNN with a
 ``LIMIT 0 0`` count beside it, in the same round trip, at most once per ``COUNT_TTL_S``,
 and the index's count rides along the same way. RediSearch keeps the KNN: its ADHOC_BF
 policy does this inside the engine.
+
+A filter never seen (the first recall of a thread: the usual case in a fleet of many
+threads) is answered by a *bounded* scan: ``LIMIT 0 B+1`` where ``B = scan_bound(...)``
+is the largest scope worth scanning at the index's size. Its total says which case it
+was: at most ``B``, the reply holds the whole scope and is ranked here (one round trip,
+as warm); above, the filter is learned large and its KNN follows (a second round trip,
+having read vectors for nothing). That waste is kept small and from repeating per *kind*
+of filter (``filter_shape``: which fields it constrains, not their values):
+
+* a miss of a shape this process has not seen, or whose last miss was found large, reads
+  at most ``FIRST_PROBE`` (a scope between that and ``B`` is then scanned whole in a
+  second round trip, and its shape is known small: its next misses read ``B`` at once);
+* after ``LARGE_STREAK`` misses of one shape in a row found large (an agent scope holding
+  the whole store, say), that shape's misses send the KNN with its count, as before the
+  bounded scan, until a count of that shape finds one small again.
+
+Measured in bench/results/scope-scan.md ("First recall of a scope").
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,14 +52,19 @@ from .replies import SearchHit
 
 __all__ = [
     "COUNT_TTL_S",
+    "FIRST_PROBE",
+    "LARGE_COUNT_TTL_S",
+    "LARGE_STREAK",
     "PREFILTERED",
     "SCAN_LIMIT",
     "WALK_RATIO",
     "SizeClasses",
     "count_args",
     "filter_key",
+    "filter_shape",
     "nearest",
     "scan_args",
+    "scan_bound",
     "worth_scanning",
 ]
 
@@ -62,8 +85,20 @@ EF_RUNTIME = 10
 # How long a filter's count (and the index's) is trusted before a query carries a new one;
 # a scanned filter's count is refreshed by every scan's reply.
 COUNT_TTL_S = 60.0
-# Distinct filters remembered (oldest forgotten first): time windows make new ones.
-MAX_FILTERS = 4_096
+# The same for a filter too big ever to be scanned (over ``SCAN_LIMIT``): its count costs as
+# much as its matches (a tag matching 90k memories: 130 ms on a loaded 2-core host, 100x a
+# thread's) and it rarely shrinks; a late refresh only delays a scan, never changes a hit.
+LARGE_COUNT_TTL_S = 900.0
+# Distinct filters remembered (oldest forgotten first): time windows make new ones. An
+# entry is ~250 bytes; a filter forgotten costs one bounded scan when next recalled.
+MAX_FILTERS = 16_384
+# Misses of one filter shape in a row found too big to scan, after which that shape's misses
+# send the KNN (with a count) instead of the bounded scan; a count saying small resets it.
+LARGE_STREAK = 2
+MAX_SHAPES = 256
+# The most a never-seen filter of a never-seen shape reads (~0.45 MB, 2-4 ms at 90k): about
+# what a count's own round trip costs, so a first guess that is wrong costs little.
+FIRST_PROBE = 256
 
 
 def scan_args(
@@ -95,6 +130,26 @@ def count_args(index: str, flt: MemoryFilter, layout: IndexLayout) -> list[str]:
 def filter_key(flt: MemoryFilter, layout: IndexLayout) -> str:
     """What identifies a filter's matches: its engine text (``""``: no filter, never scanned)."""
     return build_filter(flt, layout)
+
+
+def filter_shape(flt: MemoryFilter) -> str:
+    """Which fields ``flt`` constrains, not with what: filters of one shape tend to one size.
+
+    Every thread of a store has the shape ``thread``; an agent's scope, ``agent``. Values
+    never appear (the shape only chooses how a never-seen filter is first asked), so a
+    ``where=`` counts by the fields it reads and engine clauses by their number.
+    """
+    s = flt.scope
+    where = "" if flt.where is None else ",".join(sorted(flt.where.fields))
+    return (
+        f"{int(s.namespace is not None)}{int(s.agent_id is not None)}{int(s.thread_id is not None)}"
+        f"|{len(flt.tags)}|{len(flt.sources)}|{len(flt.exclude_sources)}|{len(flt.exclude_sensitivity)}"
+        f"|{int(flt.dedup is not None)}{int(flt.min_created_at is not None)}{int(flt.max_created_at is not None)}"
+        f"{int(flt.max_importance is not None)}{int(flt.max_keep is not None)}"
+        f"{int(flt.exclude_expired_at is not None)}{int(flt.valid_since is not None)}"
+        f"{int(flt.valid_before is not None)}{int(flt.as_of is not None)}{int(flt.history)}"
+        f"|{len(flt.clauses)}|{where}"
+    )
 
 
 def nearest(
@@ -167,6 +222,18 @@ def worth_scanning(
     return scope * scope <= ratio * max(k, EF_RUNTIME) * index_docs
 
 
+def scan_bound(index_docs: int, k: int, *, limit: int = SCAN_LIMIT, ratio: float = WALK_RATIO) -> int:
+    """The largest scope ``worth_scanning`` for ``k`` hits at ``index_docs`` (its floor aside).
+
+    What a never-seen filter's bounded scan asks for (``LIMIT 0 bound+1``): a total at
+    most ``bound`` means the reply holds the whole scope. 0 while the index's size is
+    unknown (nothing is scanned blind).
+    """
+    if index_docs <= 0:
+        return 0
+    return min(limit, math.isqrt(int(ratio * max(k, EF_RUNTIME) * index_docs)))
+
+
 @dataclass(slots=True)
 class _Entry:
     total: int
@@ -180,6 +247,9 @@ class SizeClasses:
     is worth scanning (``worth_scanning``). ``scan(key, k)``: known worth scanning (each
     scan's total refreshes the entry). ``needs_count(key, now)`` and
     ``needs_index_count(now)``: not learned within ``ttl`` (the next query carries a count).
+    A stale entry still decides until its refresh arrives. For filters never seen:
+    ``bound(k)`` (their bounded scan's size) and, per ``filter_shape``, how much of it their
+    misses read first (``probe``: ``FIRST_PROBE``, all, or none; learned by ``verdict``).
     """
 
     def __init__(
@@ -191,12 +261,14 @@ class SizeClasses:
         size: int = MAX_FILTERS,
     ) -> None:
         self.limit = limit
+        self.first = FIRST_PROBE
         self.ratio = ratio
         self.index_docs = 0
         self._index_at: float | None = None
         self._ttl = ttl
         self._size = size
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._large: OrderedDict[str, int] = OrderedDict()  # shape -> misses in a row found large
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -215,7 +287,11 @@ class SizeClasses:
 
     def needs_count(self, key: str, now: float) -> bool:
         entry = self._entries.get(key)
-        return entry is None or now - entry.at >= self._ttl
+        if entry is None:
+            return True
+        return now - entry.at >= (
+            self._ttl if entry.total <= self.limit else self._ttl * LARGE_COUNT_TTL_S / COUNT_TTL_S
+        )
 
     def needs_index_count(self, now: float) -> bool:
         return self._index_at is None or now - self._index_at >= self._ttl
@@ -228,6 +304,34 @@ class SizeClasses:
 
     def learn_index(self, total: int, now: float) -> None:
         self.index_docs, self._index_at = total, now
+
+    def seed_index(self, total: int) -> None:
+        """A first guess of the index's size (FT.INFO at opening) until a count is learned."""
+        if self._index_at is None and total > 0:
+            self.index_docs = total
+
+    def bound(self, k: int) -> int:
+        """The bounded scan of a never-seen filter: ``scan_bound`` at the known index size."""
+        return scan_bound(self.index_docs, k, limit=self.limit, ratio=self.ratio)
+
+    def probe(self, shape: str, bound: int) -> int:
+        """How many memories a never-seen filter of ``shape`` reads first (0: it is walked).
+
+        ``bound`` when the shape's last miss was found small; ``FIRST_PROBE`` at most when
+        the shape was never seen or its last miss was found large (a wrong guess then
+        reads little); 0 after ``LARGE_STREAK`` misses in a row found large.
+        """
+        streak = self._large.get(shape)
+        if streak == 0:
+            return bound
+        return min(bound, self.first) if streak is None or streak < LARGE_STREAK else 0
+
+    def verdict(self, shape: str, small: bool) -> None:
+        """A never-seen filter of ``shape`` was found ``small`` (within its bound) or not."""
+        self._large[shape] = 0 if small else self._large.get(shape, 0) + 1
+        self._large.move_to_end(shape)
+        while len(self._large) > MAX_SHAPES:
+            self._large.popitem(last=False)
 
     def forget(self, key: str) -> None:
         self._entries.pop(key, None)

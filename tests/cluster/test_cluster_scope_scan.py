@@ -15,13 +15,25 @@ from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import HashingEmbedder, MemoryStore
 from tests.integration.test_scope_scan import (
+    test_a_kind_of_scope_found_large_is_walked_when_new as _shape_found_large,
+)
+from tests.integration.test_scope_scan import (
+    test_a_new_kind_of_scope_reads_a_little_first as _a_little_first,
+)
+from tests.integration.test_scope_scan import (
     test_a_scope_above_the_limit_keeps_the_knn as _above_the_limit,
+)
+from tests.integration.test_scope_scan import (
+    test_one_round_trip_per_recall_small_or_large as _one_round_trip,
 )
 from tests.integration.test_scope_scan import (
     test_scoped_recall_equals_brute_force as _brute_force,
 )
 from tests.integration.test_scope_scan import (
     test_tags_and_negations_keep_their_meaning as _tags_and_negations,
+)
+from tests.integration.test_scope_scan import (
+    test_the_first_recall_of_a_scope_is_its_scan as _first_recall,
 )
 
 pytestmark = pytest.mark.integration
@@ -58,3 +70,25 @@ async def test_tags_and_negations_on_a_cluster(make_store: Callable[..., MemoryS
 
 async def test_a_scope_above_the_limit_on_a_cluster(make_store: Callable[..., MemoryStore]) -> None:
     await _above_the_limit(make_store, "valkey-search")
+
+
+async def test_the_first_recall_of_a_scope_is_its_scan_on_a_cluster(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """A new store reads one shard's count at opening (FT.INFO): a guess low by the shard count,
+    enough for the bounded scan; the index's count rides with the first query."""
+    await _first_recall(make_store, "valkey-search")
+
+
+async def test_one_round_trip_per_recall_on_a_cluster(make_store: Callable[..., MemoryStore]) -> None:
+    await _one_round_trip(make_store, "valkey-search")
+
+
+async def test_a_kind_of_scope_found_large_on_a_cluster(make_store: Callable[..., MemoryStore]) -> None:
+    await _shape_found_large(make_store, "valkey-search")
+
+
+async def test_a_new_kind_of_scope_reads_a_little_first_on_a_cluster(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    await _a_little_first(make_store, "valkey-search")

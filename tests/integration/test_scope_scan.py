@@ -150,50 +150,168 @@ async def test_a_scope_above_the_limit_keeps_the_knn(
     assert _scanned(store) == (1 if expected_engine == "valkey-search" else 0)  # tb (35) is not
 
 
+class _Spy:
+    """The plans a store's recalls make and their round trips (``search`` or ``pipeline`` calls)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        scan, backend = store._recall._scan, store._recall._rt.backend
+        self.plans: list[Any] = []
+        self.trips = 0
+        plan, search, pipeline = scan.plan, backend.search, backend.pipeline
+
+        def spy_plan(*args: Any, **kwargs: Any) -> Any:
+            self.plans.append(plan(*args, **kwargs))
+            return self.plans[-1]
+
+        async def spy_search(*args: Any, **kwargs: Any) -> Any:
+            self.trips += 1
+            return await search(*args, **kwargs)
+
+        async def spy_pipeline(*args: Any, **kwargs: Any) -> Any:
+            self.trips += 1
+            return await pipeline(*args, **kwargs)
+
+        scan.plan = spy_plan  # type: ignore[method-assign]
+        backend.search = spy_search  # type: ignore[method-assign]
+        backend.pipeline = spy_pipeline  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.plans.clear()
+        self.trips = 0
+
+    @property
+    def knn_sent(self) -> list[bool]:
+        """Per plan: whether its main query was the KNN (else the filter's scan)."""
+        return ["=>[KNN" in str(p.args[2]) for p in self.plans]
+
+
+async def _fresh(make_store: Callable[..., MemoryStore], **options: Any) -> MemoryStore:
+    """Another process's store over the same memories: it knows no scope yet (the index's
+    size it reads when it opens); its first read is unscoped (never scanned nor counted)."""
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM), **options))
+    await _recall(store, _unit(random.Random(0)), 5)
+    return store
+
+
+async def test_the_first_recall_of_a_scope_is_its_scan(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    """A scope never recalled is read whole by one bounded scan, not walked (issue 29).
+
+    Before, a filter's first recall sent the filtered KNN (the walk: 100-400 ms at 100k+
+    memories) with a count, and only later recalls scanned.
+    """
+    rng = random.Random(2917)
+    written = await _populate(_eager(make_store(embedder=HashingEmbedder(dimensions=DIM))), rng)
+    store = await _fresh(make_store)
+    spy = _Spy(store)
+    valkey = expected_engine == "valkey-search"
+    for t in THREADS:
+        query = _unit(rng)
+        _same(
+            await _recall(store, query, 5, thread_id=t),
+            _exact(written, query, 5, lambda m, t=t: m["thread"] == t),
+        )
+        want = _exact(written, query, 6, lambda m, t=t: m["thread"] == t and "red" in m["tags"])
+        _same(await _recall(store, query, 6, thread_id=t, tags=["red"]), want)
+    assert spy.trips == 6  # one round trip each, the first of every filter included
+    assert [p.scan for p in spy.plans] == [valkey] * 6
+    assert spy.knn_sent == [not valkey] * 6
+    assert _scanned(store) == (6 if valkey else 0)
+
+
+async def test_a_new_kind_of_scope_reads_a_little_first(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    """The first never-seen filter of a shape reads ``FIRST_PROBE`` memories; a scope over that
+    but worth scanning is then read whole (a second round trip), and later filters of its
+    shape are read whole at once."""
+    rng = random.Random(2919)
+    written = await _populate(_eager(make_store(embedder=HashingEmbedder(dimensions=DIM))), rng)
+    store = await _fresh(make_store)
+    store._recall._scan.sizes.first = 5  # threads hold 40
+    spy = _Spy(store)
+    for t in THREADS:
+        query = _unit(rng)
+        want = _exact(written, query, 5, lambda m, t=t: m["thread"] == t)
+        _same(await _recall(store, query, 5, thread_id=t), want)
+    if expected_engine != "valkey-search":
+        assert spy.trips == 3
+        return
+    assert spy.trips == 2 + 1 + 1
+    assert [p.limit for p in spy.plans] == [5, 2_000, 2_000] and all(p.scan for p in spy.plans)
+    assert _scanned(store) == 3
+
+
 async def test_one_round_trip_per_recall_small_or_large(
     make_store: Callable[..., MemoryStore], expected_engine: str
 ) -> None:
     """Counts ride in the query's pipeline, once; afterwards a scan or a KNN goes alone."""
     rng = random.Random(2915)
-    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
-    await _populate(store, rng, per_thread=10)
-    scan, backend = store._recall._scan, store._recall._rt.backend
-    plans: list[Any] = []
-    trips = 0
-    plan, search, pipeline = scan.plan, backend.search, backend.pipeline
-
-    def spy_plan(*args: Any, **kwargs: Any) -> Any:
-        plans.append(plan(*args, **kwargs))
-        return plans[-1]
-
-    async def spy_search(*args: Any, **kwargs: Any) -> Any:
-        nonlocal trips
-        trips += 1
-        return await search(*args, **kwargs)
-
-    async def spy_pipeline(*args: Any, **kwargs: Any) -> Any:
-        nonlocal trips
-        trips += 1
-        return await pipeline(*args, **kwargs)
-
-    await _recall(store, _unit(rng), 5)  # unscoped (never scanned nor counted): the store's first read
-    scan.plan = spy_plan  # type: ignore[method-assign]
-    backend.search = spy_search  # type: ignore[method-assign]
-    backend.pipeline = spy_pipeline  # type: ignore[method-assign]
+    await _populate(_eager(make_store(embedder=HashingEmbedder(dimensions=DIM))), rng, per_thread=10)
+    store = await _fresh(make_store)
+    spy, sizes = _Spy(store), store._recall._scan.sizes
     query = _unit(rng)
     for _ in range(3):
         for t in THREADS:
             await _recall(store, query, 5, thread_id=t)
-    assert trips == 9
+    assert spy.trips == 9
     valkey = expected_engine == "valkey-search"
-    assert [bool(p.probe) for p in plans] == [valkey] * 3 + [False] * 6  # the first of each scope counts
-    assert [p.scan for p in plans] == [False] * 3 + [valkey] * 6
-    scan.sizes.limit = 5  # every scope is now too big: the KNN, no count until the counts age
-    plans.clear()
-    trips = 0
+    assert [bool(p.probe) for p in spy.plans] == [valkey] + [False] * 8  # the index's count, once
+    assert [p.scan for p in spy.plans] == [valkey] * 9
+    sizes.limit = 5  # every scope is now too big: the KNN, no count until the counts age
+    spy.reset()
     for t in THREADS:
         await _recall(store, query, 5, thread_id=t)
-    assert trips == 3 and not any(p.scan or p.probe for p in plans)
+    assert spy.trips == 3 and not any(p.scan or p.probe for p in spy.plans)
+
+
+async def test_a_kind_of_scope_found_large_is_walked_when_new(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    """A never-seen filter found over its bound falls back to the KNN (two round trips); after
+    ``LARGE_STREAK`` such misses of one shape, that shape's misses send the KNN with a count
+    (one round trip), until a count finds one small again. Every answer stays exact."""
+    rng = random.Random(2918)
+    written = await _populate(
+        _eager(make_store(embedder=HashingEmbedder(dimensions=DIM))), rng, per_thread=25
+    )
+    store = await _fresh(make_store)
+    sizes = store._recall._scan.sizes
+    sizes.limit = 10  # every thread (25) is over the bound
+    spy = _Spy(store)
+    query = _unit(rng)
+    for t in THREADS:
+        _same(
+            await _recall(store, query, 4, thread_id=t),
+            _exact(written, query, 4, lambda m, t=t: m["thread"] == t),
+        )
+    valkey = expected_engine == "valkey-search"
+    if not valkey:
+        assert spy.trips == 3 and not any(p.scan for p in spy.plans)
+        return
+    assert [p.scan for p in spy.plans] == [True, True, False]  # ta, tb probed; tc walked
+    assert spy.trips == 2 + 2 + 1 and bool(spy.plans[2].probe)  # tc's KNN carried its count
+    spy.reset()  # another shape (thread and tag) is still probed
+    red = lambda m: m["thread"] == "ta" and "red" in m["tags"]  # noqa: E731
+    _same(await _recall(store, query, 4, thread_id="ta", tags=["red"]), _exact(written, query, 4, red))
+    assert [p.scan for p in spy.plans] == [True] and spy.trips == 1  # 9 red memories: within 10
+    for i in range(5):  # a small thread, walked (its shape runs large) but counted small
+        vector = _unit(rng)
+        mid = await store.remember(f"small {i}", thread_id="td", vector=vector)
+        written[mid] = {"thread": "td", "vector": vector, "tags": [], "source": None}
+    spy.reset()
+    td = lambda m: m["thread"] == "td"  # noqa: E731
+    _same(await _recall(store, query, 4, thread_id="td"), _exact(written, query, 4, td))
+    assert [p.scan for p in spy.plans] == [False]
+    for i in range(3):  # the next new thread is probed again
+        vector = _unit(rng)
+        mid = await store.remember(f"small {i}", thread_id="te", vector=vector)
+        written[mid] = {"thread": "te", "vector": vector, "tags": [], "source": None}
+    spy.reset()
+    te = lambda m: m["thread"] == "te"  # noqa: E731
+    _same(await _recall(store, query, 4, thread_id="te"), _exact(written, query, 4, te))
+    assert [p.scan for p in spy.plans] == [True] and spy.trips == 1
 
 
 async def test_escaped_scope_values_scan_their_own_memories(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -16,11 +20,16 @@ from betterdb_memory.core.query import (
 )
 from betterdb_memory.core.replies import SearchHit, parse_search_reply
 from betterdb_memory.core.scope_scan import (
+    FIRST_PROBE,
+    LARGE_COUNT_TTL_S,
+    LARGE_STREAK,
     SizeClasses,
     count_args,
     filter_key,
+    filter_shape,
     nearest,
     scan_args,
+    scan_bound,
     worth_scanning,
 )
 
@@ -158,7 +167,7 @@ def test_size_classes_scan_only_scopes_known_worth_it() -> None:
     sizes.learn("b", 101, 0.0)
     sizes.learn_index(10**9, 0.0)
     assert not sizes.scan("b", 10) and sizes.total("b") == 101
-    assert not sizes.needs_count("b", 4.9) and sizes.needs_count("b", 5.0)
+    assert not sizes.needs_count("b", 74.9) and sizes.needs_count("b", 75.0)  # over the limit: 15x the ttl
     sizes.forget("b")
     assert sizes.total("b") is None and sizes.needs_count("b", 0.0)
 
@@ -171,3 +180,87 @@ def test_size_classes_are_bounded_least_recently_used_first() -> None:
     assert sizes.scan("a", 10)  # a used: b is now the oldest
     sizes.learn("d", 1, 3.0)
     assert len(sizes) == 3 and sizes.total("b") is None and sizes.scan("a", 10) and sizes.scan("d", 10)
+
+
+def test_scan_bound_is_the_largest_scope_worth_scanning() -> None:
+    for index_docs in (1, 999, 3_000, 90_000, 118_000, 1_000_000):
+        for k in (1, 10, 50, 100):
+            bound = scan_bound(index_docs, k)
+            floor = int(0.0005 * index_docs)  # worth_scanning's own floor aside
+            assert bound <= 2_000
+            if bound > floor:
+                assert worth_scanning(bound, index_docs, k)
+            assert not worth_scanning(bound + 1, index_docs, k)
+    assert scan_bound(90_000, 50) == 1_341  # the pool of a default recall at 90k
+    assert scan_bound(1_000_000, 50) == 2_000
+    assert scan_bound(0, 50) == 0  # the index's size unknown: nothing scanned blind
+    assert scan_bound(100, 10, limit=5, ratio=1e9) == 5
+
+
+@dataclass(frozen=True)
+class _Where:
+    """A compiled ``where=`` (``core.where_clause.WhereClause``): its text and the fields it reads."""
+
+    text: str
+    fields: tuple[str, ...]
+
+    def matches(self, fields: Mapping[str, Any]) -> bool:
+        return True
+
+
+def test_filter_shape_names_fields_not_values() -> None:
+    a = MemoryFilter(scope=Scope(thread_id="t-1"), tags=("x",))
+    b = MemoryFilter(scope=Scope(thread_id="another {thread}"), tags=("y z",))
+    assert filter_shape(a) == filter_shape(b)
+    assert filter_shape(a) != filter_shape(MemoryFilter(scope=Scope(thread_id="t-1")))
+    assert filter_shape(a) != filter_shape(MemoryFilter(scope=Scope(agent_id="t-1"), tags=("x",)))
+    assert filter_shape(MemoryFilter(min_created_at=1)) != filter_shape(MemoryFilter(max_created_at=1))
+    assert filter_shape(MemoryFilter(as_of=5)) == filter_shape(MemoryFilter(as_of=6))
+    w1, w2 = _Where("@source:{web}", ("source",)), _Where("-@source:{chat}", ("source",))
+    w3 = _Where("@importance:[0.5 +inf]", ("importance",))
+    assert filter_shape(MemoryFilter(where=w1)) == filter_shape(MemoryFilter(where=w2))
+    assert filter_shape(MemoryFilter(where=w1)) != filter_shape(MemoryFilter(where=w3))
+    for value in ("t}|x", "a\\b", "thread-77"):  # no value reaches the shape
+        assert value not in filter_shape(MemoryFilter(scope=Scope(thread_id=value)))
+
+
+def test_size_classes_probe_new_filters_until_a_shape_runs_large() -> None:
+    sizes = SizeClasses(limit=1_000, ratio=1.0)
+    assert sizes.bound(10) == 0  # the index's size unknown
+    sizes.seed_index(900)  # FT.INFO's guess at opening
+    assert sizes.index_docs == 900 and sizes.needs_index_count(0.0) and sizes.bound(10) == 94
+    sizes.learn_index(250_000, 0.0)
+    sizes.seed_index(10)  # a learned count is not overwritten by a guess
+    assert sizes.index_docs == 250_000 and sizes.bound(10) == 1_000
+    assert sizes.probe("thread", 1_000) == FIRST_PROBE  # a shape never seen: a little first
+    assert sizes.probe("thread", 100) == 100
+    sizes.verdict("thread", small=True)
+    assert sizes.probe("thread", 1_000) == 1_000  # known small: all of the bound at once
+    for _ in range(LARGE_STREAK):
+        assert sizes.probe("agent", 1_000) == FIRST_PROBE  # never seen, or last found large
+        sizes.verdict("agent", small=False)
+    assert sizes.probe("agent", 1_000) == 0 and sizes.probe("thread", 1_000) == 1_000  # walked
+    sizes.verdict("agent", small=True)  # one found small: the shape's misses are probed again
+    assert sizes.probe("agent", 1_000) == 1_000
+    sizes.verdict("thread", small=False)
+    sizes.verdict("thread", small=True)
+    sizes.verdict("thread", small=False)
+    assert sizes.probe("thread", 1_000) == FIRST_PROBE  # large in a row, not in all
+
+
+def test_size_classes_remember_a_bounded_number_of_shapes() -> None:
+    sizes = SizeClasses()
+    for i in range(400):
+        for _ in range(LARGE_STREAK):
+            sizes.verdict(f"s{i}", small=False)
+    assert sizes.probe("s399", 500) == 0 and sizes.probe("s0", 500) == FIRST_PROBE  # the oldest forgotten
+
+
+def test_a_filter_too_big_to_scan_is_recounted_less_often() -> None:
+    """Its count costs as much as its matches; a late one only delays a scan."""
+    sizes = SizeClasses(limit=100, ttl=60.0)
+    sizes.learn("small", 100, 0.0)
+    sizes.learn("large", 101, 0.0)
+    assert sizes.needs_count("small", 60.0) and not sizes.needs_count("large", 60.0)
+    assert not sizes.needs_count("large", 899.0) and sizes.needs_count("large", 900.0)
+    assert LARGE_COUNT_TTL_S == 900.0
