@@ -21,6 +21,7 @@ asks for one person). Plural: an English plural ending (``-s`` but not ``-ss``,
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -93,8 +94,12 @@ def _plural(noun: str) -> bool:
     return noun in _IRREGULAR or (noun.endswith("s") and not noun.endswith(_SINGULAR_ENDINGS))
 
 
+@functools.lru_cache(maxsize=1024)
 def asked_number(question: str) -> Number:
-    """``"one"`` / ``"many"`` when the question's asked noun says how many values it expects, else None."""
+    """``"one"`` / ``"many"`` when the question's asked noun says how many values it expects, else None.
+
+    Read only for a recall with a same-name pair (rule 3's candidates); cached by text.
+    """
     words = [w.replace("’", "'") for w in _WORD.findall(question.lower())]
     if not words:
         return None
