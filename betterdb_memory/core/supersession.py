@@ -55,9 +55,10 @@ candidates (mostly the name), by cosine; they keep the set of scores they had.
 
 Measured through the public API (``bench/temporal_fresh.py``, with the shipped MiniLM):
 the current statement first for 87.8% of questions about the present on the designed-on
-set's held-out half, 79.5% on a first fresh wording family, and 68.7% and 66.2% on two
-clean ones never tuned on; false supersession of both-current pairs 0.0%, 0.9%, 4.4%
-and 0.9% (the issue's goal: 95% and 2%).
+set's held-out half, 79.2% on a first fresh wording family, 69.0% and 66.2% on two more,
+and 73.2% on a fourth never tuned on or read; false supersession of both-current pairs
+0.0%, 0.9%, 1.7%, 0.0% and 0.0% (the issue's goal: 95% and 2%). A question asking for
+several values ("Which languages ...") supersedes nothing of its entity (``plural_veto``).
 """
 
 from __future__ import annotations
@@ -311,9 +312,10 @@ def plural_veto(
     plural ("Which *languages* does Ada speak?", "What *podcasts* ..."). Its answers are
     all current, so two statements of that person close to it are not versions of one
     slot, whatever rule 3 made of their kinds (the kind profiles miss kinds they were
-    never fitted on). Measured (``bench/temporal_fresh.py``): false supersession on the
-    second fresh family 4.4% -> see ``bench/results/temporal.md``. A question asking for
-    one value, or saying nothing, leaves the pairs to rule 3.
+    never fitted on). Measured through the public API (``bench/temporal_fresh.py``): false
+    supersession on the second fresh family 4.4% -> 1.7%, current-first within 4
+    questions on every family (``bench/results/temporal.md``, section G). A question
+    asking for one value, or saying nothing, leaves the pairs to rule 3.
     """
     if not pairs or asked_number(question) != "many":
         return list(pairs)
