@@ -58,7 +58,7 @@ def without_supersession() -> Iterator[None]:
     """The recall without same-slot supersession (the comparison row)."""
     saved = time_recall.TimeRecall._present
 
-    async def same(self: Any, hits: Any, vectors: Any, query: str = "") -> Any:
+    async def same(self: Any, hits: Any, vectors: Any, query: str = "", needs: Any = None) -> Any:
         return hits
 
     time_recall.TimeRecall._present = same  # type: ignore[method-assign]

@@ -32,6 +32,7 @@ from temporal_data import (  # noqa: E402
     knowledge_updates_fresh,
     knowledge_updates_fresh2,
     knowledge_updates_fresh3,
+    knowledge_updates_fresh4,
 )
 from temporal_eval import embed, held_out, pct  # noqa: E402
 
@@ -114,6 +115,10 @@ def main() -> int:
         "second fresh family (clean, all held out)": (knowledge_updates_fresh2.build(), lambda e: True),
         "third fresh family (clean, pair model's before/after)": (
             knowledge_updates_fresh3.build(),
+            lambda e: True,
+        ),
+        "fourth fresh family (clean, this round's held-out check)": (
+            knowledge_updates_fresh4.build(),
             lambda e: True,
         ),
     }

@@ -286,7 +286,8 @@ class TimeRecall:
         if prototypes is None:
             return hits
         embedder = self._rt.embedder
-        kept = kind_pairs(cands, pairs, prototypes, for_model(embedder.model_id, embedder.dimensions))
+        model = for_model(embedder.model_id, embedder.dimensions)
+        kept = kind_pairs(cands, pairs, prototypes, model, question=query)
         scores = [h.score for h in hits]
         for i, score in zip(idx, focus_scores(cands, query, kept), strict=True):
             scores[i] = score

@@ -69,3 +69,33 @@ async def test_a_many_valued_kind_keeps_both_statements_current(
     for key in ("tennis", "cycling"):
         explain = by_id[ids[key]].explain
         assert explain is not None and explain.superseded_by is None
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "question"),
+    [
+        (
+            "Lena Hart holds a degree in physics.",
+            "Lena Hart holds a degree in law.",
+            "Which degrees does Lena Hart hold?",
+        ),
+        (
+            "Lena Hart has shares in Tesla.",
+            "Lena Hart has shares in Nvidia.",
+            "Which companies does Lena Hart have shares in?",
+        ),
+    ],
+)
+async def test_a_question_asking_for_several_values_supersedes_nothing(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder, older: str, newer: str, question: str
+) -> None:
+    """Two both-current statements the kind model takes for one slot (kinds it was not fitted on):
+    a question whose asked noun is plural keeps both current (core.slot_question)."""
+    store = make_store(embedder=onnx)
+    old_id = await store.remember(older, valid_from="2016-03-01")
+    new_id = await store.remember(newer, valid_from="2021-09-01")
+    hits = await store.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
+    by_id = {h.item.id: h for h in hits}
+    assert {old_id, new_id} <= set(by_id)
+    explain = by_id[old_id].explain
+    assert explain is not None and explain.superseded_by is None
