@@ -133,7 +133,9 @@ async def main(argv: Sequence[str]) -> None:
 
         server = await asyncio.to_thread(EmbeddedServer(persistence=False).start)
         url = server.url
-    client = avalkey.Valkey.from_url(url)
+    client = avalkey.Valkey.from_url(
+        url, socket_timeout=600
+    )  # a 500-key DEL of indexed documents can take seconds
     try:
         await run(client, sizes, args.rounds)
     finally:
