@@ -107,9 +107,9 @@ class ValkeyBackend:
         #: Index names queried before an index switch -> the one in use (``core.index_gen.redirect``).
         self.redirects: dict[str, str] = {}
         # Set by ``probe``: a cluster's valkey-search indexes scripts' writes late (``index_nudge``);
-        # RediSearch's searches carry TIMEOUT 0 (``dialect.search_command``).
+        # RediSearch's searches carry TIMEOUT 0, valkey-search's ALLSHARDS (``dialect.search_command``).
         self.defers_script_writes, self.nudge, self.unbounded_searches = True, ScriptWriteNudge(client), False
-        self.all_shards_searches = self.cluster  # valkey-search >= 1.1 (``dialect.search_command``)
+        self.all_shards_searches = self.cluster
 
     @property
     def decodes(self) -> bool:
@@ -248,11 +248,8 @@ class ValkeyBackend:
     async def search(self, operation: str, args: Sequence[Any]) -> Any:
         """One FT.* command (routed to a node that answers for the whole cluster).
 
-        On valkey-search >= 1.1 an FT.SEARCH asks for ``ALLSHARDS``: it otherwise answers
-        with what the reachable shards hold, or what it found before its ``TIMEOUT``
-        (``search.enable-partial-results``, on by default, standalone too), so a shard that
-        is down or restarting, or a slow query, would silently be missing from a recall,
-        a count or a scope deletion. With it such a query fails (a typed error) instead.
+        On valkey-search >= 1.1 an FT.SEARCH asks for ``ALLSHARDS`` (``dialect.search_command``): a
+        shard down or a ``TIMEOUT`` then fails the query (a typed error) instead of answering short.
         """
         args = self.nudge.seen(redirect(args, self.redirects))
         full = self._search_args(args)
@@ -317,7 +314,7 @@ class ValkeyBackend:
                 for step in commands:
                     pipe.execute_command(*wire(step))
                 nodes = await self._queue_waits(pipe, commands, wait) if wait is not None else []
-                if not self.cluster:  # as ``search`` sends them: ALLSHARDS / TIMEOUT 0 where needed
+                if not self.cluster:  # with ALLSHARDS / TIMEOUT 0 where needed, as ``search`` sends them
                     for args in searches:
                         pipe.execute_command(*self._search_args(args))
                 try:
@@ -414,7 +411,6 @@ class ValkeyBackend:
         caps = await self._call("probe", lambda: probe(self.client))
         self.defers_script_writes = caps.defers_script_writes
         self.unbounded_searches = caps.partial_on_timeout
-        # An engine not identified keeps what a cluster always sent; valkey-search 1.0 rejects it.
         self.all_shards_searches = caps.shard_options or (self.cluster and caps.engine == "unknown")
         return caps
 
