@@ -337,9 +337,13 @@ async def record(client: Any, fn: Callable[[], Awaitable[Any]]) -> Recorder:
 
 
 def as_sent(store: MemoryStore, args: list[Any]) -> list[Any]:
-    """A raw FT.SEARCH as the library's backend sends it (``TIMEOUT 0`` on RediSearch)."""
+    """A raw FT.SEARCH as the library's backend sends it (``TIMEOUT 0`` on RediSearch, ``ALLSHARDS`` on valkey-search)."""
     caps = store.index.caps
-    return search_command(args, cluster=False, unbounded=caps is not None and caps.partial_on_timeout)
+    return search_command(
+        args,
+        all_shards=caps is not None and caps.shard_options,
+        unbounded=caps is not None and caps.partial_on_timeout,
+    )
 
 
 def same_search(library: Command, raw: Sequence[Any], what: str) -> None:

@@ -107,8 +107,9 @@ class ValkeyBackend:
         #: Index names queried before an index switch -> the one in use (``core.index_gen.redirect``).
         self.redirects: dict[str, str] = {}
         # Set by ``probe``: a cluster's valkey-search indexes scripts' writes late (``index_nudge``);
-        # RediSearch's searches carry TIMEOUT 0 (``dialect.search_command``).
+        # RediSearch's searches carry TIMEOUT 0, valkey-search's ALLSHARDS (``dialect.search_command``).
         self.defers_script_writes, self.nudge, self.unbounded_searches = True, ScriptWriteNudge(client), False
+        self.all_shards_searches = self.cluster
 
     @property
     def decodes(self) -> bool:
@@ -247,10 +248,8 @@ class ValkeyBackend:
     async def search(self, operation: str, args: Sequence[Any]) -> Any:
         """One FT.* command (routed to a node that answers for the whole cluster).
 
-        On a cluster an FT.SEARCH asks for ``ALLSHARDS``: valkey-search otherwise answers
-        with what the reachable shards hold (``search.enable-partial-results``), so a
-        shard that is down or restarting would silently be missing from a recall, a
-        count or a scope deletion. With it such a query fails (a typed error) instead.
+        On valkey-search >= 1.1 an FT.SEARCH asks for ``ALLSHARDS`` (``dialect.search_command``): a
+        shard down or a ``TIMEOUT`` then fails the query (a typed error) instead of answering short.
         """
         args = self.nudge.seen(redirect(args, self.redirects))
         full = self._search_args(args)
@@ -264,7 +263,7 @@ class ValkeyBackend:
         return await self._call(operation, run)
 
     def _search_args(self, args: Sequence[Any]) -> list[Any]:
-        return search_command(args, cluster=self.cluster, unbounded=self.unbounded_searches)
+        return search_command(args, all_shards=self.all_shards_searches, unbounded=self.unbounded_searches)
 
     async def index_info(self, index: str, *, cluster_counts: bool = False) -> Any:
         """The raw FT.INFO reply of ``index``, or None when there is none.
@@ -315,9 +314,9 @@ class ValkeyBackend:
                 for step in commands:
                     pipe.execute_command(*wire(step))
                 nodes = await self._queue_waits(pipe, commands, wait) if wait is not None else []
-                if not self.cluster:
+                if not self.cluster:  # with ALLSHARDS / TIMEOUT 0 where needed, as ``search`` sends them
                     for args in searches:
-                        pipe.execute_command(*args)
+                        pipe.execute_command(*self._search_args(args))
                 try:
                     replies, asked = await run_waited(self.client, pipe, wait if self.cluster else None)
                 except vexc.NoScriptError:
@@ -412,6 +411,7 @@ class ValkeyBackend:
         caps = await self._call("probe", lambda: probe(self.client))
         self.defers_script_writes = caps.defers_script_writes
         self.unbounded_searches = caps.partial_on_timeout
+        self.all_shards_searches = caps.shard_options or (self.cluster and caps.engine == "unknown")
         return caps
 
     def lock(self, key: str, *, ttl: float, wait: float, heartbeat: bool = True) -> ScopedLock:

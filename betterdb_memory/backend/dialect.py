@@ -46,18 +46,22 @@ def keyless_route(client: Any) -> dict[str, Any]:
     return {"target_nodes": ValkeyCluster.DEFAULT_NODE} if isinstance(client, ValkeyCluster) else {}
 
 
-def search_command(args: Sequence[Any], *, cluster: bool, unbounded: bool) -> list[Any]:
-    """An FT.SEARCH as sent: ``ALLSHARDS`` on a cluster, ``TIMEOUT 0`` where results must be whole.
+def search_command(args: Sequence[Any], *, all_shards: bool, unbounded: bool) -> list[Any]:
+    """An FT.SEARCH as sent: ``ALLSHARDS`` and ``TIMEOUT 0`` where the engine needs them for whole results.
 
-    On a cluster valkey-search otherwise answers with what the reachable shards hold
-    (``search.enable-partial-results``). ``unbounded`` (``Capabilities.partial_on_timeout``):
-    RediSearch answers a query that ran past its 500 ms default with a silent partial
-    result, so every query that has not set its own budget (the hybrid recall's text side
-    does, and detects partial answers) runs without one.
+    ``all_shards`` (``Capabilities.shard_options``: valkey-search >= 1.1, standalone and
+    cluster): with ``search.enable-partial-results`` on, its default, valkey-search answers
+    a query that ran out of time, or that a cluster shard could not serve, with what it
+    found so far and nothing to tell it apart; with ``ALLSHARDS`` it answers an error,
+    which a recall's text side counts as degraded and every other query raises.
+    ``unbounded`` (``Capabilities.partial_on_timeout``): RediSearch answers a query that
+    ran past its 500 ms default with a silent partial result, so every query that has not
+    set its own budget (the hybrid recall's text side does, and detects partial answers)
+    runs without one.
     """
     if not args or args[0] != "FT.SEARCH":
         return list(args)
-    out = [*args[:3], "ALLSHARDS", *args[3:]] if cluster else list(args)
+    out = [*args[:3], "ALLSHARDS", *args[3:]] if all_shards else list(args)
     if unbounded and "TIMEOUT" not in out:
         out += ["TIMEOUT", "0"]
     return out

@@ -86,9 +86,26 @@ class Capabilities:
         RediSearch's default (``TIMEOUT`` 500 ms, ``ON_TIMEOUT RETURN``) answers what it found
         so far, with nothing to tell it apart: a ``count`` of 500k memories on a busy server
         answered 72,499. Queries whose answer must be exact then carry ``TIMEOUT 0`` (no
-        limit). valkey-search answers a timeout with an error (dialect point 14).
+        limit). valkey-search >= 1.1 does the same unless asked for ``ALLSHARDS``
+        (``shard_options``), which every query of this library then carries.
         """
         return self.engine == "redisearch"
+
+    @property
+    def shard_options(self) -> bool:
+        """Whether FT.SEARCH takes ``ALLSHARDS`` / ``SOMESHARDS`` (valkey-search >= 1.1).
+
+        With ``search.enable-partial-results`` on (the default since 1.1, named
+        ``prefer-partial-results`` there), a query that runs past its ``TIMEOUT`` answers
+        the results found so far, standalone as well as on a cluster, with no error and
+        no marker: a KNN 5,000 answered 2,315 hits and a total of 2,315; a tag query
+        matching 15,000 answered a total of 101 (``bench/probe_search_timeout.py``,
+        1.2.1). ``ALLSHARDS`` turns both a timeout and a missing shard into an error
+        ("Search operation cancelled due to timeout"), whatever the server's setting.
+        valkey-search 1.0 has no partial results (a timeout is an error) and rejects the
+        option ("Unexpected parameter").
+        """
+        return self.engine == "valkey-search" and self.version[:2] >= (1, 1)
 
     @property
     def defers_script_writes(self) -> bool:

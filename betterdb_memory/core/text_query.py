@@ -6,8 +6,10 @@ own (``TIMEOUT <ms>`` on each, both engines accept it: RediSearch 2.10 and valke
 >= 1.0), and when they time out or fail the recall goes on with the KNN candidates alone
 (``tiers.hybrid``). What "timed out" looks like differs per engine (dialect point 14):
 
-* valkey-search answers an error, "Search operation cancelled due to timeout" (unless
-  ``search.enable-partial-results`` is on, then a silent partial answer);
+* valkey-search answers an error, "Search operation cancelled due to timeout": its default
+  ``search.enable-partial-results yes`` would answer a silent partial result instead, so
+  every query carries ``ALLSHARDS`` (``Capabilities.shard_options``); on a 1.2.1 cluster the
+  fanning-out node's own part can still come back partial (docs/operations/production.md);
 * RediSearch, with its default ``ON_TIMEOUT RETURN`` policy, answers the results found
   so far: under RESP3 the reply map carries a ``warning`` ("Timeout limit was
   reached"), under RESP2 nothing marks it (undetectable, so used as complete); with

@@ -22,6 +22,7 @@ from ..core.codec import as_text, to_float, to_int
 from ..core.keys import validate_memory_id
 from ..core.models import MemoryItem, MemoryVersion, item_from_fields, with_access
 from ..core.query import ITEM_FIELDS
+from ..core.slots import deletes
 from ..errors import StoreConnectionError, ValidationError
 from .history import History
 from .reinforce import Reinforcement
@@ -241,6 +242,9 @@ class Documents:
     ) -> int:
         """Delete memories by id in one pipelined round trip; the number that existed.
 
+        The documents in one ``DEL`` per hash slot (one for all on a single server), their
+        access counters and update histories in another (``core.slots.deletes``).
+
         ``also``: more commands sent after the deletes in the same round trip (the
         eviction counter, the capacity lock's release). After a retry (an attempt that may
         have deleted them was cut) the count is every id, all gone now: the retry's own
@@ -251,12 +255,18 @@ class Documents:
         if not ids and also is None:
             return 0
         rt = self._rt
-        commands: list[Step] = []
-        for mid in ids:
-            commands += [("DEL", rt.keys.doc(mid)), ("DEL", rt.keys.access(mid), rt.keys.updates(mid))]
+        keys = rt.keys
+        # Multi-key DELs, one per slot (all of a page in two on a single server): a DEL
+        # per memory cost a command each, the page's main cost (issue #29). The documents
+        # go first and alone, so their replies count the memories that existed.
+        commands, lead = deletes(
+            [keys.doc(mid) for mid in ids],
+            [k for mid in ids for k in (keys.access(mid), keys.updates(mid))],
+            cluster=rt.backend.cluster,
+        )
         attempts = Attempts()
         replies = await rt.backend.pipeline(operation, [*commands, *(also or ())], attempts=attempts)
-        removed = len(ids) if attempts.retried else sum(int(r) for r in replies[0 : 2 * len(ids) : 2])
+        removed = len(ids) if attempts.retried else sum(int(r) for r in replies[:lead])
         if removed:
             rt.metrics.add_items(-removed)
         return removed

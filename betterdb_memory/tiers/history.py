@@ -34,6 +34,7 @@ from ..core.query import (
     knn_search_args,
 )
 from ..core.replies import SearchHit, parse_search_reply
+from ..core.slots import deletes
 from .runtime import Runtime
 
 __all__ = ["HISTORY_ITEM_FIELDS", "History"]
@@ -203,9 +204,8 @@ class History:
             result = parse_search_reply(reply, nocontent=True)
             if not result.hits:
                 return deleted
-            replies = await self._rt.backend.pipeline(
-                "forget_by_scope", [("DEL", h.key) for h in result.hits]
-            )
+            dels, _ = deletes([h.key for h in result.hits], cluster=self._rt.backend.cluster)
+            replies = await self._rt.backend.pipeline("forget_by_scope", dels)
             removed = sum(int(r) for r in replies)
             deleted += removed
             if removed == 0 or result.total <= len(result.hits):

@@ -51,7 +51,7 @@ async def test_a_full_scope_evicts_with_one_round_trip_of_deletes_counter_and_un
     plan = p.capacity.plan(FLT, 1)
     assert plan.lock is not None and plan.bound is None
     p.backend.reply(_lowest(p))  # under the lock: the lowest keep-scores
-    p.backend.reply(1, 1, 1, 1, 2, 1)  # two memories deleted, the counter, the unlock
+    p.backend.reply(2, 0, 2, 1)  # two memories deleted (one DEL), their side keys, the counter, the unlock
     evicted = await p.capacity.hold_caps([plan], [1, [5]], 3, protect={"new"}, now=0.0)
     assert evicted == 2
     search, deletes = p.backend.sent
@@ -59,10 +59,8 @@ async def test_a_full_scope_evicts_with_one_round_trip_of_deletes_counter_and_un
     keys = p.rt.keys
     assert deletes.operation == "capacity"
     assert deletes.commands == (
-        ("DEL", keys.doc("a")),
-        ("DEL", keys.access("a"), keys.updates("a")),
-        ("DEL", keys.doc("b")),
-        ("DEL", keys.access("b"), keys.updates("b")),
+        ("DEL", keys.doc("a"), keys.doc("b")),
+        ("DEL", keys.access("a"), keys.updates("a"), keys.access("b"), keys.updates("b")),
         ("HINCRBY", keys.stats, "evictions", 2),
         ("EVALSHA", scripts.UNLOCK.sha, 1, plan.lock.key, plan.lock.token),
     )

@@ -54,9 +54,9 @@ async def test_forgetting_a_superseded_version_deletes_its_history_document() ->
 
 async def test_delete_ids_counts_every_id_after_a_retry() -> None:
     p = build()
-    p.backend.reply(1, 1, 0, 0)
+    p.backend.reply(1, 0)
     assert await p.docs.delete_ids(["a", "b"]) == 1
     p.backend.resends = 1
-    p.backend.reply(0, 0, 0, 0)
+    p.backend.reply(0, 0)
     assert await p.docs.delete_ids(["a", "b"]) == 2
     assert [t.operation for t in p.backend.sent] == ["forget", "forget"]
