@@ -58,6 +58,7 @@ __all__ = [
     "FREQUENCY_TTL",
     "PER_WORD_MAX_WORDS",
     "POSTINGS_BUDGET",
+    "SCORED_POSTINGS_BUDGET",
     "UNCOUNTED_RANK",
     "DocumentFrequencies",
     "TextPlan",
@@ -69,6 +70,11 @@ __all__ = [
 COMMON_SHARE = 0.5
 #: The words searched for hold at most this many memories between them (rarest first).
 POSTINGS_BUDGET = 5000
+#: The same budget on an engine that scores every match of one OR query of the words (RediSearch):
+#: its query's cost is the sum of the words' memories (FT.PROFILE: the union's counter), each one
+#: read and BM25-scored to keep the best 50. Set in ``bench/bench_text_budget.py`` (quality and
+#: latency per budget, the benchmark pages).
+SCORED_POSTINGS_BUDGET = 5000
 #: On an engine that answers one query per word (valkey-search), at most this many words are searched.
 #: LoCoMo, held out, on valkey-search 1.2.1: hit@5 0.755 with no cap, 0.751 / 0.750 / 0.743 / 0.732
 #: with 5 / 4 / 3 / 2 (``bench/bench_text_words.py``). 3: the default recall's time on LoCoMo fell
@@ -157,12 +163,20 @@ class DocumentFrequencies:
             return None
         return entry[0]
 
-    def plan(self, words: Sequence[str], now: float, *, pool: int, max_words: int | None = None) -> TextPlan:
+    def plan(
+        self,
+        words: Sequence[str],
+        now: float,
+        *,
+        pool: int,
+        max_words: int | None = None,
+        postings_budget: int | None = None,
+    ) -> TextPlan:
         """The words to search for, and the counts to take, for a recall whose KNN returns ``pool``.
 
         A word counted in more than ``common_share`` of the index is dropped, and of the
         counted words the rarest are kept while their counts sum to at most
-        ``postings_budget``; one never counted is searched for. A count past its ``ttl``
+        ``postings_budget`` (None: the instance's); one never counted is searched for. A count past its ``ttl``
         still decides, and is retaken (``probe_words``, ``refresh_total``). No word
         survives, or the whole index fits in the KNN's ``pool``: no text query.
         A word no memory held when counted is kept: a memory holding it may have been
@@ -189,8 +203,9 @@ class DocumentFrequencies:
                 counted.append((n, word))  # a word no memory holds yet stays: one may be written any moment
         kept = set(unknown)
         spent = 0
+        budget = self.postings_budget if postings_budget is None else postings_budget
         for n, word in sorted(counted):
-            if spent + n > self.postings_budget:
+            if spent + n > budget:
                 break
             spent += n
             kept.add(word)

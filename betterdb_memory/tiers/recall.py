@@ -374,10 +374,11 @@ class Recall:
         # In the KNN's round trip: a window's queries (events and states; past versions). A
         # re-ranked recall also asks the full-text index: beside the KNN, within a budget (tiers.hybrid).
         also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
-        text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
         own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
+        text = self._text.request(query, flt, fields, pool=own) if reranker is not None and query else None
         knn = self._search(vector, flt, own, fields, [], slim=slim, also=also)
         (candidates, _), text_replies, degraded = await self._text.alongside(text, knn)
+        self._text.knn_read(flt, len(candidates), own)  # a scope it read whole: no text query next time
         knn_distances = [d for _, d in candidates]
         if text_replies and query is not None:
             candidates = candidates + self._text.candidates(
