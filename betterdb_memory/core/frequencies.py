@@ -11,7 +11,8 @@ left out of the query, as a search engine's "common terms" cut-off does; the
 re-ranker still sees them in every candidate's text.
 
 The same reasoning bounds the query's cost as the store grows: the words searched hold
-at most ``postings_budget`` (5,000) memories between them, rarest first. A share
+at most ``postings_budget`` (5,000; 2,000 on RediSearch, ``SCORED_POSTINGS_BUDGET``)
+memories between them, rarest first. A share
 alone would let a word in 40% of a million memories make every recall score 400,000
 of them; a word in 5,000 memories cannot single out the one that answers, while the
 rarer words, the ones that do, fit under the budget. The budget is set where it
@@ -58,6 +59,7 @@ __all__ = [
     "FREQUENCY_TTL",
     "PER_WORD_MAX_WORDS",
     "POSTINGS_BUDGET",
+    "SCORED_POSTINGS_BUDGET",
     "UNCOUNTED_RANK",
     "DocumentFrequencies",
     "TextPlan",
@@ -69,6 +71,13 @@ __all__ = [
 COMMON_SHARE = 0.5
 #: The words searched for hold at most this many memories between them (rarest first).
 POSTINGS_BUDGET = 5000
+#: The same budget on an engine that scores every match of one OR query of the words (RediSearch):
+#: its query's cost is the sum of the words' memories (FT.PROFILE: the union's counter), each one
+#: read and BM25-scored to keep the best 50. 2,000 halves what 5,000 read on a Zipf store (p50
+#: 1,834 -> 714 memories at 10k, 1,852 -> 742 at 100k: flat, the budget binds) and the query's
+#: server time; LoCoMo, the default recall, in-sample: hit@5 0.755 either way, MRR 0.605 -> 0.604
+#: (1,000: 0.602; 500: hit@5 0.746). ``bench/bench_text_budget.py``, ``bench/results/text-budget.md``.
+SCORED_POSTINGS_BUDGET = 2000
 #: On an engine that answers one query per word (valkey-search), at most this many words are searched.
 #: LoCoMo, held out, on valkey-search 1.2.1: hit@5 0.755 with no cap, 0.751 / 0.750 / 0.743 / 0.732
 #: with 5 / 4 / 3 / 2 (``bench/bench_text_words.py``). 3: the default recall's time on LoCoMo fell
@@ -157,13 +166,21 @@ class DocumentFrequencies:
             return None
         return entry[0]
 
-    def plan(self, words: Sequence[str], now: float, *, pool: int, max_words: int | None = None) -> TextPlan:
+    def plan(
+        self,
+        words: Sequence[str],
+        now: float,
+        *,
+        pool: int,
+        max_words: int | None = None,
+        postings_budget: int | None = None,
+    ) -> TextPlan:
         """The words to search for, and the counts to take, for a recall whose KNN returns ``pool``.
 
         A word counted in more than ``common_share`` of the index is dropped, and of the
         counted words the rarest are kept while their counts sum to at most
-        ``postings_budget``; one never counted is searched for. A count past its ``ttl``
-        still decides, and is retaken (``probe_words``, ``refresh_total``). No word
+        ``postings_budget`` (None: the instance's); one never counted is searched for. A
+        count past its ``ttl`` still decides, and is retaken (``probe_words``, ``refresh_total``). No word
         survives, or the whole index fits in the KNN's ``pool``: no text query.
         A word no memory held when counted is kept: a memory holding it may have been
         written since, and the engine answers such a word at no cost.
@@ -189,8 +206,9 @@ class DocumentFrequencies:
                 counted.append((n, word))  # a word no memory holds yet stays: one may be written any moment
         kept = set(unknown)
         spent = 0
+        budget = self.postings_budget if postings_budget is None else postings_budget
         for n, word in sorted(counted):
-            if spent + n > self.postings_budget:
+            if spent + n > budget:
                 break
             spent += n
             kept.add(word)

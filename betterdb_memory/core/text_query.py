@@ -31,6 +31,7 @@ __all__ = [
     "TEXT_CANDIDATES",
     "TEXT_TIMEOUT_MS",
     "DegradedReason",
+    "ScopesReadWhole",
     "client_bound_seconds",
     "escape_text_term",
     "is_timeout_message",
@@ -126,3 +127,38 @@ def reply_warning(reply: Any) -> str | None:
     items = warning if isinstance(warning, list | tuple) else [warning]
     texts = [w.decode("utf-8", "replace") if isinstance(w, bytes) else str(w) for w in items]
     return "; ".join(t for t in texts if t) or None
+
+
+class ScopesReadWhole:
+    """Filters whose last KNN came back short of its ``k``, with how many memories it found.
+
+    A filtered KNN that returns fewer than ``k`` found every memory the filter matches
+    (RediSearch: its filtered KNN returns every match up to ``k``), so a recall whose KNN
+    asks at least that many reads them all, and a text query under the same filter can
+    add no candidate: ``tiers.hybrid`` does not send it. The text query costs a round of
+    the engine's work even when it matches nothing (about a raw KNN's time on a scope of
+    a few memories: ``bench/bench_text_budget.py``). A KNN under the filter that comes back
+    full forgets it. Memories written into the scope in between are missed by one recall's
+    text side at most: that recall's KNN comes back full. So are memories a full KNN
+    returned and the client dropped (expired: deleted by that recall). Bounded: past
+    ``capacity`` filters the oldest noted is forgotten first. Pure: the caller gives the key
+    (the filter's engine text, ``""`` for none: never noted, the index's count decides).
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._found: dict[str, int] = {}
+
+    def note(self, key: str, found: int, k: int) -> None:
+        """A KNN for ``k`` under the filter ``key`` returned ``found`` memories."""
+        self._found.pop(key, None)
+        if not key or found >= k:
+            return
+        self._found[key] = found
+        if len(self._found) > self.capacity:
+            self._found.pop(next(iter(self._found)))
+
+    def read_whole(self, key: str, pool: int) -> bool:
+        """Whether a KNN for ``pool`` under the filter ``key`` returns every memory it matches."""
+        found = self._found.get(key)
+        return found is not None and found <= pool

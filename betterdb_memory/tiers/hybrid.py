@@ -51,13 +51,20 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..core.codec import as_text, to_float
-from ..core.frequencies import PER_WORD_MAX_WORDS, DocumentFrequencies, TextPlan, word_count_args
+from ..core.frequencies import (
+    PER_WORD_MAX_WORDS,
+    SCORED_POSTINGS_BUDGET,
+    DocumentFrequencies,
+    TextPlan,
+    word_count_args,
+)
 from ..core.models import MemoryHit, MemoryItem, item_from_fields, ranking_item
 from ..core.query import VECTOR_FIELD, MemoryFilter, build_filter, filter_search_args
 from ..core.ranking import HybridRanker, Reranker, query_words
 from ..core.replies import parse_search_reply
 from ..core.text_query import (
     DegradedReason,
+    ScopesReadWhole,
     client_bound_seconds,
     is_timeout_message,
     reply_warning,
@@ -172,6 +179,9 @@ class TextCandidates:
         self._refresher = _Refresher(rt, self._frequencies)
         # At most this many words searched on an engine that answers one query per word (None: no cap).
         self.max_words: int | None = PER_WORD_MAX_WORDS
+        # The postings budget of RediSearch's one scored query (``core.frequencies``).
+        self.scored_budget: int = SCORED_POSTINGS_BUDGET
+        self._whole = ScopesReadWhole()  # RediSearch: filters whose last KNN came back short
         self._warned: set[str] = set()  # the degraded reasons logged at warning already
 
     async def settled(self) -> None:
@@ -205,11 +215,17 @@ class TextCandidates:
         caps = self._rt.index.capabilities
         assert caps is not None
         per_word = caps.engine != "redisearch"
-        plan = self._frequencies.plan(
-            words, time.monotonic(), pool=pool, max_words=self.max_words if per_word else None
-        )
         index = self._rt.index.name
         layout = self._rt.index.layout
+        if not per_word and self._whole.read_whole(build_filter(flt, layout), pool):
+            return None  # the KNN reads every memory of the scope: a text query could add none
+        plan = self._frequencies.plan(
+            words,
+            time.monotonic(),
+            pool=pool,
+            max_words=self.max_words if per_word else None,
+            postings_budget=None if per_word else self.scored_budget,
+        )
         searches: list[list[str]] = []
         if plan.words:
             check = self._rt.index.needs_check(flt)
@@ -234,6 +250,18 @@ class TextCandidates:
         # A query for one word with no filter answers that word's count: no probe for it.
         single = not build_filter(flt, layout) and (per_word or len(plan.words) == 1)
         return TextRequest(plan, searches, queries, counted=plan.words[:queries] if single else ())
+
+    def knn_read(self, flt: MemoryFilter, found: int, k: int) -> None:
+        """Note that a recall's KNN for ``k`` under ``flt`` found ``found`` memories (``ScopesReadWhole``).
+
+        RediSearch only: valkey-search's filtered KNN may stop short of ``k`` on a large scope.
+        Filters checked or windowed in the client (``where=``, time) are not noted.
+        """
+        caps = self._rt.index.capabilities
+        if caps is None or caps.engine != "redisearch" or flt.where is not None or flt.has_time:
+            return
+        if not self._rt.index.needs_check(flt):
+            self._whole.note(build_filter(flt, self._rt.index.layout), found, k)
 
     async def alongside(
         self, request: TextRequest | None, knn: Awaitable[T]

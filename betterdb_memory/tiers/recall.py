@@ -362,16 +362,21 @@ class Recall:
         started = time.perf_counter()
         await self._rt.ready("recall")
         pool = min(n, 10_000)
-        # With the KNN: a window's queries (events, states, past versions); beside it: text (tiers.hybrid).
-        text = self._text.request(query, flt, fields, pool=pool) if reranker is not None and query else None
 
-        async def first_trip() -> tuple[WindowQueries | None, Any]:  # sent again after a repair (rt.read)
+        # With the KNN: a window's queries (events, states, past versions); beside it: text (tiers.hybrid).
+        async def first_trip() -> tuple[
+            WindowQueries | None, int, Any
+        ]:  # sent again after a repair (rt.read)
             also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
             own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
+            text = (
+                self._text.request(query, flt, fields, pool=own) if reranker is not None and query else None
+            )
             knn = self._search(vector, flt, own, fields, [], slim=slim, also=also)
-            return also, await self._text.alongside(text, knn)
+            return also, own, await self._text.alongside(text, knn)
 
-        also, ((candidates, _), text_replies, degraded) = await self._rt.read("recall", first_trip)
+        also, own, ((candidates, _), text_replies, degraded) = await self._rt.read("recall", first_trip)
+        self._text.knn_read(flt, len(candidates), own)  # a scope it read whole: no text query next time
         knn_distances = [d for _, d in candidates]
         if text_replies and query is not None:
             candidates = candidates + self._text.candidates(

@@ -183,6 +183,7 @@ async def test_the_text_query_keeps_its_words_under_the_postings_budget(
     )
     try:
         store._recall._text._frequencies.postings_budget = 5  # the store-wide 5,000, scaled down
+        store._recall._text.scored_budget = 5  # RediSearch's, the same
         for i in range(16):
             body = f"Kayak trip number {i}." if i < 6 else f"Item {i} was noted."
             await store.remember(body, vector=unit(200 + i), thread_id="b")
@@ -247,6 +248,51 @@ async def test_a_long_question_sends_only_its_rarest_words_on_a_per_word_engine(
         per_word = store.capabilities is not None and store.capabilities.engine != "redisearch"
         assert sent == 1 + (PER_WORD_MAX_WORDS if per_word else 1)  # the KNN, then the text queries
         assert [h.item.id for h in hits] == [h.item.id for h in first] == [answer]
+    finally:
+        await store.forget_by_scope(thread_id="w")
+        await store.close()
+
+
+async def test_a_scope_the_knn_reads_whole_gets_no_text_query_on_redisearch(
+    client: Any, unique_name: str
+) -> None:
+    """Three memories in a thread: the KNN (50) finds them all, so from the second recall on
+    RediSearch sends no text query, with the same hits. When the thread outgrows the KNN, the
+    first recall's KNN comes back full and the next one sends the text query again."""
+    store = MemoryStore(client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False)
+    try:
+        for i in range(3):
+            await store.remember(f"Priya keeps a kayak number {i}.", vector=unit(700 + i), thread_id="w")
+        await store.index.ensure_ready()
+        if not store._recall._text.available():
+            return  # valkey-search 1.0: no TEXT, KNN only
+        redisearch = store.capabilities is not None and store.capabilities.engine == "redisearch"
+        query = "Where does Priya keep the kayak?"
+
+        async def recall() -> tuple[list[str], int]:
+            await store._recall._text.settled()
+            before = await _search_calls(client)
+            hits = await store.recall(query, k=3, threshold=2.0, thread_id="w", reinforce=False)
+            sent = await _search_calls(client) - before
+            await store._recall._text.settled()
+            return [h.item.id for h in hits], sent
+
+        first, _ = await recall()
+        second, sent = await recall()
+        assert sorted(second) == sorted(first) and len(first) == 3
+        # valkey-search scans a small scope with one query and still sends its text queries.
+        assert sent == 1 if redisearch else sent >= 2
+        await store.remember_many(
+            [
+                {"content": f"Item {i} was noted.", "vector": unit(800 + i), "thread_id": "w"}
+                for i in range(50)
+            ]
+        )
+        await store.index.ensure_ready()
+        full, _ = await recall()  # its KNN comes back full: the text query is back from the next one
+        assert len(full) == 3
+        _, sent = await recall()
+        assert sent >= 2
     finally:
         await store.forget_by_scope(thread_id="w")
         await store.close()

@@ -136,3 +136,14 @@ def test_a_count_past_its_ttl_still_ranks_its_word_under_the_cap() -> None:
     assert plan.words == ("paint", "sunrise")
     assert plan.probe_words == ("caroline", "paint", "sunrise") and plan.refresh_total
     assert not plan.probe_total
+
+
+def test_a_budget_given_with_the_plan_overrides_the_instances() -> None:
+    """RediSearch's scored query has a budget of its own (``SCORED_POSTINGS_BUDGET``), passed per plan."""
+    df = DocumentFrequencies(postings_budget=5000)
+    df.learn({"porto": 3, "kayak": 600, "trip": 450, "boat": 2000}, 100_000, 0.0)
+    words = ("boat", "kayak", "porto", "trip")
+    assert df.plan(words, 0.0, pool=50).words == words  # 3,053 in all: under 5,000
+    assert df.plan(words, 0.0, pool=50, postings_budget=1000).words == ("porto", "trip")
+    assert df.plan(words, 0.0, pool=50, postings_budget=0).words == ()
+    assert df.postings_budget == 5000  # the instance's own is untouched

@@ -10,6 +10,7 @@ from betterdb_memory.core.replies import parse_search_reply
 from betterdb_memory.core.text_query import (
     DEGRADED_REASONS,
     TEXT_TIMEOUT_MS,
+    ScopesReadWhole,
     client_bound_seconds,
     escape_text_term,
     is_timeout_message,
@@ -103,3 +104,18 @@ def test_resp2_replies_carry_no_warning() -> None:
 
 def test_degraded_reasons_are_a_small_fixed_set() -> None:
     assert frozenset({"timeout", "error", "partial"}) == DEGRADED_REASONS
+
+
+def test_scopes_read_whole_remember_a_short_knn_until_a_full_one() -> None:
+    whole = ScopesReadWhole(capacity=2)
+    whole.note("@threadId:{t1}", 7, 50)
+    assert whole.read_whole("@threadId:{t1}", 50) and whole.read_whole("@threadId:{t1}", 7)
+    assert not whole.read_whole("@threadId:{t1}", 6)  # a smaller KNN may leave one out
+    assert not whole.read_whole("@threadId:{t2}", 50)  # never read
+    whole.note("@threadId:{t1}", 50, 50)  # full: the scope may hold more
+    assert not whole.read_whole("@threadId:{t1}", 50)
+    whole.note("", 0, 50)  # no filter: never noted
+    assert not whole.read_whole("", 50)
+    for t in ("a", "b", "c"):
+        whole.note(t, 1, 50)
+    assert not whole.read_whole("a", 50) and whole.read_whole("b", 50) and whole.read_whole("c", 50)

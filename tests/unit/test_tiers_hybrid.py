@@ -287,3 +287,55 @@ def test_a_per_word_union_keeps_its_lexically_best_and_builds_only_those() -> No
     assert [item.id for item, _ in pairs] == ["b", "a"]  # "b" holds three of the words; "a" and "c" one
     assert pairs[0][1] == pytest.approx(0.0, abs=1e-6) and pairs[1][1] == 0.9
     assert pairs[0][0].content == "priya moving to porto"
+
+
+def test_redisearch_scores_the_words_under_its_own_budget() -> None:
+    rt = runtime(RecordingBackend())
+    side = TextCandidates(rt, Documents(rt))
+    side._frequencies.learn({"porto": 3, "kayak": 600, "trip": 450}, 100_000, 0.0)
+    side.scored_budget = 500
+    request = side.request("porto kayak trip", MemoryFilter(), ("content",), pool=50)
+    assert request is not None and request.plan.words == ("porto", "trip")
+    side.scored_budget = 5000
+    request = side.request("porto kayak trip", MemoryFilter(), ("content",), pool=50)
+    assert request is not None and request.plan.words == ("kayak", "porto", "trip")
+
+
+def test_redisearch_sends_no_text_query_for_a_scope_its_knn_read_whole() -> None:
+    """A filtered KNN that comes back short found every memory of the filter: the next
+    recall's KNN reads them all again, so its text query could add none and is not sent,
+    until a KNN under that filter comes back full."""
+    rt = runtime(RecordingBackend())
+    side = TextCandidates(rt, Documents(rt))
+    thread = MemoryFilter(scope=Scope.of(thread_id="t1"))
+    other = MemoryFilter(scope=Scope.of(thread_id="t2"))
+    assert side.request(QUERY, thread, ("content",), pool=50) is not None
+    side.knn_read(thread, 7, 50)
+    assert side.request(QUERY, thread, ("content",), pool=50) is None
+    assert side.request(QUERY, thread, ("content",), pool=7) is None  # a KNN of 7 still reads all 7
+    asked = side.request(QUERY, thread, ("content",), pool=6)  # a smaller KNN does not
+    assert asked is not None and asked.queries == 1
+    assert side.request(QUERY, other, ("content",), pool=50) is not None  # another scope
+    side.knn_read(thread, 50, 50)  # full: the scope may hold more
+    again = side.request(QUERY, thread, ("content",), pool=50)
+    assert again is not None and again.queries == 1
+
+
+def test_a_scope_read_whole_is_remembered_only_where_the_count_is_exact() -> None:
+    """Unscoped (the index's count decides), ``where=`` and time filters (checked or windowed
+    in the client), and valkey-search (its filtered KNN may stop short of k) keep the text query."""
+    rt = runtime(RecordingBackend())
+    side = TextCandidates(rt, Documents(rt))
+    for flt in (
+        MemoryFilter(),
+        MemoryFilter(scope=Scope.of(thread_id="t1"), valid_since=1),
+    ):
+        side.knn_read(flt, 3, 50)
+        assert side.request(QUERY, flt, ("content",), pool=50) is not None
+    vs = RecordingBackend(capabilities=capabilities_for("valkey-search", (1, 2, 1)))
+    vs_rt = runtime(vs)
+    vs_side = TextCandidates(vs_rt, Documents(vs_rt))
+    thread = MemoryFilter(scope=Scope.of(thread_id="t1"))
+    vs_side.knn_read(thread, 3, 50)
+    request = vs_side.request(QUERY, thread, ("content",), pool=50)
+    assert request is not None and request.queries >= 1
