@@ -364,9 +364,8 @@ class Recall:
         pool = min(n, 10_000)
 
         # With the KNN: a window's queries (events, states, past versions); beside it: text (tiers.hybrid).
-        async def first_trip() -> tuple[
-            WindowQueries | None, int, Any
-        ]:  # sent again after a repair (rt.read)
+        # Sent again after a subject repair (rt.read).
+        async def first_trip() -> tuple[WindowQueries | None, int, Any]:
             also = self._time.window(plan, flt, vector, k=k, pool=pool, fields=fields)
             own = pool if also is None else also.knn_k  # beside a window's query: the rest of the pool
             text = (
