@@ -235,11 +235,6 @@ async def test_partial_scope_list_and_count(store: MemoryStore) -> None:
     assert await store.count() == 3
 
 
-async def _search_calls(client: Any) -> int:
-    stats = await client.info("commandstats")
-    return int(stats.get("cmdstat_FT.SEARCH", {}).get("calls", 0))
-
-
 async def test_forget_and_forget_by_scope_leave_no_orphans(store: MemoryStore, client: Any) -> None:
     keep = await store.remember("keep me", thread_id="other")
     mid = await store.remember("drop me", thread_id="gone")
