@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import numpy as np
 import pytest
 from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import HashingEmbedder, MemoryStore
-from betterdb_memory.errors import ServerError
+from tests.timeouts import exact_or_timeout
 
 pytestmark = pytest.mark.integration
 
@@ -40,20 +39,6 @@ async def primaries_timeout(client: ValkeyCluster, ms: int) -> AsyncIterator[Non
             await client.config_set(
                 "search.default-timeout-ms", value["search.default-timeout-ms"], target_nodes=node
             )
-
-
-async def outcome(call: Callable[[], Any], exact: Any) -> str:
-    try:
-        got = await call()
-    except ServerError as exc:
-        error = str(exc)
-    else:
-        error = None
-    if error is not None:
-        assert "timeout" in error.lower(), error
-        return "timeout"
-    assert got == exact, f"a short answer came back without an error: {got!r}, not {exact!r}"
-    return "whole"
 
 
 async def test_count_list_forget_and_knn_past_the_timeout_raise_or_answer_whole(
@@ -84,10 +69,10 @@ async def test_count_list_forget_and_knn_past_the_timeout_raise_or_answer_whole(
 
     async with primaries_timeout(cluster_client, 1):
         outcomes = [
-            await outcome(lambda: store.count(thread_id="big"), N),
-            await outcome(list_total, N),
-            await outcome(knn, whole),
-            await outcome(lambda: store.forget_by_scope(thread_id="big"), N),
+            await exact_or_timeout(lambda: store.count(thread_id="big"), N),
+            await exact_or_timeout(list_total, N),
+            await exact_or_timeout(knn, whole),
+            await exact_or_timeout(lambda: store.forget_by_scope(thread_id="big"), N),
         ]
     assert "timeout" in outcomes, outcomes
     await store.forget_by_scope(thread_id="big")

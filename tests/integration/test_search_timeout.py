@@ -13,7 +13,7 @@ the library sends it ``TIMEOUT 0``), so these tests skip there.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from betterdb_memory import HashingEmbedder, MemoryStore
 from betterdb_memory.errors import ServerError
+from tests.timeouts import exact_or_timeout
 
 pytestmark = pytest.mark.integration
 
@@ -61,20 +62,6 @@ async def server_timeout(client: Any, ms: int) -> AsyncIterator[None]:
         yield
     finally:
         await client.config_set("search.default-timeout-ms", old)
-
-
-async def exact_or_timeout(call: Callable[[], Awaitable[Any]], exact: Any) -> str:
-    try:
-        got = await call()
-    except ServerError as exc:
-        error = str(exc)
-    else:
-        error = None
-    if error is not None:
-        assert "timeout" in error.lower(), error
-        return "timeout"
-    assert got == exact, f"a short answer came back without an error: {got!r}, not {exact!r}"
-    return "whole"
 
 
 async def test_count_list_and_forget_past_the_servers_timeout_raise_never_answer_short(
