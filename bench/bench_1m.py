@@ -7,8 +7,10 @@ lists) over 1,000 thread scopes of one agent, and at each step measures, at the 
 the user runs (hybrid re-ranked recall with reinforcement, live config and discovery on):
 
 * populate rate (memories/s, ``remember_many`` batches of 1,000, vectors precomputed);
-* ``recall`` p50/p99, unscoped and scoped to one thread; ``recall_by_vector`` p50/p99 and a
-  raw ``FT.SEARCH`` KNN 10 (the engine's own figure, for the ratio);
+* ``recall`` p50/p99, unscoped, scoped to one thread (which grows with the store: 1,000
+  threads) and scoped to one of 100 threads of 10 memories written before the first step (a
+  scope of fixed size: the store's size alone); queries are near a stored memory of the scope;
+  ``recall_by_vector`` p50/p99 and a raw ``FT.SEARCH`` KNN 10 (the engine's own figure);
 * ``list`` and ``count`` of one thread (an index query each);
 * a capped write (``max_items_per_scope`` at the scope's size: every write evicts one);
 * ``forget_by_scope`` of one thread (then written back, untimed);
@@ -66,10 +68,17 @@ BATCH = 1000
 SAMPLES = 60
 NAME = "bench1m"
 SEED = 1_000_000
+#: Scopes whose size does not grow with the store: FIXED_THREADS threads of FIXED_PER memories,
+#: written once before the first step, so one row tests the store's size alone.
+FIXED_THREADS = 100
+FIXED_PER = 10
+FIXED_BASE = 50_000_000  # their corpus indices (a multiple of BATCH, far from the populated ones)
 ROOT = Path(__file__).resolve().parents[1]
 #: The stores' metrics (the degraded recalls are read from it).
 REGISTRY = CollectorRegistry()
 DEGRADED = "agent_memory_recall_degraded_total"
+SCOPED_ROW = "recall, one thread (defaults)"
+FIXED_ROW = f"recall, a {FIXED_PER}-memory thread (defaults)"
 
 
 def degraded_recalls() -> dict[str, float]:
@@ -119,6 +128,19 @@ class Corpus:
             f"memory {start + i}: " + " ".join(self.words[w] for w in row) for i, row in enumerate(picks)
         ]
         return v, texts
+
+    def one(self, i: int) -> tuple[FloatMatrix, str]:
+        """Memory ``i`` as the populate loop wrote it (it writes batches of BATCH from multiples of BATCH)."""
+        start = i - i % BATCH
+        v, texts = self.batch(start, BATCH)
+        return v[i - start], texts[i - start]
+
+    def fixed(self) -> list[MemoryInput]:
+        """The fixed-size threads' memories: ``f0`` ... ``f99``, FIXED_PER each."""
+        out = self.items(FIXED_BASE, FIXED_THREADS * FIXED_PER)
+        for i, item in enumerate(out):
+            item["thread_id"] = f"f{i % FIXED_THREADS}"
+        return out
 
     def items(self, start: int, n: int) -> list[MemoryInput]:
         v, texts = self.batch(start, n)
@@ -232,17 +254,26 @@ async def run_step(client: Any, store: MemoryStore, book: Book, corpus: Corpus, 
     rng = np.random.default_rng(step.size)
     targets = rng.integers(0, step.size, size=SAMPLES + 10)
     queries: list[tuple[str, FloatMatrix, str]] = []
+    fixed_queries: list[tuple[str, FloatMatrix, str]] = []
     for j, t in enumerate(targets):
-        v, texts = corpus.batch(int(t), 1)
-        near = v[0] + rng.standard_normal(DIM).astype(np.float32) / np.float32(np.sqrt(DIM))
-        near /= np.linalg.norm(near)
-        words = texts[0].split()[2:6]
-        text = f"q{step.size}-{j} " + " ".join(words)
-        book.queries[text] = near
-        queries.append((text, near, f"t{int(t) % THREADS}"))
+        # Near a stored memory: its own vector plus noise, four of its words. (Before this,
+        # ``corpus.batch(t, 1)`` drew a vector and words the store never held: random queries.)
+        for index, scope, into in (
+            (int(t), f"t{int(t) % THREADS}", queries),
+            (FIXED_BASE + j % (FIXED_THREADS * FIXED_PER), f"f{j % FIXED_THREADS}", fixed_queries),
+        ):
+            vec, content = corpus.one(index)
+            near = vec + rng.standard_normal(DIM).astype(np.float32) / np.float32(np.sqrt(DIM))
+            near /= np.linalg.norm(near)
+            text = f"q{step.size}-{scope}-{j} " + " ".join(content.split()[2:6])
+            book.queries[text] = near
+            into.append((text, near, scope))
 
     def q(i: int) -> tuple[str, FloatMatrix, str]:
         return queries[i % len(queries)]
+
+    def fq(i: int) -> tuple[str, FloatMatrix, str]:
+        return fixed_queries[i % len(fixed_queries)]
 
     await measure(client, "recall, unscoped (defaults)", step, lambda i: store.recall(q(i)[0], k=10))
     await measure(
@@ -250,6 +281,12 @@ async def run_step(client: Any, store: MemoryStore, book: Book, corpus: Corpus, 
         "recall, one thread (defaults)",
         step,
         lambda i: store.recall(q(i)[0], k=10, thread_id=q(i)[2]),
+    )
+    await measure(
+        client,
+        FIXED_ROW,
+        step,
+        lambda i: store.recall(fq(i)[0], k=10, thread_id=fq(i)[2]),
     )
     await measure(
         client,
@@ -328,11 +365,16 @@ def render(engine: str, steps: Sequence[Step], raw_per: float, note: str, second
         )
     first, last = steps[0], steps[-1]
     if len(steps) > 1:
-        r = last.rows["recall, one thread (defaults)"][0] / first.rows["recall, one thread (defaults)"][0]
-        out += [
-            "",
-            f"Scoped default recall p50 at {last.size:,} is {r:.2f}x its {first.size:,} figure (goal <= 2x).",
-        ]
+        out.append("")
+        for row, what in (
+            (SCOPED_ROW, "a thread that grows with the store"),
+            (FIXED_ROW, f"a {FIXED_PER}-memory thread"),
+        ):
+            if row in first.rows and row in last.rows:
+                r = last.rows[row][0] / first.rows[row][0]
+                out.append(
+                    f"Default recall scoped to {what}: p50 at {last.size:,} is {r:.2f}x its {first.size:,} figure (goal <= 2x)."
+                )
     out.append(f"Raw documents (reference fields, plain HSET, same schema): {raw_per:,.0f} bytes per memory.")
     for s in steps:
         for name, error in s.errors.items():
@@ -432,6 +474,8 @@ async def main(argv: Sequence[str]) -> int:
         while (info := await store.index.info()) is not None and not info.ready:  # noqa: ASYNC110
             await asyncio.sleep(0.2)
         have = await store.count()
+        fixed_there = await store.count(thread_id="f0") > 0
+        have -= FIXED_THREADS * FIXED_PER if fixed_there else 0
         log(
             f"{args.engine}: {have:,} memories already in the store, index ready after {time.perf_counter() - started:.1f} s"
         )
@@ -442,6 +486,8 @@ async def main(argv: Sequence[str]) -> int:
             raw_per = await raw_bytes_per_memory(client, corpus, store)
             await asyncio.sleep(2.0)  # lazily freed memory settles before the baseline
         base_mem = await used_memory(client) if have == 0 else None
+        if not fixed_there:
+            await store.remember_many(corpus.fixed())
         deadline = time.monotonic() + args.max_minutes * 60
         for size in sizes:
             step = Step(size)
@@ -461,7 +507,9 @@ async def main(argv: Sequence[str]) -> int:
             )
             # A resumed store (--data-dir with memories in it) has no empty baseline: the
             # server's own few MB are then counted in, under 0.1% at these sizes.
-            step.bytes_per_memory = (await used_memory(client) - (base_mem or 0)) / have
+            step.bytes_per_memory = (await used_memory(client) - (base_mem or 0)) / (
+                have + FIXED_THREADS * FIXED_PER
+            )
             # valkey-search indexes writes on background threads: measure once it has caught up.
             while (info := await store.index.info()) is not None and not info.ready:  # noqa: ASYNC110
                 await asyncio.sleep(0.2)
