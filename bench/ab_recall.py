@@ -55,6 +55,7 @@ from prometheus_client import CollectorRegistry
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package first
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _harness import is_background
 from profile_python import load_against
 
 DIM = 384
@@ -215,10 +216,11 @@ def fixed_clock(pkg: str) -> None:
     mod.time = types.SimpleNamespace(time=lambda: NOW, perf_counter=time.perf_counter)  # type: ignore[attr-defined]
 
 
-def fixed_write_clock(pkg: str) -> None:
-    """A single write's clock (``time.time`` in the single-write module) fixed at ``NOW``."""
+def fixed_write_clock(pkg: str, at: float) -> None:
+    """A single write's clock (``time.time`` in the single-write module) fixed at ``at``
+    (the run's start: a TTL counted from ``NOW``, months ago, would have expired)."""
     mod = importlib.import_module(f"{pkg}.tiers.single_write")
-    mod.time = types.SimpleNamespace(time=lambda: NOW)  # type: ignore[attr-defined]
+    mod.time = types.SimpleNamespace(time=lambda: at)  # type: ignore[attr-defined]
 
 
 async def sent_by(client: Any, call: Any) -> tuple[Any, list[tuple[Any, ...]]]:
@@ -227,7 +229,8 @@ async def sent_by(client: Any, call: Any) -> tuple[Any, list[tuple[Any, ...]]]:
     real_command, real_pipeline = client.execute_command, client.pipeline
 
     async def command(*args: Any, **options: Any) -> Any:
-        sent.append(args)
+        if not is_background([args], False):  # a stats flush, a live-config read: not the write's
+            sent.append(args)
         return await real_command(*args, **options)
 
     def pipeline(*args: Any, **kwargs: Any) -> Any:
@@ -235,7 +238,9 @@ async def sent_by(client: Any, call: Any) -> tuple[Any, list[tuple[Any, ...]]]:
         execute = pipe.execute
 
         async def recorded(*a: Any, **k: Any) -> Any:
-            sent.extend(tuple(c) for c, _ in pipe.command_stack)
+            commands = [tuple(c) for c, _ in pipe.command_stack]
+            if not is_background(commands, True):
+                sent.extend(commands)
             return await execute(*a, **k)
 
         pipe.execute = recorded
@@ -276,8 +281,9 @@ async def compare_writes(
             got.append((without_id(sent, mid), fields))
         if got[0] != got[1]:
             differ.append(f"write {i}: {item['content'][:40]!r}")
-            if len(differ) <= 3:
-                print(f"DIFFER: {differ[-1]}\n  old {got[0]}\n  new {got[1]}")
+            if len(differ) <= 3:  # the commands' names and the items (a vector is 1.5 kB)
+                names = [[c[0] for c in g[0]] for g in got]
+                print(f"DIFFER: {differ[-1]}\n  old {names[0]} {got[0][1]}\n  new {names[1]} {got[1][1]}")
     return len(items), differ
 
 
@@ -341,9 +347,10 @@ async def main(argv: list[str]) -> int:
     from betterdb_memory.server import EmbeddedServer
 
     pkgs = [load_against(args.against), "betterdb_memory"]
+    started = time.time()
     for p in pkgs:
         fixed_clock(p)
-        fixed_write_clock(p)
+        fixed_write_clock(p, started)
     model = None
     if args.onnx:
         from betterdb_memory.embedders.onnx import OnnxEmbedder
