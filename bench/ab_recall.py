@@ -22,6 +22,11 @@ memories store optional fields (importance, tags, metadata, a TTL, a sensitivity
 replies mix rows of several shapes. Reinforcement is off (both versions read the same
 documents).
 
+Then single writes (``remember``, the store's defaults: issue 29 rewrote the transport a
+write goes through and the metrics it records): about ``--writes`` of the memories are
+written again through each version, with the write clock fixed; the commands each sent
+(the new id replaced by a placeholder) and the item read back must be equal.
+
     git worktree add /tmp/old <commit>   # or: git archive <commit> betterdb_memory | tar -x -C /tmp/old
     .venv/bin/python bench/ab_recall.py --against /tmp/old
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import importlib
 import itertools
@@ -49,6 +55,7 @@ from prometheus_client import CollectorRegistry
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package first
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _harness import is_background
 from profile_python import load_against
 
 DIM = 384
@@ -209,6 +216,81 @@ def fixed_clock(pkg: str) -> None:
     mod.time = types.SimpleNamespace(time=lambda: NOW, perf_counter=time.perf_counter)  # type: ignore[attr-defined]
 
 
+def fixed_write_clock(pkg: str, at: float) -> None:
+    """A single write's clock (``time.time`` in the single-write module) fixed at ``at``
+    (the run's start: a TTL counted from ``NOW``, months ago, would have expired)."""
+    mod = importlib.import_module(f"{pkg}.tiers.single_write")
+    mod.time = types.SimpleNamespace(time=lambda: at)  # type: ignore[attr-defined]
+
+
+async def sent_by(client: Any, call: Any) -> tuple[Any, list[tuple[Any, ...]]]:
+    """``call()``'s result and the commands it sent on ``client`` (one call at a time), in order."""
+    sent: list[tuple[Any, ...]] = []
+    real_command, real_pipeline = client.execute_command, client.pipeline
+
+    async def command(*args: Any, **options: Any) -> Any:
+        if not is_background([args], False):  # a stats flush, a live-config read: not the write's
+            sent.append(args)
+        return await real_command(*args, **options)
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = real_pipeline(*args, **kwargs)
+        execute = pipe.execute
+
+        async def recorded(*a: Any, **k: Any) -> Any:
+            commands = [tuple(c) for c, _ in pipe.command_stack]
+            if not is_background(commands, True):
+                sent.extend(commands)
+            return await execute(*a, **k)
+
+        pipe.execute = recorded
+        return pipe
+
+    client.execute_command, client.pipeline = command, pipeline
+    try:
+        return await call(), sent
+    finally:
+        del client.execute_command
+        del client.pipeline
+
+
+def without_id(commands: list[tuple[Any, ...]], mid: str) -> list[tuple[Any, ...]]:
+    """The commands of ``commands`` on the new memory's key, its random id replaced by a placeholder.
+
+    Other commands sent meanwhile are the stores' background work (a reinforcement flush's
+    ``HMGET``, a stats flush, a live-config read), on either side as its timers fall.
+    """
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(mid, "<id>")
+        if isinstance(value, bytes):
+            return value.replace(mid.encode(), b"<id>")
+        return value
+
+    return [tuple(plain(v) for v in c) for c in commands if len(c) > 1 and mid in str(c[1])]
+
+
+async def compare_writes(
+    client: Any, stores: Sequence[Any], items: Sequence[dict[str, Any]]
+) -> tuple[int, list[str]]:
+    """Each item written by ``remember`` through each version: the same commands, the same item read back."""
+    differ: list[str] = []
+    for i, item in enumerate(items):
+        got = []
+        for store in stores:
+            mid, sent = await sent_by(client, functools.partial(store.remember, **item))
+            back = await store.get(mid)
+            fields = tuple(kv for kv in item_fields(back) if kv[0] != "id")
+            got.append((without_id(sent, mid), fields))
+        if got[0] != got[1]:
+            differ.append(f"write {i}: {item['content'][:40]!r}")
+            if len(differ) <= 3:  # the commands' names and the items (a vector is 1.5 kB)
+                names = [[c[0] for c in g[0]] for g in got]
+                print(f"DIFFER: {differ[-1]}\n  old {names[0]} {got[0][1]}\n  new {names[1]} {got[1][1]}")
+    return len(items), differ
+
+
 def item_fields(item: Any) -> tuple[Any, ...]:
     """Every field of a hit's item, by name (the two versions' ``MemoryItem`` are two classes)."""
     return tuple((f.name, getattr(item, f.name)) for f in dataclasses.fields(item))
@@ -260,6 +342,7 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--n", type=int, default=600, help="memories per family (default 600)")
     parser.add_argument("--tolerance", type=float, default=1e-12)
     parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--writes", type=int, default=200, help="single writes compared (default 200)")
     parser.add_argument(
         "--onnx", action="store_true",
         help="embed every text with the shipped MiniLM (its model id: LearnedRanker by default, the slot model)",
@@ -268,8 +351,10 @@ async def main(argv: list[str]) -> int:
     from betterdb_memory.server import EmbeddedServer
 
     pkgs = [load_against(args.against), "betterdb_memory"]
+    started = time.time()
     for p in pkgs:
         fixed_clock(p)
+        fixed_write_clock(p, started)
     model = None
     if args.onnx:
         from betterdb_memory.embedders.onnx import OnnxEmbedder
@@ -353,9 +438,18 @@ async def main(argv: list[str]) -> int:
             f"{len(items)} memories, {len(queries)} queries); {len(differ)} differ; "
             f"superseded hits seen in a sample: {superseded}"
         )
+        # Single writes (``remember``), the store's defaults: the same commands and the same items.
+        # No id (a caller's id is an upsert: the batch path), a new text (no twin of a memory there).
+        sample = [
+            {k: v for k, v in it.items() if k != "id"} for it in items[:: max(1, len(items) // args.writes)]
+        ]
+        for it in sample:
+            it["content"] = "written again: " + it["content"]
+        written, write_differ = await compare_writes(client, [stores[(p, "dense")] for p in pkgs], sample)
+        print(f"{written} single writes compared (commands sent, item read back); {len(write_differ)} differ")
         for s in stores.values():
             await s.close()
-        return 1 if differ else 0
+        return 1 if differ or write_differ else 0
     finally:
         await client.aclose()
         await asyncio.to_thread(server.stop)

@@ -34,6 +34,7 @@ logic and the network. Every part of the store asks this object (through the
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -45,19 +46,17 @@ import valkey.exceptions as vexc
 
 from ..core.codec import as_text
 from ..core.dialect import Capabilities
-from ..core.ft_info import parse_ft_info
 from ..core.index_gen import redirect
-from ..errors import IndexNotFoundError, StoreClosedError, StoreConnectionError
+from ..errors import BetterDBMemoryError, IndexNotFoundError, StoreClosedError, StoreConnectionError
 from . import scripts as _scripts
-from .cluster_nodes import load_scripts_on, nodes_of, restore_startup_nodes
+from .cluster_nodes import load_scripts_on, restore_startup_nodes
 from .commands import Attempts, ScriptCall, Step, wire
-from .dialect import keyless_route, probe, search_command
+from .dialect import index_ready, keyless_route, probe, search_command
 from .index_nudge import ScriptWriteNudge
 from .locks import ScopedLock
 from .reconnects import watch_connections
-from .replication import ReplicaWait, check_acks, run_waited, wait_fault, waits_for
-from .retry import RetryPolicy, call
-from .translate import is_connection_error
+from .replication import ReplicaWait, check_waits, queue_waits, run_waited, wait_fault, waits_for
+from .retry import RetryPolicy, again, call, honour_cancel
 
 __all__ = ["ScopedLock", "ValkeyBackend", "ValkeyClient", "as_backend", "connect"]
 
@@ -140,10 +139,7 @@ class ValkeyBackend:
         details: Mapping[str, Any] | None = None,
     ) -> T:
         """Run ``fn`` with retry (when idempotent) and error translation; ``StoreClosedError`` once closed."""
-        if self.closed:
-            raise StoreClosedError(
-                f"the store was closed; {operation} cannot run", details={"operation": operation}
-            )
+        self._open(operation)
 
         async def attempt() -> T:
             if self.cluster:  # valkey-py may have emptied its startup nodes (``cluster_nodes``)
@@ -206,7 +202,7 @@ class ValkeyBackend:
                 return
             deadline = time.monotonic() + self.retry.budget
             for index in indexes:
-                while not await self._index_ready(index):
+                while not await index_ready(self.client, index, cluster=self.cluster, route=self._route):
                     if time.monotonic() > deadline:
                         raise StoreConnectionError(
                             f"index {index} is still being rebuilt after a server restart "
@@ -217,33 +213,40 @@ class ValkeyBackend:
                     await asyncio.sleep(0.05)
             self._unsure = False
 
-    async def _index_ready(self, index: str) -> bool:
-        """Whether ``index`` has indexed every document (an absent index counts as ready:
-        the query then fails with ``IndexNotFoundError``, which the index manager handles).
-
-        On a cluster ``FT.INFO <index> CLUSTER`` reports any shard's backfill; an engine
-        without that form (valkey-search 1.0) is asked for the node's own state.
-        """
-        forms: list[list[Any]] = [["FT.INFO", index]]
-        if self.cluster:
-            forms.insert(0, ["FT.INFO", index, "CLUSTER"])
-        for args in forms:
-            try:
-                reply = await self.client.execute_command(*args, **self._route)
-            except vexc.ResponseError as exc:
-                if is_connection_error(exc):
-                    raise
-                if len(args) == 3:  # the CLUSTER form is unknown here: ask the node
-                    continue
-                return True  # no such index
-            return parse_ft_info(reply).ready
-        return True  # pragma: no cover - the plain form always answers or raises
-
     async def command(self, operation: str, *args: Any, idempotent: bool = True) -> Any:
         """One keyed command (a write with ``wait`` set goes in a pipeline, beside its ``WAIT``)."""
         if self.wait is not None and waits_for(operation, [args]):
             return (await self.pipeline(operation, [args], idempotent=idempotent))[0]
-        return await self._call(operation, lambda: self.client.execute_command(*args), idempotent=idempotent)
+        # ``_call``'s first attempt written out (issue 29: a single write's Python), a failure retried by ``again``.
+        client, start = self._open(operation), time.monotonic()
+        try:
+            if self.cluster:
+                restore_startup_nodes(client)
+            reply = await client.execute_command(*args)
+        except BetterDBMemoryError:
+            raise
+        except Exception as exc:
+            failed = exc  # retried outside the handler, as ``retry.call`` does
+        else:
+            honour_cancel()
+            return reply
+        send = functools.partial(self._attempt, args)
+        return await again(operation, send, failed, start=start, policy=self.retry, idempotent=idempotent,
+                           on_fault=self._note_fault)  # fmt: skip
+
+    def _open(self, operation: str) -> ValkeyClient:
+        """The client, unless the store was closed (``StoreClosedError``)."""
+        if self.closed:
+            raise StoreClosedError(
+                f"the store was closed; {operation} cannot run", details={"operation": operation}
+            )
+        return self.client
+
+    async def _attempt(self, args: Sequence[Any]) -> Any:
+        """One more attempt of ``command`` (its retries: the startup nodes restored first on a cluster)."""
+        if self.cluster:
+            restore_startup_nodes(self.client)
+        return await self.client.execute_command(*args)
 
     async def search(self, operation: str, args: Sequence[Any]) -> Any:
         """One FT.* command (routed to a node that answers for the whole cluster).
@@ -253,14 +256,36 @@ class ValkeyBackend:
         """
         args = self.nudge.seen(redirect(args, self.redirects))
         full = self._search_args(args)
+        self._open(operation)
+        start = time.monotonic()  # ``_call`` with its layers written out (issue 29), as ``command``
+        try:
+            reply = await self._search_once(args, full)
+        except BetterDBMemoryError:
+            raise
+        except Exception as exc:
+            failed = exc
+        else:
+            honour_cancel()
+            return reply
+        send = functools.partial(self._search_once, args, full)
+        return await again(operation, send, failed, start=start, policy=self.retry, on_fault=self._note_fault)
 
-        async def send() -> list[Any]:
-            return [await self.client.execute_command(*full, **self._route)]
-
-        async def run() -> Any:
-            return (await self._queries([args], send))[0]
-
-        return await self._call(operation, run)
+    async def _search_once(self, args: Sequence[Any], full: Sequence[Any]) -> Any:
+        """One attempt of ``search``: ``_queries`` for one query, without its closures."""
+        client, route = self.client, self._route
+        if self.cluster:
+            restore_startup_nodes(client)
+        if not self.rebuilds_after_restart or not args or args[0] not in _QUERIES:
+            return await client.execute_command(*full, **route)
+        if self._unsure:
+            await self._settle([args])
+        opened = self._opened
+        reply = await client.execute_command(*full, **route)
+        if self._opened != opened:  # as ``_queries``: sent again once the index is found ready
+            self._unsure = True
+            await self._settle([args])
+            reply = await client.execute_command(*full, **route)
+        return reply
 
     def _search_args(self, args: Sequence[Any]) -> list[Any]:
         return search_command(args, all_shards=self.all_shards_searches, unbounded=self.unbounded_searches)
@@ -313,7 +338,7 @@ class ValkeyBackend:
                 pipe = self.client.pipeline(transaction=False)
                 for step in commands:
                     pipe.execute_command(*wire(step))
-                nodes = await self._queue_waits(pipe, commands, wait) if wait is not None else []
+                nodes = await queue_waits(self.client, pipe, commands, wait) if wait is not None else []
                 if not self.cluster:  # with ALLSHARDS / TIMEOUT 0 where needed, as ``search`` sends them
                     for args in searches:
                         pipe.execute_command(*self._search_args(args))
@@ -330,7 +355,7 @@ class ValkeyBackend:
                         raise
                     raise fault from exc
                 if wait is not None:
-                    await self._check_waits(operation, commands, wait, nodes, replies, asked)
+                    await check_waits(self.client, operation, commands, wait, nodes, replies, asked)
                 if self.cluster and self.defers_script_writes:  # before the searches: they see the writes
                     await self.nudge.after(commands)
                 if self.cluster and searches:
@@ -345,41 +370,6 @@ class ValkeyBackend:
 
         replies: list[Any] = await self._call(operation, run, idempotent=idempotent, details=details)
         return replies
-
-    async def _queue_waits(self, pipe: Any, commands: Sequence[Step], wait: ReplicaWait) -> list[str]:
-        """Queue a ``WAIT`` after the writes on each node that takes one (a cluster pipeline sends
-        a node's commands in order on one connection); those nodes' names."""
-        if not self.cluster:
-            pipe.execute_command(*wait.command())
-            return [""]
-        nodes = {node.name: node for node in await self._nodes_of(commands)}
-        for node in nodes.values():
-            pipe.execute_command(*wait.command(), target_nodes=node)
-        return list(nodes)
-
-    async def _nodes_of(self, commands: Sequence[Step]) -> list[Any]:
-        return await nodes_of(self.client, commands)
-
-    async def _check_waits(
-        self,
-        operation: str,
-        commands: Sequence[Step],
-        wait: ReplicaWait,
-        nodes: list[str],
-        replies: list[Any],
-        asked: Mapping[str, Any],
-    ) -> None:
-        """Take the ``WAIT`` replies out of ``replies``; raise when replicas fell short.
-
-        A write redirected mid-pipeline (a failover moved its slot) went to a node no
-        ``WAIT`` followed: a connection fault (retried when idempotent).
-        """
-        start = len(commands)
-        acks = dict(zip(nodes, replies[start : start + len(nodes)], strict=True))
-        del replies[start : start + len(nodes)]
-        if self.cluster and {n.name for n in await self._nodes_of(commands)} != set(nodes):
-            raise vexc.ConnectionError(f"a slot moved during {operation}: its WAIT did not follow the write")
-        check_acks(wait, operation, acks, asked)
 
     async def scan(self, operation: str, pattern: str, *, count: int = 1000) -> AsyncIterator[list[str]]:
         """Batches of key names matching ``pattern`` (glob), each name once per SCAN pass.

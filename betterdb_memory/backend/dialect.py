@@ -14,6 +14,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import valkey.exceptions as vexc
+
 from ..core.codec import normalize_reply
 from ..core.dialect import (
     Capabilities,
@@ -23,8 +25,9 @@ from ..core.dialect import (
     info_module_version,
     module_version,
 )
+from ..core.ft_info import parse_ft_info
 
-__all__ = ["keyless_route", "probe"]
+__all__ = ["index_ready", "keyless_route", "probe"]
 
 log = logging.getLogger(__name__)
 
@@ -133,3 +136,28 @@ async def probe(client: Any) -> Capabilities:
         ver, attempts or "no engine-specific INFO fields",
     )  # fmt: skip
     return capabilities_for("unknown", (0, 0, 0))
+
+
+async def index_ready(client: Any, index: str, *, cluster: bool, route: dict[str, Any]) -> bool:
+    """Whether ``index`` has indexed every document (an absent index counts as ready:
+    the query then fails with ``IndexNotFoundError``, which the index manager handles).
+
+    On a cluster ``FT.INFO <index> CLUSTER`` reports any shard's backfill; an engine
+    without that form (valkey-search 1.0) is asked for the node's own state.
+    """
+    from .translate import is_connection_error
+
+    forms: list[list[Any]] = [["FT.INFO", index]]
+    if cluster:
+        forms.insert(0, ["FT.INFO", index, "CLUSTER"])
+    for args in forms:
+        try:
+            reply = await client.execute_command(*args, **route)
+        except vexc.ResponseError as exc:
+            if is_connection_error(exc):
+                raise
+            if len(args) == 3:  # the CLUSTER form is unknown here: ask the node
+                continue
+            return True  # no such index
+        return parse_ft_info(reply).ready
+    return True  # pragma: no cover - the plain form always answers or raises

@@ -129,8 +129,7 @@ class IndexManager:
         self.auto_migrate = auto_migrate
         self.num_docs = 0
         self._stale = False  # a switch was seen: re-locate the index before the next query
-        self._auto_pending = False
-        self._warned = False
+        self._auto_pending = self._warned = False
         #: Seconds other processes need to see a switch (their live-config refresh interval).
         self.settle_seconds = 5.0
 
@@ -249,7 +248,8 @@ class IndexManager:
 
     async def with_index(self, operation: str, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn``; if the index vanished under us, recreate it once and run again."""
-        await self.ensure_ready()
+        if self.backend.closed or not self.ready or self._stale:  # ``ensure_ready``'s test, no frame
+            await self.ensure_ready()
         try:
             return await fn()
         except IndexNotFoundError:

@@ -49,9 +49,10 @@ import valkey.exceptions as vexc
 from valkey.asyncio.cluster import PipelineCommand
 
 from ..errors import ServerError
+from .cluster_nodes import nodes_of
 from .commands import ScriptCall, Step
 
-__all__ = ["ReplicaWait", "check_acks", "run_waited", "wait_fault", "waits_for"]
+__all__ = ["ReplicaWait", "check_acks", "check_waits", "queue_waits", "run_waited", "wait_fault", "waits_for"]
 
 #: Commands that change nothing (a round trip of only these sends no WAIT).
 _READS = frozenset(
@@ -141,6 +142,46 @@ def check_acks(
             "nodes": short,
         },
     )
+
+
+async def queue_waits(client: Any, pipe: Any, commands: Sequence[Step], wait: ReplicaWait) -> list[str]:
+    """Queue a ``WAIT`` after the writes on each node that takes one (a cluster pipeline sends
+    a node's commands in order on one connection); those nodes' names (``[""]``: one server)."""
+    if not _is_cluster(client):
+        pipe.execute_command(*wait.command())
+        return [""]
+    nodes = {node.name: node for node in await nodes_of(client, commands)}
+    for node in nodes.values():
+        pipe.execute_command(*wait.command(), target_nodes=node)
+    return list(nodes)
+
+
+async def check_waits(
+    client: Any,
+    operation: str,
+    commands: Sequence[Step],
+    wait: ReplicaWait,
+    nodes: list[str],
+    replies: list[Any],
+    asked: Mapping[str, Any],
+) -> None:
+    """Take the ``WAIT`` replies (``queue_waits``) out of ``replies``; raise when replicas fell short.
+
+    A write redirected mid-pipeline (a failover moved its slot) went to a node no
+    ``WAIT`` followed: a connection fault (retried when idempotent).
+    """
+    start = len(commands)
+    acks = dict(zip(nodes, replies[start : start + len(nodes)], strict=True))
+    del replies[start : start + len(nodes)]
+    if _is_cluster(client) and {n.name for n in await nodes_of(client, commands)} != set(nodes):
+        raise vexc.ConnectionError(f"a slot moved during {operation}: its WAIT did not follow the write")
+    check_acks(wait, operation, acks, asked)
+
+
+def _is_cluster(client: Any) -> bool:
+    from valkey.asyncio.cluster import ValkeyCluster
+
+    return isinstance(client, ValkeyCluster)
 
 
 def wait_fault(exc: Exception, writes: int) -> Exception | None:

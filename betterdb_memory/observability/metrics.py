@@ -45,15 +45,19 @@ Why the shape is what it is:
   registry and prefix (``metric_families``), and each store binds its own children
   with ``.labels(store_name)``.
 * **Cheap on the hot path.** Children are bound once in ``__init__``; an
-  ``observe_*`` call is a few lock-protected float additions, no dict lookups.
+  ``observe_*`` call is a few lock-protected float additions, no dict lookups. A recall
+  and a write add to the children's values directly (``_adds``, ``_observes``: the
+  additions ``inc`` / ``observe`` make, without the checks they repeat on every call),
+  so every value is the same, at once, for any reader (issue 29's budget).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from typing import Final, Literal
+from bisect import bisect_left
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
@@ -102,6 +106,44 @@ def _seconds(name: str, value: float) -> float:
     if type(value) is float and 0.0 <= value < math.inf:
         return value
     return check_number(value, name, minimum=0.0)
+
+
+def _adds(child: Any) -> Callable[[float], None]:
+    """``child.inc`` (a bound counter or gauge) without the checks it makes on every call.
+
+    ``inc`` checks that the child is bound and the amount not negative (the callers here
+    checked it), then adds to its value under the value's lock (a shared file in
+    multiprocess mode): the value's own ``inc`` makes that addition. A client that keeps
+    the value elsewhere gets ``child.inc`` itself.
+    """
+    inc = getattr(getattr(child, "_value", None), "inc", None)
+    if not callable(inc) or getattr(child, "_is_most_recent", False):  # a "mostrecent" gauge refuses inc
+        return child.inc  # type: ignore[no-any-return]
+    return inc  # type: ignore[no-any-return]
+
+
+def _observes(child: Any) -> Callable[[float], None]:
+    """``child.observe`` (a bound histogram) without the checks it makes on every call.
+
+    ``observe`` adds the amount to the sum and one to the first bucket whose upper bound
+    is not below it (its loop over the bounds; ``bisect_left`` finds the same bucket,
+    the last bound being +Inf). A client whose histogram is laid out otherwise gets
+    ``child.observe`` itself.
+    """
+    bounds, buckets = getattr(child, "_upper_bounds", None), getattr(child, "_buckets", None)
+    add_sum = getattr(getattr(child, "_sum", None), "inc", None)
+    if not (
+        isinstance(bounds, list) and isinstance(buckets, list) and bounds and len(bounds) == len(buckets)
+        and bounds[-1] == math.inf and callable(add_sum) and all(callable(getattr(b, "inc", None)) for b in buckets)
+    ):  # fmt: skip
+        return child.observe  # type: ignore[no-any-return]
+    adds = [b.inc for b in buckets]
+
+    def observe(amount: float) -> None:
+        add_sum(amount)
+        adds[bisect_left(bounds, amount)](1)
+
+    return observe
 
 
 class MemoryMetrics:
@@ -164,6 +206,18 @@ class MemoryMetrics:
             mode: f.time_window_recalls.labels(n, mode) for mode in sorted(TIME_WINDOW_MODES)
         }
         self._degraded = {reason: f.recall_degraded.labels(n, reason) for reason in sorted(DEGRADED_REASONS)}
+        # The hot path's additions (``_adds`` / ``_observes``): one recall, one write.
+        self._add_recall, self._add_recall_hits = _adds(self._recall), _adds(self._recall_hits)
+        self._add_recall_empty, self._add_recall_memories = (
+            _adds(self._recall_empty),
+            _adds(self._recall_memories),
+        )
+        self._add_items, self._add_remember = _adds(self._items), _adds(self._remember)
+        self._observe_embed, self._observe_search = (
+            _observes(self._recall_embed),
+            _observes(self._recall_search),
+        )
+        self._observe_latency = _observes(self._recall_latency)
 
     def __repr__(self) -> str:
         return f"MemoryMetrics(store_name={self.store_name!r}, prefix={self.prefix!r})"
@@ -175,7 +229,7 @@ class MemoryMetrics:
     def add_items(self, delta: int) -> None:
         """Move the item gauge by ``delta`` (written: positive; deleted: negative) between counts."""
         if delta if type(delta) is int else check_int(delta, "delta"):
-            self._items.inc(delta)
+            self._add_items(delta)
 
     def observe_supersessions(self, n: int) -> None:
         """Count ``n`` versions of subjects moved to history by writes (``supersessions_total``)."""
@@ -211,17 +265,17 @@ class MemoryMetrics:
         embed = _seconds("embed_seconds", embed_seconds)
         search = _seconds("search_seconds", search_seconds)
         total = embed + search if total_seconds is None else _seconds("total_seconds", total_seconds)
-        self._recall.inc()
+        self._add_recall(1)
         if hits:
-            self._recall_hits.inc()
-            self._recall_memories.inc(hits)
+            self._add_recall_hits(1)
+            self._add_recall_memories(hits)
         else:
-            self._recall_empty.inc()
+            self._add_recall_empty(1)
         if near_miss:
             self._recall_near_miss.inc()
-        self._recall_embed.observe(embed)
-        self._recall_search.observe(search)
-        self._recall_latency.observe(total)
+        self._observe_embed(embed)
+        self._observe_search(search)
+        self._observe_latency(total)
 
     def observe_time_window_recall(self, mode: str) -> None:
         """Record one recall whose query held a time expression (``time_window_recalls_total``).
@@ -282,7 +336,7 @@ class MemoryMetrics:
         n = _count("n", n)
         dedup_hits = _count("dedup_hits", dedup_hits)
         if n:
-            self._remember.inc(n)
+            self._add_remember(n)
         if dedup_hits:
             self._dedup.inc(dedup_hits)
 

@@ -22,12 +22,7 @@ import numpy as np
 from ..core.codec import encode_vector, validate_vector
 from ..core.knn_rows import PairReader
 from ..core.models import MemoryHit, MemoryItem, Sensitivity
-from ..core.query import (
-    ITEM_FIELDS,
-    MemoryFilter,
-    item_matches,
-    knn_search_args,
-)
+from ..core.query import ITEM_FIELDS, MemoryFilter, item_matches, knn_search_args
 from ..core.ranking import Gate, rank
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
@@ -54,6 +49,11 @@ _RANKING_FIELDS: tuple[str, ...] = (
     "content", "importance", "created_at", "last_accessed_at", "expires_at", "threadId", "agentId", "namespace",
     "valid_from", "access_count",
 )  # fmt: skip
+_DISTINCT = (ITEM_FIELDS, _RANKING_FIELDS)  # field lists without a repeated name (``_search``)
+_HIT, _EMPTY = (
+    {"recalls": 1, "recall_hits": 1},
+    {"recalls": 1, "recall_empty": 1},
+)  # a recall's stats (never mutated)
 _DENSE = TimePlan(present=False)  # a recall without a re-ranker: the reference's order, no time rule
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,8 @@ class Recall:
             exclude_sensitivity=exclude_sensitivity, explain=explain, as_of=as_of, since=since, until=until,
             tz=tz, where=self._rt.parse_where(where),
         )  # fmt: skip
-        request = await self._with_where(request)
+        if request.where is not None:  # compiled for the index in use (no frame for the usual recall)
+            request = await self._with_where(request)
         started = time.perf_counter()
         vector = (await self._rt.embed([search_text(request.query or "", request.plan)]))[0]
         return await self._recall_vector(vector, request, embed_seconds=time.perf_counter() - started)
@@ -189,13 +190,12 @@ class Recall:
         else:
             await self._rt.index.ensure_ready()
             vec = validate_vector(vector, dimensions=self._rt.embedder.dimensions)
-        request = await self._with_where(request)
+        if request.where is not None:  # compiled for the index in use (no frame for the usual recall)
+            request = await self._with_where(request)
         return await self._recall_vector(vec, request, embed_seconds=0.0)
 
     async def _with_where(self, request: RecallRequest) -> RecallRequest:
-        """The request with its parsed ``where`` compiled for the index in use (a KNN query)."""
-        if request.where is None:
-            return request
+        """The request with its parsed ``where`` (not None) compiled for the index in use (a KNN query)."""
         await self._rt.index.ensure_ready()
         flt = self._rt.with_where(request.flt, request.where, operation="recall", filter_only=False)
         return dataclasses.replace(request, flt=flt)
@@ -234,7 +234,8 @@ class Recall:
         ``slim``: ``return_fields`` are the ranking fields, and the items ranking items.
         """
         check = self._rt.index.needs_check(flt)
-        fields = tuple(dict.fromkeys([*return_fields, *check_fields(flt, check)]))
+        own = check_fields(flt, check)  # none, and a field list known distinct: taken as it is
+        fields = return_fields if not own and return_fields in _DISTINCT else (*dict.fromkeys([*return_fields, *own]),)  # fmt: skip
         plan = self._scan.plan(vector, flt, k, fields)  # a small scope's exact scan, else the KNN
         args, backend = plan.args, self._rt.backend
         reads = also.reads if also is not None else []  # a window's history mark (tiers.time_recall)
@@ -321,9 +322,10 @@ class Recall:
                 vector, request.flt, k, threshold, weights, reinforce=request.reinforce,
                 explain=request.explain, query=request.query, plan=request.plan, half_life=cfg.half_life_seconds,
             )  # fmt: skip
-            key = self._rt.keys.doc(hits[0].item.id) if hits else None
-            self._rt.obs.mark_recall(span, len(hits), k=k, matched_key=key)
-            add_attributes(span, lambda: {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
+            if span.is_recording():  # what the span reports, built only for a span that records
+                key = self._rt.keys.doc(hits[0].item.id) if hits else None
+                self._rt.obs.mark_recall(span, len(hits), k=k, matched_key=key)
+                add_attributes(span, {"gen_ai.memory.k": k, "gen_ai.memory.hits": len(hits)})
         self._rt.metrics.observe_recall(
             hits=len(hits),
             near_miss=near_miss,
@@ -331,7 +333,7 @@ class Recall:
             search_seconds=search_seconds,
             total_seconds=embed_seconds + time.perf_counter() - started,
         )
-        self._rt.obs.count({"recalls": 1, "recall_hits": int(bool(hits)), "recall_empty": int(not hits)})
+        self._rt.obs.count(_HIT if hits else _EMPTY)
         if request.plan.mode is not None:
             self._rt.metrics.observe_time_window_recall(request.plan.mode)
         return hits
@@ -372,6 +374,8 @@ class Recall:
                 self._text.request(query, flt, fields, pool=own) if reranker is not None and query else None
             )
             knn = self._search(vector, flt, own, fields, [], slim=slim, also=also)
+            if text is None:  # ``alongside``'s answer without a text side, one frame fewer
+                return also, own, (await knn, [], None)
             return also, own, await self._text.alongside(text, knn)
 
         also, own, ((candidates, _), text_replies, degraded) = await self._rt.read("recall", first_trip)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import valkey.exceptions as vexc
 
-from betterdb_memory import RetryPolicy, StoreConnectionError
+from betterdb_memory import RetryPolicy, ServerError, StoreClosedError, StoreConnectionError
 from betterdb_memory.backend.client import ValkeyBackend
 from tests.unit.test_core_dialect import _replace_pair
 from tests.unit.test_core_fixtures import reply
@@ -152,3 +152,63 @@ async def test_a_query_for_an_index_name_switched_away_from_goes_to_the_one_in_u
     await backend.search("recall", ["FT.SEARCH", "other", "*", "LIMIT", "0", "1"])
     await backend.search("drop", ["FT.DROPINDEX", "s:mem:idx"])  # only queries are redirected
     assert [a[1] for a in client.sent] == ["s:mem:idx:g1", "other", "s:mem:idx"]
+
+
+# -- one command, one search: their first attempt is written out, the rest is ``retry.call``'s ------
+
+
+@pytest.mark.parametrize("faults", [1, 2, 4])
+async def test_a_command_is_sent_again_after_each_connection_fault(faults: int) -> None:
+    client = ScriptedClient({"HSET": [*(vexc.ConnectionError("reset") for _ in range(faults)), 1]})
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
+    assert await backend.command("write", "HSET", "k", "f", "v") == 1
+    assert _names(client.sent) == ["HSET"] * (faults + 1)
+
+
+@pytest.mark.parametrize("kind", ["command", "search"])
+async def test_out_of_attempts_is_a_connection_error_that_says_how_many(kind: str) -> None:
+    client = ScriptedClient(
+        {"HGET": [vexc.ConnectionError("refused")], "FT.SEARCH": [vexc.ConnectionError("refused")]}
+    )
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
+    backend.rebuilds_after_restart = False  # no FT.INFO between the attempts
+    send = (
+        backend.command("get", "HGET", "k", "f")
+        if kind == "command"
+        else backend.search("count", ["FT.SEARCH", "idx", "*"])
+    )
+    with pytest.raises(StoreConnectionError) as caught:
+        await send
+    assert caught.value.details["attempts"] == FAST.attempts
+    assert caught.value.details["operation"] == ("get" if kind == "command" else "count")
+    assert len(client.sent) == FAST.attempts
+
+
+async def test_a_write_that_may_not_run_twice_fails_at_its_first_fault() -> None:
+    client = ScriptedClient({"INCR": [vexc.ConnectionError("reset"), 1]})
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
+    with pytest.raises(StoreConnectionError) as caught:
+        await backend.command("bump", "INCR", "k", idempotent=False)
+    assert caught.value.details["attempts"] == 1
+    assert _names(client.sent) == ["INCR"]
+
+
+async def test_a_server_error_is_translated_at_once() -> None:
+    client = ScriptedClient({"HGET": [vexc.ResponseError("WRONGTYPE Operation against a key"), 1]})
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
+    with pytest.raises(ServerError) as caught:
+        await backend.command("get", "HGET", "k", "f")
+    assert caught.value.details["attempts"] == 1
+    assert isinstance(caught.value.__cause__, vexc.ResponseError)
+    assert _names(client.sent) == ["HGET"]
+
+
+async def test_a_closed_backend_sends_nothing() -> None:
+    client = ScriptedClient({"HGET": [1], "FT.SEARCH": [[0]]})
+    backend = ValkeyBackend(client, retry=FAST)  # type: ignore[arg-type]
+    backend.closed = True
+    with pytest.raises(StoreClosedError):
+        await backend.command("get", "HGET", "k", "f")
+    with pytest.raises(StoreClosedError):
+        await backend.search("count", ["FT.SEARCH", "idx", "*"])
+    assert client.sent == []

@@ -134,6 +134,7 @@ def test_measure_noio_replays_each_recorded_call_repeat_times() -> None:
         )
         assert not out.error
         assert len(out.samples) == len(out.stand_in) == 12 and out.trips == 2
+        assert len(out.cpu) == len(out.cpu_stand_in) == 12 and out.library_cpu_us is not None
         assert len(client.sent) == 4 * 3 * 2  # each call once for real, once recorded; no replay sent
         assert out.where == {"library": 1.0}
 

@@ -6,6 +6,7 @@ import pytest
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from betterdb_memory.errors import ConfigurationError, ValidationError
+from betterdb_memory.observability.metric_families import _SPLIT_BUCKETS, RECALL_LATENCY_BUCKETS
 from betterdb_memory.observability.metrics import MemoryMetrics
 
 
@@ -249,3 +250,70 @@ def test_empty_store_name_is_refused(registry: CollectorRegistry) -> None:
     """The store_name label must be a non-empty string."""
     with pytest.raises(ValidationError):
         MemoryMetrics("", registry)
+
+
+# Every bucket bound of the families a recall observes, just below, on and just above it, and beyond.
+_EDGES = [0.0, *RECALL_LATENCY_BUCKETS[:-1], *_SPLIT_BUCKETS[:-1], 1e9]
+_TIMES = sorted({t for edge in _EDGES for t in (edge, edge * (1 - 1e-12), edge * (1 + 1e-12), edge + 1e-9)})
+
+
+def _samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in registry.collect()
+        for s in family.samples
+        if not s.name.endswith("_created")
+    }
+
+
+def test_the_hot_path_adds_what_inc_and_observe_add(registry: CollectorRegistry) -> None:
+    """A recall's and a write's values, added straight to the children's values, equal those of
+    prometheus_client's own ``inc`` / ``observe`` (each bucket bound on, below and above it)."""
+    ours = MemoryMetrics("s1", registry)
+    theirs_registry = CollectorRegistry()
+    theirs = MemoryMetrics("s1", theirs_registry)
+    for i, t in enumerate(_TIMES):
+        hits = i % 4
+        ours.observe_recall(
+            hits=hits, near_miss=i % 5 == 0, embed_seconds=t, search_seconds=t / 3, total_seconds=t * 2
+        )
+        theirs._recall.inc()
+        if hits:
+            theirs._recall_hits.inc()
+            theirs._recall_memories.inc(hits)
+        else:
+            theirs._recall_empty.inc()
+        if i % 5 == 0:
+            theirs._recall_near_miss.inc()
+        theirs._recall_embed.observe(t)
+        theirs._recall_search.observe(t / 3)
+        theirs._recall_latency.observe(t * 2)
+        ours.observe_remember(1 + i % 2)
+        theirs._remember.inc(1 + i % 2)
+        ours.add_items(1 - i % 3)
+        theirs._items.inc(1 - i % 3)
+    got, want = _samples(registry), _samples(theirs_registry)
+    assert got == want
+    assert want[("agent_memory_recall_latency_seconds_bucket", (("le", "0.001"), ("store_name", "s1")))] > 0
+
+
+def test_a_child_laid_out_otherwise_gets_its_own_inc_and_observe() -> None:
+    """``_adds`` / ``_observes`` fall back to the public methods when the client keeps values elsewhere."""
+    from betterdb_memory.observability.metrics import _adds, _observes
+
+    class Child:
+        def __init__(self) -> None:
+            self.seen: list[float] = []
+
+        def inc(self, amount: float) -> None:
+            self.seen.append(amount)
+
+        def observe(self, amount: float) -> None:
+            self.seen.append(-amount)
+
+    child = Child()
+    _adds(child)(2)
+    _observes(child)(3)
+    assert child.seen == [2, -3]
+    gauge = Gauge("g", "g", registry=CollectorRegistry(), multiprocess_mode="mostrecent")
+    assert _adds(gauge) == gauge.inc  # inc refuses a "mostrecent" gauge: it keeps refusing
