@@ -24,6 +24,12 @@ Variants (``--variants``):
 * ``ask-history``: the library's queries with the history index's always sent (as before
   the store's history mark, ``core.history_mark``: a store that never retired a version
   paid it too).
+* ``knn-window``: the window's queries as filtered KNNs, never scanned (before branch
+  ``window``: on valkey-search each walked the HNSW graph).
+
+``--thread``: the diary is written in one thread, beside ``--filler`` memories with random
+vectors in 100 other threads, and every recall is scoped to it (a scope small in a large
+index: on valkey-search the recall's own query is then a scan, ``tiers.scope_scan``).
 
 Stores (``--stores``): ``subjects``, the diary plus the subjects' past versions (the
 history index holds 80 documents); ``bare``, the diary alone (it never retired a version).
@@ -53,6 +59,7 @@ from typing import Any
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
+import numpy as np  # noqa: E402
 from temporal_api import K, _no_time, clock  # noqa: E402
 from temporal_data import dated_events  # noqa: E402
 from temporal_eval import embed  # noqa: E402
@@ -119,16 +126,20 @@ def variant(name: str) -> Iterator[None]:
         time_recall.main_k,
     )
     saved_inside = time_recall.inside_clause
-    if name == "before":
+    saved_plans = (time_recall.TimeRecall._inside_plan, time_recall.TimeRecall._history_plan)
+    if name == "knn-window":
+        time_recall.TimeRecall._inside_plan = lambda *a, **kw: None  # type: ignore[method-assign]
+        time_recall.TimeRecall._history_plan = lambda *a, **kw: None  # type: ignore[method-assign]
+    elif name == "before":
         time_recall.TimeRecall.window = _before  # type: ignore[method-assign]
     elif name == "no-history":
 
         def main_only(self: Any, *a: Any, **kw: Any) -> Any:
             out = saved_window(self, *a, **kw)
             if out is not None and out.history is not None:
-                out = time_recall.WindowQueries(out.searches[:-1], out.knn_k)
+                out = time_recall.WindowQueries(out.searches[:-1], out.knn_k, plans=out.plans[:-1])
             elif out is not None:
-                out = time_recall.WindowQueries(out.searches, out.knn_k)
+                out = time_recall.WindowQueries(out.searches, out.knn_k, plans=out.plans)
             return out
 
         time_recall.TimeRecall.window = main_only  # type: ignore[method-assign]
@@ -157,6 +168,7 @@ def variant(name: str) -> Iterator[None]:
         time_recall.window_k = saved_k  # type: ignore[assignment]
         time_recall.main_k = saved_main  # type: ignore[assignment]
         time_recall.inside_clause = saved_inside  # type: ignore[assignment]
+        time_recall.TimeRecall._inside_plan, time_recall.TimeRecall._history_plan = saved_plans  # type: ignore[method-assign]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -187,10 +199,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         # What the window counts as inside: an event dated in it, a state valid during it.
         valid: dict[str, dict[str, tuple[int, int | None]]] = {}
         try:
+            thread = {"thread_id": args.thread} if args.thread else {}
+            rng = np.random.default_rng(29)
             for kind, store in stores.items():
+                for start in range(0, args.filler, 1000):  # other threads: the index grows, the scope not
+                    n = min(1000, args.filler - start)
+                    noise = rng.standard_normal((n, vecs.shape[1])).astype(np.float32)
+                    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+                    await store.remember_many(
+                        [
+                            {
+                                "content": f"filler {start + i}",
+                                "vector": v.tolist(),
+                                "thread_id": f"f{i % 100}",
+                            }
+                            for i, v in enumerate(noise)
+                        ]
+                    )
                 ids = await store.remember_many(
                     [
-                        {"content": e.text, "valid_from": e.valid_from, "vector": vecs[i].tolist()}
+                        {"content": e.text, "valid_from": e.valid_from, "vector": vecs[i].tolist(), **thread}
                         for i, e in enumerate(ds.events)
                     ]
                 )
@@ -205,6 +233,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             f"Person {p} lives in {city}.",
                             subject=f"home city of person {p}",
                             valid_from=froms[v],
+                            **thread,
                         )
                         valid[kind][mid] = (froms[v], froms[v + 1] if v < 2 else 2**62)  # a state
 
@@ -217,7 +246,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 with clock(q.as_of), variant(name):
                     c0, t0 = time.process_time(), time.perf_counter()
                     hits = await store.recall_by_vector(
-                        rvecs[qi].tolist(), query=text, k=K, threshold=2.0, reinforce=False
+                        rvecs[qi].tolist(), query=text, k=K, threshold=2.0, reinforce=False, **thread
                     )
                     elapsed, spent = time.perf_counter() - t0, time.process_time() - c0
                 cpu[label].append(spent)
@@ -233,7 +262,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
                 n_in = sum(1 for vf, vu in valid[kind].values() if inside(vf, vu))
                 if n_in:
-                    got = sum(inside(*valid[kind][h.item.id]) for h in hits)
+                    got = sum(inside(*valid[kind][h.item.id]) for h in hits if h.item.id in valid[kind])
                     prec[label].append(got / min(K, n_in))
                 return elapsed
 
@@ -300,6 +329,10 @@ def main() -> int:
     ap.add_argument("--stores", default="bare,subjects", help="bare (no past version), subjects")
     ap.add_argument("--profile", action="store_true", help="profile the last variant")
     ap.add_argument(
+        "--thread", default="", help="write the diary in this thread and scope every recall to it"
+    )
+    ap.add_argument("--filler", type=int, default=0, help="memories in 100 other threads (random vectors)")
+    ap.add_argument(
         "--server",
         action="store_true",
         help="also the servers' µs and calls per recall (INFO commandstats, every primary of a cluster)",
@@ -310,7 +343,8 @@ def main() -> int:
     lat: dict[str, list[float]] = r["lat"]
     plain = {k.split("/")[0]: statistics.median(xs) for k, xs in lat.items() if k.endswith("/plain")}
     print(
-        f"{r['n']} recalls per variant, k={K}, {r['events']} events, load {load:.1f}->{os.getloadavg()[0]:.1f}"
+        f"{r['n']} recalls per variant, k={K}, {r['events']} events, thread {args.thread or '-'}, "
+        f"filler {args.filler}, load {load:.1f}->{os.getloadavg()[0]:.1f}"
     )
     print(
         "| variant | p50 ms | p90 ms | p50 / plain | client CPU ms (mean) | server µs (mean) "
