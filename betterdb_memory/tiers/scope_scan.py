@@ -210,8 +210,8 @@ class ScopeScan:
             sizes, base_key = self.sizes, filter_key(scope_of(flt), index.layout)
             total = sizes.total(base_key) if base_key and base_key not in self._big_history else None
             if total is not None and total <= sizes.limit:
-                args = scan_args(hist.name, flt, hist.layout, fields, limit=sizes.limit)
-                return ScanPlan(args, knn, vector, k, scan=True, limit=sizes.limit, history=base_key)
+                scan = scan_args(hist.name, flt, hist.layout, fields, limit=sizes.limit)
+                return ScanPlan(scan, knn, vector, k, scan=True, limit=sizes.limit, history=base_key)
         args = knn()
         return ScanPlan(args, lambda: args, vector, k)
 

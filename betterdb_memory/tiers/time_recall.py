@@ -160,13 +160,13 @@ class TimeRecall:
         index = self._rt.index
         fields = tuple(dict.fromkeys([*fields, *check_fields(flt, index.needs_check(flt))]))
         inside = dataclasses.replace(flt, clauses=(*flt.clauses, inside_clause(w, index.layout)))
-        plan = self._inside_plan(vector, inside, n, fields)
+        iplan = self._inside_plan(vector, inside, n, fields)
         searches: list[list[str | bytes]] = [
-            plan.args
-            if plan is not None
+            iplan.args
+            if iplan is not None
             else knn_search_args(index.name, blob, k=n, flt=inside, layout=index.layout, return_fields=fields)
         ]
-        plans = [plan if plan is not None and plan.scan else None]
+        plans: list[ScanPlan | None] = [iplan if iplan is not None and iplan.scan else None]
         if flt.as_of is not None or (flt.where is not None and names_declared(flt.where)):
             return WindowQueries(searches, own, plans=plans)
         past = dataclasses.replace(flt, history=True, clauses=(*flt.clauses, history_clause(w)))

@@ -90,7 +90,8 @@ async def test_a_window_in_the_question_over_a_small_scope_is_scanned(
     await _populate(store, rng)
     walker = _walker(make_store)
     for t in THREADS:  # the scopes' sizes (and the index's), learned from plain recalls
-        await store.recall_by_vector(_unit(rng), k=5, threshold=2.0, reinforce=False, thread_id=t)
+        for s in (store, walker):  # (the walker opens its index: its round trips are not counted)
+            await s.recall_by_vector(_unit(rng), k=5, threshold=2.0, reinforce=False, thread_id=t)
     sizes = store._recall._scan.sizes
     learned = len(sizes)
     valkey = expected_engine == "valkey-search"
@@ -187,7 +188,8 @@ async def test_past_versions_of_a_small_scope_are_scanned(
     walker = make_store()
     walker._recall._scan.scans = lambda: False  # type: ignore[method-assign]
     porto, lisbon, berlin = await _ada(store)
-    await store.recall("Ada", thread_id="ada", reinforce=False)  # the scope's size, learned
+    for s in (store, walker):  # the scope's size, learned (and the walker's index opened)
+        await s.recall("Ada", thread_id="ada", reinforce=False)
     valkey = expected_engine == "valkey-search"
     calls: list[dict[str, Any]] = [
         {"query": QUESTION},
