@@ -53,6 +53,7 @@ def _old(commit: str) -> ModuleType:
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     mod.__package__ = "betterdb_memory.tiers"
+    sys.modules[spec.name] = mod  # dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
 

@@ -187,6 +187,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     server: dict[str, list[float]] = {n: [] for n in labels}  # the server's own µs per recall
     calls: dict[str, list[float]] = {n: [] for n in labels}  # commands the servers ran per recall
     cpu: dict[str, list[float]] = {n: [] for n in labels}  # this process's CPU seconds per recall
+    parts: dict[str, dict[str, float]] = {n: {} for n in labels}  # server µs per kind of query (SLOWLOG)
     with tempfile.TemporaryDirectory(prefix="temporal-lat-") as data_dir:
         first = await MemoryStore.connect(
             args.url, name=f"tlat-{uuid.uuid4().hex[:8]}", data_dir=data_dir, embedder=OnnxEmbedder()
@@ -243,6 +244,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 q = ds.questions[qi]
                 text = _no_time(q.text, q.expression or "") if name == "plain" else q.text
                 before = await _server_usec(first) if args.server else (0.0, 0.0)
+                if args.slowlog:
+                    await first.client.execute_command("SLOWLOG", "RESET")
                 with clock(q.as_of), variant(name):
                     c0, t0 = time.process_time(), time.perf_counter()
                     hits = await store.recall_by_vector(
@@ -250,6 +253,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                     elapsed, spent = time.perf_counter() - t0, time.process_time() - c0
                 cpu[label].append(spent)
+                if args.slowlog:
+                    for cls, us in _by_query(
+                        await first.client.execute_command("SLOWLOG", "GET", "1000")
+                    ).items():
+                        parts[label][cls] = parts[label].get(cls, 0.0) + us
                 if args.server:
                     usec, n_calls = await _server_usec(first)
                     server[label].append(usec - before[0])
@@ -269,7 +277,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for qi in timed[:40]:  # warm up (prototypes, caches, the engine's pages)
                 for label in labels:
                     await ask(qi, label)
+            if args.slowlog:  # every command logged with its µs (restored by the server's restart)
+                await first.client.execute_command("CONFIG", "SET", "slowlog-log-slower-than", "0")
+                await first.client.execute_command("CONFIG", "SET", "slowlog-max-len", "1000")
             for label in labels:
+                parts[label].clear()
                 prec[label].clear()
                 server[label].clear()
                 calls[label].clear()
@@ -295,6 +307,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "server": server,
         "calls": calls,
         "cpu": cpu,
+        "parts": parts,
         "n": len(timed) * args.rounds,
         "events": ne,
     }
@@ -314,6 +327,32 @@ async def _server_usec(store: MemoryStore) -> tuple[float, float]:
             if str(k).startswith("cmdstat_") and k != "cmdstat_info":
                 usec, calls = usec + float(v["usec"]), calls + float(v["calls"])
     return usec, calls
+
+
+def _by_query(entries: Any) -> dict[str, float]:
+    """SLOWLOG entries' µs by the kind of query each was (SLOWLOG and INFO left out)."""
+    out: dict[str, float] = {}
+    for entry in entries:
+        us, argv = float(entry[2]), [a.decode() if isinstance(a, bytes) else str(a) for a in entry[3]]
+        name = argv[0].upper() if argv else ""
+        if name in ("SLOWLOG", "INFO", "CONFIG"):
+            continue
+        text = argv[2] if len(argv) > 2 else ""  # SLOWLOG keeps an argument's first 128 bytes
+        knn = "PARAMS" in argv  # a KNN's vector rides in PARAMS; a scan or a count has none
+        if name != "FT.SEARCH":
+            kind = name.lower()
+        elif ":hist:" in argv[1]:
+            kind = "history " + ("knn" if knn else "scan")
+        elif "state_from" in text:
+            kind = "window " + ("knn" if knn else "scan")
+        elif "@content:" in text:
+            kind = "text"
+        elif knn:
+            kind = "main knn"
+        else:
+            kind = "other search"
+        out[kind] = out.get(kind, 0.0) + us
+    return out
 
 
 def _p(xs: list[float], q: float) -> float:
@@ -364,6 +403,13 @@ def main() -> int:
             f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {cpu} | {srv} "
             f"| {n_calls} | {prec} |"
         )
+    if args.slowlog:
+        kinds = sorted({kind for p in r["parts"].values() for kind in p})
+        print("\nserver µs per recall by kind of query (SLOWLOG, mean)")
+        print("| variant | " + " | ".join(kinds) + " |")
+        print("|---|" + "---|" * len(kinds))
+        for name, p in r["parts"].items():
+            print(f"| {name} | " + " | ".join(f"{p.get(kind, 0.0) / r['n']:.0f}" for kind in kinds) + " |")
     return 0
 
 
