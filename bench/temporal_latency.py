@@ -333,7 +333,10 @@ def _by_query(entries: Any) -> dict[str, float]:
     """SLOWLOG entries' µs by the kind of query each was (SLOWLOG and INFO left out)."""
     out: dict[str, float] = {}
     for entry in entries:
-        us, argv = float(entry[2]), [a.decode() if isinstance(a, bytes) else str(a) for a in entry[3]]
+        us, argv = (
+            float(entry[2]),
+            [a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in entry[3]],
+        )
         name = argv[0].upper() if argv else ""
         if name in ("SLOWLOG", "INFO", "CONFIG"):
             continue
@@ -367,6 +370,9 @@ def main() -> int:
     ap.add_argument("--variants", default="plain,window,ask-history")
     ap.add_argument("--stores", default="bare,subjects", help="bare (no past version), subjects")
     ap.add_argument("--profile", action="store_true", help="profile the last variant")
+    ap.add_argument(
+        "--slowlog", action="store_true", help="server µs per kind of query (SLOWLOG; standalone)"
+    )
     ap.add_argument(
         "--thread", default="", help="write the diary in this thread and scope every recall to it"
     )
