@@ -24,6 +24,12 @@ Variants (``--variants``):
 * ``ask-history``: the library's queries with the history index's always sent (as before
   the store's history mark, ``core.history_mark``: a store that never retired a version
   paid it too).
+* ``knn-window``: the window's queries as filtered KNNs, never scanned (before branch
+  ``window``: on valkey-search each walked the HNSW graph).
+
+``--thread``: the diary is written in one thread, beside ``--filler`` memories with random
+vectors in 100 other threads, and every recall is scoped to it (a scope small in a large
+index: on valkey-search the recall's own query is then a scan, ``tiers.scope_scan``).
 
 Stores (``--stores``): ``subjects``, the diary plus the subjects' past versions (the
 history index holds 80 documents); ``bare``, the diary alone (it never retired a version).
@@ -53,6 +59,7 @@ from typing import Any
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
+import numpy as np  # noqa: E402
 from temporal_api import K, _no_time, clock  # noqa: E402
 from temporal_data import dated_events  # noqa: E402
 from temporal_eval import embed  # noqa: E402
@@ -119,16 +126,20 @@ def variant(name: str) -> Iterator[None]:
         time_recall.main_k,
     )
     saved_inside = time_recall.inside_clause
-    if name == "before":
+    saved_plans = (time_recall.TimeRecall._inside_plan, time_recall.TimeRecall._history_plan)
+    if name == "knn-window":
+        time_recall.TimeRecall._inside_plan = lambda *a, **kw: None  # type: ignore[method-assign]
+        time_recall.TimeRecall._history_plan = lambda *a, **kw: None  # type: ignore[method-assign]
+    elif name == "before":
         time_recall.TimeRecall.window = _before  # type: ignore[method-assign]
     elif name == "no-history":
 
         def main_only(self: Any, *a: Any, **kw: Any) -> Any:
             out = saved_window(self, *a, **kw)
             if out is not None and out.history is not None:
-                out = time_recall.WindowQueries(out.searches[:-1], out.knn_k)
+                out = time_recall.WindowQueries(out.searches[:-1], out.knn_k, plans=out.plans[:-1])
             elif out is not None:
-                out = time_recall.WindowQueries(out.searches, out.knn_k)
+                out = time_recall.WindowQueries(out.searches, out.knn_k, plans=out.plans)
             return out
 
         time_recall.TimeRecall.window = main_only  # type: ignore[method-assign]
@@ -157,6 +168,7 @@ def variant(name: str) -> Iterator[None]:
         time_recall.window_k = saved_k  # type: ignore[assignment]
         time_recall.main_k = saved_main  # type: ignore[assignment]
         time_recall.inside_clause = saved_inside  # type: ignore[assignment]
+        time_recall.TimeRecall._inside_plan, time_recall.TimeRecall._history_plan = saved_plans  # type: ignore[method-assign]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -175,6 +187,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     server: dict[str, list[float]] = {n: [] for n in labels}  # the server's own µs per recall
     calls: dict[str, list[float]] = {n: [] for n in labels}  # commands the servers ran per recall
     cpu: dict[str, list[float]] = {n: [] for n in labels}  # this process's CPU seconds per recall
+    parts: dict[str, dict[str, float]] = {n: {} for n in labels}  # server µs per kind of query (SLOWLOG)
     with tempfile.TemporaryDirectory(prefix="temporal-lat-") as data_dir:
         first = await MemoryStore.connect(
             args.url, name=f"tlat-{uuid.uuid4().hex[:8]}", data_dir=data_dir, embedder=OnnxEmbedder()
@@ -187,10 +200,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         # What the window counts as inside: an event dated in it, a state valid during it.
         valid: dict[str, dict[str, tuple[int, int | None]]] = {}
         try:
+            thread = {"thread_id": args.thread} if args.thread else {}
+            rng = np.random.default_rng(29)
             for kind, store in stores.items():
+                for start in range(0, args.filler, 1000):  # other threads: the index grows, the scope not
+                    n = min(1000, args.filler - start)
+                    noise = rng.standard_normal((n, vecs.shape[1])).astype(np.float32)
+                    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+                    await store.remember_many(
+                        [
+                            {
+                                "content": f"filler {start + i}",
+                                "vector": v.tolist(),
+                                "thread_id": f"f{i % 100}",
+                            }
+                            for i, v in enumerate(noise)
+                        ]
+                    )
                 ids = await store.remember_many(
                     [
-                        {"content": e.text, "valid_from": e.valid_from, "vector": vecs[i].tolist()}
+                        {"content": e.text, "valid_from": e.valid_from, "vector": vecs[i].tolist(), **thread}
                         for i, e in enumerate(ds.events)
                     ]
                 )
@@ -205,6 +234,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             f"Person {p} lives in {city}.",
                             subject=f"home city of person {p}",
                             valid_from=froms[v],
+                            **thread,
                         )
                         valid[kind][mid] = (froms[v], froms[v + 1] if v < 2 else 2**62)  # a state
 
@@ -214,13 +244,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 q = ds.questions[qi]
                 text = _no_time(q.text, q.expression or "") if name == "plain" else q.text
                 before = await _server_usec(first) if args.server else (0.0, 0.0)
+                if args.slowlog:
+                    await first.client.execute_command("SLOWLOG", "RESET")
                 with clock(q.as_of), variant(name):
                     c0, t0 = time.process_time(), time.perf_counter()
                     hits = await store.recall_by_vector(
-                        rvecs[qi].tolist(), query=text, k=K, threshold=2.0, reinforce=False
+                        rvecs[qi].tolist(), query=text, k=K, threshold=2.0, reinforce=False, **thread
                     )
                     elapsed, spent = time.perf_counter() - t0, time.process_time() - c0
                 cpu[label].append(spent)
+                if args.slowlog:
+                    for cls, us in _by_query(
+                        await first.client.execute_command("SLOWLOG", "GET", "1000")
+                    ).items():
+                        parts[label][cls] = parts[label].get(cls, 0.0) + us
                 if args.server:
                     usec, n_calls = await _server_usec(first)
                     server[label].append(usec - before[0])
@@ -233,14 +270,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
                 n_in = sum(1 for vf, vu in valid[kind].values() if inside(vf, vu))
                 if n_in:
-                    got = sum(inside(*valid[kind][h.item.id]) for h in hits)
+                    got = sum(inside(*valid[kind][h.item.id]) for h in hits if h.item.id in valid[kind])
                     prec[label].append(got / min(K, n_in))
                 return elapsed
 
             for qi in timed[:40]:  # warm up (prototypes, caches, the engine's pages)
                 for label in labels:
                     await ask(qi, label)
+            if args.slowlog:  # every command logged with its µs (restored by the server's restart)
+                await first.client.execute_command("CONFIG", "SET", "slowlog-log-slower-than", "0")
+                await first.client.execute_command("CONFIG", "SET", "slowlog-max-len", "1000")
             for label in labels:
+                parts[label].clear()
                 prec[label].clear()
                 server[label].clear()
                 calls[label].clear()
@@ -266,6 +307,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "server": server,
         "calls": calls,
         "cpu": cpu,
+        "parts": parts,
         "n": len(timed) * args.rounds,
         "events": ne,
     }
@@ -287,6 +329,35 @@ async def _server_usec(store: MemoryStore) -> tuple[float, float]:
     return usec, calls
 
 
+def _by_query(entries: Any) -> dict[str, float]:
+    """SLOWLOG entries' µs by the kind of query each was (SLOWLOG and INFO left out)."""
+    out: dict[str, float] = {}
+    for entry in entries:
+        us, argv = (
+            float(entry[2]),
+            [a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in entry[3]],
+        )
+        name = argv[0].upper() if argv else ""
+        if name in ("SLOWLOG", "INFO", "CONFIG"):
+            continue
+        text = argv[2] if len(argv) > 2 else ""  # SLOWLOG keeps an argument's first 128 bytes
+        knn = "PARAMS" in argv  # a KNN's vector rides in PARAMS; a scan or a count has none
+        if name != "FT.SEARCH":
+            kind = name.lower()
+        elif ":hist:" in argv[1]:
+            kind = "history " + ("knn" if knn else "scan")
+        elif "state_from" in text:
+            kind = "window " + ("knn" if knn else "scan")
+        elif "@content:" in text:
+            kind = "text"
+        elif knn:
+            kind = "main knn"
+        else:
+            kind = "other search"
+        out[kind] = out.get(kind, 0.0) + us
+    return out
+
+
 def _p(xs: list[float], q: float) -> float:
     return sorted(xs)[int(q * (len(xs) - 1))]
 
@@ -300,6 +371,13 @@ def main() -> int:
     ap.add_argument("--stores", default="bare,subjects", help="bare (no past version), subjects")
     ap.add_argument("--profile", action="store_true", help="profile the last variant")
     ap.add_argument(
+        "--slowlog", action="store_true", help="server µs per kind of query (SLOWLOG; standalone)"
+    )
+    ap.add_argument(
+        "--thread", default="", help="write the diary in this thread and scope every recall to it"
+    )
+    ap.add_argument("--filler", type=int, default=0, help="memories in 100 other threads (random vectors)")
+    ap.add_argument(
         "--server",
         action="store_true",
         help="also the servers' µs and calls per recall (INFO commandstats, every primary of a cluster)",
@@ -310,7 +388,8 @@ def main() -> int:
     lat: dict[str, list[float]] = r["lat"]
     plain = {k.split("/")[0]: statistics.median(xs) for k, xs in lat.items() if k.endswith("/plain")}
     print(
-        f"{r['n']} recalls per variant, k={K}, {r['events']} events, load {load:.1f}->{os.getloadavg()[0]:.1f}"
+        f"{r['n']} recalls per variant, k={K}, {r['events']} events, thread {args.thread or '-'}, "
+        f"filler {args.filler}, load {load:.1f}->{os.getloadavg()[0]:.1f}"
     )
     print(
         "| variant | p50 ms | p90 ms | p50 / plain | client CPU ms (mean) | server µs (mean) "
@@ -330,6 +409,13 @@ def main() -> int:
             f"| {name} | {fmt(statistics.median(xs))} | {fmt(_p(xs, 0.9))} | {ratio} | {cpu} | {srv} "
             f"| {n_calls} | {prec} |"
         )
+    if args.slowlog:
+        kinds = sorted({kind for p in r["parts"].values() for kind in p})
+        print("\nserver µs per recall by kind of query (SLOWLOG, mean)")
+        print("| variant | " + " | ".join(kinds) + " |")
+        print("|---|" + "---|" * len(kinds))
+        for name, p in r["parts"].items():
+            print(f"| {name} | " + " | ".join(f"{p.get(kind, 0.0) / r['n']:.0f}" for kind in kinds) + " |")
     return 0
 
 

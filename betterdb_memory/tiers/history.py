@@ -16,12 +16,12 @@ import builtins
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..backend.commands import Step
-from ..core.codec import as_text, encode_vector, to_float
+from ..core.codec import as_text, to_float
 from ..core.filter_query import require_filter_queries
 from ..core.models import MemoryItem, item_from_fields
 from ..core.query import (
@@ -31,11 +31,13 @@ from ..core.query import (
     MemoryFilter,
     filter_search_args,
     item_matches,
-    knn_search_args,
 )
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.slots import deletes
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from .scope_scan import ScanPlan, ScopeScan
 
 __all__ = ["HISTORY_ITEM_FIELDS", "History"]
 
@@ -74,24 +76,32 @@ class History:
 
     # -- as_of ------------------------------------------------------------------------------
 
-    def knn_args(
-        self, vector: np.ndarray[Any, np.dtype[np.float32]], flt: MemoryFilter, k: int, fields: Sequence[str]
-    ) -> list[str | bytes]:
-        """The history half of an ``as_of`` recall (sent in the main query's round trip)."""
-        return knn_search_args(
-            self.index,
-            encode_vector(vector),
-            k=k,
-            flt=dataclasses.replace(flt, history=True),
-            layout=self._rt.index.history.layout,
-            return_fields=tuple(dict.fromkeys([*fields, "valid_until", "created_at", "valid_from"])),
-        )
+    def knn_plan(
+        self,
+        vector: np.ndarray[Any, np.dtype[np.float32]],
+        flt: MemoryFilter,
+        k: int,
+        fields: Sequence[str],
+        scan: ScopeScan,
+    ) -> ScanPlan:
+        """The history half of an ``as_of`` recall (sent in the main query's round trip).
+
+        Its KNN, or on valkey-search a scan of the same filter when the recall's scope is
+        known small (``ScopeScan.history_plan``); ``pairs(await scan.hits(plan, [reply]))``
+        reads either.
+        """
+        wanted = tuple(dict.fromkeys([*fields, "valid_until", "created_at", "valid_from"]))
+        return scan.history_plan(vector, dataclasses.replace(flt, history=True), k, wanted)
 
     def knn_hits(self, reply: Any, flt: MemoryFilter) -> builtins.list[tuple[MemoryItem, float]]:
         """(item, distance) of the history half's reply, checked exactly (``valid_until`` read)."""
+        return self.pairs(parse_search_reply(reply).hits, flt)
+
+    def pairs(self, hits: Sequence[SearchHit], flt: MemoryFilter) -> builtins.list[tuple[MemoryItem, float]]:
+        """(item, distance) of the history index's nearest ``hits``, checked exactly (``valid_until`` read)."""
         now_ms = time.time() * 1000
         out: builtins.list[tuple[MemoryItem, float]] = []
-        for hit in parse_search_reply(reply).hits:
+        for hit in hits:
             f = hit.fields
             if SCORE_ALIAS not in f or not item_matches(f, flt):
                 continue

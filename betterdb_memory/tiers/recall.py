@@ -66,9 +66,9 @@ class Recall:
         self._rt = rt
         self._docs = docs
         self._text = TextCandidates(rt, docs)
-        self._time = TimeRecall(rt)
-        self._history = History(rt)
         self._scan = ScopeScan(rt)
+        self._time = TimeRecall(rt, self._scan)  # a window's queries are planned by the scan too
+        self._history = History(rt)
         self._weights: tuple[ConfigSnapshot | None, Weights] = (None, Weights())
 
     def effective_threshold(self, threshold: float | None = None) -> float:
@@ -241,9 +241,9 @@ class Recall:
         reads = also.reads if also is not None else []  # a window's history mark (tiers.time_recall)
         if also is not None:  # a window's queries: the main index's, the history index's
             extra = [*also.searches, *extra]
-        past = flt.as_of is not None  # the history index's half, in the same round trip
-        if past:
-            extra = [*extra, self._history.knn_args(vector, flt, k, fields)]
+        past = self._history.knn_plan(vector, flt, k, fields, self._scan) if flt.as_of is not None else None
+        if past is not None:  # the history index's half, in the same round trip
+            extra = [*extra, past.args]
         extra = [*extra, *plan.probe]  # last: ``ScopeScan.hits`` pops its reply
         replies: list[Any]
         if extra:
@@ -266,8 +266,8 @@ class Recall:
         expired = read.expired
         if expired:
             self._docs.drop_expired(expired)
-        if past:
-            out += self._history.knn_hits(replies.pop(), flt)
+        if past is not None:  # its KNN's hits, or its scan's nearest (``ScopeScan.history_plan``)
+            out += self._history.pairs(await self._scan.hits(past, [replies.pop()]), flt)
         out += also.past if also is not None else []  # a window's past versions (read whole)
         out.sort(key=lambda pair: pair[1])  # RediSearch returns KNN hits in doc-id order
         return out, replies[1:]

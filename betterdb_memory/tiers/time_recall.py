@@ -54,6 +54,7 @@ from ..core.time_recall import (
 from ..core.where import check_fields, names_declared
 from .history import HISTORY_ITEM_FIELDS, History
 from .runtime import Runtime
+from .scope_scan import ScanPlan, ScopeScan
 
 __all__ = ["Needs", "TimeRecall", "WindowQueries"]
 
@@ -83,6 +84,9 @@ class WindowQueries:
     not known to hold past versions); ``deferred``: the history index's query and filter,
     sent by ``TimeRecall.settle`` only if the mark says so. ``inside``: the main index's
     keys they returned; ``past``: the past versions, read whole, as (item, distance).
+    ``plans``: per search, its scan's plan when it was sent as a scan (``ScopeScan.plan``:
+    on valkey-search, a window over a scope known small, or a window never seen); ``found``:
+    those scans' hits, ranked by ``settle`` (nearest first, as the KNN's).
     """
 
     searches: list[list[str | bytes]]
@@ -92,26 +96,35 @@ class WindowQueries:
     deferred: tuple[list[str | bytes], MemoryFilter] | None = None
     inside: set[str] = field(default_factory=set)
     past: list[tuple[MemoryItem, float]] = field(default_factory=list)
+    plans: list[ScanPlan | None] = field(default_factory=list)
+    found: dict[int, list[SearchHit]] = field(default_factory=dict)
+    deferred_plan: ScanPlan | None = None  # the deferred history query's scan plan, if a scan
 
     def merge(self, hits: list[SearchHit], replies: list[Any], past: History) -> list[SearchHit]:
         """``hits`` plus the window queries' hits it lacks (their replies, ``replies[1:]``, popped)."""
         known = {h.key for h in hits}
-        for _ in range(len(self.searches) - (self.history is not None)):
-            for h in parse_search_reply(replies.pop(1)).hits:
+        for i in range(len(self.searches) - (self.history is not None)):
+            reply = replies.pop(1)
+            for h in self.found[i] if i in self.found else parse_search_reply(reply).hits:
                 self.inside.add(h.key)
                 if h.key not in known:
                     known.add(h.key)
                     hits.append(h)
         if self.history is not None:
-            self.past = past.knn_hits(replies.pop(1), self.history)
+            at, reply = len(self.searches) - 1, replies.pop(1)
+            found = self.found.get(at)
+            self.past = (
+                past.knn_hits(reply, self.history) if found is None else past.pairs(found, self.history)
+            )
         return hits
 
 
 class TimeRecall:
     """The time-aware steps of one store's recalls (see the module docstring)."""
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: Runtime, scan: ScopeScan | None = None) -> None:
         self._rt = rt
+        self._scan = scan  # the recall's: a window over a small scope is read whole, not walked
         self._prototypes: Prototypes | None = None
         self._prototypes_failed = False
         # The store may hold past versions (its meta's mark said so, or could not tell):
@@ -147,23 +160,51 @@ class TimeRecall:
         index = self._rt.index
         fields = tuple(dict.fromkeys([*fields, *check_fields(flt, index.needs_check(flt))]))
         inside = dataclasses.replace(flt, clauses=(*flt.clauses, inside_clause(w, index.layout)))
-        searches = [
-            knn_search_args(index.name, blob, k=n, flt=inside, layout=index.layout, return_fields=fields)
+        iplan = self._inside_plan(vector, inside, n, fields)
+        searches: list[list[str | bytes]] = [
+            iplan.args
+            if iplan is not None
+            else knn_search_args(index.name, blob, k=n, flt=inside, layout=index.layout, return_fields=fields)
         ]
+        plans: list[ScanPlan | None] = [iplan if iplan is not None and iplan.scan else None]
         if flt.as_of is not None or (flt.where is not None and names_declared(flt.where)):
-            return WindowQueries(searches, own)
+            return WindowQueries(searches, own, plans=plans)
         past = dataclasses.replace(flt, history=True, clauses=(*flt.clauses, history_clause(w)))
         wanted = (*HISTORY_ITEM_FIELDS, *(flt.where.fields if flt.where is not None else ()))
-        history = knn_search_args(
+        hplan = self._history_plan(vector, past, n, tuple(dict.fromkeys(wanted)))
+        history = hplan.args if hplan is not None else knn_search_args(
             index.history.name, blob, k=n, flt=past, layout=index.history.layout,
             return_fields=tuple(dict.fromkeys(wanted)),
         )  # fmt: skip
+        hscan = hplan if hplan is not None and hplan.scan else None
         # A cluster sends a pipeline's commands before its searches, not beside them: no mark read there.
         if self._past_known or self._rt.backend.cluster:
-            return WindowQueries([*searches, history], own, history=past)
+            return WindowQueries([*searches, history], own, history=past, plans=[*plans, hscan])
         return WindowQueries(
-            searches, own, reads=[history_mark.read(self._rt.keys.meta)], deferred=(history, past)
-        )
+            searches, own, reads=[history_mark.read(self._rt.keys.meta)], deferred=(history, past),
+            plans=plans, deferred_plan=hscan,
+        )  # fmt: skip
+
+    def _history_plan(
+        self, vector: npt.NDArray[np.float32], past: MemoryFilter, n: int, fields: Sequence[str]
+    ) -> ScanPlan | None:
+        """The window's past-versions query as the scope scan plans it (``ScopeScan.history_plan``)."""
+        return None if self._scan is None else self._scan.history_plan(vector, past, n, fields)
+
+    def _inside_plan(
+        self, vector: npt.NDArray[np.float32], inside: MemoryFilter, n: int, fields: Sequence[str]
+    ) -> ScanPlan | None:
+        """The window's events-and-states query as the scope scan plans it (None: the KNN as built here).
+
+        On valkey-search a filtered KNN walks the HNSW graph, visiting about ``n /
+        selectivity`` nodes: a window ("last week") is a small part of its scope, so its
+        query cost more than the recall's own. Planned like the recall's (``scope_of``: a
+        scope known worth scanning is scanned under any window), without counts of its
+        own. Not on an index another library made (its matches need the exact check).
+        """
+        if self._scan is None or self._rt.index.needs_check(inside):
+            return None
+        return self._scan.plan(vector, inside, n, fields, counts=False)
 
     async def settle(self, window: WindowQueries | None, replies: list[Any]) -> list[Any]:
         """The round trip's ``replies`` without ``window.reads``'; the history index asked now if needed.
@@ -171,19 +212,27 @@ class TimeRecall:
         The mark says "may hold past versions" (or nothing: a store an older version wrote):
         the deferred query is sent in one more round trip, its reply put where ``merge``
         expects it, and every later windowed recall of this process sends it in its own.
+        A window's query sent as a scan is ranked here (``ScopeScan.hits``: its nearest
+        hits, or its KNN in one more round trip when the scan held more than it read).
         """
-        if window is None or not window.reads:
+        if window is None:
             return replies
-        held, replies = history_mark.may_hold(replies[0]), replies[len(window.reads) :]
-        if held is False or window.deferred is None:
-            return replies
-        self._past_known = True
-        args, window.history = window.deferred
-        search = functools.partial(self._rt.backend.search, "recall", args)
-        reply = await self._rt.index.with_index("recall", search)
-        at = 1 + len(window.searches)  # after the recall's own query and the main index's
-        window.searches.append(args)
-        return [*replies[:at], reply, *replies[at:]]
+        if window.reads:
+            held, replies = history_mark.may_hold(replies[0]), replies[len(window.reads) :]
+            if held is not False and window.deferred is not None:
+                self._past_known = True
+                args, window.history = window.deferred
+                search = functools.partial(self._rt.backend.search, "recall", args)
+                reply = await self._rt.index.with_index("recall", search)
+                at = 1 + len(window.searches)  # after the recall's own query and the main index's
+                window.searches.append(args)
+                window.plans.append(window.deferred_plan)
+                replies = [*replies[:at], reply, *replies[at:]]
+        if self._scan is not None:
+            for i, plan in enumerate(window.plans):
+                if plan is not None:  # a scan's reply: its nearest hits (a KNN after it, if it held more)
+                    window.found[i] = await self._scan.hits(plan, [replies[1 + i]])
+        return replies
 
     def reorders(
         self, plan: TimePlan, candidates: Sequence[tuple[MemoryItem, float]], query: str | None

@@ -35,6 +35,18 @@ from tests.integration.test_scope_scan import (
 from tests.integration.test_scope_scan import (
     test_the_first_recall_of_a_scope_is_its_scan as _first_recall,
 )
+from tests.integration.test_window_scan import (
+    test_a_window_in_the_question_over_a_small_scope_is_scanned as _window_scanned,
+)
+from tests.integration.test_window_scan import (
+    test_past_versions_of_a_small_scope_are_scanned as _past_versions,
+)
+from tests.integration.test_window_scan import (
+    test_relative_bounds_find_their_scope_s_size as _relative_bounds,
+)
+from tests.integration.test_window_scan import (
+    test_the_index_size_is_read_from_ft_info as _ft_info,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -92,3 +104,28 @@ async def test_a_new_kind_of_scope_reads_a_little_first_on_a_cluster(
     make_store: Callable[..., MemoryStore],
 ) -> None:
     await _a_little_first(make_store, "valkey-search")
+
+
+async def test_a_window_over_a_small_scope_is_scanned_on_a_cluster(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    await _window_scanned(make_store, "valkey-search")
+
+
+async def test_relative_bounds_find_their_scope_s_size_on_a_cluster(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    await _relative_bounds(make_store, "valkey-search")
+
+
+async def test_the_index_size_is_the_primaries_sum_on_a_cluster(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """``FT.INFO <index> PRIMARY``: every shard's documents (a plain FT.INFO counts one shard's)."""
+    await _ft_info(make_store, "valkey-search")
+
+
+async def test_past_versions_of_a_small_scope_are_scanned_on_a_cluster(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    await _past_versions(make_store, "valkey-search")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,9 +28,11 @@ from betterdb_memory.core.scope_scan import (
     count_args,
     filter_key,
     filter_shape,
+    index_count_args,
     nearest,
     scan_args,
     scan_bound,
+    scope_of,
     worth_scanning,
 )
 
@@ -264,3 +267,24 @@ def test_a_filter_too_big_to_scan_is_recounted_less_often() -> None:
     assert sizes.needs_count("small", 60.0) and not sizes.needs_count("large", 60.0)
     assert not sizes.needs_count("large", 899.0) and sizes.needs_count("large", 900.0)
     assert LARGE_COUNT_TTL_S == 900.0
+
+
+def test_scope_of_drops_only_what_narrows_in_time() -> None:
+    """A window, ``as_of`` and engine clauses are ANDed: the scope without them holds every match."""
+    assert scope_of(FLT) is FLT  # nothing to drop: the same object (no key built twice)
+    timed = dataclasses.replace(
+        FLT, valid_since=5, valid_before=9, as_of=7, clauses=("@state_from:[-inf (9]",), history=True
+    )
+    base = scope_of(timed)
+    assert base == FLT
+    text, base_text = build_filter(timed), build_filter(base)
+    assert base_text and text.startswith(base_text) and len(text) > len(base_text)
+    # Two windows over one scope share its key, whatever their bounds.
+    other = dataclasses.replace(FLT, valid_since=6)
+    assert filter_key(scope_of(other), IndexLayout()) == filter_key(base, IndexLayout())
+    assert filter_key(other, IndexLayout()) != filter_key(timed, IndexLayout())
+
+
+def test_the_index_size_is_one_ft_info() -> None:
+    assert index_count_args("idx", cluster=False) == ["FT.INFO", "idx"]
+    assert index_count_args("idx", cluster=True) == ["FT.INFO", "idx", "PRIMARY"]  # the primaries' sum
