@@ -55,6 +55,7 @@ __all__ = [
     "ValidationError",
     "VectorSizeError",
     "classify_server_error",
+    "is_search_timeout",
 ]
 
 
@@ -260,3 +261,17 @@ def classify_server_error(text: str) -> type[ServerError]:
         if needle in lowered:
             return cls
     return ServerError
+
+
+# How each engine answers a search that ran out of its time budget (lower case): valkey-search
+# >= 1.1 with ALLSHARDS, which the library sends every query there, and 1.0 ("Search operation
+# cancelled due to timeout", bench/results/search-timeout.md); RediSearch 2.10 under
+# ``ON_TIMEOUT FAIL`` ("Timeout limit was reached"; its default policy answers partial results
+# instead, and the library sends it ``TIMEOUT 0`` where a whole answer matters).
+_SEARCH_TIMEOUT = ("cancelled due to timeout", "timeout limit was reached")
+
+
+def is_search_timeout(text: str) -> bool:
+    """Whether a server error text says a search ran out of time (``server.search_timeout``)."""
+    lowered = text.lower()
+    return any(words in lowered for words in _SEARCH_TIMEOUT)

@@ -22,6 +22,7 @@ import pytest
 
 from betterdb_memory import Fact, MemoryStore
 from betterdb_memory.core import subject_repair
+from betterdb_memory.core.codec import as_text
 from betterdb_memory.errors import StoreConnectionError
 from tests.crash_points import (
     Crashed,
@@ -34,6 +35,7 @@ from tests.crash_points import (
     round_trip_1,
     round_trip_2,
 )
+from tests.repair_order import holding, orders, write_trip
 from tests.round_trips import counting
 
 Y2018 = 1_514_764_800_000
@@ -307,9 +309,13 @@ async def embed(store: MemoryStore, text: str) -> list[float]:
 async def a_look_adds_no_round_trip_after_another(
     make_store: MakeStore, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
-    """A read whose store looks at the journal waits for as many round trips, one after another,
-    as the same read when no look is due: the look goes beside it (tests/round_trips.py counts)."""
+    """A read (or a subject write) whose store looks at the journal waits for as many round trips,
+    one after another, as the same call when no look is due: the look goes beside it
+    (tests/round_trips.py counts)."""
     monkeypatch.setattr(subject_repair, "PROBE_INTERVAL_S", 0.0)  # every read looks
+    # The look must find nothing: with no grace it could meet the last write's entry, settled
+    # but taken off by the very round trip it goes beside.
+    monkeypatch.setattr(subject_repair, "JOURNAL_GRACE_MS", 5_000)
     store = make_store()
     mid = await store.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
     vector = await embed(store, "Lisbon")
@@ -318,6 +324,7 @@ async def a_look_adds_no_round_trip_after_another(
         "list": lambda: store.list(**ADA),
         "count": lambda: store.count(**ADA),
         "recall_by_vector": lambda: store.recall_by_vector(vector, threshold=0.0, **ADA),
+        "remember": lambda: store.remember("Porto", subject="city", valid_from=Y2020, **ADA),
     }
     read = reads[how]
     await read()  # the index known ready, the write's journal entry settled
@@ -330,3 +337,33 @@ async def a_look_adds_no_round_trip_after_another(
         await read()
     assert looked and not trips.looked, (looked, trips.calls)
     assert depth_with_look == trips.depth, (depth_with_look, trips.depth)
+
+
+# -- a write beside the repair (docs/concepts/time.md, "What a reader sees, and when") ----------
+
+
+async def a_write_beside_the_repair_of_its_subject(make_store: MakeStore, crash: str, order: str) -> None:
+    """Berlin (2024) crashed; another process's first call writes Rome (2025) beside the repair
+    its look starts. Rome is sent once and returns after the repair, and the subject ends as if
+    Rome had been written after it, whichever of the two landed first."""
+    writer = make_store()
+    lisbon = await writer.remember("Lisbon", subject="city", valid_from=Y2019, **ADA)
+    docs, pointer, journal = docs_of(writer), pointer_of(writer), journal_of(writer)
+    keep: Callable[[Any], bool] = {
+        "reply lost": lambda s: True,  # Berlin current, Lisbon left under the main prefix
+        "no document": lambda s: pointer(s) or journal(s),  # the pointer names a write never stored
+        "no pointer": lambda s: docs(s) or journal(s),  # a document no version list knows
+    }[crash]
+    berlin = await crash_writing(writer, "Berlin", Y2024, keep=keep)
+    other = make_store()
+    with holding(other, orders(other, order)) as calls:
+        rome = await other.remember("Rome", subject="city", valid_from=Y2025, **ADA)
+    assert len([c for c in calls if write_trip(other)(c)]) == 1, "the write was sent again"
+    pending = f"{other.keys.name}:subj:pending"
+    left = await other.backend.command("test", "ZRANGE", pending, 0, -1)
+    assert not [m for m in map(as_text, left) if m.endswith(f":{berlin}")], "returned before the repair"
+    if crash == "no document":
+        ends, probes = {lisbon: Y2025}, {Y2022: {lisbon}, Y2024: {lisbon}, Y2025 + 1: {rome}}
+    else:
+        ends, probes = {berlin: Y2025, lisbon: Y2024}, {Y2022: {lisbon}, Y2024: {berlin}, Y2025 + 1: {rome}}
+    await check(other, rome, ends, probes)

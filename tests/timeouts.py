@@ -11,15 +11,15 @@ __all__ = ["exact_or_timeout"]
 
 
 async def exact_or_timeout(call: Callable[[], Awaitable[Any]], exact: Any) -> str:
-    """``"timeout"`` when ``call`` raised a timeout error, ``"whole"`` when it answered ``exact``; else fails."""
+    """``"timeout"`` when ``call`` raised ``server.search_timeout``, ``"whole"`` when it answered ``exact``; else fails."""
     try:
         got = await call()
     except ServerError as exc:
-        error = str(exc)
+        error: ServerError | None = exc
     else:
         error = None
     if error is not None:
-        assert "timeout" in error.lower(), error
+        assert error.code == "server.search_timeout", error
         return "timeout"
     assert got == exact, f"a short answer came back without an error: {got!r}, not {exact!r}"
     return "whole"

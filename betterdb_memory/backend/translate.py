@@ -15,9 +15,11 @@ import valkey.exceptions as vexc
 
 from ..errors import (
     BetterDBMemoryError,
+    ServerError,
     StoreConnectionError,
     StoreTimeoutError,
     classify_server_error,
+    is_search_timeout,
 )
 
 __all__ = ["is_connection_error", "translate"]
@@ -56,6 +58,8 @@ def translate(
         text = str(exc)
         cls = classify_server_error(text)
         info["server_message"] = text
+        if cls is ServerError and is_search_timeout(text):  # the query ran out of time, no answer
+            return ServerError(f"{operation}: {text}", code="server.search_timeout", details=info)
         return cls(f"{operation}: {text}", details=info)
     return BetterDBMemoryError(
         f"{operation}: unexpected {type(exc).__name__}: {exc}", code="internal", details=info

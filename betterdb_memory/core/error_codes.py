@@ -99,6 +99,11 @@ _ROWS: tuple[tuple[str, str, str], ...] = (
     ("server.llm_unreachable", "ServerError", "an LLM endpoint could not be reached (or timed out)"),
     ("server.llm_empty_response", "ServerError", "an LLM answered with no content (or a refusal)"),
     ("server.empty_summary", "ServerError", "a summariser returned no text"),
+    (
+        "server.search_timeout",
+        "ServerError",
+        "a search ran out of time and the engine answered an error, never a partial answer",
+    ),
     # -- embedder: the embedding model said no ----------------------------------------------------
     ("embedder.failed", "EmbeddingError", "the embedder failed"),
     ("embedder.bad_response", "EmbeddingError", "the embedding endpoint answered something unreadable"),

@@ -24,7 +24,14 @@ What the state tells a repairer, with no knowledge of the lost reply (``plan_rep
   main prefix is put again, so the version that was current before is current again;
 * a pointer naming a journal's version already in history (a retraction moved it there
   and died before taking it off its subject) drops it from the pointer, listed still,
-  void when it ended where it began.
+  void when it ended where it began;
+* a journal's version the pointer no longer names (a later write replaced it before the
+  repair came: a write of this store sends its first round trip beside the look) is
+  put right as if the write had come after the repair: listed with no document
+  anywhere, it leaves the list (``gone``: its predecessor then ends where the write
+  begins, not where the version that never was would have); in history and valid at
+  no instant, it is marked void in the pointer (``voided``), as the repair of the
+  retraction would have marked it.
 
 Whoever reads or writes next runs this (``tiers.subject_repair``): every step is one a
 concurrent writer could take itself, decided on the pointer's slot, so two repairers,
@@ -132,8 +139,9 @@ class RepairPlan:
     """What one pass of a subject's repair sends (``tiers.subject_repair``).
 
     ``drop``: the pointer's current version, never written (the pointer leaves it);
-    ``puts``: (id, valid_from) to put again; when either is set the pass sends only
-    those and the subject is read again. ``retires``: the moves first, then the trims.
+    ``puts``: (id, valid_from) to put again; ``gone``: listed versions to take off the
+    list; ``voided``: versions to mark void. When any is set the pass sends only those
+    and the subject is read again. ``retires``: the moves first, then the trims.
     """
 
     drop: str | None = None
@@ -142,10 +150,12 @@ class RepairPlan:
     #: The dropped version stays listed (a retraction finished: it is in history), void or not.
     keep: bool = False
     void: bool = False
+    gone: tuple[str, ...] = ()
+    voided: tuple[str, ...] = ()
 
     @property
     def rewrites_pointer(self) -> bool:
-        return self.drop is not None or bool(self.puts)
+        return self.drop is not None or bool(self.puts or self.gone or self.voided)
 
 
 def plan_repair(
@@ -173,6 +183,11 @@ def plan_repair(
         alive = [(vf, mid) for mid, vf, _ in hits if mid in known and mid not in pointer.voids]
         again = (max(alive)[1],) if alive else ()
         return RepairPlan(drop=pointer.current, puts=tuple((mid, known[mid]) for mid in again))
+    others = [(mid, where) for mid, where in crashed.items() if mid in known and mid != pointer.current]
+    gone = tuple(mid for mid, where in others if where == "")
+    voided = tuple(mid for mid, where in others if where == "void" and mid not in pointer.voids)
+    if gone or voided:
+        return RepairPlan(gone=gone, voided=voided)
     puts: list[tuple[str, int]] = []
     moves: list[Retire] = []
     for mid, vf, created in hits:

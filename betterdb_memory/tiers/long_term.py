@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -299,7 +299,6 @@ class LongTermMemory:
         subject_searches: list[list[Any]] = []
         if puts:
             self.subjects.check_index()
-            await self.subjects.repair.before("remember")  # a crash's half-written subjects first
             scopes = [memories[i].scope for i, *_ in records if memories[i].subject_key is not None]
             subject_steps = self.subjects.steps(puts, scopes)
             subject_searches = self.subjects.searches(puts)
@@ -335,8 +334,8 @@ class LongTermMemory:
             if ttl_ms:
                 writes.append(("PEXPIRE", key, ttl_ms))
 
-        try:
-            results = await self._rt.index.with_index(
+        def send() -> Awaitable[list[Any]]:
+            return self._rt.index.with_index(
                 "remember",
                 lambda: backend.pipeline(
                     "remember",
@@ -349,6 +348,9 @@ class LongTermMemory:
                     searches=[*subject_searches, *self._capacity.searches(rounds)],
                 ),
             )
+
+        try:  # with subjects: beside the journal's look, returning after its repair (sent once)
+            results = await (self.subjects.repair.write("remember", send) if puts else send())
         except BaseException:
             # A lock the failed or cancelled round trip may have taken.
             self.subjects.repair.failed(puts)  # its subjects may be half-written: repaired next read

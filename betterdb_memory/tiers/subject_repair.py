@@ -14,7 +14,9 @@ docs/concepts/time.md, "A crash between the writes"). Here is the I/O:
   reads the journal's entries older than ``JOURNAL_GRACE_MS`` (one ``ZRANGE``,
   bounded) *beside* the read, on another connection of the client's pool, and only
   when that look finds an entry does it repair the subjects and send the read again.
-  A subject write looks first (``before``): it sends nothing it could send again.
+  A subject write's first round trip goes beside the look too (``write``), sent once:
+  it never needs sending again, since a write and a repair may land in any order; the
+  write returns, and settles, only after the repair.
 
 Beside the read, not before it: a look that finds nothing (every look but those after a
 crash) then costs the read no round trip of its own, only a command sent with it. The
@@ -39,7 +41,14 @@ from ..backend import scripts
 from ..backend.commands import Step, score_pairs
 from ..core import subject_repair as journal_rules
 from ..core.codec import as_text, to_int
-from ..core.subject_repair import Pointer, history_state, journal_member, parse_member, plan_repair
+from ..core.subject_repair import (
+    Pointer,
+    RepairPlan,
+    history_state,
+    journal_member,
+    parse_member,
+    plan_repair,
+)
 from ..core.subjects import PutReply, Retire, SubjectPut
 from ..errors import BetterDBMemoryError
 from .runtime import Runtime
@@ -52,7 +61,7 @@ T = TypeVar("T")
 
 _HIST_FIELDS = ("valid_from", "valid_until")
 _DOC_FIELDS = ("valid_from", "created_at", "subject", "namespace", "agentId", "threadId", "kind", "source")
-_PASSES = 3  # drop/put again, then read again and settle: a repair needs two passes at most
+_PASSES = 3  # drop/put again; take off what never was; then settle (core.subject_repair)
 #: One subject as a repair reads it: its pointer, versions, documents under the main prefix
 #: (id, valid_from, created_at), where each crashed write's document is, and those documents.
 _State = tuple[
@@ -86,6 +95,9 @@ class SubjectRepair:
         self._subjects = subjects
         self._local: dict[str, set[str]] = {}  # digest -> ids whose settling failed here
         self._settled: list[str] = []  # journal members settled, not yet taken off
+        #: Journal members of this store's writes between their round trips: never "crashed"
+        #: to its own looks, whatever their age (``_run``).
+        self._writing: set[str] = set()
         self._next_probe = 0.0
         self._lock = asyncio.Lock()
         #: The look at the journal in flight (and the repair it leads to): True when it
@@ -100,7 +112,9 @@ class SubjectRepair:
             return []
         pairs: list[Any] = []
         for p in puts:
-            pairs += [now_ms, journal_member(p.digest, p.id)]
+            member = journal_member(p.digest, p.id)
+            self._writing.add(member)
+            pairs += [now_ms, member]
         return [*self._take_settled(), ("ZADD", self._rt.keys.subject_pending, *pairs)]
 
     def settled(self, puts: Sequence[SubjectPut]) -> None:
@@ -110,7 +124,9 @@ class SubjectRepair:
         round trip of its own. An entry a process never took off (it exited first) costs
         one repair that finds nothing to do.
         """
-        self._settled += [journal_member(p.digest, p.id) for p in puts]
+        members = [journal_member(p.digest, p.id) for p in puts]
+        self._writing.difference_update(members)
+        self._settled += members
 
     def entered(self, digest: str, memory_id: str) -> list[Step]:
         """The journal entry of one change of a subject other than a write (a retraction)."""
@@ -135,6 +151,7 @@ class SubjectRepair:
     def failed(self, puts: Sequence[SubjectPut]) -> None:
         """Settling ``puts`` failed here: this store's next read or subject write repairs them."""
         for p in puts:
+            self._writing.discard(journal_member(p.digest, p.id))
             self._local.setdefault(p.digest, set()).add(p.id)
 
     def _take_settled(self) -> list[Step]:
@@ -163,6 +180,26 @@ class SubjectRepair:
             return await read()
         answer, repaired = await asyncio.gather(read(), asyncio.shield(look))
         return await read() if repaired else answer
+
+    async def write(self, operation: str, write: Callable[[], Awaitable[T]], /) -> T:
+        """A subject write's first round trip, sent once, with the look at the journal beside it.
+
+        As ``read``, this store's own failed settling is repaired first (known: no look
+        needed), and a closing store looks inline. Otherwise, when a look is due or in
+        flight, ``write`` runs beside it and its answer is returned only once the look
+        and its repair are done: the write's settling (round trip 2) and its return come
+        after the repair, as they did when the look went first. ``write`` is never sent
+        again: a write and a repair of the same subject may land in any order, as a
+        writer in another process and this repair may (``core.subject_repair``: every step
+        of either is one a concurrent writer could take, decided on the pointer's slot).
+        """
+        if self._local or self._rt.supervisor.closed:
+            await self.before(operation)
+        look = self._looking(operation)
+        if look is None:
+            return await write()
+        answer, _ = await asyncio.gather(write(), asyncio.shield(look))
+        return answer
 
     def _looking(self, operation: str) -> asyncio.Task[bool] | None:
         """The look in flight, or a new one when the last started ``PROBE_INTERVAL_S`` ago (None: neither)."""
@@ -194,10 +231,10 @@ class SubjectRepair:
     async def before(self, operation: str) -> None:
         """Repair what this store failed to settle, and (once a second) what the journal says crashed.
 
-        Sequential: for a subject write, which runs after it (it cannot be sent twice), and
-        for a read when this store's own settling failed. A repair that fails is logged
-        and left for the next read (this store's failures stay remembered): the caller
-        itself then runs, and meets the same connection.
+        Sequential, before the caller's first round trip: when this store's own settling
+        failed (a read or a subject write), for ``fact_history``, and in a closing store. A
+        repair that fails is logged and left for the next read (this store's failures stay
+        remembered): the caller itself then runs, and meets the same connection.
         """
         if not self._local and time.monotonic() < self._next_probe:
             return
@@ -219,6 +256,10 @@ class SubjectRepair:
         """Repair this store's failed settling, and (``look``) what the journal says is past its grace.
 
         True when there was anything to repair (the subjects were read and put right).
+        This store's own writes between their round trips are left to them, however old
+        (they settle, or go to ``failed``): a look beside a write may meet its entry, and
+        on a cluster its document, still on its way to another node, would read as never
+        written and the write be undone.
         """
         crashed = {d: set(ids) for d, ids in self._local.items()}
         members = [journal_member(d, mid) for d, ids in crashed.items() for mid in ids]
@@ -231,7 +272,7 @@ class SubjectRepair:
             due = (await self._rt.backend.pipeline(operation, [*done, probe]))[-1]
             for raw in due:
                 got = parse_member(raw)
-                if got is not None:
+                if got is not None and as_text(raw) not in self._writing:
                     crashed.setdefault(got[0], set()).add(got[1])
                     members.append(as_text(raw))
         if crashed:
@@ -265,9 +306,7 @@ class SubjectRepair:
                 if not plan.rewrites_pointer:
                     continue
                 again[digest] = todo[digest]
-                steps += self._rewrite(
-                    digest, pointer, plan.drop, plan.puts, docs, keep=plan.keep, void=plan.void
-                )
+                steps += self._rewrite(digest, pointer, plan, docs)
             if steps:
                 log.info("subjects: %d pointer writes repair %d subjects", len(steps), len(again))
                 await self._rt.backend.pipeline(operation, steps)
@@ -320,27 +359,20 @@ class SubjectRepair:
         return out
 
     def _rewrite(
-        self,
-        digest: str,
-        pointer: Pointer,
-        drop: str | None,
-        puts: Sequence[tuple[str, int]],
-        docs: Mapping[str, Mapping[str, str]],
-        *,
-        keep: bool = False,
-        void: bool = False,
+        self, digest: str, pointer: Pointer, plan: RepairPlan, docs: Mapping[str, Mapping[str, str]]
     ) -> list[Step]:
         keys = self._rt.keys
+        ptr, hist = keys.subject(digest), keys.subject_versions(digest)
         out: list[Step] = []
-        if drop is not None:
-            out.append(
-                scripts.SUBJECT_DROP.call(
-                    [keys.subject(digest), keys.subject_versions(digest)], [drop, "1" if keep else "0"]
-                )
-            )
-            if void:
-                out.append(("HSETNX", keys.subject(digest), f"void:{drop}", "1"))
-        calls = [SubjectPut(mid, digest, vf, *self._meta(pointer, docs.get(mid, {}))) for mid, vf in puts]
+        if plan.drop is not None:
+            out.append(scripts.SUBJECT_DROP.call([ptr, hist], [plan.drop, "1" if plan.keep else "0"]))
+            if plan.void:
+                out.append(("HSETNX", ptr, f"void:{plan.drop}", "1"))
+        out += [scripts.SUBJECT_DROP.call([ptr, hist], [mid, "0"]) for mid in plan.gone]
+        out += [("HSETNX", ptr, f"void:{mid}", "1") for mid in plan.voided]
+        calls = [
+            SubjectPut(mid, digest, vf, *self._meta(pointer, docs.get(mid, {}))) for mid, vf in plan.puts
+        ]
         return [*out, *self._subjects.put_calls(calls)]
 
     def _meta(self, pointer: Pointer, doc: Mapping[str, str]) -> tuple[str, str, str]:

@@ -383,9 +383,13 @@ class Subjects:
         if not puts and not past:
             return 0
         searches = self.searches(puts)
-        replies = await self._rt.backend.pipeline(
-            operation, [*self.steps(puts, scopes), *past], searches=searches
-        )
+        try:
+            replies = await self._rt.backend.pipeline(
+                operation, [*self.steps(puts, scopes), *past], searches=searches
+            )
+        except BaseException:
+            self.repair.failed(puts)  # as a write's: repaired by this store's next read
+            raise
         now_ms = int(time.time() * 1000)
         return await self.settle(
             puts, replies[: len(puts)], replies[len(replies) - len(searches) :], now_ms=now_ms

@@ -15,6 +15,7 @@ import pytest
 from betterdb_memory import MemoryStore
 from betterdb_memory.core import subject_repair
 from tests import subject_crash_cases as case
+from tests.repair_order import ORDERS
 from tests.subject_crash_cases import MakeStore
 
 pytestmark = pytest.mark.integration
@@ -68,9 +69,18 @@ async def test_the_read_that_finds_a_crash_answers_as_repaired(make_store: MakeS
     await case.the_first_read_answers_repaired(make_store, "get")  # by key: the shards index RENAME late
 
 
-@pytest.mark.parametrize("how", ["get", "list", "count", "recall_by_vector"])
+@pytest.mark.parametrize("how", ["get", "list", "count", "recall_by_vector", "remember"])
 async def test_a_read_that_looks_at_the_journal_adds_no_round_trip_after_another(
     make_store: MakeStore, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """The journal and the read's keys sit on different nodes: the look goes beside the read all the same."""
     await case.a_look_adds_no_round_trip_after_another(make_store, monkeypatch, how)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("crash", ["reply lost", "no document", "no pointer"])
+async def test_a_write_beside_the_repair_of_its_subject_is_sent_once_and_ends_it_right(
+    make_store: MakeStore, crash: str, order: str
+) -> None:
+    """The write's documents, the pointer and the journal on different nodes: any order, one current."""
+    await case.a_write_beside_the_repair_of_its_subject(make_store, crash, order)

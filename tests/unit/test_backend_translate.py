@@ -7,7 +7,12 @@ import valkey.exceptions as vexc
 from valkey.asyncio.connection import Connection
 
 from betterdb_memory.backend.translate import is_connection_error, translate
-from betterdb_memory.errors import BetterDBMemoryError, StoreConnectionError
+from betterdb_memory.errors import (
+    BetterDBMemoryError,
+    QuerySyntaxError,
+    ServerError,
+    StoreConnectionError,
+)
 
 
 async def _torn_down_send() -> AttributeError:
@@ -78,3 +83,43 @@ def test_a_plain_valkey_error_stays_internal() -> None:
     exc = vexc.ValkeyError("something else")
     assert not is_connection_error(exc)
     assert translate(exc, operation="get").code == "internal"
+
+
+# The engines' own replies to a search that ran out of time, captured 2026-12-02 (valkey-py's
+# ResponseError text, RESP2 and RESP3 alike) from `FT.SEARCH <idx> @created_at:[-inf +inf]
+# SORTBY created_at DESC LIMIT 0 1000 TIMEOUT 1` over 21,000 documents; docs/operations/production.md.
+_PIPELINE = (
+    "Command # 2 (FT.SEARCH captt:mem:idx @created_at:[-inf +inf] {}SORTBY created_at DESC LIMIT 0 1000 "
+    "TIMEOUT 1 DIALECT 2) of pipeline caused error: ('{}',)"
+)
+SEARCH_TIMEOUTS = [
+    # valkey-search 1.2.1 standalone, the query with ALLSHARDS (also the cluster's wording:
+    # bench/results/search-timeout.md)
+    "Search operation cancelled due to timeout",
+    _PIPELINE.format("ALLSHARDS ", "Search operation cancelled due to timeout"),  # sent in a pipeline
+    # RediSearch 2.10.5 (the embedded engine) under ON_TIMEOUT FAIL
+    "Timeout limit was reached",
+    _PIPELINE.format("", "Timeout limit was reached"),
+]
+
+
+@pytest.mark.parametrize("text", SEARCH_TIMEOUTS)
+def test_a_search_that_ran_out_of_time_is_a_server_error_with_its_own_code(text: str) -> None:
+    """Not a connection fault (nothing to retry: the same query would run out of time again)."""
+    exc = vexc.ResponseError(text)
+    assert not is_connection_error(exc)
+    err = translate(exc, operation="count", details={"deleted": 3})
+    assert type(err) is ServerError and err.code == "server.search_timeout"
+    assert err.details == {"operation": "count", "deleted": 3, "server_message": text}
+
+
+def test_only_a_search_timeout_gets_the_code() -> None:
+    """A finer class wins (a syntax error naming the word), and a client-side timeout stays a connection one."""
+    syntax = translate(
+        vexc.ResponseError("Syntax error at offset 3 near timeout limit was reached"), operation="x"
+    )
+    assert type(syntax) is QuerySyntaxError and syntax.code == "server.query_syntax"
+    other = translate(vexc.ResponseError("ERR operation timed out"), operation="x")
+    assert other.code == "server.error"
+    client = translate(vexc.TimeoutError("Timeout reading from socket"), operation="x")
+    assert isinstance(client, StoreConnectionError) and client.code == "connection.timeout"

@@ -110,3 +110,25 @@ def test_a_retraction_that_died_before_leaving_its_subject_is_taken_off_it() -> 
     assert (plan.drop, plan.keep, plan.void, plan.puts) == ("r", True, False, ())
     void = plan_repair(Pointer("r"), [("a", 1), ("r", 5)], [], {"r": "void"}, now_ms=NOW)
     assert (void.drop, void.keep, void.void) == ("r", True, True)
+
+
+def test_a_crashed_version_a_later_write_already_replaced_leaves_the_list_when_it_never_landed() -> None:
+    """Berlin (3) crashed with its pointer only; Rome (4) replaced it before the repair came:
+    Berlin leaves the version list, so Lisbon then ends where Rome begins, not at 3."""
+    versions = [("lisbon", 1), ("berlin", 3), ("rome", 4)]
+    hits = [("lisbon", 1, 1), ("rome", 4, NOW)]
+    plan = plan_repair(Pointer("rome"), versions, hits, {"berlin": ""}, now_ms=NOW)
+    assert plan.gone == ("berlin",) and plan.rewrites_pointer and plan.retires == ()
+    after = plan_repair(Pointer("rome"), [("lisbon", 1), ("rome", 4)], hits, {"berlin": ""}, now_ms=NOW)
+    assert after.retires[0] == Retire("lisbon", 4, "rome") and not after.rewrites_pointer
+
+
+def test_a_crashed_version_in_history_and_valid_at_no_instant_is_marked_void_once() -> None:
+    """A retraction ended it where it began and died; a later write replaced it meanwhile."""
+    versions = [("a", 1), ("r", 5), ("w", 6)]
+    plan = plan_repair(Pointer("w"), versions, [("w", 6, NOW)], {"r": "void"}, now_ms=NOW)
+    assert plan.voided == ("r",) and plan.gone == () and plan.rewrites_pointer
+    marked = plan_repair(Pointer("w", {"r": ""}), versions, [("w", 6, NOW)], {"r": "void"}, now_ms=NOW)
+    assert marked.voided == () and not marked.rewrites_pointer
+    ended = plan_repair(Pointer("w"), versions, [("w", 6, NOW)], {"r": "history"}, now_ms=NOW)
+    assert ended.voided == () and not ended.rewrites_pointer  # a plain past version: nothing to mark

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from betterdb_memory.backend import scripts
-from betterdb_memory.core.subjects import SubjectPut
+from betterdb_memory.core.keys import Scope
+from betterdb_memory.core.subjects import SubjectPut, subject_key_of
 from tests.unit.parts import build, search_reply
 
 PUT = SubjectPut("m", "d1", 5, "city", '[null, null, "t"]', "memory")
@@ -131,3 +132,92 @@ async def test_a_read_while_the_store_closes_looks_first_instead_of_starting_bac
     assert await p.docs.get_many(["x"]) == [None]
     look, read = p.backend.sent
     assert look.commands[0][0] == "ZRANGE" and read.operation == "get"
+
+
+def _tracking(p: Any) -> list[int]:
+    """At each round trip's start: how many others were out, unanswered."""
+    in_flight: list[int] = []
+    out = 0
+    real = p.backend._send
+
+    async def send(trip: Any) -> list[Any]:
+        nonlocal out
+        in_flight.append(out)
+        out += 1
+        try:
+            return await real(trip)
+        finally:
+            out -= 1
+
+    p.backend._send = send
+    return in_flight
+
+
+def _rt1_replies(p: Any) -> None:
+    """A subject write's first round trip: HSET, SUBJECT_PUT (replaced "old"), registry x2, ZADD, its search."""
+    put = [b"current", b"old", b"new", [b"old", b"1", b"new", b"2"]]
+    p.backend.reply(1, put, 1, 1, 1, search_reply(1, (p.rt.keys.doc("old"), {})))
+
+
+async def test_a_subject_writes_first_round_trip_goes_beside_the_look_and_it_settles_after(
+    monkeypatch: Any,
+) -> None:
+    p = build()
+    monkeypatch.setattr(p.rt.keys, "new_memory_id", lambda: "new")
+    p.long_term.subjects.repair._next_probe = 0.0
+    in_flight = _tracking(p)
+    p.backend.reply([])  # the journal: nothing due
+    _rt1_replies(p)
+    p.backend.reply(1, 1)  # round trip 2: history mark, RETIRE old
+    await p.long_term.remember("Berlin", thread_id="t", subject="city", valid_from=2)
+    look, first, second = p.backend.sent
+    assert look.commands[-1][0] == "ZRANGE" and first.commands[-1][:2] == ("ZADD", p.rt.keys.subject_pending)
+    assert second.commands[1][:2] == ("EVALSHA", scripts.RETIRE.sha)
+    assert in_flight == [0, 1, 0]  # round trip 1 left while the look was out; round trip 2 after both
+
+
+async def test_a_subject_write_beside_a_repair_is_sent_once_and_returns_after_the_repair(
+    monkeypatch: Any,
+) -> None:
+    """The look finds another subject's crash: its repair runs on, and the write settles and returns after it."""
+    p = build()
+    monkeypatch.setattr(p.rt.keys, "new_memory_id", lambda: "new")
+    keys = p.rt.keys
+    p.long_term.subjects.repair._next_probe = 0.0
+    p.backend.reply([b"d1:m"])  # the journal: one entry past its grace
+    _rt1_replies(p)
+    p.backend.reply(  # the repair's read of d1: current m, "o" still under the main prefix
+        {b"current": b"m", b"subject": b"city"},
+        [[b"o", 1.0], [b"m", 5.0]],
+        [b"5", b"7", b"city", None, None, b"t", b"memory", None],
+        [None, None],
+        search_reply(
+            2, (keys.doc("o"), {"valid_from": 1, "created_at": 1}), (keys.doc("m"), {"valid_from": 5})
+        ),
+    )
+    p.backend.reply(1, 1, 1)  # history mark, RETIRE o, SUBJECT_TRIM o
+    p.backend.reply(1)  # the journal entry off
+    p.backend.reply(1, 1)  # the write's round trip 2
+    await p.long_term.remember("Berlin", thread_id="t", subject="city", valid_from=2)
+    trips = [t.commands for t in p.backend.sent]
+    assert [c[0][0] for c in trips] == ["ZRANGE", "HSET", "HGETALL", "HSET", "ZREM", "HSET"]
+    assert trips[4] == (("ZREM", keys.subject_pending, "d1:m"),)  # the repair finished ...
+    assert trips[5][1][:2] == ("EVALSHA", scripts.RETIRE.sha) and trips[5][1][3] == keys.doc("old")
+    sent_once = [c for t in trips for c in t if c[:2] == ("ZADD", keys.subject_pending)]
+    assert len(sent_once) == 1  # ... before the write settled; the write itself was sent once
+
+
+async def test_a_look_leaves_this_stores_own_write_in_flight_alone_whatever_its_age(
+    monkeypatch: Any,
+) -> None:
+    """The look beside a write may meet that write's own entry (past the grace: a slow round trip)."""
+    p = build()
+    monkeypatch.setattr(p.rt.keys, "new_memory_id", lambda: "new")
+    d = subject_key_of(Scope(thread_id="t").tag, "memory", "city")
+    p.long_term.subjects.repair._next_probe = 0.0
+    p.backend.reply([f"{d}:new".encode()])  # the journal: the write's own entry
+    _rt1_replies(p)
+    p.backend.reply(1, 1)
+    await p.long_term.remember("Berlin", thread_id="t", subject="city", valid_from=2)
+    assert [t.commands[0][0] for t in p.backend.sent] == ["ZRANGE", "HSET", "HSET"]  # no repair, no ZREM
+    assert p.long_term.subjects.repair._writing == set()  # settled: off the journal with the next command
