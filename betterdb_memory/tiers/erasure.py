@@ -8,6 +8,7 @@ erasing an agent first stops the rolling summaries running here for its sessions
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,6 +31,11 @@ __all__ = ["Erasure"]
 
 _FORGET_PAGE = 500
 _FORGET_MAX_PAGES = 10_000
+#: Pauses (seconds) before reading again a page whose every document was already gone.
+#: valkey-search drops a deleted document from its index on its writer threads, after the
+#: DEL has answered, so under load a search can still list what a page (or an earlier,
+#: timed-out call) deleted. Stopping at such a page left real matches behind it.
+_STALE_PAGE_PAUSES = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
 class Erasure:
@@ -99,7 +105,7 @@ class Erasure:
             )
         await self._rt.index.ensure_ready()
         flt = self._rt.with_where(flt, node, operation="forget_by_scope", filter_only=True)
-        deleted = 0
+        deleted, stale = 0, 0
         with self._rt.obs.span("forget_by_scope"):
             try:
                 for page in range(_FORGET_MAX_PAGES):
@@ -115,7 +121,22 @@ class Erasure:
                     if progress is not None:
                         progress.advance(removed)
                     if removed == 0:
-                        break  # the index lists documents already gone: no progress to make
+                        # Every listed document was already gone: the index has not caught
+                        # up with deletes yet. Read again after a pause, a bounded number of
+                        # times, rather than stop with matches possibly left behind this page.
+                        if stale == len(_STALE_PAGE_PAUSES):
+                            warnings.warn(
+                                f"forget_by_scope on {self._rt.keys.name!r}: the index still lists "
+                                f"{len(hits)} deleted memories after {sum(_STALE_PAGE_PAUSES):.1f} s; "
+                                f"{deleted} deleted, some may remain: call it again",
+                                UserWarning,
+                                stacklevel=3,
+                            )
+                            break
+                        await asyncio.sleep(_STALE_PAGE_PAUSES[stale])
+                        stale += 1
+                        continue
+                    stale = 0
                     if total is not None and total <= len(hits):
                         # This page held every match there was: no last search to see none
                         # left (a memory written meanwhile could land after that one too).

@@ -63,3 +63,38 @@ async def test_a_fault_mid_way_reports_how_many_were_deleted() -> None:
         await p.erasure.forget_by_scope(thread_id="t")
     assert caught.value.details["deleted"] == 2
     assert [t.operation for t in p.backend.sent] == ["forget_by_scope", "forget", "forget_by_scope"]
+
+
+async def test_a_page_of_documents_already_gone_is_read_again_not_taken_for_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """valkey-search drops a deleted document from its index after the DEL answered: a page can
+    list only memories already gone while real matches wait behind it. The loop reads again."""
+    monkeypatch.setattr("betterdb_memory.tiers.erasure._STALE_PAGE_PAUSES", (0.0, 0.0))
+    p = build()
+    keys = p.rt.keys
+    p.backend.reply(search_reply(3, (keys.doc("m1"), {}), (keys.doc("m2"), {})))
+    p.backend.reply(0, 0)  # both already deleted (by an earlier, timed-out call)
+    p.backend.reply(search_reply(1, (keys.doc("m3"), {})))  # the index caught up: the real match
+    p.backend.reply(1, 0)
+    p.backend.reply([0])  # no past versions
+    p.backend.reply({})  # no scope with subjects
+    p.backend.reply({})  # no consolidation target
+    assert await p.erasure.forget_by_scope(thread_id="t") == 1
+    sent = p.backend.sent
+    assert [t.operation for t in sent[:4]] == ["forget_by_scope", "forget", "forget_by_scope", "forget"]
+    assert sent[3].commands[0] == ("DEL", keys.doc("m3"))
+
+
+async def test_a_page_that_stays_stale_stops_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("betterdb_memory.tiers.erasure._STALE_PAGE_PAUSES", (0.0,))
+    p = build()
+    keys = p.rt.keys
+    for _ in range(2):
+        p.backend.reply(search_reply(2, (keys.doc("m1"), {})))
+        p.backend.reply(0, 0)
+    p.backend.reply([0])
+    p.backend.reply({})
+    p.backend.reply({})
+    with pytest.warns(UserWarning, match="still lists 1 deleted"):
+        assert await p.erasure.forget_by_scope(thread_id="t") == 0
