@@ -52,7 +52,10 @@ name: their vectors and the question's minus the centroid of the entity's candid
 (mostly the name), by cosine; they keep the set of scores they had.
 
 Measured through the public API (``bench/temporal_fresh.py``, ``bench/results/temporal.md``
-section G): FIGURES.
+section G): the current statement first for 89.1% of questions about the present on the
+designed-on set's held-out half, 80.8 / 70.9 / 68.5 / 75.9% on four fresh wording
+families and 51.7% on a fifth of kinds never seen (45.7% without ``one_value_pairs``);
+false supersession of both-current pairs at most 1.7% (the goals: 95% and 2%).
 """
 
 from __future__ import annotations
