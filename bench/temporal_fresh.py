@@ -33,6 +33,7 @@ from temporal_data import (  # noqa: E402
     knowledge_updates_fresh2,
     knowledge_updates_fresh3,
     knowledge_updates_fresh4,
+    knowledge_updates_fresh5,
 )
 from temporal_eval import embed, held_out, pct  # noqa: E402
 
@@ -117,8 +118,12 @@ def main() -> int:
             knowledge_updates_fresh3.build(),
             lambda e: True,
         ),
-        "fourth fresh family (clean, this round's held-out check)": (
+        "fourth fresh family (clean until round kindcv)": (
             knowledge_updates_fresh4.build(),
+            lambda e: True,
+        ),
+        "fifth fresh family (clean, round kindcv's held-out check)": (
+            knowledge_updates_fresh5.build(),
             lambda e: True,
         ),
     }

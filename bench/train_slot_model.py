@@ -181,10 +181,12 @@ def main() -> int:
     ap.add_argument("--max-many", type=float, default=0.01)
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--no-veto", action="store_true")
+    ap.add_argument("--round", type=int, default=2, help="slot_training's kinds: 2 (~100 kinds) or 3 (~135)")
+    ap.add_argument("--persons", type=int, default=PERSONS)
     ap.add_argument("--write", action="store_true", help=f"save to {WEIGHTS_FILE}")
     ap.add_argument("--out", type=Path, default=None, help="save to this file instead")
     args = ap.parse_args()
-    rows, vecs = statements(args.cache, PERSONS, round=2)
+    rows, vecs = statements(args.cache, args.persons, round=args.round)
     kw, kb, kex, names = fit_kinds(rows, vecs, epochs=args.epochs, lr=args.lr, decay=args.decay)
     veto_w, veto_t = np.zeros(0, dtype=np.float32), 0.0
     if not args.no_veto:
@@ -200,7 +202,8 @@ def main() -> int:
     if target is None:
         return 0
     fitted = (
-        f"kind profiles: softmax over {len(names)} kinds, {len(rows)} statements (slot_training {PERSONS} people "
+        f"kind profiles: softmax over {len(names)} kinds, {len(rows)} statements (slot_training round {args.round}, "
+        f"{args.persons} people "
         f"with shapes + knowledge_updates even people), {args.epochs} epochs, seed {SEED}; threshold {args.threshold}; "
         + ("no veto" if args.no_veto else f"veto: pair logistic, L2 {args.l2}, threshold {veto_t} (held-out false "
            f"positives on same many-valued kind <= {args.max_many})")

@@ -16,7 +16,16 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "KINDS_ROUND2", "PREFIXES", "SUFFIXES", "TrainStatement", "build", "shaped"]
+__all__ = [
+    "KINDS",
+    "KINDS_ROUND2",
+    "KINDS_ROUND3",
+    "PREFIXES",
+    "SUFFIXES",
+    "TrainStatement",
+    "build",
+    "shaped",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +279,141 @@ KINDS_ROUND2.update({
     "exhibition": (False, _EXHIBIT, ("{n} saw {v}.", "{n} visited {v}.", "{n} went to {v} in town.")),
 })  # fmt: skip
 
+# -- round 3 (kindcv): many more kinds, so that a kind the profiles never saw falls near known
+# ones of its own sort (a service someone uses, a number someone has, a role someone holds; things
+# someone has done or owns several of). Written after ``knowledge_updates_fresh5`` and without any of
+# the held-out families' kinds or near-synonyms of them (no pharmacy, pension, childcare, boat, shoe
+# size, rating, coworking, publisher, voice part, wake-up time; no patents, bylines, boards, dances,
+# birds, lectures; none of fresh2-4's kinds).
+_PLUMBER = ["Mr Doyle", "PipeWorks", "a plumber called Stan", "Flowright Plumbing", "Mrs Kaya's firm"]
+_ELECTRICIAN = ["Sparks & Sons", "Mr Novak", "an electrician named Bruno", "Brightline Electrical"]
+_CLEANER = ["Marta", "a firm called Sparkle", "Mr Obi", "Shine Cleaning", "a cleaner named Luz"]
+_GARDENER = ["Green Thumb Ltd", "Mr Ashdown", "a gardener called Fern", "the Hedgerow company"]
+_TAILOR = ["Mr Rossi", "Stitch & Hem", "a tailor on Savile Row", "Mrs Chen's alterations"]
+_VENDOR_CARD = ["Amex", "Visa from Chase", "a Mastercard from HSBC", "a Monzo debit card", "Discover"]
+_MORTGAGE = ["Halifax", "Coventry Building Society", "Nationwide", "Yorkshire Bank", "Skipton"]
+_HANDICAP = ["12", "18", "9", "24", "6", "15"]
+_PB = ["3 hours 40", "3 hours 15", "4 hours 2", "2 hours 58", "3 hours 30"]
+_HEIGHT = ["1.62 m", "1.70 m", "1.78 m", "1.85 m", "1.91 m"]
+_WEIGHT = ["62 kilos", "70 kilos", "78 kilos", "85 kilos", "91 kilos"]
+_BELT = ["a yellow belt", "a green belt", "a blue belt", "a brown belt", "a black belt"]
+_SHIRT = ["7", "9", "10", "11", "14", "23"]
+_GRADE = ["year 5", "year 6", "year 8", "year 10", "sixth form"]
+_RENT = ["800 a month", "950 a month", "1,100 a month", "1,300 a month", "1,500 a month"]
+_POSTCODE = ["E2 7QL", "N1 9GU", "SW9 8JX", "M4 1HN", "B15 2TT", "LS6 3DN"]
+_TIMEZONE = ["Central European Time", "Eastern Time", "Pacific Time", "GMT", "Japan Standard Time"]
+_HANDLE = ["@kitmakes", "@quietfox", "@the_real_jo", "@bytesandbeans", "@northwind"]
+_COFFEE = ["a flat white", "an oat latte", "a double espresso", "a cortado", "a black americano"]
+_DRINK = ["gin and tonic", "a dry cider", "red wine", "an IPA", "sparkling water"]
+_AUTHOR = ["Ursula Le Guin", "Toni Morrison", "Haruki Murakami", "Zadie Smith", "Terry Pratchett"]
+_WATCH = ["a Casio", "an Apple Watch", "a Seiko", "a Garmin", "an old Omega"]
+_SCENT = ["Chanel No 5", "a cedar cologne", "Jo Malone lime", "Dior Sauvage", "a rose oil"]
+_BAND_IN = ["the Velvet Moths", "a jazz trio", "Static Harbour", "a covers band", "the Low Tides"]
+_ROLE_PLAY = ["Hamlet", "Lady Macbeth", "Willy Loman", "Puck", "Blanche DuBois"]
+_THESIS = ["coral reefs", "medieval trade", "quantum dots", "language acquisition", "urban heat"]
+_WARD = ["the cardiology ward", "A&E", "the maternity ward", "intensive care", "the children's ward"]
+_ROUTE = ["the number 12", "route 38", "the night bus N5", "the airport shuttle", "route 7"]
+_CLASS = ["year 3", "reception", "year 9 maths", "A-level chemistry", "year 6"]
+_BEAT = ["politics", "crime", "science", "the courts", "sport"]
+_SHOP_OWN = ["a bakery", "a bike shop", "a florist", "a record shop", "a hardware store"]
+_MAYOR = ["the town council", "the parish council", "the city's transport board", "the school governors"]
+_NICK = ["Jojo", "Red", "Doc", "Mo", "Ziggy", "Bear"]
+_CARCOLOUR = ["a red car", "a silver car", "a dark green car", "a white car", "a blue car"]
+_TEAMROLE = ["captain", "vice-captain", "goalkeeper", "coach's assistant", "team manager"]
+_SEAT = ["row F seat 12", "the north stand", "block 114", "the family enclosure", "row B seat 3"]
+_SONGS = ["a song about the sea", "a lullaby", "a protest song", "a wedding song", "a jingle"]
+_CUISINE = ["Ethiopian food", "Georgian food", "Peruvian food", "Korean barbecue", "Sichuan food"]
+_CELEB = ["a famous chef", "an Olympic rower", "a film director", "a Nobel laureate", "a rock star"]
+_SNEAKERS = ["Air Max", "Stan Smiths", "Converse high-tops", "New Balance 990s", "Vans"]
+_VINYL = ["Miles Davis", "Bowie", "Nina Simone", "Kraftwerk", "Fela Kuti"]
+_POEMS = ["the moon", "a lost dog", "winter", "the harbour", "the grandmother"]
+_WEDDINGS = [
+    "a cousin's wedding",
+    "a friend's wedding in Crete",
+    "a colleague's wedding",
+    "a school friend's wedding",
+]
+_RIVERS = ["the Danube", "the Wye", "the Dordogne", "the Spey", "the Soca"]
+_WINES = ["a Rioja", "a Barolo", "a Riesling", "a Malbec", "a Chablis"]
+_DONATE = ["Oxfam", "the RNLI", "a cancer charity", "Médecins Sans Frontières", "a local shelter"]
+_FOLLOWS = ["a baking account", "a gaming streamer", "a travel vlogger", "a gardening account", "a comedian"]
+_STREAMS = ["Netflix", "Disney+", "a BBC iPlayer series", "Apple TV", "Prime Video"]
+_ROOMS = ["the kitchen", "the bathroom", "the spare room", "the hallway", "the attic"]
+_CERT_NO = ["an old knee injury", "a bad back", "hay fever", "migraines", "asthma"]
+
+KINDS_ROUND3: dict[str, tuple[bool, list[str], tuple[str, ...]]] = dict(KINDS_ROUND2)
+KINDS_ROUND3.update({
+    "plumber": (True, _PLUMBER, ("{n}'s plumber is {v}.", "{n} calls {v} when a pipe leaks.",
+                                 "{n} uses {v} for plumbing jobs.", "{n} found a new plumber: {v}.")),
+    "electrician": (True, _ELECTRICIAN, ("{n}'s electrician is {v}.", "{n} has {v} do the wiring.",
+                                         "{n} rings {v} for electrical work.")),
+    "cleaner": (True, _CLEANER, ("{n}'s cleaner is {v}.", "{n}'s house is cleaned by {v}.",
+                                 "{n} hired {v} to clean the flat.", "{v} cleans for {n} on Fridays.")),
+    "gardener": (True, _GARDENER, ("{n}'s gardener is {v}.", "{n}'s garden is kept by {v}.",
+                                   "{n} pays {v} to mow the lawn.")),
+    "tailor": (True, _TAILOR, ("{n}'s tailor is {v}.", "{n} has suits altered by {v}.",
+                               "{n} takes clothes to {v} for alterations.")),
+    "credit_card": (True, _VENDOR_CARD, ("{n} pays with {v}.", "{n}'s credit card is {v}.",
+                                         "{n} cancelled the old card and uses {v}.")),
+    "mortgage": (True, _MORTGAGE, ("{n}'s mortgage is with {v}.", "{n} remortgaged with {v}.",
+                                   "{n}'s home loan comes from {v}.")),
+    "golf_handicap": (True, _HANDICAP, ("{n}'s golf handicap is {v}.", "{n} plays golf off {v}.",
+                                        "{n} got the handicap down to {v}.")),
+    "marathon_pb": (True, _PB, ("{n}'s marathon best is {v}.", "{n} ran a personal best of {v} in the marathon.",
+                                "{n}'s fastest marathon took {v}.")),
+    "height": (True, _HEIGHT, ("{n} is {v} tall.", "{n}'s height is {v}.", "{n} measures {v}.")),
+    "weight": (True, _WEIGHT, ("{n} weighs {v}.", "{n}'s weight is {v}.", "{n} is down to {v}.")),
+    "belt": (True, _BELT, ("{n} has {v} in karate.", "{n} earned {v} at the dojo.", "{n}'s karate grade is {v}.")),
+    "shirt_number": (True, _SHIRT, ("{n} wears number {v} for the club.", "{n}'s shirt number is {v}.",
+                                    "{n} plays in the number {v} shirt.")),
+    "school_year": (True, _GRADE, ("{n} is in {v}.", "{n} moved up to {v}.", "{n}'s class at school is {v}.")),
+    "rent": (True, _RENT, ("{n} pays {v} in rent.", "{n}'s rent is {v}.", "{n}'s rent went up to {v}.")),
+    "postcode": (True, _POSTCODE, ("{n}'s postcode is {v}.", "{n}'s post goes to {v}.",
+                                   "{n} gave {v} as a postcode.")),
+    "timezone": (True, _TIMEZONE, ("{n} works on {v}.", "{n}'s time zone is {v}.", "{n} keeps {v} hours.")),
+    "handle": (True, _HANDLE, ("{n}'s username is {v}.", "{n} posts as {v}.", "{n}'s handle online is {v}.")),
+    "coffee_order": (True, _COFFEE, ("{n}'s usual coffee order is {v}.", "{n} always orders {v}.",
+                                     "{n}'s coffee of choice is {v}.")),
+    "drink": (True, _DRINK, ("{n}'s drink is {v}.", "At the bar {n} orders {v}.", "{n}'s usual tipple is {v}.")),
+    "fav_author": (True, _AUTHOR, ("{n}'s favourite author is {v}.", "{n} rates {v} above every other writer.",
+                                   "{n}'s best-loved novelist is {v}.")),
+    "watch": (True, _WATCH, ("{n} wears {v}.", "{n}'s watch is {v}.", "{n} straps on {v} every day.")),
+    "scent": (True, _SCENT, ("{n}'s perfume is {v}.", "{n} wears {v} as a signature scent.",
+                             "{n} smells of {v} these days.")),
+    "band_in": (True, _BAND_IN, ("{n} plays in {v}.", "{n} is the bassist of {v}.", "{n} joined {v} as a guitarist.")),
+    "stage_role": (True, _ROLE_PLAY, ("{n} is playing {v} in the new production.", "{n} was cast as {v}.",
+                                      "{n}'s part in the play is {v}.")),
+    "thesis": (True, _THESIS, ("{n}'s thesis is about {v}.", "{n} is researching {v} for a doctorate.",
+                               "{n}'s dissertation topic is {v}.")),
+    "ward": (True, _WARD, ("{n} works on {v}.", "{n} is a nurse on {v}.", "{n} was moved to {v}.")),
+    "bus_route": (True, _ROUTE, ("{n} drives {v}.", "{n}'s bus route is {v}.", "{n} was put on {v}.")),
+    "class_taught": (True, _CLASS, ("{n} teaches {v}.", "{n}'s class this year is {v}.", "{n} took over {v}.")),
+    "beat": (True, _BEAT, ("{n} covers {v} for the paper.", "{n}'s beat is {v}.", "{n} reports on {v}.")),
+    "shop_owned": (True, _SHOP_OWN, ("{n} runs {v}.", "{n} owns {v} on the high street.", "{n} opened {v}.")),
+    "seat_on": (True, _MAYOR, ("{n} chairs {v}.", "{n} was elected to lead {v}.", "{n} is the head of {v}.")),
+    "nickname": (True, _NICK, ("{n}'s nickname is {v}.", "Everyone calls {n} {v}.", "{n} goes by {v}.")),
+    "car_colour": (True, _CARCOLOUR, ("{n} has {v}.", "{n} parks {v} outside.", "{n} resprayed the car: {v}.")),
+    "team_role": (True, _TEAMROLE, ("{n} is the {v} of the hockey team.", "{n} was made {v}.",
+                                    "On the team, {n} is {v}.")),
+    "season_seat": (True, _SEAT, ("{n}'s season ticket is for {v}.", "{n} sits in {v} at home games.",
+                                  "{n} moved the season ticket to {v}.")),
+    # many-valued
+    "songs": (False, _SONGS, ("{n} wrote {v}.", "{n} composed {v}.", "{n} recorded {v}.")),
+    "cuisines": (False, _CUISINE, ("{n} has tried {v}.", "{n} tasted {v} for the first time.", "{n} ate {v}.")),
+    "met": (False, _CELEB, ("{n} met {v}.", "{n} shook hands with {v}.", "{n} had dinner with {v}.")),
+    "sneakers": (False, _SNEAKERS, ("{n} owns {v}.", "{n} bought a pair of {v}.", "{n} wears {v} sometimes.")),
+    "vinyl": (False, _VINYL, ("{n} has records by {v}.", "{n} bought a {v} LP.", "{n} spins {v} on vinyl.")),
+    "poems": (False, _POEMS, ("{n} wrote a poem about {v}.", "{n} published verses on {v}.")),
+    "weddings": (False, _WEDDINGS, ("{n} went to {v}.", "{n} was a guest at {v}.", "{n} gave a speech at {v}.")),
+    "rivers": (False, _RIVERS, ("{n} kayaked {v}.", "{n} paddled down {v}.", "{n} swam in {v}.")),
+    "wines": (False, _WINES, ("{n} enjoyed {v}.", "{n} bought a case of {v}.", "{n} opened {v} for guests.")),
+    "donates": (False, _DONATE, ("{n} donates to {v}.", "{n} gives money to {v}.", "{n} sponsors {v}.")),
+    "follows": (False, _FOLLOWS, ("{n} follows {v}.", "{n} is subscribed to {v}.", "{n} watches {v} online.")),
+    "streams": (False, _STREAMS, ("{n} streams {v}.", "{n} pays for {v}.", "{n} binge-watched {v}.")),
+    "renovated": (False, _ROOMS, ("{n} renovated {v}.", "{n} repainted {v}.", "{n} redid {v}.")),
+    "conditions": (False, _CERT_NO, ("{n} lives with {v}.", "{n} has {v}.", "{n} takes medicine for {v}.")),
+})  # fmt: skip
+
 # Sentence shapes laid over any template: a leading clause or a trailing remark.
 PREFIXES = ("In {y}, ", "Since {y}, ", "As of {y}, ", "Recently, ", "Last {s}, ", "Apparently, ",
             "For the record, ", "Good news: ", "Update: ", "Earlier this year, ", "Back in {y}, ")  # fmt: skip
@@ -309,10 +453,10 @@ def build(seed: int = 7, persons: int = 400, *, round: int = 1) -> list[TrainSta
     """Per person: four to seven kinds, two to four statements of each (values differ).
 
     ``round`` 1: ``KINDS`` as written (the many-valued veto's data, unchanged since the
-    first round); 2: ``KINDS_ROUND2``, with ``shaped``'s leading clauses and trailing
+    first round); 2: ``KINDS_ROUND2`` (3: ``KINDS_ROUND3``), with ``shaped``'s leading clauses and trailing
     remarks over some statements (the kind profiles' data).
     """
-    table = KINDS if round == 1 else KINDS_ROUND2
+    table = {1: KINDS, 2: KINDS_ROUND2}.get(round, KINDS_ROUND3)
     rng = random.Random(seed)
     shape_rng = random.Random(seed + 1)  # its own stream: the draws of ``rng`` do not depend on shapes
     out: list[TrainStatement] = []

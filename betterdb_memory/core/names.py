@@ -287,10 +287,12 @@ def _sentence_verb(text: str, low: str, end: int) -> bool:
     return nxt is not None and nxt.group(1) in _FUNCTION_WORDS
 
 
+@functools.lru_cache(maxsize=4096)
 def names_of(text: str) -> frozenset[str]:
     """The names in a text, case-folded, as runs of adjacent name words ("ada moreau").
 
-    See ``name_runs`` (the same names, in text order).
+    See ``name_runs`` (the same names, in text order). Cached by text: a recall's
+    question is read by ``vector_needs``, ``focus_scores`` and the question's rules.
     """
     return frozenset(name_runs(text))
 

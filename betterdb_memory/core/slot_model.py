@@ -93,6 +93,13 @@ class KindModel:
         out: FloatArray = ((p * q) @ self.exclusive / norms).astype(np.float32)
         return out
 
+    def overlaps(self, profiles: FloatArray, left: IndexArray, right: IndexArray) -> FloatArray:
+        """Per pair of rows: their profiles' cosine, every kind counted (the same kind, whether exclusive or not)."""
+        p, q = profiles[left], profiles[right]
+        norms = np.maximum(np.linalg.norm(p, axis=1) * np.linalg.norm(q, axis=1), 1e-12)
+        out: FloatArray = ((p * q).sum(axis=1) / norms).astype(np.float32)
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class Veto:

@@ -16,22 +16,16 @@ o.valid_from``) when all three hold:
    numbers other than years, and ``<self>`` for "I / my / the user". "Ada Moreau lives
    in Lisbon" and "Ada moved to Berlin" lead with "ada (moreau)"; "Greta Zeller is a
    nurse" and "Greta Ashby is a chef" do not; "I live in Lisbon" and "I moved to
-   Berlin" lead with ``<self>``. Any shared name was tried first and measured worse:
-   two people who own the same phone model or share a partner's first name
-   ("... Nothing Phone 2", "... partner is Dario") share a name; their subjects differ.
+   Berlin" lead with ``<self>``. (Any shared name measured worse: two people may own
+   one phone model.)
 2. **Close statements (mutual similarity).** The cosine of their stored vectors is at
    least ``min_similarity``.
 3. **The same exclusive kind of attribute.** With the shipped MiniLM embedder, learned
-   (``core.slot_model``, ``learned_pairs``): each statement's profile over ~100 kinds of
-   attribute from a classifier of single statements (so the person's name, which both
-   share, drops out), the exclusive part of the two profiles' overlap at least a
-   threshold, and a pair logistic veto of many-valued pairs; fitted on generated
-   statements of many kinds and wordings. With any other embedder (the weights live in
-   MiniLM's space): each statement is compared with short prototype sentences of known
-   kinds (``core.slot_kinds``), embedded once with the store's own embedder; the best
-   kind of each must be exclusive and among the other's two best, or the two must be
-   each other's nearest statement of their entity with an exclusive kind clearly ahead
-   (``same_kind_pairs``). ``kind_pairs`` picks the judge.
+   (``core.slot_model``, ``learned_pairs``): kind profiles of single statements (the
+   name both share drops out), the exclusive part of their overlap at least a
+   threshold, and a veto of many-valued pairs. With any other embedder: similarity to
+   prototype sentences of known kinds (``core.slot_kinds``, ``same_kind_pairs``),
+   embedded once with the store's embedder. ``kind_pairs`` picks the judge.
 
 Why rule 3: with MiniLM, "Ada likes tea" / "Ada likes coffee" are as similar as "Ada
 lives in Lisbon" / "Ada lives in Berlin" (medians 0.70 and 0.68), and two attributes of
@@ -40,25 +34,28 @@ one person ("lives in", "drives a") are not far below (0.53): rules 1-2 alone su
 no LLM, and fail safe: a statement whose kind is many-valued or unknown is never
 superseded, which costs an update its promotion, never a current fact its rank.
 
+**The question's number.** A question asking for several values ("Which *languages*
+...") supersedes nothing of its entity (``plural_veto``); one asking for one value
+("Which *pharmacy* ...") lets a pair of its entity through on the same kind alone, exclusive
+or not, when the two are each other's nearest statement of it (``one_value_pairs``).
+
 ``present_order`` applies the rule (for questions about the present; a recall with
 ``as_of`` or a time window must not use it): the newest version of a slot takes the
 best score of the slot's versions, and each older one goes just below its supersessors.
 
 **Which slot the question asks about (``focus_scores``).** That promotion also promotes
-the wrong slot when the ranking put another attribute of the person first ("Who is Ivan
-Reyes in a relationship with?" ranked "Ivan Reyes started working for Initech." first:
-every statement of a person is near a question naming them, and a slot of five versions
-has five chances to win). So when a same-slot pair lies among the statements of an
-entity the question names, those are re-ordered among themselves by what they say
-beyond the name: their vectors and the question's minus the centroid of the entity's
-candidates (mostly the name), by cosine; they keep the set of scores they had.
+the wrong slot when the ranking put another attribute of the person first (every
+statement of a person is near a question naming them, and a slot of five versions has
+five chances to win). So when a same-slot pair lies among the statements of an entity
+the question names, those are re-ordered among themselves by what they say beyond the
+name: their vectors and the question's minus the centroid of the entity's candidates
+(mostly the name), by cosine; they keep the set of scores they had.
 
-Measured through the public API (``bench/temporal_fresh.py``, with the shipped MiniLM):
-the current statement first for 87.8% of questions about the present on the designed-on
-set's held-out half, 79.2% on a first fresh wording family, 69.0% and 66.2% on two more,
-and 73.2% on a fourth never tuned on or read; false supersession of both-current pairs
-0.0%, 0.9%, 1.7%, 0.0% and 0.0% (the issue's goal: 95% and 2%). A question asking for
-several values ("Which languages ...") supersedes nothing of its entity (``plural_veto``).
+Measured through the public API (``bench/temporal_fresh.py``, ``bench/results/temporal.md``
+section G): the current statement first for 89.1% of questions about the present on the
+designed-on set's held-out half, 80.8 / 70.9 / 68.5 / 75.9% on four fresh wording
+families and 51.7% on a fifth of kinds never seen (45.7% without ``one_value_pairs``);
+false supersession of both-current pairs at most 1.7% (the goals: 95% and 2%).
 """
 
 from __future__ import annotations
@@ -73,7 +70,7 @@ import numpy.typing as npt
 from .names import leading_name, name_groups, name_mates, names_of, same_name
 from .slot_kinds import EXCLUSIVE_KINDS, MANY_KINDS, Prototypes, normalised, products, prototype_texts
 from .slot_model import SlotModel
-from .slot_question import asked_number
+from .slot_question import asked_number, asked_pairs, plural_veto
 
 __all__ = [
     "EXCLUSIVE_KINDS",
@@ -86,6 +83,7 @@ __all__ = [
     "kind_pairs",
     "learned_pairs",
     "near_pairs",
+    "one_value_pairs",
     "plural_veto",
     "present_order",
     "prototype_texts",
@@ -134,6 +132,8 @@ class SupersessionRule:
     min_similarity: float = 0.45
     min_kind_correlation: float = 0.5
     min_exclusive_margin: float = 0.08
+    #: ``one_value_pairs``: the least cosine of two kind profiles (every kind counted).
+    min_one_value_overlap: float = 0.5
 
 
 def same_exclusive_kind(kind_scores: FloatArray, prototypes: Prototypes) -> npt.NDArray[np.bool_]:
@@ -288,45 +288,52 @@ def kind_pairs(
 ) -> list[tuple[int, int]]:
     """Rule 3: the learned ``model``'s pairs (the embedder it was fitted on), else the prototypes'.
 
-    ``question``: the recall's question. When it asks for several values ("Which
-    languages does Ada speak?", ``core.slot_question``), the pairs of the entity it
-    names are not one slot whatever the judge says (``plural_veto``).
-
-    The model (``core.slot_model``: kind profiles learned from single statements, so the
-    person's name drops out, and a many-valued veto) replaced the prototypes for the
-    shipped MiniLM: on wordings and kinds neither was built on it finds more updates
-    and fewer pairs of two slots (bench/train_slot_model.py, bench/temporal_fresh.py).
+    ``question``: the recall's question. One asking for several values drops its
+    entity's pairs first (``plural_veto``); with a model, one asking for one value adds
+    the pairs ``one_value_pairs`` finds among those the model dropped.
     """
     pairs = plural_veto(candidates, pairs, question) if question else pairs
     if model is None:
         return same_kind_pairs(candidates, pairs, prototypes, rule)
-    return learned_pairs(candidates, pairs, model)
+    kept = set(learned_pairs(candidates, pairs, model))
+    if question and len(kept) < len(pairs):
+        kept.update(one_value_pairs(candidates, [p for p in pairs if p not in kept], model, question, rule))
+    return [p for p in pairs if p in kept]
 
 
-def plural_veto(
-    candidates: Sequence[Candidate], pairs: Sequence[tuple[int, int]], question: str
+def one_value_pairs(
+    candidates: Sequence[Candidate],
+    pairs: Sequence[tuple[int, int]],
+    model: SlotModel,
+    question: str,
+    rule: SupersessionRule = SupersessionRule(),
 ) -> list[tuple[int, int]]:
-    """The ``pairs`` less those of the entity ``question`` names, when it asks for several values.
+    """The ``pairs`` that are one slot because ``question`` asks one value of the entity they state.
 
-    A question about a many-valued attribute says so in English: its asked noun is
-    plural ("Which *languages* does Ada speak?", "What *podcasts* ..."). Its answers are
-    all current, so two statements of that person close to it are not versions of one
-    slot, whatever rule 3 made of their kinds (the kind profiles miss kinds they were
-    never fitted on). Measured through the public API (``bench/temporal_fresh.py``): false
-    supersession on the second fresh family 4.4% -> 1.7%, current-first within 4
-    questions on every family (``bench/results/temporal.md``, section G). A question
-    asking for one value, or saying nothing, leaves the pairs to rule 3.
+    Rule 3's profile score weighs the exclusive kinds the model knows; a kind it never
+    saw spreads over known ones, many-valued among them, and its updates score too low
+    (~60% of the misses on the fresh families). A question whose asked noun is singular
+    ("Which *pharmacy* does Ada use?", ``asked_number``) says the asked attribute holds
+    one value, so of its entity's pairs only the same kind is left to tell: the two
+    statements are each other's nearest statement of that entity (cosine) and their
+    profiles overlap (cosine over every kind) by ``rule.min_one_value_overlap``.
     """
-    if not pairs or asked_number(question) != "many":
-        return list(pairs)
-    names = names_of(question)
-
-    @functools.cache
-    def asked(i: int) -> bool:
-        lead = leading_name(candidates[i].text)
-        return bool(lead) and any(same_name(lead or "", n) for n in names)
-
-    return [(o, n) for o, n in pairs if not (asked(o) and asked(n))]
+    if not pairs or asked_number(question) != "one":
+        return []
+    mine = [p for p, m in zip(pairs, asked_pairs(candidates, pairs, question), strict=True) if m]
+    if not mine:
+        return []
+    rows = sorted({x for pair in mine for x in pair})
+    at = {x: r for r, x in enumerate(rows)}
+    vecs = _vectors(candidates, rows)
+    nearest = _nearest_of_entity(candidates, rows, vecs)
+    mine = [(o, n) for o, n in mine if nearest.get(o) == n and nearest.get(n) == o]
+    if not mine:
+        return []
+    left = np.asarray([at[o] for o, _ in mine], dtype=np.intp)
+    right = np.asarray([at[n] for _, n in mine], dtype=np.intp)
+    overlap = model.kinds.overlaps(model.kinds.profiles(vecs), left, right)
+    return [pair for pair, s in zip(mine, overlap.tolist(), strict=True) if s >= rule.min_one_value_overlap]
 
 
 def _nearest_of_entity(

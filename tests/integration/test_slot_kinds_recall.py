@@ -99,3 +99,32 @@ async def test_a_question_asking_for_several_values_supersedes_nothing(
     assert {old_id, new_id} <= set(by_id)
     explain = by_id[old_id].explain
     assert explain is not None and explain.superseded_by is None
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "question"),
+    [
+        (
+            "Lena Hart's piano is tuned by Mr Abbot.",
+            "Lena Hart found a new piano tuner, Ms Quill.",
+            "Who is Lena Hart's piano tuner?",
+        ),
+    ],
+)
+async def test_a_question_asking_one_value_ranks_the_newest_of_an_unseen_kind_first(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder, older: str, newer: str, question: str
+) -> None:
+    """Kinds the kind model was never fitted on: the question's singular noun says one value
+    (core.supersession.one_value_pairs), so the newer statement ranks first and the older is
+    marked superseded; another attribute of Lena stays current."""
+    store = make_store(embedder=onnx)
+    old_id = await store.remember(older, valid_from="2016-03-01")
+    other_id = await store.remember("Lena Hart lives in Ghent.", valid_from="2018-05-01")
+    new_id = await store.remember(newer, valid_from="2021-09-01")
+    hits = await store.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
+    by_id = {h.item.id: h for h in hits}
+    assert hits[0].item.id == new_id
+    explain = by_id[old_id].explain
+    assert explain is not None and explain.superseded_by == new_id
+    other = by_id[other_id].explain
+    assert other is not None and other.superseded_by is None

@@ -57,6 +57,20 @@ def test_the_score_is_the_exclusive_part_of_the_profiles_cosine() -> None:
     assert model.scores(many, np.asarray([0]), np.asarray([1]))[0] == pytest.approx(0.0)
 
 
+def test_the_overlap_is_the_profiles_cosine_over_every_kind() -> None:
+    """p . q / (|p| |q|): two profiles on one many-valued kind overlap fully (the exclusive score: 0)."""
+    model = _kinds()
+    p = model.profiles(_rows(6))
+    left, right = np.asarray([0, 1, 2]), np.asarray([3, 4, 5])
+    want = [
+        float(p[i] @ p[j]) / (np.linalg.norm(p[i]) * np.linalg.norm(p[j]))
+        for i, j in zip(left, right, strict=True)
+    ]
+    np.testing.assert_allclose(model.overlaps(p, left, right), want, rtol=1e-5)
+    many = np.asarray([[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]], dtype=np.float32)
+    assert model.overlaps(many, np.asarray([0]), np.asarray([1]))[0] == pytest.approx(1.0)
+
+
 def test_the_name_a_kind_model_has_learned_away_does_not_move_the_score() -> None:
     """A direction the kind weights ignore (as a person's name is, once learned) changes no profile."""
     model = _kinds()

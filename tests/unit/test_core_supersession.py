@@ -21,6 +21,7 @@ from betterdb_memory.core.supersession import (
     kind_pairs,
     learned_pairs,
     near_pairs,
+    one_value_pairs,
     present_order,
     prototype_texts,
     rank_superseded,
@@ -212,6 +213,66 @@ def test_the_learned_model_replaces_the_prototypes() -> None:
     assert kind_pairs([tea, coffee], likes, _protos()) == []
     one = KindModel(_learned().kinds.weights, _learned().kinds.bias, np.ones(3, np.float32))
     assert kind_pairs([tea, coffee], likes, _protos(), SlotModel(one, None, 0.5)) == [(0, 1)]
+
+
+def _pharmacy() -> list[Candidate]:
+    """An update of a kind the model never saw, whose profiles fall on a many-valued kind (axis 1),
+    next to another attribute of Ada (home) and the same kind of update of Bo."""
+    return [
+        _c("a", "Ada picks up prescriptions at Boots.", _vec(0, 1, 0, 0.1), 100, 0.9),
+        _c("b", "Ada switched pharmacies and uses Pharmly.", _vec(0, 1, 0, -0.1), 200, 0.8),
+        _c("c", "Ada lives in Lisbon.", _vec(0.8, 0.6, 0, 0.05), 50, 0.7),
+        _c("d", "Bo picks up prescriptions at Boots.", _vec(0, 1, 0, 0.2), 100, 0.6),
+        _c("e", "Bo switched pharmacies and uses Pharmly.", _vec(0, 1, 0, -0.2), 200, 0.5),
+    ]
+
+
+def test_a_question_asking_one_value_keeps_the_update_of_an_unseen_kind() -> None:
+    """The model drops the pair (its profiles are many-valued); "Which pharmacy ..." asks one value,
+    the two are each other's nearest statement of Ada and their profiles overlap: one slot."""
+    cands = _pharmacy()
+    near = near_pairs(cands)
+    assert (0, 1) in near and (3, 4) in near
+    model = _learned()
+    assert learned_pairs(cands, near, model) == []
+    assert one_value_pairs(cands, near, model, "Which pharmacy does Ada use?") == [(0, 1)]
+    assert kind_pairs(cands, near, _protos(), model, question="Which pharmacy does Ada use?") == [(0, 1)]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which pharmacies does Ada use?",  # several values
+        "Where does Ada get medicine?",  # says nothing of how many
+        "Which pharmacy does Cy use?",  # another entity
+    ],
+)
+def test_only_a_one_value_question_about_the_entity_adds_pairs(question: str) -> None:
+    cands = _pharmacy()
+    near = near_pairs(cands)
+    assert one_value_pairs(cands, near, _learned(), question) == []
+    assert kind_pairs(cands, near, _protos(), _learned(), question=question) == []
+
+
+def test_the_one_value_pair_must_be_mutually_nearest_with_overlapping_profiles() -> None:
+    cands = _pharmacy()
+    question = "Which pharmacy does Ada use?"
+    # A third version closer to the second than the first is: (0, 1) is no longer mutual.
+    third = _c("f", "Ada now uses the hospital pharmacy.", _vec(0, 1, 0, -0.12), 300, 0.4)
+    pairs = near_pairs([*cands, third])
+    kept = one_value_pairs([*cands, third], pairs, _learned(), question)
+    assert (0, 1) not in kept and (1, 5) in kept
+    # Home and pharmacy of Ada, each other's nearest, but on two kinds: profiles do not overlap.
+    two = [cands[2], _c("g", "Ada uses Pharmly for prescriptions.", _vec(0.2, 1, 0, 0), 300, 0.3)]
+    near = near_pairs(two)
+    assert near == [(0, 1)]
+    assert one_value_pairs(two, near, _learned(), question) == []
+    assert (
+        one_value_pairs(
+            cands, near_pairs(cands), _learned(), question, SupersessionRule(min_one_value_overlap=1.01)
+        )
+        == []
+    )
 
 
 def test_two_people_are_not_a_pair() -> None:
