@@ -29,6 +29,7 @@ test-unit: $(STAMP)
 
 # The suite against valkey-search (standalone, AOF everysec) and the cluster tests, on the
 # optional test engine in ../shared/engines/valkey-search: one line and success when it is absent.
+# The standalone run deselects the tests/unit tests with no server fixture (tests/conftest.py).
 test-valkey-search: $(STAMP)
 	@PYTHON=$(PY) bash scripts/with-valkey-search.sh standalone $(PY) -m pytest -q --ignore=tests/cluster
 

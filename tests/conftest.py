@@ -3,6 +3,10 @@
 ``VALKEY_URL`` set: use that server and start nothing (asyncpg's running-server mode).
 Otherwise an ``EmbeddedServer`` on a free port with a temporary data dir. Tests never
 FLUSHALL: each test gets its own store name, so its keys and index are its own.
+
+Under ``make test-valkey-search`` (``BETTERDB_TEST_ENGINE=valkey-search``) the tests that
+cannot reach a server are left out (``engine_independent``): they already ran, identically,
+in ``make test``, and would only add minutes to CI.
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,6 +27,71 @@ from betterdb_memory.backend.dialect import keyless_route
 from betterdb_memory.core.dialect import parse_module_list
 from betterdb_memory.server import EmbeddedServer, server_url_from_env
 from tests.engines import session_engine
+
+#: The fixtures that reach a server: the session server (``client``, ``make_store`` and every
+#: store fixture depend on it, so it is in their closure) and the reliability suite's own
+#: servers (``own_server``: they run the session's engine, see ``tests/engines.py``).
+SERVER_FIXTURES = frozenset({"valkey_url", "own_server"})
+UNIT_DIR = Path(__file__).resolve().parent / "unit"
+#: A unit module mentioning one of these may reach a server without a fixture: it is kept.
+SERVER_HINTS = ("tests.engines", "VALKEY_URL", "BETTERDB_TEST_ENGINE", "EmbeddedServer(")
+_DESELECTED = pytest.StashKey[int]()
+
+
+def engine_independent(path: Path, fixturenames: Iterable[str], module_source: str) -> bool:
+    """True for a test whose outcome cannot depend on the session's engine.
+
+    That is a test of ``tests/unit`` (no server by the project's rule) with no server
+    fixture in its fixture closure, in a module that names no way to a server of its
+    own. Any other test is kept: a storage test always has ``valkey_url`` in its closure,
+    and a test that starts a server of its own lives outside ``tests/unit`` or names it.
+    """
+    return (
+        path.resolve().is_relative_to(UNIT_DIR)
+        and SERVER_FIXTURES.isdisjoint(fixturenames)
+        and not any(hint in module_source for hint in SERVER_HINTS)
+    )
+
+
+def _module_source(module: ModuleType | None, cache: dict[str, str]) -> str:
+    """The source text of a test's module (read once per module); empty when it has no file."""
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return ""
+    if path not in cache:
+        cache[path] = Path(path).read_text(encoding="utf-8")
+    return cache[path]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On valkey-search, deselect the tests ``engine_independent`` says ran identically in ``make test``."""
+    if session_engine() != "valkey-search":
+        return
+    sources: dict[str, str] = {}
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        names = getattr(item, "fixturenames", None)
+        module = getattr(item, "module", None)
+        independent = names is not None and engine_independent(
+            item.path, names, _module_source(module, sources)
+        )
+        (drop if independent else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    config.stash[_DESELECTED] = len(drop)
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    """The one line saying how many tests the valkey-search run left out, and why."""
+    dropped = config.stash.get(_DESELECTED, None)
+    if dropped is None:
+        return None
+    return (
+        f"valkey-search run: {dropped} tests of tests/unit deselected (no server fixture in their "
+        "closure; they ran identically on the embedded engine in make test)"
+    )
 
 
 @pytest.fixture(scope="session")

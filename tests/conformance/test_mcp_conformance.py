@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,16 +63,18 @@ def npx() -> str:
     return path
 
 
-@pytest.fixture(params=[None, TOKEN], ids=["open", "token"])
+@pytest.fixture(scope="module", params=[None, TOKEN], ids=["open", "token"])
 def token(request: pytest.FixtureRequest) -> str | None:
     value: str | None = request.param
     return value
 
 
-@pytest.fixture
-def http_server(valkey_url: str, unique_name: str, token: str | None) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def http_server(valkey_url: str, token: str | None) -> Iterator[str]:
+    """The CLI's HTTP server, open or with the token: one per token for the module (a start costs
+    seconds, much more on a loaded machine; the suite's runs only read through it)."""
     env = _env(**{TOKEN_ENV: token}) if token else _env()
-    yield from run_http_server(valkey_url, unique_name, env=env)
+    yield from run_http_server(valkey_url, f"t{uuid.uuid4().hex[:12]}", env=env)
 
 
 def _suite(npx: str, url: str, token: str | None, *args: str) -> subprocess.CompletedProcess[str]:

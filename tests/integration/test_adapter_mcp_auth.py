@@ -16,6 +16,7 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -79,16 +80,23 @@ async def client_with(url: str, token: str) -> AsyncIterator[Client]:
         yield client
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server_log() -> Iterator[Any]:
     with tempfile.TemporaryFile("w+") as log:
         yield log
 
 
-@pytest.fixture
-def token_server(valkey_url: str, unique_name: str, server_log: Any) -> Iterator[str]:
-    """The HTTP server with ``$BETTERDB_MEMORY_MCP_TOKEN`` set, on loopback."""
-    yield from run_http_server(valkey_url, unique_name, env=_env(**{TOKEN_ENV: TOKEN}), log=server_log)
+@pytest.fixture(scope="module")
+def token_server(valkey_url: str, server_log: Any) -> Iterator[str]:
+    """The HTTP server with ``$BETTERDB_MEMORY_MCP_TOKEN`` set, on loopback.
+
+    One for the module's token tests: starting the CLI costs seconds (much more on a loaded
+    machine) and the tests share nothing but it (they send requests, and the one round trip
+    forgets what it writes); the log then holds every test's requests, which only makes
+    "the token never reaches the log" see more.
+    """
+    name = f"t{uuid.uuid4().hex[:12]}"
+    yield from run_http_server(valkey_url, name, env=_env(**{TOKEN_ENV: TOKEN}), log=server_log)
 
 
 # -- the token ------------------------------------------------------------------------------------

@@ -116,7 +116,13 @@ def test_doctor(capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name
     assert code == 0 and report["ok"] and report["dimensions_match"]
 
 
-def test_help_for_every_command() -> None:
+def test_help_for_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every subcommand's ``--help`` exits 0 with its usage; the module runs as a script (``python -m``).
+
+    The help is built by ``main()``'s parser, so it is asked in-process (a fresh interpreter
+    per command cost seconds each and checked nothing more); one ``python -m`` run checks the
+    script entry itself.
+    """
     for cmd in (
         "serve",
         "demo",
@@ -132,13 +138,16 @@ def test_help_for_every_command() -> None:
         "doctor",
         "reindex",
     ):
-        proc = subprocess.run(
-            [sys.executable, "-m", "betterdb_memory.cli", cmd, "--help"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert proc.returncode == 0 and "usage:" in proc.stdout
+        with pytest.raises(SystemExit) as exited:  # argparse exits once it has printed the help
+            main([cmd, "--help"])
+        assert exited.value.code == 0 and f" {cmd} [-h]" in capsys.readouterr().out, cmd
+    proc = subprocess.run(
+        [sys.executable, "-m", "betterdb_memory.cli", "recall", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0 and "usage:" in proc.stdout and " recall [-h]" in proc.stdout
 
 
 def test_serve_prints_url_and_stops(tmp_path: Path) -> None:
@@ -192,11 +201,11 @@ def test_common_options_before_the_subcommand(valkey_url: str, unique_name: str)
     assert [i["id"] for i in json.loads(out)["items"]] == [mid]
 
 
-def test_option_after_the_subcommand_wins(valkey_url: str, unique_name: str) -> None:
+def test_option_after_the_subcommand_wins(
+    capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str
+) -> None:
     """Given in both places, the value after the subcommand is used (the dead URL before it never is)."""
-    code, out, err = entry_point("remember", "one", "--url", valkey_url, "--name", unique_name,
-                                 "--embedder", "hashing")  # fmt: skip
-    assert code == 0, err
+    assert run(capsys, valkey_url, unique_name, "remember", "one")[0] == 0  # set-up, in-process
     code, out, err = entry_point(
         "--url", DEAD_URL, "--name", "someone_else", "--embedder", "onnx",
         "list", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing", "--json",
@@ -210,13 +219,19 @@ def test_option_after_the_subcommand_wins(valkey_url: str, unique_name: str) -> 
     [("BETTERDB_MEMORY_URL", ("VALKEY_URL", "REDIS_URL")), ("VALKEY_URL", ("REDIS_URL",)), ("REDIS_URL", ())],
 )
 def test_url_from_the_environment(
-    valkey_url: str, unique_name: str, variable: str, lower: tuple[str, ...]
+    capsys: pytest.CaptureFixture[str],
+    valkey_url: str,
+    unique_name: str,
+    variable: str,
+    lower: tuple[str, ...],
 ) -> None:
-    """With no --url the first URL variable set is used; the ones after it (dead here) are not."""
+    """With no --url the first URL variable set is used; the ones after it (dead here) are not.
+
+    The memory is written in-process (set-up); the entry point run with only the environment
+    must find it, so it reached the session server through ``variable``.
+    """
     env = {variable: valkey_url} | {v: DEAD_URL for v in lower}
-    code, out, err = entry_point("remember", "from env", "--name", unique_name, "--embedder", "hashing",
-                                 env=env)  # fmt: skip
-    assert code == 0, err
+    assert run(capsys, valkey_url, unique_name, "remember", "from env")[0] == 0
     code, out, err = entry_point("--name", unique_name, "--embedder", "hashing", "--json", "list", env=env)
     assert code == 0, err
     assert [i["content"] for i in json.loads(out)["items"]] == ["from env"]
@@ -230,21 +245,26 @@ def test_explicit_url_wins_over_the_environment(valkey_url: str, unique_name: st
     assert json.loads(out)["name"] == unique_name
 
 
-def test_forget_a_whole_scope_with_progress_on_stderr(valkey_url: str, unique_name: str) -> None:
-    """``forget --thread T`` deletes the scope; progress goes to stderr, ``--json`` stdout stays one object."""
+def test_forget_a_whole_scope_with_progress_on_stderr(
+    capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str
+) -> None:
+    """``forget --thread T`` deletes the scope; progress goes to stderr, ``--json`` stdout stays one object.
+
+    The memories are written and read back through ``main()`` in-process; the two forgets
+    under test run through the installed entry point, as a user runs them.
+    """
     front = ("--url", valkey_url, "--name", unique_name, "--embedder", "hashing", "--json")
     for i in range(3):
-        assert entry_point(*front, "remember", f"note {i}", "--thread", "gone")[0] == 0
-    assert entry_point(*front, "remember", "kept", "--thread", "kept")[0] == 0
+        assert run(capsys, valkey_url, unique_name, "remember", f"note {i}", "--thread", "gone")[0] == 0
+    assert run(capsys, valkey_url, unique_name, "remember", "kept", "--thread", "kept")[0] == 0
     code, out, err = entry_point(*front, "forget", "--thread", "gone")
     assert code == 0, err
     assert json.loads(out) == {"deleted": 3}
     assert "forget_by_scope" in err  # the progress line
-    code, out, _ = entry_point(*front, "list", "--thread", "kept")
+    code, out = run(capsys, valkey_url, unique_name, "list", "--thread", "kept", "--json")
     assert [i["content"] for i in json.loads(out)["items"]] == ["kept"]
     code, _, err = entry_point(*front, "forget")  # neither an id nor a scope
     assert (code == 2 and "validation.empty_scope" in err) or "needs a memory id" in err
-    entry_point(*front, "forget", "--thread", "kept")
 
 
 def test_reindex_switches_an_outdated_index_once(

@@ -369,6 +369,7 @@ WHOLE_PACKAGE = {
     "test_backend_boundary.py": "no client library outside backend/ (walks every module)",
     "test_bench_issue29.py": "bench/_noio.py, bench_store.py and store_goals29.py, outside the package",
     "test_bench_temporal_data.py": "bench/temporal_data, outside the package",
+    "test_ci_selection.py": "tests/conftest.py's selection for the valkey-search run, outside the package",
     "test_constants_once.py": "each constant defined once (walks every module)",
     "test_core_fixtures.py": "the real-reply fixtures' loader, shared by the reply tests",
     "test_core_filter_fixtures.py": "filter_query, replies and filter_eval against real replies",
