@@ -123,15 +123,7 @@ class ScopeScan:
         key = filter_key(flt, layout)
         if not key:
             return self._knn_plan(vector, flt, k, fields)
-        knn = functools.partial(
-            knn_search_args,
-            index.name,
-            encode_vector(vector),
-            k=k,
-            flt=flt,
-            layout=layout,
-            return_fields=fields,
-        )
+        knn = _knn(index.name, layout, vector, flt, k, fields)
         sizes, now = self.sizes, time.monotonic()
         base = scope_of(flt)
         timed = base is not flt
@@ -197,15 +189,7 @@ class ScopeScan:
         """
         index = self._rt.index
         hist = index.history
-        knn = functools.partial(
-            knn_search_args,
-            hist.name,
-            encode_vector(vector),
-            k=k,
-            flt=flt,
-            layout=hist.layout,
-            return_fields=fields,
-        )
+        knn = _knn(hist.name, hist.layout, vector, flt, k, fields)
         if self.scans():
             sizes, base_key = self.sizes, filter_key(scope_of(flt), index.layout)
             total = sizes.total(base_key) if base_key and base_key not in self._big_history else None
@@ -289,3 +273,17 @@ class ScopeScan:
 
 def _total(reply: Any) -> int:
     return parse_search_reply(reply, nocontent=True).total
+
+
+def _knn(
+    name: str,
+    layout: IndexLayout,
+    vector: np.ndarray[Any, np.dtype[np.float32]],
+    flt: MemoryFilter,
+    k: int,
+    fields: Sequence[str],
+) -> Callable[[], list[Any]]:
+    """The KNN query of ``flt`` on one index (the memories' or the history's), built when a plan needs it."""
+    return functools.partial(
+        knn_search_args, name, encode_vector(vector), k=k, flt=flt, layout=layout, return_fields=fields
+    )
