@@ -43,14 +43,37 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def free_cluster_base(start: int = 30000, stop: int = 45239) -> int:
-    """A base port whose 3 client, 3 bus and 3 coordinator ports are all free (base <= 45239)."""
-    rng = range(start + (os.getpid() * 7) % 997 * 10, stop, 10)
-    for base in [*rng, *range(start, stop, 10)]:
-        ports = [base + i + off for i in range(3) for off in (0, BUS_OFFSET, COORDINATOR_OFFSET)]
+def _ephemeral_low(default: int = 32768) -> int:
+    """The first port the kernel hands to outgoing connections (``ip_local_port_range``)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return default
+
+
+def free_base(nodes: int = 3, start: int = 2000) -> int:
+    """A base port whose ``nodes`` client, bus and coordinator ports are all free.
+
+    Every port lies below the kernel's ephemeral range where it can: a test that kills a node
+    restarts it on the same port, and a client's outgoing connection that was handed that port
+    in between made the restart fail ("bind: Address already in use", CI of stop 39). Only when
+    the ephemeral range starts too low for that does the search go above it.
+    """
+    top = _ephemeral_low() - 1 - (nodes - 1) - COORDINATOR_OFFSET
+    if top < start + 1000:  # a kernel whose ephemeral range starts low: search above it
+        start, top = 30000, 65535 - (nodes - 1) - COORDINATOR_OFFSET
+    rng = range(start, top, 10)
+    first = start + (os.getpid() * 7) % len(rng) * 10
+    for base in [*range(first, rng.stop, 10), *rng]:
+        ports = [base + i + off for i in range(nodes) for off in (0, BUS_OFFSET, COORDINATOR_OFFSET)]
         if all(_port_free(p) for p in ports):
             return base
-    raise RuntimeError("no free port range for a 3-node cluster")
+    raise RuntimeError(f"no free port range for a {nodes}-node cluster")
+
+
+def free_cluster_base() -> int:
+    """A base port for a 3-node cluster (see ``free_base``)."""
+    return free_base(3)
 
 
 def _skip_reason() -> str | None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import valkey.asyncio as avalkey
 
-from .conftest import BUS_OFFSET, COORDINATOR_OFFSET, _port_free
+from .conftest import free_base as _free_base
 
 NODES = 6
 NODE_TIMEOUT_MS = 3000
@@ -47,14 +47,9 @@ cli "$base" --cluster create $(for p in $ports; do echo "127.0.0.1:$p"; done) --
 """
 
 
-def free_base(start: int = 30000, stop: int = 45234) -> int:
-    """A base port whose 6 client, bus and coordinator ports are all free."""
-    first = start + (os.getpid() * 13) % 997 * 10
-    for base in [*range(first, stop, 10), *range(start, stop, 10)]:
-        ports = [base + i + off for i in range(NODES) for off in (0, BUS_OFFSET, COORDINATOR_OFFSET)]
-        if all(_port_free(p) for p in ports):
-            return base
-    raise RuntimeError("no free port range for a 6-node cluster")
+def free_base() -> int:
+    """A base port whose 6 client, bus and coordinator ports are all free (below the ephemeral range)."""
+    return _free_base(NODES)
 
 
 def _alive(pid: int) -> bool:
