@@ -68,6 +68,12 @@ vs_run() {  # vs_run COMMAND...: a fresh valkey-search server around one command
   return $rc
 }
 
+# The bench extra (matplotlib for compare's charts, the reference libraries): `make venv` leaves it out.
+if ! "$PY" -c 'import matplotlib, betterdb_agent_memory, actrone_memory' 2>/dev/null; then
+  echo "== installing the bench extra" >&2
+  "$PY" -m pip install -q -e ".[bench]" || { echo "== could not install the bench extra" >&2; exit 1; }
+fi
+
 URL=valkey://127.0.0.1:$VS_PORT
 step "embedded 1k/10k + LoCoMo" "$PY" bench/bench_store.py "${Q[@]}" --locomo --out "$R/latest.md"
 step "embedded 100k" "$PY" bench/bench_store.py "${Q[@]}" --sizes $BIG --caps "" --out "$R/latest-100k.md"
