@@ -34,7 +34,9 @@ about what a search of the word costs (it walks the same postings), so none is s
 recall's round trip but the index's first count (and, while the whole index fits in the
 KNN's pool, its recount): a word met for the first time is searched for, and counted
 after the recall, off its path (``TextPlan.probe_words``, sent by ``tiers.hybrid`` in the
-background). A count is fresh for ``ttl`` seconds; an older one still decides (the
+background). A count is fresh for ``ttl`` seconds, longer in proportion to the count past
+``RECOUNT_SCALE`` memories (a recount walks them all; a time to live in proportion keeps
+what recounting costs the engine flat as the store grows); an older one still decides (the
 common-word cut, the rarest words) while it is recounted the same way: frequencies drift
 slowly, and a stale one costs speed or a near-weightless word, never a wrong result.
 Before, a stale count made its word unknown again: every 30 s each common word of a
@@ -56,12 +58,17 @@ from .text_query import TEXT_CANDIDATES, escape_text_term
 
 __all__ = [
     "COMMON_SHARE",
+    "FREQUENCY_MAX_TTL",
     "FREQUENCY_TTL",
     "PER_WORD_MAX_WORDS",
     "POSTINGS_BUDGET",
+    "RECOUNT_BURST",
+    "RECOUNT_RATE",
+    "RECOUNT_SCALE",
     "SCORED_POSTINGS_BUDGET",
     "UNCOUNTED_RANK",
     "DocumentFrequencies",
+    "RecountPace",
     "TextPlan",
     "rarest",
     "word_count_args",
@@ -85,9 +92,29 @@ SCORED_POSTINGS_BUDGET = 2000
 PER_WORD_MAX_WORDS = 3
 #: Where ``rarest`` ranks a word not counted yet: as if it held as many memories as one text query returns.
 UNCOUNTED_RANK = TEXT_CANDIDATES
-#: Seconds a learned count (of a word, or of the whole index) is trusted.
+#: Seconds a learned count (of a word, or of the whole index) is trusted, when it is at most
+#: ``RECOUNT_SCALE``: a larger count is trusted in proportion (``DocumentFrequencies.ttl_of``).
 FREQUENCY_TTL = 30.0
+#: A count of ``n`` memories is trusted ``FREQUENCY_TTL * n / RECOUNT_SCALE`` seconds when ``n`` is larger.
+#: Counting walks the word's postings, so a time to live in proportion to the count bounds what
+#: recounting a word costs the engine at ``RECOUNT_SCALE / FREQUENCY_TTL`` postings a second, at any
+#: size of store. With one 30 s time to live, bench-1m's default unscoped recall at 500k memories
+#: recounted about 4.5 words per recall, each a walk of up to 250k postings on the engine's one
+#: thread (``bench/bench_word_counts.py``). The counts at stake are those that decide: a word at or
+#: under the scored budget (2,000) is retaken every 30 s as before; a word far over it stays over it.
+RECOUNT_SCALE = SCORED_POSTINGS_BUDGET
+#: No count is trusted longer than this (seconds), however large: a store that shrinks by most
+#: of itself (``forget_by_scope`` of a large scope) has its counts retaken within the hour.
+FREQUENCY_MAX_TTL = 3600.0
 _CAPACITY = 4096
+#: Recounts of counts already learned go at most this many memories a second (their last counts),
+#: in bursts of at most ``RECOUNT_BURST``: a count walks its postings on the engine's thread
+#: (RediSearch 2.10, 554k memories: ~0.3 us a posting, 17 ms for a word in 50k memories, 157 ms
+#: for the whole index), and a recall sent meanwhile waits behind it. 20,000 a second is about
+#: 1% of the engine's time. A word never counted is not paced: until it is, every recall that
+#: meets it searches it in full.
+RECOUNT_RATE = 20_000.0
+RECOUNT_BURST = 20_000.0
 
 
 def word_count_args(index: str, word: str) -> list[str]:
@@ -133,7 +160,7 @@ def rarest(words: Iterable[str], counts: Mapping[str, int], limit: int) -> tuple
 
 
 class DocumentFrequencies:
-    """Counts of memories per word and in all, each remembered for ``ttl`` seconds.
+    """Counts of memories per word and in all, each remembered for ``ttl_of`` its value.
 
     Bounded: past ``capacity`` words the oldest learned is forgotten first.
     """
@@ -147,22 +174,36 @@ class DocumentFrequencies:
         capacity: int = _CAPACITY,
     ) -> None:
         self.ttl = ttl
+        self.recount_scale = RECOUNT_SCALE
+        self.max_ttl = FREQUENCY_MAX_TTL
         self.common_share = common_share
         self.postings_budget = postings_budget
         self.capacity = capacity
         self._words: dict[str, tuple[int, float]] = {}
         self._total: tuple[int, float] | None = None
 
+    def ttl_of(self, n: int) -> float:
+        """Seconds a count of ``n`` memories is trusted: ``ttl``, longer in proportion past ``recount_scale``."""
+        return min(self.max_ttl, self.ttl * max(1.0, n / self.recount_scale))
+
+    def _stale(self, entry: tuple[int, float], now: float) -> bool:
+        return now - entry[1] > self.ttl_of(entry[0])
+
+    def last(self, word: str | None) -> int | None:
+        """The last count learned of ``word`` (None: of the whole index), however old."""
+        entry = self._total if word is None else self._words.get(word)
+        return None if entry is None else entry[0]
+
     def total(self, now: float) -> int | None:
-        """The index's memory count, if learned less than ``ttl`` ago."""
-        if self._total is None or now - self._total[1] > self.ttl:
+        """The index's memory count, if learned less than ``ttl_of`` it ago."""
+        if self._total is None or self._stale(self._total, now):
             return None
         return self._total[0]
 
     def count(self, word: str, now: float) -> int | None:
-        """How many memories hold ``word``, if learned less than ``ttl`` ago."""
+        """How many memories hold ``word``, if learned less than ``ttl_of`` its count ago."""
         entry = self._words.get(word)
-        if entry is None or now - entry[1] > self.ttl:
+        if entry is None or self._stale(entry, now):
             return None
         return entry[0]
 
@@ -199,8 +240,8 @@ class DocumentFrequencies:
             if learned is None:
                 unknown.append(word)
                 continue
-            n, at = learned
-            if now - at > self.ttl:
+            n = learned[0]
+            if self._stale(learned, now):
                 recount.append(word)
             if total is None or n <= self.common_share * total:
                 counted.append((n, word))  # a word no memory holds yet stays: one may be written any moment
@@ -219,7 +260,7 @@ class DocumentFrequencies:
             words=tuple(w for w in words if w in kept),
             probe_words=tuple(w for w in words if w in unknown or w in recount),
             probe_total=total is None,
-            refresh_total=entry is not None and now - entry[1] > self.ttl,
+            refresh_total=entry is not None and self._stale(entry, now),
         )
 
     def learn(
@@ -234,3 +275,28 @@ class DocumentFrequencies:
             self._words[word] = (n, now)
         while len(self._words) > self.capacity:
             self._words.pop(next(iter(self._words)))
+
+
+class RecountPace:
+    """How fast learned counts are retaken: a bucket of ``rate`` memories a second, ``burst`` deep.
+
+    ``allow(cost, now)`` takes ``cost`` (the count's last value) when the bucket holds that much,
+    or is full (a count larger than the bucket goes alone and leaves it in debt). A recount not
+    allowed is not queued: its stale count keeps deciding, and the next recall that meets the
+    word asks again.
+    """
+
+    def __init__(self, rate: float = RECOUNT_RATE, burst: float = RECOUNT_BURST) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._tokens = burst
+        self._at: float | None = None
+
+    def allow(self, cost: float, now: float) -> bool:
+        if self._at is not None:
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self._tokens < min(cost, self.burst):
+            return False
+        self._tokens -= cost
+        return True

@@ -55,6 +55,7 @@ from ..core.frequencies import (
     PER_WORD_MAX_WORDS,
     SCORED_POSTINGS_BUDGET,
     DocumentFrequencies,
+    RecountPace,
     TextPlan,
     word_count_args,
 )
@@ -111,7 +112,9 @@ class _Refresher:
 
     Words wanted while a batch is out wait for the next one (at most ``_QUEUE`` of them;
     more are left for a later recall to ask again). A batch that fails drops the queue:
-    the counts stay as they were, and the next recall that wants one asks again.
+    the counts stay as they were, and the next recall that wants one asks again. Recounts
+    of counts already learned go at ``RecountPace``; one it does not allow now is dropped
+    the same way.
     """
 
     _BATCH = 16
@@ -120,6 +123,7 @@ class _Refresher:
     def __init__(self, rt: Runtime, frequencies: DocumentFrequencies) -> None:
         self._rt = rt
         self._frequencies = frequencies
+        self._pace = RecountPace()
         self._words: dict[str, None] = {}  # wanted, in order
         self._total = False
         self._running = False
@@ -151,7 +155,12 @@ class _Refresher:
                 words = list(self._words)[: self._BATCH]
                 for word in words:
                     del self._words[word]
-                total, self._total = self._total, False
+                now, freq = time.monotonic(), self._frequencies
+                words = [w for w in words if (n := freq.last(w)) is None or self._pace.allow(n, now)]
+                total = self._total and ((n := freq.last(None)) is None or self._pace.allow(n, now))
+                self._total = False
+                if not words and not total:
+                    continue
                 searches = [word_count_args(index, w) for w in words]
                 if total:
                     searches.append(filter_search_args(index, MemoryFilter(), layout=layout, limit=0))
