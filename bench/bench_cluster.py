@@ -55,6 +55,7 @@ from valkey.asyncio.cluster import ValkeyCluster
 from betterdb_memory import MemoryStore
 from betterdb_memory.backend.dialect import keyless_route
 from betterdb_memory.core.query import VECTOR_FIELD
+from betterdb_memory.server import _bindable as _port_free  # free for a server that binds with SO_REUSEADDR
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -120,16 +121,6 @@ def engine_dir() -> Path | None:
     path = engine_candidate()
     ok = all((path / f).exists() for f in ("start.sh", "cluster.sh", "lib/libsearch.so"))
     return path.resolve() if ok else None
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def free_cluster_base(start: int = 30000, stop: int = 45239) -> int:
