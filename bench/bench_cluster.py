@@ -53,9 +53,9 @@ from _harness import Pair, Row, cpu_count, cpu_model, interleave, render_rows
 from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import MemoryStore
+from betterdb_memory._ports import bindable as _port_free  # free for a server that binds with SO_REUSEADDR
 from betterdb_memory.backend.dialect import keyless_route
 from betterdb_memory.core.query import VECTOR_FIELD
-from betterdb_memory.server import _bindable as _port_free  # free for a server that binds with SO_REUSEADDR
 
 FloatMatrix = npt.NDArray[np.float32]
 

@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -33,6 +32,7 @@ from typing import Literal
 
 import valkey
 
+from ._ports import free_port
 from .errors import ConfigurationError, StoreConnectionError
 
 __all__ = ["Binaries", "EmbeddedServer", "default_data_dir", "find_binaries", "server_url_from_env"]
@@ -93,45 +93,6 @@ def server_url_from_env() -> str | None:
     """``VALKEY_URL`` when set and not empty: a running server to use instead of starting one."""
     url = os.environ.get("VALKEY_URL", "").strip()
     return url or None
-
-
-def _ephemeral_low(default: int = 32768) -> int:
-    """The first port the kernel hands to outgoing connections (Linux ``ip_local_port_range``)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return default
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port(low: int = 20000, tries: int = 64) -> int:
-    """A free port below the kernel's ephemeral range, so ``restart`` can have it back.
-
-    ``restart`` starts the server on the port it had. A port from the ephemeral range
-    (``bind(0)``) can meanwhile be handed to any outgoing connection on the machine, a
-    client's own included, and the restart then fails with "Address already in use" (the
-    cluster tests met it in CI). Only when the range leaves no room below it, or every try is
-    taken, is the port the kernel's choice.
-    """
-    top = _ephemeral_low()
-    if top - low >= 1000:
-        start = low + (os.getpid() * 7919 + time.monotonic_ns()) % (top - low)
-        for i in range(tries):
-            port = low + (start - low + i * 97) % (top - low)
-            if _bindable(port):
-                return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _pid_alive(pid: int) -> bool:
@@ -293,7 +254,7 @@ class EmbeddedServer:
             return self
         binaries = self.binaries if self.binaries is not None else find_binaries()
         if self.port is None:
-            self.port = _free_port()
+            self.port = free_port()
         cmd = self.command_line(binaries)
         log.debug("starting embedded valkey: %s", " ".join(cmd))
         self._proc = subprocess.Popen(

@@ -47,7 +47,7 @@ PACKAGE = "betterdb_memory"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("foundation", frozenset({"errors", "_version", "_env"})),
+    ("foundation", frozenset({"errors", "_version", "_env", "_ports"})),
     ("core", frozenset({"core"})),
     ("backend", frozenset({"backend"})),
     (
