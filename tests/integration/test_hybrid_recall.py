@@ -173,6 +173,46 @@ async def test_words_most_memories_hold_leave_the_text_query(client: Any, unique
         await store.close()
 
 
+async def test_a_recount_the_pace_refuses_leaves_the_stale_count_deciding(
+    client: Any, unique_name: str
+) -> None:
+    """Recounts walk their words' postings on the engine's thread, so they go at a pace; one it
+    refuses is not sent, the stale count keeps deciding, and the recall still finds its memory."""
+    store = MemoryStore(
+        client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False, rerank_candidates=2
+    )
+    try:
+        for i in range(8):
+            await store.remember(f"The user noted item {i}.", vector=unit(100 + i), thread_id="c")
+        answer = await store.remember(
+            "The user is moving to Zanzibarite Porto.", vector=unit(99), thread_id="c"
+        )
+        await store.index.ensure_ready()
+        query = "What does the user say about Zanzibarite?"
+        text = store._recall._text
+        if not text.available():  # valkey-search 1.0: no TEXT, KNN only
+            return
+        await store.recall(query, k=1, threshold=2.0, thread_id="c", reinforce=False)
+        await text.settled()
+        freq = text._frequencies
+        learned = {w: freq._words[w] for w in ("user", "zanzibarite")}
+        freq.ttl = 0.0  # every count stale
+        text._refresher._pace._tokens = -1e9  # and the pace allows no recount
+        hits = await store.recall(query, k=1, threshold=2.0, thread_id="c", reinforce=False)
+        await text.settled()
+        assert [h.item.id for h in hits] == [answer]
+        assert {w: freq._words[w] for w in learned} == learned  # not retaken
+        stale = text.request(query, MemoryFilter(scope=Scope(thread_id="c")), ["content"], pool=2)
+        assert stale is not None and "user" not in stale.plan.words  # the stale count still keeps it out
+        text._refresher._pace._tokens = 1e9  # the pace allows again: the next recall's counts are retaken
+        await store.recall(query, k=1, threshold=2.0, thread_id="c", reinforce=False)
+        await text.settled()
+        assert all(freq._words[w][1] > learned[w][1] for w in learned)
+    finally:
+        await store.forget_by_scope(thread_id="c")
+        await store.close()
+
+
 async def test_the_text_query_keeps_its_words_under_the_postings_budget(
     client: Any, unique_name: str
 ) -> None:

@@ -127,3 +127,21 @@ async def test_ranking_sees_the_stores_own_recalls_before_the_flush(make_store: 
     hits = await store.recall_by_vector(_mix((0, 1.0)), k=2, threshold=2.0, reinforce=False)
     assert [h.item.id for h in hits] == [recalled, nearer]
     assert hits[0].item.access_count == 1  # get()'s exact view
+
+
+async def test_close_writes_back_every_document_of_a_pass_sent_in_several_round_trips(
+    make_store: Any, client: Any
+) -> None:
+    """A pass sends at most 8 documents a round trip (the engine runs a pipeline back to back);
+    25 first accesses take several, and every document still gets its exact snapshot."""
+    store: MemoryStore = make_store(reinforce_write_interval=3600)
+    ids = [await store.remember(f"note {i}", vector=unit(i)) for i in range(25)]
+    for i in range(25):
+        await store.recall_by_vector(unit(i), k=1, threshold=2.0)
+    items = [await store.get(mid) for mid in ids]
+    assert all(it is not None and it.access_count == 1 for it in items)
+    assert {(await _doc(client, store, mid))[0] for mid in ids} == {0}  # lagging until the pass
+    await store.close()
+    assert [await _doc(client, store, mid) for mid in ids] == [
+        (1, it.last_accessed_at) for it in items if it is not None
+    ]
