@@ -415,14 +415,11 @@ class IndexManager:
                 code="configuration.foreign_index",
                 details={"fields": [f.alias for f in schema.fields]},
             )
-        # Counts are exact without a client-side check only when every scope TAG is
-        # case-sensitive and split on "," alone (the index this library creates).
-        scope_tags = [schema.field(n) for n in ("threadId", "agentId", "namespace", "tags", "source")]
-        exact = all(
-            f is not None and f.type == "TAG" and f.case_sensitive is True and f.separator in (None, ",")
-            for f in scope_tags
-        )
-        self.layout = IndexLayout.from_fields([f.alias for f in schema.fields], case_sensitive=exact)
+        ef = ((vector.ef_runtime if vector else None) or self.hnsw[2]) if self.caps.knn_names_ef else None
+        names, exact = [f.alias for f in schema.fields], schema.exact_scope_tags
+        self.layout = IndexLayout.from_fields(
+            names, case_sensitive=exact, ef_runtime=ef
+        )  # ef: the index's, else ours
 
     def _check_meta(self, meta: Mapping[str, str]) -> None:
         dims, model = meta.get("dimensions"), meta.get("model_id")

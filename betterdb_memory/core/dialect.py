@@ -119,6 +119,18 @@ class Capabilities:
         return self.engine != "redisearch"
 
     @property
+    def knn_names_ef(self) -> bool:
+        """Whether every KNN names its ``EF_RUNTIME`` (the index's) instead of leaving it to the engine.
+
+        valkey-search 1.2.1 on a cluster walks a KNN that names none with EF = K on every shard,
+        not the index's ``EF_RUNTIME``: with ``hnsw_ef_runtime=200`` over 240 memories, 9 of 40
+        recalls of k = 1-4 missed a nearest memory (``tests/cluster/test_cluster_ef_runtime.py``);
+        none does now. Standalone it applies the index's own, as RediSearch does; naming it there
+        costs nothing and keeps one query form.
+        """
+        return self.engine != "redisearch"
+
+    @property
     def version_string(self) -> str:
         return ".".join(str(x) for x in self.version)
 

@@ -103,6 +103,7 @@ class IndexField:
             default); None for other types.
         sortable: SORTABLE as RediSearch reports it (valkey-search never reports it).
         dimensions / distance_metric / algorithm / data_type: a VECTOR's parameters.
+        ef_runtime: an HNSW vector's EF_RUNTIME where FT.INFO reports it (valkey-search does).
     """
 
     name: str
@@ -115,6 +116,7 @@ class IndexField:
     distance_metric: str | None = None
     algorithm: str | None = None
     data_type: str | None = None
+    ef_runtime: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,15 @@ class IndexSchema:
     def field(self, alias: str) -> IndexField | None:
         """The field queries call ``alias`` (its ``AS`` name), or None."""
         return next((f for f in self.fields if f.alias == alias), None)
+
+    @property
+    def exact_scope_tags(self) -> bool:
+        """Whether every scope TAG is case-sensitive and split on "," alone (the index this
+        library creates): only then is a count exact without a client-side check."""
+        tags = [self.field(n) for n in ("threadId", "agentId", "namespace", "tags", "source")]
+        return all(
+            f and f.type == "TAG" and f.case_sensitive is True and f.separator in (None, ",") for f in tags
+        )
 
 
 def _attribute(entry: Any) -> tuple[dict[str, Any], set[str]]:
@@ -171,8 +182,10 @@ def _field_from(entry: Any) -> IndexField:
     kind = as_text(values.get("type", "")).upper()
     vector = reply_pairs(values["index"]) if values.get("index") is not None else {}  # valkey-search nests it
     algorithm: Any = values.get("algorithm")
+    ef_runtime: Any = values.get("ef_runtime")
     if "algorithm" in vector:
-        algorithm = reply_pairs(vector["algorithm"]).get("name")
+        hnsw = reply_pairs(vector["algorithm"])
+        algorithm, ef_runtime = hnsw.get("name"), hnsw.get("ef_runtime", ef_runtime)
     dims = vector.get("dimensions", values.get("dim"))
     metric = vector.get("distance_metric", values.get("distance_metric"))
     data_type = vector.get("data_type", values.get("data_type"))
@@ -188,6 +201,7 @@ def _field_from(entry: Any) -> IndexField:
         distance_metric=as_text(metric).upper() if kind == "VECTOR" and metric is not None else None,
         algorithm=as_text(algorithm).upper() if kind == "VECTOR" and algorithm is not None else None,
         data_type=as_text(data_type).upper() if kind == "VECTOR" and data_type is not None else None,
+        ef_runtime=int(as_text(ef_runtime)) if kind == "VECTOR" and ef_runtime is not None else None,
     )
 
 

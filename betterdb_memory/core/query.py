@@ -126,9 +126,15 @@ class IndexLayout:
     # Every field the index holds (``meta_*`` and ``present`` of declared metadata among
     # them); empty means "not read from FT.INFO" (the index this process creates).
     fields: frozenset[str] = frozenset()
+    # The EF every KNN names in its query (None: the engine applies the index's own). A
+    # valkey-search 1.2.1 cluster walks a KNN without it with EF = K, not the index's
+    # EF_RUNTIME, and misses nearest memories (``Capabilities.knn_names_ef``).
+    ef_runtime: int | None = None
 
     @classmethod
-    def from_fields(cls, fields: Sequence[str], *, case_sensitive: bool) -> IndexLayout:
+    def from_fields(
+        cls, fields: Sequence[str], *, case_sensitive: bool, ef_runtime: int | None = None
+    ) -> IndexLayout:
         names = frozenset(fields)
         return cls(
             text="content" in names,
@@ -141,6 +147,7 @@ class IndexLayout:
             subject_key="subject_key" in names,
             state_from="state_from" in names,
             fields=names,
+            ef_runtime=ef_runtime,
         )
 
     def has(self, fieldname: str) -> bool:
@@ -313,6 +320,7 @@ def knn_search_args(
     ``return_fields=None`` sends NOCONTENT.
     """
     knn = f"KNN {k} @{VECTOR_FIELD} $vec"
+    ef_runtime = layout.ef_runtime if ef_runtime is None else ef_runtime
     if ef_runtime is not None:
         knn += f" EF_RUNTIME {ef_runtime}"
     knn += f" AS {SCORE_ALIAS}"

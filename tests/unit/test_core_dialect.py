@@ -206,6 +206,13 @@ def test_valkey_search_capabilities_follow_the_version_table(
     assert capabilities_for("valkey-search", version).as_list() == expected
 
 
+def test_only_redisearch_is_trusted_with_the_index_s_ef_runtime() -> None:
+    """Every KNN names its EF except on RediSearch (valkey-search's fan-out walks with EF = K)."""
+    assert not capabilities_for("redisearch", (2, 10, 5)).knn_names_ef
+    assert capabilities_for("valkey-search", (1, 2, 1)).knn_names_ef
+    assert capabilities_for("unknown", (0, 0, 0)).knn_names_ef
+
+
 def test_unknown_engine_gets_the_smallest_dialect() -> None:
     """Unknown engine: the valkey-search 1.0 capability set (KNN-only queries)."""
     unknown = capabilities_for("unknown", (0, 0, 0))
@@ -531,6 +538,10 @@ def test_parse_index_schema_reports_tag_case_and_separator(
     )
     assert {f.alias for f in schema.fields} == {"vector", "content", *MEM_TAGS, *MEM_NUMERIC}
     assert schema.field("nope") is None
+    # valkey-search reports the HNSW's EF_RUNTIME (the captures' index has the default, 10);
+    # RediSearch 2.10 does not, and needs none in the query (it applies the index's own).
+    assert vector.ef_runtime == (10 if capture_name.startswith("valkey-search") else None)
+    assert schema.exact_scope_tags is case_sensitive
 
 
 @pytest.mark.parametrize("capture_name", MEM_CAPTURES)

@@ -107,6 +107,21 @@ def test_scoped_knn_is_a_hybrid_query_of_raw_escaped_values() -> None:
     )
 
 
+def test_a_layout_s_ef_runtime_is_named_in_every_knn() -> None:
+    """valkey-search's cluster fan-out walks a KNN that names no EF with EF = K (issue 29, stop 42):
+    the index's EF_RUNTIME goes in the query when the layout carries one; an explicit one wins."""
+    layout = IndexLayout(ef_runtime=200)
+    scoped = MemoryFilter(scope=Scope.of(thread_id="t"))
+    assert knn_search_args("idx", BLOB, k=4, flt=scoped, layout=layout)[2] == (
+        "(@threadId:{t})=>[KNN 4 @vector $vec EF_RUNTIME 200 AS __dist]"
+    )
+    assert knn_search_args("idx", BLOB, k=4, flt=MemoryFilter(), layout=layout, ef_runtime=64)[2] == (
+        "*=>[KNN 4 @vector $vec EF_RUNTIME 64 AS __dist]"
+    )
+    assert "EF_RUNTIME" not in knn_search_args("idx", BLOB, k=4, flt=scoped)[2]  # RediSearch: the index's own
+    assert IndexLayout.from_fields(["vector"], case_sensitive=True, ef_runtime=32).ef_runtime == 32
+
+
 def test_nocontent_when_return_fields_is_none() -> None:
     args = knn_search_args("idx", BLOB, k=2, flt=MemoryFilter(), return_fields=None)
     assert "NOCONTENT" in args and "RETURN" not in args
