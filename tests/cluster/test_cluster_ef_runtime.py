@@ -7,13 +7,11 @@ shard's graph with EF = K; 9 of its 40 recalls missed a nearest memory before th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import Callable
 
 import pytest
-from valkey.asyncio.cluster import ValkeyCluster
 
-from betterdb_memory import HashingEmbedder, MemoryStore
+from betterdb_memory import MemoryStore
 from tests.integration.test_ef_runtime import (
     test_small_k_recalls_are_exact_with_a_large_ef_runtime as _small_k_exact,
 )
@@ -22,24 +20,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-async def make_store(
-    cluster_client: ValkeyCluster, unique_name: str
-) -> AsyncIterator[Callable[..., MemoryStore]]:
-    made: list[MemoryStore] = []
-
-    def factory(**options: Any) -> MemoryStore:
-        options.setdefault("client", cluster_client)
-        options.setdefault("name", unique_name)
-        options.setdefault("embedder", HashingEmbedder())
-        store = MemoryStore(**options)
-        made.append(store)
-        return store
-
-    try:
-        yield factory
-    finally:
-        for store in made:
-            await store.close()
+def make_store(cluster_store_factory: Callable[..., MemoryStore]) -> Callable[..., MemoryStore]:
+    return cluster_store_factory  # tests/cluster/conftest.py: stores on the cluster client
 
 
 async def test_small_k_recalls_are_exact_on_a_cluster(make_store: Callable[..., MemoryStore]) -> None:
