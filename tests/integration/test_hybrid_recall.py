@@ -129,18 +129,23 @@ async def test_text_candidates_zero_keeps_the_knn_alone(client: Any, unique_name
         await store.close()
 
 
+async def _common_word_store(client: Any, name: str) -> tuple[MemoryStore, str]:
+    """A store whose thread "c" holds 9 memories with "user" in each, one with the rare word
+    "Zanzibarite" (its id returned), the KNN's pool 2: only the text side can bring it."""
+    store = MemoryStore(
+        client=client, name=name, embedder=HashingEmbedder(DIM), discovery=False, rerank_candidates=2
+    )
+    for i in range(8):
+        await store.remember(f"The user noted item {i}.", vector=unit(100 + i), thread_id="c")
+    answer = await store.remember("The user is moving to Zanzibarite Porto.", vector=unit(99), thread_id="c")
+    await store.index.ensure_ready()
+    return store, answer
+
+
 async def test_words_most_memories_hold_leave_the_text_query(client: Any, unique_name: str) -> None:
     """Once counted, a word in most memories is not searched for; the rare words still find their memory."""
-    store = MemoryStore(
-        client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False, rerank_candidates=2
-    )
+    store, answer = await _common_word_store(client, unique_name)
     try:
-        for i in range(8):
-            await store.remember(f"The user noted item {i}.", vector=unit(100 + i), thread_id="c")
-        answer = await store.remember(
-            "The user is moving to Zanzibarite Porto.", vector=unit(99), thread_id="c"
-        )
-        await store.index.ensure_ready()
         query = "What does the user say about Zanzibarite?"
         flt = MemoryFilter(scope=Scope(thread_id="c"))
         first = store._recall._text.request(query, flt, ["content"], pool=2)
@@ -178,16 +183,8 @@ async def test_a_recount_the_pace_refuses_leaves_the_stale_count_deciding(
 ) -> None:
     """Recounts walk their words' postings on the engine's thread, so they go at a pace; one it
     refuses is not sent, the stale count keeps deciding, and the recall still finds its memory."""
-    store = MemoryStore(
-        client=client, name=unique_name, embedder=HashingEmbedder(DIM), discovery=False, rerank_candidates=2
-    )
+    store, answer = await _common_word_store(client, unique_name)
     try:
-        for i in range(8):
-            await store.remember(f"The user noted item {i}.", vector=unit(100 + i), thread_id="c")
-        answer = await store.remember(
-            "The user is moving to Zanzibarite Porto.", vector=unit(99), thread_id="c"
-        )
-        await store.index.ensure_ready()
         query = "What does the user say about Zanzibarite?"
         text = store._recall._text
         if not text.available():  # valkey-search 1.0: no TEXT, KNN only
