@@ -34,6 +34,7 @@ from temporal_data import (  # noqa: E402
     knowledge_updates_fresh3,
     knowledge_updates_fresh4,
     knowledge_updates_fresh5,
+    knowledge_updates_fresh6,
 )
 from temporal_eval import embed, held_out, pct  # noqa: E402
 
@@ -122,8 +123,12 @@ def main() -> int:
             knowledge_updates_fresh4.build(),
             lambda e: True,
         ),
-        "fifth fresh family (clean, round kindcv's held-out check)": (
+        "fifth fresh family (round kindcv's held-out check; not tuned on)": (
             knowledge_updates_fresh5.build(),
+            lambda e: True,
+        ),
+        "sixth fresh family (clean, round questionslot's held-out check)": (
+            knowledge_updates_fresh6.build(),
             lambda e: True,
         ),
     }
