@@ -179,7 +179,13 @@ MANY: dict[str, tuple[list[str], tuple[str, ...], str]] = {
         "What fossils has {n} found?",
     ),
     "quilts": (
-        ["a patchwork quilt for a niece", "a log-cabin quilt", "a baby quilt", "a star quilt", "a wall quilt"],
+        [
+            "a patchwork quilt for a niece",
+            "a log-cabin quilt",
+            "a baby quilt",
+            "a star quilt",
+            "a wall quilt",
+        ],
         ("{n} sewed {v}.", "{n} finished {v} last winter.", "{n} has made {v}."),
         "What quilts has {n} made?",
     ),
@@ -190,7 +196,11 @@ MANY: dict[str, tuple[list[str], tuple[str, ...], str]] = {
     ),
     "escape_rooms": (
         ["the Pharaoh's Tomb", "Lab 13", "the Haunted Manor", "the Bank Heist", "the Submarine"],
-        ("{n} solved {v} escape room.", "{n}'s team beat {v} escape room.", "{n} got out of {v} escape room."),
+        (
+            "{n} solved {v} escape room.",
+            "{n}'s team beat {v} escape room.",
+            "{n} got out of {v} escape room.",
+        ),
         "Which escape rooms has {n} solved?",
     ),
 }
