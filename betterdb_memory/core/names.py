@@ -13,7 +13,16 @@ import functools
 import re
 from collections.abc import Iterator, Sequence
 
-__all__ = ["SELF_NAME", "leading_name", "name_groups", "name_mates", "name_runs", "names_of", "same_name"]
+__all__ = [
+    "SELF_NAME",
+    "leading_name",
+    "name_groups",
+    "name_mates",
+    "name_runs",
+    "names_of",
+    "namesake",
+    "same_name",
+]
 
 # Words that start sentences in capitals without being names.
 _NOT_NAMES = frozenset(
@@ -373,6 +382,16 @@ def same_name(a: str, b: str) -> bool:
         return True
     short, long = (a, b) if len(a) < len(b) else (b, a)
     return long.startswith(short + " ") or long.endswith(" " + short)
+
+
+def namesake(a: str, b: str) -> bool:
+    """Two names that share a word yet are not one name: two people ("kwame westleigh" / "kwame northleigh").
+
+    A question naming "Kwame Northleigh" is not about "Kwame Westleigh", though the two
+    embed close (the shared first name); ``focus_scores`` ranks such a namesake's
+    statements below those of the person asked about.
+    """
+    return not same_name(a, b) and not set(a.split()).isdisjoint(b.split())
 
 
 def name_mates(names: Sequence[str | None]) -> list[list[int]]:

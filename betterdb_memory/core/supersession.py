@@ -67,8 +67,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .names import leading_name, name_groups, name_mates, names_of, same_name
-from .slot_kinds import EXCLUSIVE_KINDS, MANY_KINDS, Prototypes, normalised, products, prototype_texts
+from .names import leading_name, name_groups, name_mates, names_of, namesake, same_name
+from .slot_focus import focus_scores, stacked
+from .slot_kinds import EXCLUSIVE_KINDS, MANY_KINDS, Prototypes, products, prototype_texts
+from .slot_members import question_slot_pairs
 from .slot_model import SlotModel
 from .slot_question import asked_number, asked_pairs, plural_veto
 
@@ -87,6 +89,7 @@ __all__ = [
     "plural_veto",
     "present_order",
     "prototype_texts",
+    "question_slot_pairs",
     "rank_superseded",
     "same_exclusive_kind",
     "same_kind_pairs",
@@ -175,7 +178,7 @@ def near_pairs(
     if not len(first):
         return []
     rows = np.union1d(first, second)  # ascending, as ``sorted(set(...))``
-    vecs = _vectors(candidates, rows.tolist())
+    vecs = stacked(candidates, rows.tolist())
     sims = products(vecs, vecs)
     keep = sims[np.searchsorted(rows, first), np.searchsorted(rows, second)] >= rule.min_similarity
     first, second = first[keep], second[keep]
@@ -189,8 +192,8 @@ def vector_needs(texts: Sequence[str], valid_from: Sequence[int], question: str 
 
     Empty when no two candidates pass rule 1 with different ``valid_from`` (nothing can
     be superseded: no vector is read). Otherwise those with a same-name mate (rules 2
-    and 3 compare them) and those whose leading name ``question`` names
-    (``focus_scores``). Read from the texts alone, so a recall asks the store for these
+    and 3 compare them) and those whose leading name ``question`` names or is a
+    namesake of one it names (``focus_scores``). Read from the texts alone, so a recall asks the store for these
     vectors only; candidates outside it can be left out of the rule (the same pairs
     and scores). A rule that reads other vectors must say so here.
     """
@@ -204,21 +207,10 @@ def vector_needs(texts: Sequence[str], valid_from: Sequence[int], question: str 
 
     @functools.cache
     def asked(lead: str) -> bool:
-        return any(same_name(lead, n) for n in names)
+        return any(same_name(lead, n) or namesake(lead, n) for n in names)
 
     mated = {i for own, _ in groups for i in own}
     return [i for i, lead in enumerate(leads) if i in mated or (lead and asked(lead))]
-
-
-def _vectors(candidates: Sequence[Candidate], rows: Sequence[int]) -> FloatArray:
-    """The ``rows``' vectors, L2-normalised, stacked; each must be there (``vector_needs``)."""
-    vecs = []
-    for x in rows:
-        v = candidates[x].vector
-        if v is None:
-            raise ValueError(f"candidate {x} has no vector: vector_needs() names the vectors the rule reads")
-        vecs.append(v)
-    return normalised(np.stack(vecs).astype(np.float32))
 
 
 def same_kind_pairs(
@@ -242,7 +234,7 @@ def same_kind_pairs(
         return []
     rows = sorted({x for pair in pairs for x in pair})
     at = {x: r for r, x in enumerate(rows)}
-    vecs = _vectors(candidates, rows)
+    vecs = stacked(candidates, rows)
     kinds = prototypes.kind_scores(vecs)
     same_kind = same_exclusive_kind(kinds, prototypes)
     nearest = _nearest_of_entity(candidates, rows, vecs)
@@ -274,7 +266,7 @@ def learned_pairs(
         return []
     rows = sorted({x for pair in pairs for x in pair})
     at = {x: r for r, x in enumerate(rows)}
-    same = model.same_slot(_vectors(candidates, rows), [at[o] for o, _ in pairs], [at[n] for _, n in pairs])
+    same = model.same_slot(stacked(candidates, rows), [at[o] for o, _ in pairs], [at[n] for _, n in pairs])
     return [pair for pair, keep in zip(pairs, same.tolist(), strict=True) if keep]
 
 
@@ -298,7 +290,10 @@ def kind_pairs(
     kept = set(learned_pairs(candidates, pairs, model))
     if question and len(kept) < len(pairs):
         kept.update(one_value_pairs(candidates, [p for p in pairs if p not in kept], model, question, rule))
-    return [p for p in pairs if p in kept]
+    out = [p for p in pairs if p in kept]
+    if question:
+        out += [p for p in question_slot_pairs(candidates, model, question) if p not in kept]
+    return out
 
 
 def one_value_pairs(
@@ -325,7 +320,7 @@ def one_value_pairs(
         return []
     rows = sorted({x for pair in mine for x in pair})
     at = {x: r for r, x in enumerate(rows)}
-    vecs = _vectors(candidates, rows)
+    vecs = stacked(candidates, rows)
     nearest = _nearest_of_entity(candidates, rows, vecs)
     mine = [(o, n) for o, n in mine if nearest.get(o) == n and nearest.get(n) == o]
     if not mine:
@@ -345,7 +340,7 @@ def _nearest_of_entity(
     if not cols:
         return {}
     at = {j: c for c, j in enumerate(cols)}
-    sims = products(vecs, _vectors(candidates, cols))
+    sims = products(vecs, stacked(candidates, cols))
     out: dict[int, int] = {}
     for r, x in enumerate(rows):
         if mates[x]:
@@ -406,45 +401,3 @@ def effective_scores(
         floor = min(effective[j] for j in newer_of[i])
         effective[i] = min(effective[i], float(np.nextafter(floor, -np.inf)))
     return effective
-
-
-def focus_scores(
-    candidates: Sequence[Candidate], question: str, pairs: Sequence[tuple[int, int]]
-) -> list[float]:
-    """The candidates' scores with the statements of the question's entity re-ordered (see the module).
-
-    The entity: the candidates with a ``similarity`` whose leading name is one of
-    ``question``'s; only when one of ``pairs`` lies within it. Their scores, sorted, go to
-    them in the order of ``(v - m) . (q - m) / |v - m|`` (``m`` their centroid, ``q`` the
-    question's vector), from ``similarity`` (``v . q``): ``(v - m) . (q - m) = (v . q -
-    mean(v . q)) - (v - m) . m``. Others keep their scores. ``O(entity x d)``.
-    """
-    scores = [float(c.score) for c in candidates]
-    names = names_of(question)
-    if not pairs or not names:
-        return scores
-    matches: dict[str, bool] = {}  # per leading name: one of the question's names (a few per recall)
-
-    def asked(i: int) -> bool:
-        c = candidates[i]
-        lead = leading_name(c.text) if c.similarity is not None else None
-        if lead is None:
-            return False
-        if lead not in matches:
-            matches[lead] = any(same_name(lead, n) for n in names)
-        return matches[lead]
-
-    if not any(asked(o) and asked(n) for o, n in pairs):
-        return scores
-    group = [i for i in range(len(candidates)) if asked(i)]
-    vecs = _vectors(candidates, group)
-    sims = np.asarray([candidates[i].similarity for i in group], dtype=np.float64)
-    centroid = vecs.mean(axis=0)
-    offsets = vecs - centroid
-    lengths = np.linalg.norm(offsets, axis=1)
-    toward = (sims - sims.mean()) - offsets @ centroid
-    key = np.where(lengths > 1e-9, toward / np.where(lengths > 1e-9, lengths, 1.0), 0.0)
-    ranked = sorted((scores[i] for i in group), reverse=True)
-    for score, j in zip(ranked, np.argsort(-key, kind="stable").tolist(), strict=True):
-        scores[group[j]] = score
-    return scores

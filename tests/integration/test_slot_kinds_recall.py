@@ -128,3 +128,51 @@ async def test_a_question_asking_one_value_ranks_the_newest_of_an_unseen_kind_fi
     assert explain is not None and explain.superseded_by == new_id
     other = by_id[other_id].explain
     assert other is not None and other.superseded_by is None
+
+
+async def test_a_one_value_question_finds_a_version_worded_apart(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
+) -> None:
+    """Two versions worded alike and the current one worded apart (not the nearest statement of
+    either): the question's slot (core.slot_members) still holds it, so it ranks first."""
+    store = make_store(embedder=onnx)
+    texts = [
+        ("Ines Moll's cat sitter is Pia.", "2014-03-01"),
+        ("Ines Moll plays the cello.", "2015-03-01"),
+        ("Ines Moll's cat sitter is Rosa.", "2017-03-01"),
+        ("Ines Moll works at a bakery.", "2018-03-01"),
+        ("Ines Moll pays Jonas to feed the cat while she travels.", "2023-03-01"),
+        ("Ines Moll lives in Graz.", "2023-06-01"),
+    ]
+    ids = [await store.remember(text, valid_from=when) for text, when in texts]
+    hits = await store.recall(
+        "Who is Ines Moll's cat sitter?", k=6, threshold=2.0, reinforce=False, explain=True
+    )
+    by_id = {h.item.id: h for h in hits}
+    assert hits[0].item.id == ids[4]
+    for older in (ids[0], ids[2]):
+        explain = by_id[older].explain
+        assert explain is not None and explain.superseded_by is not None
+    for other in (ids[1], ids[3], ids[5]):
+        explain = by_id[other].explain
+        assert explain is not None and explain.superseded_by is None
+
+
+async def test_a_namesake_does_not_answer_for_the_person_asked(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
+) -> None:
+    """Kwame Westleigh's doctor embeds nearest to a question about Kwame Northleigh (the shared
+    first name); the answer is Northleigh's newest doctor (core.slot_focus)."""
+    store = make_store(embedder=onnx)
+    texts = [
+        ("Kwame Westleigh sees Dr Rinaldi.", "2021-03-01"),
+        ("Kwame Westleigh lives in Leeds.", "2016-03-01"),
+        ("Kwame Northleigh is registered with Dr Osei.", "2015-03-01"),
+        ("Kwame Northleigh lives in York.", "2016-05-01"),
+        ("Kwame Northleigh plays chess.", "2017-05-01"),
+        ("Kwame Northleigh's GP is now Dr Holt.", "2019-03-01"),
+    ]
+    ids = [await store.remember(text, valid_from=when) for text, when in texts]
+    hits = await store.recall("Which doctor does Kwame Northleigh see?", k=3, threshold=2.0, reinforce=False)
+    assert hits[0].item.id == ids[5]
+    assert ids[0] not in [h.item.id for h in hits[:2]]

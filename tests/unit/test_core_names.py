@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from betterdb_memory.core.names import SELF_NAME, name_mates, same_name
+from betterdb_memory.core.names import SELF_NAME, name_mates, namesake, same_name
 
 
 def _brute(names: list[str | None]) -> list[list[int]]:
@@ -71,3 +71,18 @@ def test_name_groups_are_name_mates_by_name(seed: int) -> None:
             assert i not in grouped
             grouped[i] = [j for j in group if j != i]
     assert [grouped.get(i, []) for i in range(len(names))] == mates
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("kwame westleigh", "kwame northleigh", True),  # one first name, two people
+        ("greta zeller", "anna zeller", True),  # one surname, two people
+        ("kwame westleigh", "kwame", False),  # the same name, shortened
+        ("ada moreau", "ada moreau", False),
+        ("ada moreau", "bruno costa", False),  # nothing shared
+        (SELF_NAME, "ada", False),
+    ],
+)
+def test_namesake(a: str, b: str, expected: bool) -> None:
+    assert namesake(a, b) is expected and namesake(b, a) is expected

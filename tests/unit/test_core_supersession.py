@@ -384,6 +384,30 @@ def test_focus_needs_a_same_slot_pair_within_the_entity() -> None:
     assert focus_scores(blind, "Where does Ada live?", [(3, 4)]) == [c.score for c in cands]
 
 
+def test_a_namesake_ranks_below_the_person_asked_about() -> None:
+    """Greta Ashby shares a first name with Greta Zeller: her bank statement embeds closest to the
+    question, yet it is not about the person asked; Zeller's statements take the best scores."""
+    q = _vec(1, 0, 0.1, 0.2)
+    rows = [
+        ("a", "Greta Ashby lives in Bath.", _vec(1, 0, 0, 0.3), 9, 0.97),
+        ("z1", "Greta Zeller lives in Lisbon.", _vec(1, 0, 0, 0.1), 1, 0.80),
+        ("z2", "Greta Zeller moved to Berlin.", _vec(1, 0, 0, 0.12), 2, 0.70),
+        ("o", "Bruno lives in Oslo.", _vec(1, 0, 0, 0.2), 3, 0.90),
+    ]
+    cands = [Candidate(c, t, v, vf, s, float(v @ q)) for c, t, v, vf, s in rows]
+    question = "Where does Greta Zeller live?"
+    assert vector_needs([c.text for c in cands], [c.valid_from for c in cands], question) == [0, 1, 2]
+    pairs = superseded_pairs(cands, _protos())
+    assert pairs == [(1, 2)]
+    scores = focus_scores(cands, question, pairs)
+    assert sorted(scores) == sorted(c.score for c in cands)  # a permutation
+    assert scores[3] == 0.90  # Bruno: neither the person nor a namesake, keeps his score
+    assert min(scores[1], scores[2]) > scores[0]  # Zeller's two take the two best of the three
+    assert [cands[i].id for i in present_order(cands, _protos(), question=question)] == ["z2", "o", "z1", "a"]
+    # Asked by first name alone, both Gretas are the entity: nothing is a namesake.
+    assert focus_scores(cands, "Where does Greta live?", pairs)[0] == 0.97
+
+
 # -- rule 3's second way: mutual nearest statements of one entity, an exclusive kind ahead ----------
 
 
@@ -535,7 +559,8 @@ def _old_near_pairs(cands: list[Candidate], min_similarity: float = 0.45) -> lis
 
 
 def _old_vector_needs(texts: list[str], valid_from: list[int], question: str) -> list[int]:
-    from betterdb_memory.core.names import name_mates, same_name
+    """``vector_needs`` pair by pair: name mates, and the leads the question names or a namesake of them."""
+    from betterdb_memory.core.names import name_mates, namesake, same_name
 
     leads = [leading_name(t) for t in texts]
     mates = name_mates(leads)
@@ -543,7 +568,9 @@ def _old_vector_needs(texts: list[str], valid_from: list[int], question: str) ->
         return []
     names = names_of(question)
     return [
-        i for i, row in enumerate(mates) if row or (leads[i] and any(same_name(leads[i], n) for n in names))
+        i
+        for i, row in enumerate(mates)
+        if row or (leads[i] and any(same_name(leads[i], n) or namesake(leads[i], n) for n in names))
     ]
 
 
@@ -562,5 +589,5 @@ def test_near_pairs_and_vector_needs_equal_the_pair_by_pair_rule(seed: int) -> N
         cands.append(Candidate(f"m{i}", text, vec, int(rng.integers(0, 4)), float(rng.random()), 0.5))
     assert near_pairs(cands) == _old_near_pairs(cands)
     texts, vf = [c.text for c in cands], [c.valid_from for c in cands]
-    for question in ("Where does Ada live?", "What about Tom?", "Where do I live?"):
+    for question in ("Where does Ada live?", "What about Tom?", "Where do I live?", "Is Greta Ashby here?"):
         assert vector_needs(texts, vf, question) == _old_vector_needs(texts, vf, question)
