@@ -1,11 +1,14 @@
 """Fit ``core.slot_members.MEMBERS``: which of an entity's statements hold the slot a question asks (issue 26).
 
 Training rows: the chain questions (not asking several values) of the designed-on set's
-even-numbered people and of the first fresh wording family, each with its top ``POOL``
+even-numbered people and of the first four fresh wording families, each with its top ``POOL``
 statements by cosine (as ``slot_offline.py``); the statements of the entity the question
 names, when there are at least three and the asked one (the highest focus key) is a
 version of the asked chain. Each other statement is a row of ``member_features``,
-labelled 1 when it is a version of that chain. No other family is read. Plain gradient
+labelled 1 when it is a version of that chain. The designed-on set's odd people and the
+fifth and sixth fresh families are never read (they are the held-out checks); ``--train``
+fits on other families (leave one family out: ``--train designed,fresh,fresh2,fresh3``
+and score fresh4 with ``slot_offline.py``). Plain gradient
 descent on standardised features (no randomness), folded back to raw-feature weights
 and printed as the ``MEMBERS`` literal; ``--check`` evaluates held-out families per
 feature row instead.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,10 +36,17 @@ from betterdb_memory.core.names import leading_name, names_of, same_name  # noqa
 from betterdb_memory.core.slot_members import FEATURES, MemberModel, member_features  # noqa: E402
 from betterdb_memory.core.slot_question import asked_number  # noqa: E402
 
-TRAIN = (("designed", lambda e: e % 2 == 0), ("fresh", lambda e: True))
+TRAIN = ("designed", "fresh", "fresh2", "fresh3", "fresh4")
 
 
-def rows(name: str, which: object, cache: Path) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
+def _people(name: str) -> Callable[[int], bool]:
+    """The designed-on set's even-numbered people (its odd ones are held out); every person otherwise."""
+    return (lambda e: e % 2 == 0) if name == "designed" else (lambda e: True)
+
+
+def rows(
+    name: str, which: Callable[[int], bool], cache: Path
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64]]:
     ds, _ = so.SETS[name]()
     model = slot_model.for_model(slot_model.FITTED_MODEL_ID, 384)
     assert model is not None
@@ -47,7 +58,7 @@ def rows(name: str, which: object, cache: Path) -> tuple[npt.NDArray[np.float32]
     pos = {s.id: i for i, s in enumerate(stmts)}
     xs, ys = [], []
     for c, chain in enumerate(ds.chains):
-        if not which(chain.entity) or asked_number(chain.question) == "many":  # type: ignore[operator]
+        if not which(chain.entity) or asked_number(chain.question) == "many":
             continue
         top = np.argsort(-(vecs @ qv[c]))[: so.POOL]
         names = names_of(chain.question)
@@ -84,8 +95,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "temporal-cache")
     ap.add_argument("--check", default="", help="comma-separated families to score the rows of")
+    ap.add_argument("--train", default=",".join(TRAIN), help="comma-separated families to fit on")
     args = ap.parse_args()
-    parts = [rows(name, which, args.cache) for name, which in TRAIN]
+    parts = [rows(name, _people(name), args.cache) for name in args.train.split(",")]
     x = np.vstack([p[0] for p in parts])
     y = np.concatenate([p[1] for p in parts])
     members = fit(x, y)
