@@ -36,26 +36,29 @@ superseded, which costs an update its promotion, never a current fact its rank.
 
 **The question's number.** A question asking for several values ("Which *languages*
 ...") supersedes nothing of its entity (``plural_veto``); one asking for one value
-("Which *pharmacy* ...") lets a pair of its entity through on the same kind alone, exclusive
-or not, when the two are each other's nearest statement of it (``one_value_pairs``).
+("Which *pharmacy* ...") lets a pair of its entity through on the same kind alone,
+exclusive or not, when the two are each other's nearest statement of it
+(``one_value_pairs``), and adds the pairs of the slot it asks about: the entity's
+statement that says most toward the question and those a small learned model calls its
+versions (``slot_members.question_slot_pairs``), whatever their kinds.
 
 ``present_order`` applies the rule (for questions about the present; a recall with
 ``as_of`` or a time window must not use it): the newest version of a slot takes the
 best score of the slot's versions, and each older one goes just below its supersessors.
 
-**Which slot the question asks about (``focus_scores``).** That promotion also promotes
-the wrong slot when the ranking put another attribute of the person first (every
-statement of a person is near a question naming them, and a slot of five versions has
-five chances to win). So when a same-slot pair lies among the statements of an entity
-the question names, those are re-ordered among themselves by what they say beyond the
-name: their vectors and the question's minus the centroid of the entity's candidates
-(mostly the name), by cosine; they keep the set of scores they had.
+**Which slot the question asks about (``slot_focus.focus_scores``).** That promotion
+also promotes the wrong slot when the ranking put another attribute of the person first
+(every statement of a person is near a question naming them, and a slot of five versions
+has five chances to win). So when a same-slot pair lies among the statements of an
+entity the question names, those are re-ordered among themselves by what they say
+beyond the name, and a namesake's statements ("Kwame Westleigh" for a question about
+"Kwame Northleigh") go below them.
 
 Measured through the public API (``bench/temporal_fresh.py``, ``bench/results/temporal.md``
-section G): the current statement first for 89.1% of questions about the present on the
-designed-on set's held-out half, 80.8 / 70.9 / 68.5 / 75.9% on four fresh wording
-families and 51.7% on a fifth of kinds never seen (45.7% without ``one_value_pairs``);
-false supersession of both-current pairs at most 1.7% (the goals: 95% and 2%).
+section H): the current statement first for 91.1% of questions about the present on the
+designed-on set's held-out half, 66.8% and 70.7% on two fresh families of kinds never seen
+(fresh5 and fresh6: neither tuned on), 73.8-85.0% on the four families the member model
+was fitted on; false supersession of both-current pairs at most 1.7% (the goals: 95% and 2%).
 """
 
 from __future__ import annotations
