@@ -25,7 +25,8 @@ DIM = 64
 
 def unit(seed: int) -> list[float]:
     v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
-    return (v / np.linalg.norm(v)).tolist()
+    out: list[float] = (v / np.linalg.norm(v)).tolist()
+    return out
 
 
 @pytest.fixture
