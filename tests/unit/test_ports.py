@@ -12,12 +12,16 @@ from betterdb_memory._ports import ephemeral_low, free_port
 
 def test_a_port_below_the_ephemeral_range_that_binds() -> None:
     """``restart`` wants its port back: one from the ephemeral range may go to a client's outgoing
-    connection meanwhile ("Address already in use"), so the port is chosen below that range."""
+    connection meanwhile ("Address already in use"), so the port is chosen below that range.
+
+    Bound as the server binds (Valkey sets SO_REUSEADDR on its listening socket): without it, a
+    port an earlier test's server left in TIME_WAIT fails to bind, though the server could."""
     low = ephemeral_low()
     for _ in range(20):
         port = free_port()
         assert 20000 <= port < low
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", port))
 
 
