@@ -48,3 +48,32 @@ async def test_the_vectors_of_a_slot_s_versions_are_read_across_primaries(
     assert hits[1].explain is not None and hits[1].explain.superseded_by == versions[2]
     assert set(read) == {store.keys.doc(m) for m in versions}
     assert len({await cluster_client.cluster_keyslot(k) for k in read}) > 1
+
+
+async def test_a_one_value_question_s_slot_on_a_cluster(
+    cluster_store_factory: Callable[..., MemoryStore],
+) -> None:
+    """The slot a one-value question asks (core.slot_members) over memories on several primaries:
+    the current version, worded apart from the two before it, ranks first."""
+    store = cluster_store_factory(embedder=OnnxEmbedder())
+    texts = [
+        ("Ines Moll's cat sitter is Pia.", "2014-03-01"),
+        ("Ines Moll plays the cello.", "2015-03-01"),
+        ("Ines Moll's cat sitter is Rosa.", "2017-03-01"),
+        ("Ines Moll works at a bakery.", "2018-03-01"),
+        ("Ines Moll pays Jonas to feed the cat while she travels.", "2023-03-01"),
+        ("Ines Moll lives in Graz.", "2023-06-01"),
+    ]
+    ids = [await store.remember(text, valid_from=when) for text, when in texts]
+    hits = []
+    for _ in range(100):  # the shards index asynchronously
+        hits = await store.recall(
+            "Who is Ines Moll's cat sitter?", k=6, threshold=2.0, reinforce=False, explain=True
+        )
+        if len(hits) == 6:
+            break
+    by_id = {h.item.id: h for h in hits}
+    assert hits[0].item.id == ids[4]
+    for older in (ids[0], ids[2]):
+        explain = by_id[older].explain
+        assert explain is not None and explain.superseded_by is not None
