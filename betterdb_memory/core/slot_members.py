@@ -20,17 +20,19 @@ slot itself. Among the statements of the entity it names:
 
 Every two of those with different ``valid_from`` are an ``(older, newer)`` pair, so the
 newest version of the asked slot ranks first for the question. The question saying
-"one value" is what makes this safe: a many-valued kind is never asked that way, and a
-question that says nothing or asks several values adds no pair here.
+"one value" is what makes this safe: a many-valued attribute is mostly asked with a
+plural noun ("Which *languages* ..."), and a question that says nothing or asks several
+values adds no pair here. A singular noun over a many-valued attribute ("What *food*
+does Ada like?") is read as one value: its newest statement then ranks first.
 
 The weights are fitted by ``bench/train_slot_members.py`` (fixed order, plain gradient
 descent, no randomness) on the chain questions of the designed-on set's even people and
 of the first four fresh wording families; it prints ``MEMBERS``. Fitted with one of
-those families left out, the rule scored better on it than fitted on two families only
-(section H). Measured on the other families
-in ``bench/results/temporal.md`` section H. Cost: one profile product and one similarity
-product over the entity's statements, for a recall whose question asks one value and
-whose candidates hold two versions of a name (``vector_needs``).
+those families left out, the rule scored better on it than fitted on two families only.
+Measured on held-out families in ``bench/results/temporal.md`` section H. Cost: one
+profile product and one similarity product over the entity's statements, for a recall
+whose question asks one value and whose candidates hold two versions of a name
+(``vector_needs``).
 """
 
 from __future__ import annotations
