@@ -23,11 +23,12 @@ families per attribute (``Statement.family`` 0 or 1), recorded for analyses by w
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-__all__ = ["Chain", "Dataset", "Pair", "Statement", "assemble", "build"]
+__all__ = ["Chain", "Dataset", "Pair", "Statement", "assemble", "build", "pooled_people"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -599,6 +600,18 @@ def people(rng: random.Random, entities: int) -> tuple[str, ...]:
         raise ValueError(f"at most {len(surnames)} people")
     rng.shuffle(surnames)
     return tuple(f"{FIRST[rng.randrange(len(FIRST))]} {last}" for last in surnames[:entities])
+
+
+def pooled_people(
+    rng: random.Random, first: Sequence[str], heads: Sequence[str], tails: Sequence[str], entities: int
+) -> tuple[str, ...]:
+    """``entities`` full names from a fresh family's own pools: surnames (a head and a tail) unique,
+    first names repeat. Draws from ``rng`` in a fixed order (one shuffle, then a first name each)."""
+    surnames = [h + t for h in heads for t in tails]
+    if entities > len(surnames):
+        raise ValueError(f"at most {len(surnames)} people")
+    rng.shuffle(surnames)
+    return tuple(f"{first[rng.randrange(len(first))]} {last}" for last in surnames[:entities])
 
 
 def assemble(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 
-from .knowledge_updates import Dataset, assemble
+from .knowledge_updates import Dataset, assemble, pooled_people
 
 __all__ = ["EXCLUSIVE", "MANY", "build", "people"]
 
@@ -202,11 +202,7 @@ MANY: dict[str, tuple[list[str], tuple[str, ...], str]] = {
 
 def people(rng: random.Random, entities: int) -> tuple[str, ...]:
     """``entities`` full names of this family's own pools: surnames unique, first names repeat."""
-    surnames = [h + t for h in _HEADS for t in _TAILS]
-    if entities > len(surnames):
-        raise ValueError(f"at most {len(surnames)} people")
-    rng.shuffle(surnames)
-    return tuple(f"{FIRST[rng.randrange(len(FIRST))]} {last}" for last in surnames[:entities])
+    return pooled_people(rng, FIRST, _HEADS, _TAILS, entities)
 
 
 def build(seed: int = 9326, entities: int = 240) -> Dataset:

@@ -14,6 +14,7 @@ from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import MemoryStore
 from betterdb_memory.embedders import OnnxEmbedder
+from tests.integration.test_slot_kinds_recall import CAT_SITTER, CAT_SITTER_QUESTION
 
 pytestmark = pytest.mark.integration
 
@@ -56,20 +57,10 @@ async def test_a_one_value_question_s_slot_on_a_cluster(
     """The slot a one-value question asks (core.slot_members) over memories on several primaries:
     the current version, worded apart from the two before it, ranks first."""
     store = cluster_store_factory(embedder=OnnxEmbedder())
-    texts = [
-        ("Ines Moll's cat sitter is Pia.", "2014-03-01"),
-        ("Ines Moll plays the cello.", "2015-03-01"),
-        ("Ines Moll's cat sitter is Rosa.", "2017-03-01"),
-        ("Ines Moll works at a bakery.", "2018-03-01"),
-        ("Ines Moll pays Jonas to feed the cat while she travels.", "2023-03-01"),
-        ("Ines Moll lives in Graz.", "2023-06-01"),
-    ]
-    ids = [await store.remember(text, valid_from=when) for text, when in texts]
+    ids = [await store.remember(text, valid_from=when) for text, when in CAT_SITTER]
     hits = []
     for _ in range(100):  # the shards index asynchronously
-        hits = await store.recall(
-            "Who is Ines Moll's cat sitter?", k=6, threshold=2.0, reinforce=False, explain=True
-        )
+        hits = await store.recall(CAT_SITTER_QUESTION, k=6, threshold=2.0, reinforce=False, explain=True)
         if len(hits) == 6:
             break
     by_id = {h.item.id: h for h in hits}

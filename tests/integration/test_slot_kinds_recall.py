@@ -130,24 +130,27 @@ async def test_a_question_asking_one_value_ranks_the_newest_of_an_unseen_kind_fi
     assert other is not None and other.superseded_by is None
 
 
+#: Ines's cat sitter twice worded alike, then worded apart (the current one), among her other
+#: statements; shared with the cluster's test (tests/cluster/test_cluster_supersession_vectors.py).
+CAT_SITTER = [
+    ("Ines Moll's cat sitter is Pia.", "2014-03-01"),
+    ("Ines Moll plays the cello.", "2015-03-01"),
+    ("Ines Moll's cat sitter is Rosa.", "2017-03-01"),
+    ("Ines Moll works at a bakery.", "2018-03-01"),
+    ("Ines Moll pays Jonas to feed the cat while she travels.", "2023-03-01"),
+    ("Ines Moll lives in Graz.", "2023-06-01"),
+]
+CAT_SITTER_QUESTION = "Who is Ines Moll's cat sitter?"
+
+
 async def test_a_one_value_question_finds_a_version_worded_apart(
     make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
 ) -> None:
     """Two versions worded alike and the current one worded apart (not the nearest statement of
     either): the question's slot (core.slot_members) still holds it, so it ranks first."""
     store = make_store(embedder=onnx)
-    texts = [
-        ("Ines Moll's cat sitter is Pia.", "2014-03-01"),
-        ("Ines Moll plays the cello.", "2015-03-01"),
-        ("Ines Moll's cat sitter is Rosa.", "2017-03-01"),
-        ("Ines Moll works at a bakery.", "2018-03-01"),
-        ("Ines Moll pays Jonas to feed the cat while she travels.", "2023-03-01"),
-        ("Ines Moll lives in Graz.", "2023-06-01"),
-    ]
-    ids = [await store.remember(text, valid_from=when) for text, when in texts]
-    hits = await store.recall(
-        "Who is Ines Moll's cat sitter?", k=6, threshold=2.0, reinforce=False, explain=True
-    )
+    ids = [await store.remember(text, valid_from=when) for text, when in CAT_SITTER]
+    hits = await store.recall(CAT_SITTER_QUESTION, k=6, threshold=2.0, reinforce=False, explain=True)
     by_id = {h.item.id: h for h in hits}
     assert hits[0].item.id == ids[4]
     for older in (ids[0], ids[2]):
