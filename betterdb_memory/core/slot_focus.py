@@ -26,7 +26,7 @@ import numpy.typing as npt
 from .names import leading_name, names_of, namesake, same_name
 from .slot_kinds import normalised
 
-__all__ = ["focus_keys", "focus_scores", "stacked"]
+__all__ = ["entity_rows", "focus_keys", "focus_scores", "stacked"]
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -36,15 +36,18 @@ class _Vectored(Protocol):
     def vector(self) -> FloatArray | None: ...
 
 
-class _Scored(_Vectored, Protocol):
-    """What the focus reads of a candidate (``supersession.Candidate`` has it)."""
-
+class _Named(_Vectored, Protocol):
     @property
     def text(self) -> str: ...
     @property
-    def score(self) -> float: ...
-    @property
     def similarity(self) -> float | None: ...
+
+
+class _Scored(_Named, Protocol):
+    """What the focus reads of a candidate (``supersession.Candidate`` has it)."""
+
+    @property
+    def score(self) -> float: ...
 
 
 def stacked(candidates: Sequence[_Vectored], rows: Sequence[int]) -> FloatArray:
@@ -76,6 +79,21 @@ def focus_keys(vectors: FloatArray, similarities: npt.ArrayLike) -> npt.NDArray[
     return out
 
 
+def entity_rows(candidates: Sequence[_Named], names: frozenset[str]) -> list[int]:
+    """Rows of ``candidates`` with a ``similarity`` whose leading name is one of ``names`` (the question's)."""
+    matches: dict[str, bool] = {}  # per leading name (a few per recall)
+    out = []
+    for i, c in enumerate(candidates):
+        lead = leading_name(c.text) if c.similarity is not None else None
+        if lead is None:
+            continue
+        if lead not in matches:
+            matches[lead] = any(same_name(lead, n) for n in names)
+        if matches[lead]:
+            out.append(i)
+    return out
+
+
 def focus_scores(
     candidates: Sequence[_Scored], question: str, pairs: Sequence[tuple[int, int]]
 ) -> list[float]:
@@ -91,23 +109,13 @@ def focus_scores(
     names = names_of(question)
     if not pairs or not names:
         return scores
-    matches: dict[str, bool] = {}  # per leading name: one of the question's names (a few per recall)
-
-    def asked(i: int) -> bool:
-        c = candidates[i]
-        lead = leading_name(c.text) if c.similarity is not None else None
-        if lead is None:
-            return False
-        if lead not in matches:
-            matches[lead] = any(same_name(lead, n) for n in names)
-        return matches[lead]
-
-    if not any(asked(o) and asked(n) for o, n in pairs):
+    group = entity_rows(candidates, names)
+    mine = set(group)
+    if not any(o in mine and n in mine for o, n in pairs):
         return scores
-    group = [i for i in range(len(candidates)) if asked(i)]
     sims = np.asarray([candidates[i].similarity for i in group], dtype=np.float64)
     key = focus_keys(stacked(candidates, group), sims)
-    others = [i for i in range(len(candidates)) if not asked(i) and _namesake_of(candidates[i], names)]
+    others = [i for i in range(len(candidates)) if i not in mine and _namesake_of(candidates[i], names)]
     ranked = sorted((scores[i] for i in [*group, *others]), reverse=True)
     for score, j in zip(ranked, np.argsort(-key, kind="stable").tolist(), strict=False):
         scores[group[j]] = score
@@ -117,7 +125,7 @@ def focus_scores(
     return scores
 
 
-def _namesake_of(candidate: _Scored, names: frozenset[str]) -> bool:
+def _namesake_of(candidate: _Named, names: frozenset[str]) -> bool:
     """Whether ``candidate`` leads with a namesake of one of ``names`` (``names.namesake``)."""
     lead = leading_name(candidate.text) if candidate.similarity is not None else None
     return lead is not None and any(namesake(lead, n) for n in names)

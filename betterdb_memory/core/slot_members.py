@@ -45,8 +45,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .names import leading_name, names_of, same_name
-from .slot_focus import focus_keys, stacked
+from .names import names_of
+from .slot_focus import entity_rows, focus_keys, stacked
 from .slot_model import SlotModel
 from .slot_question import asked_number
 
@@ -185,15 +185,7 @@ def question_slot_pairs(
     """
     if asked_number(question) != "one":
         return []
-    names = names_of(question)
-    group = [
-        i
-        for i, c in enumerate(candidates)
-        if c.similarity is not None
-        and c.vector is not None
-        and (lead := leading_name(c.text)) is not None
-        and any(same_name(lead, n) for n in names)
-    ]
+    group = [i for i in entity_rows(candidates, names_of(question)) if candidates[i].vector is not None]
     if len(group) < members.min_statements:
         return []
     vecs = stacked(candidates, group)
