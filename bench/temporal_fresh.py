@@ -35,6 +35,7 @@ from temporal_data import (  # noqa: E402
     knowledge_updates_fresh4,
     knowledge_updates_fresh5,
     knowledge_updates_fresh6,
+    knowledge_updates_fresh7,
 )
 from temporal_eval import embed, held_out, pct  # noqa: E402
 
@@ -127,8 +128,12 @@ def main() -> int:
             knowledge_updates_fresh5.build(),
             lambda e: True,
         ),
-        "sixth fresh family (clean, round questionslot's held-out check)": (
+        "sixth fresh family (round questionslot's held-out check; not tuned on)": (
             knowledge_updates_fresh6.build(),
+            lambda e: True,
+        ),
+        "seventh fresh family (clean, round questionform's held-out check)": (
+            knowledge_updates_fresh7.build(),
             lambda e: True,
         ),
     }
