@@ -13,10 +13,19 @@ several. A question with no such noun ("What does Ada like?", "Where does Ada li
 says nothing.
 
 ``asked_number`` reads that noun: the word before the first auxiliary after a leading
-"which" / "what" ("Which board *games* does"), else the noun after a possessive
-("Who is Ada's energy *supplier*?"; only after a copula: "Who does Ada's *taxes*?"
-asks for one person). Plural: an English plural ending (``-s`` but not ``-ss``,
-``-us``, ``-is``) or one of the irregular plurals. English only, like the time parser.
+"which" / "what" ("Which board *games* does"; a leading preposition is dropped: "*In*
+which city is ..."), or the subject of the verb when no auxiliary follows ("Which
+*firm* employs Ada?", read only when the verb agrees with it), else the noun after a
+possessive ("Who is Ada's energy *supplier*?"; only after a copula). Plural: an English
+plural ending (``-s`` but not ``-ss``, ``-us``, ``-is``) or one of the irregular plurals.
+Two forms with no asked noun read as one value too: "who" as the verb's subject with
+the person as its object ("Who *trains* Ada?", "Who *does* Ada's taxes?": who holds a
+role toward them, asked of one) and an amount ("How much ..."). "Who does Ada train
+with?" and "How many ...?" say nothing. English only, like the time parser.
+
+Measured offline on the training families (``bench/slot_offline.py``, round
+questionform): current-first +0.7 to +4.2 points on four of five, false supersession
+unchanged; ``bench/results/temporal.md`` section I has the public API's figures.
 """
 
 from __future__ import annotations
@@ -74,6 +83,8 @@ _AFTER = frozenset(
         "of",
     ]
 )
+# A question may open with the preposition its "which" governs ("*In* which city ...").
+_PREPOSITIONS = frozenset(["in", "at", "on", "for", "with", "from", "to", "by", "of", "under"])
 _IRREGULAR = frozenset(
     [
         "children",
@@ -97,6 +108,48 @@ def _plural(noun: str) -> bool:
     return noun in _IRREGULAR or (noun.endswith("s") and not noun.endswith(_SINGULAR_ENDINGS))
 
 
+def _subject_who(words: list[str]) -> Number:
+    """Who holds a role toward the named person ("Who *trains* Ada?", "Who does Ada's *taxes*?").
+
+    "Who" is then the verb's subject and the named person its object: the question asks
+    who holds a role toward them (a trainer, an insurer), and English asks that of one.
+    "Who does Ada train with?" (the person is the subject) and "Who is Ada close to?"
+    say nothing: many people may answer them.
+    """
+    if len(words) < 3:
+        return None
+    verb = words[1]
+    if verb not in _AUX:
+        return "one" if verb.endswith("s") and not verb.endswith("ss") and verb.isalpha() else None
+    if verb != "does":
+        return None
+    # "Who does Ada's taxes?": "does" is the verb when the person's possessive and one noun follow.
+    for j in range(2, len(words) - 1):
+        if words[j].endswith("'s"):
+            rest = [w for w in words[j + 1 :] if w not in _AFTER]
+            return "one" if len(rest) == 1 else None
+    return None
+
+
+def _subject_noun(words: list[str], question: str) -> Number:
+    """A "which" question whose noun is the verb's subject: "Which *firm* employs Ada?".
+
+    No auxiliary follows the noun, so the word before the named person is the verb and
+    the one before it the noun; the verb must agree with it (``-s`` after a singular
+    noun, the bare form after a plural), else nothing is read ("What happened to Ada?").
+    """
+    firsts = {name.split()[0] for name in names_of(question)}
+    at = next((i for i, w in enumerate(words) if w.removesuffix("'s") in firsts), None)
+    if at is None or at < 3:
+        return None
+    noun, verb = words[at - 2], words[at - 1]
+    if verb in _AFTER or verb in _PREPOSITIONS or not verb.isalpha():
+        return None
+    if _plural(noun):
+        return "many" if not verb.endswith("s") else None
+    return "one" if verb.endswith("s") and not verb.endswith("ss") else None
+
+
 @functools.lru_cache(maxsize=1024)
 def asked_number(question: str) -> Number:
     """``"one"`` / ``"many"`` when the question's asked noun says how many values it expects, else None.
@@ -104,14 +157,22 @@ def asked_number(question: str) -> Number:
     Read only for a recall with a same-name pair (rule 3's candidates); cached by text.
     """
     words = [w.replace("’", "'") for w in _WORD.findall(question.lower())]
+    if len(words) > 1 and words[0] in _PREPOSITIONS and words[1] in ("which", "what"):
+        words = words[1:]  # "In which city is Ada based?" asks what "Which city is ..." asks
     if not words:
         return None
+    if words[0] == "who" and (agent := _subject_who(words)) is not None:
+        return agent
+    if words[0] == "how" and len(words) > 2 and words[1] == "much":
+        return "one"  # an amount ("How much does Ada pay for rent?"); "how many" may count many values
     if words[0] in ("which", "what"):
         for j in range(1, min(5, len(words))):
             if words[j] in _AUX:
                 if j > 1:
                     return "many" if _plural(words[j - 1]) else "one"
                 break
+        else:
+            return _subject_noun(words, question)
     # "Who is Ada's dentist?": the possessive's noun is the asked one only after a copula
     # ("Who does Ada's taxes?" asks for a person, whatever the number of "taxes").
     copula = words[0] in ("what's", "who's") or (len(words) > 1 and words[1] in ("is", "are", "was", "were"))

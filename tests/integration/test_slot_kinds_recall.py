@@ -179,3 +179,75 @@ async def test_a_namesake_does_not_answer_for_the_person_asked(
     hits = await store.recall("Which doctor does Kwame Northleigh see?", k=3, threshold=2.0, reinforce=False)
     assert hits[0].item.id == ids[5]
     assert ids[0] not in [h.item.id for h in hits[:2]]
+
+
+@pytest.mark.parametrize(
+    ("texts", "question"),
+    [
+        (
+            [
+                "Otto Brandt's windows are cleaned by Clearview.",
+                "Otto Brandt pays a lad called Robbie to do the windows.",
+                "Otto Brandt has Brightpane round monthly for the windows.",
+            ],
+            "Who cleans Otto Brandt's windows?",
+        ),
+        (
+            [
+                "Otto Brandt's accounts are done by Petra.",
+                "Otto Brandt hired Kluge & Co to file the tax return.",
+                "Otto Brandt's accounts are done by Frau Weiss now.",
+            ],
+            "Who does Otto Brandt's accounts?",
+        ),
+        (
+            [
+                "Otto Brandt's lawn is mowed by a neighbour, Sven.",
+                "Otto Brandt pays GreenCut to look after the grass.",
+                "Otto Brandt's lawn is mowed by Jonas these days.",
+            ],
+            "Who mows Otto Brandt's lawn?",
+        ),
+    ],
+)
+async def test_a_question_asking_who_holds_a_role_toward_the_person_ranks_the_newest_first(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder, texts: list[str], question: str
+) -> None:
+    """No asked noun, but "who" is the verb's subject and the person its object: English asks
+    that of one (core.slot_question), so the versions of that slot supersede each other; the
+    person's other statements stay current."""
+    store = make_store(embedder=onnx)
+    dated = [
+        (texts[0], "2015-03-01"),
+        ("Otto Brandt plays the cello.", "2016-03-01"),
+        (texts[1], "2019-03-01"),
+        ("Otto Brandt lives in Ulm.", "2020-03-01"),
+        (texts[2], "2023-03-01"),
+    ]
+    ids = [await store.remember(text, valid_from=when) for text, when in dated]
+    hits = await store.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
+    by_id = {h.item.id: h for h in hits}
+    assert hits[0].item.id == ids[4]
+    for older in (ids[0], ids[2]):
+        explain = by_id[older].explain
+        assert explain is not None and explain.superseded_by is not None
+    for other in (ids[1], ids[3]):
+        explain = by_id[other].explain
+        assert explain is not None and explain.superseded_by is None
+
+
+async def test_a_question_where_the_person_is_the_subject_keeps_both_current(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
+) -> None:
+    """ "Who does Otto play chess with?" may have several answers: nothing supersedes."""
+    store = make_store(embedder=onnx)
+    old_id = await store.remember("Otto Brandt plays chess with Udo.", valid_from="2015-03-01")
+    await store.remember("Otto Brandt works at a bank.", valid_from="2020-03-01")
+    new_id = await store.remember("Otto Brandt plays chess with Jana at the club.", valid_from="2023-03-01")
+    hits = await store.recall(
+        "Who does Otto Brandt play chess with?", k=5, threshold=2.0, reinforce=False, explain=True
+    )
+    by_id = {h.item.id: h for h in hits}
+    assert {old_id, new_id} <= set(by_id)
+    explain = by_id[old_id].explain
+    assert explain is not None and explain.superseded_by is None

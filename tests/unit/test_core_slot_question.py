@@ -26,7 +26,23 @@ from betterdb_memory.core.supersession import Candidate, kind_pairs, near_pairs,
         ("Who are Ada's friends?", "many"),
         ("Which class does Ada take?", "one"),  # -ss is not a plural
         ("What does Ada like?", None),
-        ("Who does Ada's taxes?", None),  # the possessive is the object, not the asked noun
+        ("Who does Ada's taxes?", "one"),  # "does" is the verb: who does them for her
+        ("Who does Ada Lovelace's taxes now?", "one"),
+        ("Who does Ada's sister like?", None),  # "does" is the auxiliary: the sister likes
+        ("Who trains Ada?", "one"),  # "who" is the subject: who holds the role toward her
+        ("Who pays Ada's salary?", "one"),
+        ("Who does Ada bank with?", None),  # Ada is the subject: several may answer
+        ("Who is Ada close to?", None),
+        ("Who kisses?", None),  # nobody named after the verb: too short to read
+        ("Which firm employs Ada?", "one"),  # the noun is the verb's subject; they agree
+        ("Which firms employ Ada Lovelace?", "many"),
+        ("Which firm employ Ada?", None),  # no agreement: nothing is read
+        ("What company employs Ada now?", "one"),
+        ("What happened to Ada?", None),  # a preposition before the name, not a verb
+        ("In which city is Ada based?", "one"),  # the leading preposition is dropped
+        ("With which banks does Ada save?", "many"),
+        ("How much does Ada pay for rent?", "one"),  # an amount
+        ("How many languages does Ada speak?", None),  # a count may be of many values
         ("What's Ada's phone?", "one"),
         ("Where does Ada live?", None),
         ("How does Ada get to work?", None),
