@@ -36,6 +36,7 @@ from temporal_data import (  # noqa: E402
     knowledge_updates_fresh2,
     knowledge_updates_fresh3,
     knowledge_updates_fresh4,
+    knowledge_updates_fresh8,
 )
 
 from betterdb_memory.core import slot_model  # noqa: E402
@@ -62,6 +63,7 @@ SETS: dict[str, Callable[[], tuple[knowledge_updates.Dataset, Callable[[int], bo
     "fresh2": lambda: (knowledge_updates_fresh2.build(), lambda e: True),
     "fresh3": lambda: (knowledge_updates_fresh3.build(), lambda e: True),
     "fresh4": lambda: (knowledge_updates_fresh4.build(), lambda e: True),
+    "fresh8": lambda: (knowledge_updates_fresh8.build(), lambda e: True),  # a diagnostic: read freely
 }
 
 

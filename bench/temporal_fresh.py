@@ -36,6 +36,7 @@ from temporal_data import (  # noqa: E402
     knowledge_updates_fresh5,
     knowledge_updates_fresh6,
     knowledge_updates_fresh7,
+    knowledge_updates_fresh8,
 )
 from temporal_eval import embed, held_out, pct  # noqa: E402
 
@@ -134,6 +135,10 @@ def main() -> int:
         ),
         "seventh fresh family (clean, round questionform's held-out check)": (
             knowledge_updates_fresh7.build(),
+            lambda e: True,
+        ),
+        "eighth fresh family (a diagnostic of questions naming no noun; read miss by miss)": (
+            knowledge_updates_fresh8.build(),
             lambda e: True,
         ),
     }

@@ -14,7 +14,7 @@ from valkey.asyncio.cluster import ValkeyCluster
 
 from betterdb_memory import MemoryStore
 from betterdb_memory.embedders import OnnxEmbedder
-from tests.integration.test_slot_kinds_recall import CAT_SITTER, CAT_SITTER_QUESTION
+from tests.integration.test_slot_kinds_recall import CAT_SITTER, CAT_SITTER_QUESTION, ROLE_STORIES, role_story
 
 pytestmark = pytest.mark.integration
 
@@ -62,6 +62,26 @@ async def test_a_one_value_question_s_slot_on_a_cluster(
     for _ in range(100):  # the shards index asynchronously
         hits = await store.recall(CAT_SITTER_QUESTION, k=6, threshold=2.0, reinforce=False, explain=True)
         if len(hits) == 6:
+            break
+    by_id = {h.item.id: h for h in hits}
+    assert hits[0].item.id == ids[4]
+    for older in (ids[0], ids[2]):
+        explain = by_id[older].explain
+        assert explain is not None and explain.superseded_by is not None
+
+
+async def test_a_question_asking_who_holds_a_role_on_a_cluster(
+    cluster_store_factory: Callable[..., MemoryStore],
+) -> None:
+    """A question with no asked noun that still asks one value ("Who cleans Otto's windows?",
+    core.slot_question) over memories on several primaries: the newest version ranks first."""
+    store = cluster_store_factory(embedder=OnnxEmbedder())
+    texts, question = ROLE_STORIES[0]
+    ids = [await store.remember(text, valid_from=when) for text, when in role_story(texts)]
+    hits = []
+    for _ in range(100):  # the shards index asynchronously
+        hits = await store.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
+        if len(hits) == 5:
             break
     by_id = {h.item.id: h for h in hits}
     assert hits[0].item.id == ids[4]

@@ -181,35 +181,48 @@ async def test_a_namesake_does_not_answer_for_the_person_asked(
     assert ids[0] not in [h.item.id for h in hits[:2]]
 
 
-@pytest.mark.parametrize(
-    ("texts", "question"),
-    [
-        (
-            [
-                "Otto Brandt's windows are cleaned by Clearview.",
-                "Otto Brandt pays a lad called Robbie to do the windows.",
-                "Otto Brandt has Brightpane round monthly for the windows.",
-            ],
-            "Who cleans Otto Brandt's windows?",
-        ),
-        (
-            [
-                "Otto Brandt's accounts are done by Petra.",
-                "Otto Brandt hired Kluge & Co to file the tax return.",
-                "Otto Brandt's accounts are done by Frau Weiss now.",
-            ],
-            "Who does Otto Brandt's accounts?",
-        ),
-        (
-            [
-                "Otto Brandt's lawn is mowed by a neighbour, Sven.",
-                "Otto Brandt pays GreenCut to look after the grass.",
-                "Otto Brandt's lawn is mowed by Jonas these days.",
-            ],
-            "Who mows Otto Brandt's lawn?",
-        ),
-    ],
-)
+#: Three versions of a role someone holds toward Otto (worded apart), for a question with no asked
+#: noun; ``role_story`` dates them among two other statements of his. Shared with the cluster's test.
+ROLE_STORIES = [
+    (
+        [
+            "Otto Brandt's windows are cleaned by Clearview.",
+            "Otto Brandt pays a lad called Robbie to do the windows.",
+            "Otto Brandt has Brightpane round monthly for the windows.",
+        ],
+        "Who cleans Otto Brandt's windows?",
+    ),
+    (
+        [
+            "Otto Brandt's accounts are done by Petra.",
+            "Otto Brandt hired Kluge & Co to file the tax return.",
+            "Otto Brandt's accounts are done by Frau Weiss now.",
+        ],
+        "Who does Otto Brandt's accounts?",
+    ),
+    (
+        [
+            "Otto Brandt's lawn is mowed by a neighbour, Sven.",
+            "Otto Brandt pays GreenCut to look after the grass.",
+            "Otto Brandt's lawn is mowed by Jonas these days.",
+        ],
+        "Who mows Otto Brandt's lawn?",
+    ),
+]
+
+
+def role_story(texts: list[str]) -> list[tuple[str, str]]:
+    """The versions at 0, 2 and 4 (oldest first), Otto's other statements at 1 and 3."""
+    return [
+        (texts[0], "2015-03-01"),
+        ("Otto Brandt plays the cello.", "2016-03-01"),
+        (texts[1], "2019-03-01"),
+        ("Otto Brandt lives in Ulm.", "2020-03-01"),
+        (texts[2], "2023-03-01"),
+    ]
+
+
+@pytest.mark.parametrize(("texts", "question"), ROLE_STORIES)
 async def test_a_question_asking_who_holds_a_role_toward_the_person_ranks_the_newest_first(
     make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder, texts: list[str], question: str
 ) -> None:
@@ -217,14 +230,7 @@ async def test_a_question_asking_who_holds_a_role_toward_the_person_ranks_the_ne
     that of one (core.slot_question), so the versions of that slot supersede each other; the
     person's other statements stay current."""
     store = make_store(embedder=onnx)
-    dated = [
-        (texts[0], "2015-03-01"),
-        ("Otto Brandt plays the cello.", "2016-03-01"),
-        (texts[1], "2019-03-01"),
-        ("Otto Brandt lives in Ulm.", "2020-03-01"),
-        (texts[2], "2023-03-01"),
-    ]
-    ids = [await store.remember(text, valid_from=when) for text, when in dated]
+    ids = [await store.remember(text, valid_from=when) for text, when in role_story(texts)]
     hits = await store.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
     by_id = {h.item.id: h for h in hits}
     assert hits[0].item.id == ids[4]
