@@ -12,9 +12,15 @@ from typing import Any
 import pytest
 from valkey.asyncio.cluster import ValkeyCluster
 
-from betterdb_memory import MemoryStore
+from betterdb_memory import MemoryHit, MemoryStore
 from betterdb_memory.embedders import OnnxEmbedder
-from tests.integration.test_slot_kinds_recall import CAT_SITTER, CAT_SITTER_QUESTION, ROLE_STORIES, role_story
+from tests.integration.test_slot_kinds_recall import (
+    CAT_SITTER,
+    CAT_SITTER_QUESTION,
+    ROLE_STORIES,
+    assert_versions,
+    role_story,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -51,6 +57,16 @@ async def test_the_vectors_of_a_slot_s_versions_are_read_across_primaries(
     assert len({await cluster_client.cluster_keyslot(k) for k in read}) > 1
 
 
+async def _all_indexed(store: MemoryStore, question: str, *, k: int) -> list[MemoryHit]:
+    """The explained recall of ``question`` once all ``k`` memories are found (the shards index asynchronously)."""
+    hits: list[MemoryHit] = []
+    for _ in range(100):
+        hits = await store.recall(question, k=k, threshold=2.0, reinforce=False, explain=True)
+        if len(hits) == k:
+            break
+    return hits
+
+
 async def test_a_one_value_question_s_slot_on_a_cluster(
     cluster_store_factory: Callable[..., MemoryStore],
 ) -> None:
@@ -58,16 +74,7 @@ async def test_a_one_value_question_s_slot_on_a_cluster(
     the current version, worded apart from the two before it, ranks first."""
     store = cluster_store_factory(embedder=OnnxEmbedder())
     ids = [await store.remember(text, valid_from=when) for text, when in CAT_SITTER]
-    hits = []
-    for _ in range(100):  # the shards index asynchronously
-        hits = await store.recall(CAT_SITTER_QUESTION, k=6, threshold=2.0, reinforce=False, explain=True)
-        if len(hits) == 6:
-            break
-    by_id = {h.item.id: h for h in hits}
-    assert hits[0].item.id == ids[4]
-    for older in (ids[0], ids[2]):
-        explain = by_id[older].explain
-        assert explain is not None and explain.superseded_by is not None
+    assert_versions(await _all_indexed(store, CAT_SITTER_QUESTION, k=6), ids[4], (ids[0], ids[2]))
 
 
 async def test_a_question_asking_who_holds_a_role_on_a_cluster(
@@ -78,13 +85,4 @@ async def test_a_question_asking_who_holds_a_role_on_a_cluster(
     store = cluster_store_factory(embedder=OnnxEmbedder())
     texts, question = ROLE_STORIES[0]
     ids = [await store.remember(text, valid_from=when) for text, when in role_story(texts)]
-    hits = []
-    for _ in range(100):  # the shards index asynchronously
-        hits = await store.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
-        if len(hits) == 5:
-            break
-    by_id = {h.item.id: h for h in hits}
-    assert hits[0].item.id == ids[4]
-    for older in (ids[0], ids[2]):
-        explain = by_id[older].explain
-        assert explain is not None and explain.superseded_by is not None
+    assert_versions(await _all_indexed(store, question, k=5), ids[4], (ids[0], ids[2]))

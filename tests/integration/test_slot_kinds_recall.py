@@ -7,11 +7,11 @@ about the present; a many-valued one (sports) keeps both statements current.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
-from betterdb_memory import MemoryStore
+from betterdb_memory import MemoryHit, MemoryStore
 from betterdb_memory.embedders import OnnxEmbedder
 
 pytestmark = pytest.mark.integration
@@ -143,6 +143,20 @@ CAT_SITTER = [
 CAT_SITTER_QUESTION = "Who is Ines Moll's cat sitter?"
 
 
+def assert_versions(
+    hits: Sequence[MemoryHit], newest: str, older: Sequence[str], others: Sequence[str] = ()
+) -> None:
+    """``newest`` ranks first, each of ``older`` is shown superseded, each of ``others`` is not."""
+    by_id = {h.item.id: h for h in hits}
+    assert hits[0].item.id == newest
+    for key in older:
+        explain = by_id[key].explain
+        assert explain is not None and explain.superseded_by is not None
+    for key in others:
+        explain = by_id[key].explain
+        assert explain is not None and explain.superseded_by is None
+
+
 async def test_a_one_value_question_finds_a_version_worded_apart(
     make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
 ) -> None:
@@ -151,14 +165,7 @@ async def test_a_one_value_question_finds_a_version_worded_apart(
     store = make_store(embedder=onnx)
     ids = [await store.remember(text, valid_from=when) for text, when in CAT_SITTER]
     hits = await store.recall(CAT_SITTER_QUESTION, k=6, threshold=2.0, reinforce=False, explain=True)
-    by_id = {h.item.id: h for h in hits}
-    assert hits[0].item.id == ids[4]
-    for older in (ids[0], ids[2]):
-        explain = by_id[older].explain
-        assert explain is not None and explain.superseded_by is not None
-    for other in (ids[1], ids[3], ids[5]):
-        explain = by_id[other].explain
-        assert explain is not None and explain.superseded_by is None
+    assert_versions(hits, ids[4], (ids[0], ids[2]), (ids[1], ids[3], ids[5]))
 
 
 async def test_a_namesake_does_not_answer_for_the_person_asked(
@@ -232,14 +239,7 @@ async def test_a_question_asking_who_holds_a_role_toward_the_person_ranks_the_ne
     store = make_store(embedder=onnx)
     ids = [await store.remember(text, valid_from=when) for text, when in role_story(texts)]
     hits = await store.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
-    by_id = {h.item.id: h for h in hits}
-    assert hits[0].item.id == ids[4]
-    for older in (ids[0], ids[2]):
-        explain = by_id[older].explain
-        assert explain is not None and explain.superseded_by is not None
-    for other in (ids[1], ids[3]):
-        explain = by_id[other].explain
-        assert explain is not None and explain.superseded_by is None
+    assert_versions(hits, ids[4], (ids[0], ids[2]), (ids[1], ids[3]))
 
 
 async def test_a_question_where_the_person_is_the_subject_keeps_both_current(
