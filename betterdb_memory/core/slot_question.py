@@ -113,13 +113,16 @@ def _subject_who(words: list[str]) -> Number:
 
     "Who" is then the verb's subject and the named person its object: the question asks
     who holds a role toward them (a trainer, an insurer), and English asks that of one.
-    "Who does Ada train with?" (the person is the subject) and "Who is Ada close to?"
-    say nothing: many people may answer them.
+    "Who does Ada train with?" (the person is the subject), "Who is Ada close to?" and
+    "Who lives *with* Ada?" (a preposition: the person is not the verb's object) say
+    nothing: many people may answer them.
     """
     if len(words) < 3:
         return None
     verb = words[1]
     if verb not in _AUX:
+        if words[2] in _PREPOSITIONS:
+            return None
         return "one" if verb.endswith("s") and not verb.endswith("ss") and verb.isalpha() else None
     if verb != "does":
         return None

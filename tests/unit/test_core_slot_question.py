@@ -34,6 +34,9 @@ from betterdb_memory.core.supersession import Candidate, kind_pairs, near_pairs,
         ("Who does Ada bank with?", None),  # Ada is the subject: several may answer
         ("Who is Ada close to?", None),
         ("Who kisses?", None),  # nobody named after the verb: too short to read
+        ("Who lives with Ada?", None),  # a preposition: Ada is not the verb's object
+        ("Who works for Ada Lovelace?", None),
+        ("Who looks after Ada's feet?", "one"),  # a particle, not a preposition
         ("Which firm employs Ada?", "one"),  # the noun is the verb's subject; they agree
         ("Which firms employ Ada Lovelace?", "many"),
         ("Which firm employ Ada?", None),  # no agreement: nothing is read
