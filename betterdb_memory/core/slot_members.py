@@ -181,7 +181,8 @@ def question_slot_pairs(
 
     The entity's statements: the candidates with a vector and a ``similarity`` whose
     leading name the question names (the candidates ``supersession.vector_needs`` has
-    the store read). Only for a question whose asked noun is singular.
+    the store read). Only for a question ``asked_number`` reads as asking one value (a
+    singular asked noun, "who" holding a role toward the person, an amount).
     """
     if asked_number(question) != "one":
         return []
