@@ -8,6 +8,7 @@ about the present; a many-valued one (sports) keeps both statements current.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -218,6 +219,92 @@ ROLE_STORIES = [
 ]
 
 
+#: Ten more, written after the rule and never tuned on (bench/results/temporal.md, section J): the
+#: rule's first check on roles it was not written with (5 of 10 rank the newest first without it).
+LATER_ROLE_STORIES = [
+    (
+        [
+            "Otto Brandt's dog is walked by Paws Plus.",
+            "Otto Brandt pays a student called Tom to walk the dog.",
+            "Otto Brandt has a walker named Lea take the dog out at noon.",
+        ],
+        "Who walks Otto Brandt's dog?",
+    ),
+    (
+        [
+            "Otto Brandt's hair is cut by Dmitri.",
+            "Otto Brandt goes to a salon called Shears for haircuts.",
+            "Otto Brandt has his hair done by Ana these days.",
+        ],
+        "Who cuts Otto Brandt's hair?",
+    ),
+    (
+        [
+            "Otto Brandt's car is repaired by Bosch Service.",
+            "Otto Brandt takes the car to a mechanic called Rudi.",
+            "Otto Brandt's car now goes to Autohaus Klein for repairs.",
+        ],
+        "Who repairs Otto Brandt's car?",
+    ),
+    (
+        [
+            "Otto Brandt's children are minded by a nanny, Greta.",
+            "Otto Brandt uses a nursery called Little Oaks for the kids.",
+            "Otto Brandt's kids are looked after by his sister Mia now.",
+        ],
+        "Who looks after Otto Brandt's children?",
+    ),
+    (
+        [
+            "Otto Brandt's taxes are prepared by Hofmann Tax.",
+            "Otto Brandt pays an adviser called Jens to do the tax return.",
+            "Otto Brandt's tax return is done by Steuerbuero Lang.",
+        ],
+        "Who prepares Otto Brandt's taxes?",
+    ),
+    (
+        [
+            "Otto Brandt's piano is tuned by Mr Petrov.",
+            "Otto Brandt calls a tuner named Olga for the piano.",
+            "Otto Brandt has Klavierhaus Ritter tune the piano now.",
+        ],
+        "Who tunes Otto Brandt's piano?",
+    ),
+    (
+        [
+            "Otto Brandt's post is delivered by Karl.",
+            "Otto Brandt's letters are brought by a postwoman, Jana.",
+            "Otto Brandt gets his mail from a new postman called Ben.",
+        ],
+        "Who delivers Otto Brandt's post?",
+    ),
+    (
+        [
+            "Otto Brandt's garden is tended by Green Fingers.",
+            "Otto Brandt hires a gardener called Piet for the garden.",
+            "Otto Brandt's flower beds are kept by Blumen Maier now.",
+        ],
+        "Who tends Otto Brandt's garden?",
+    ),
+    (
+        [
+            "Otto Brandt's teeth are checked by Dr Aziz.",
+            "Otto Brandt sees a dentist called Dr Lind for check-ups.",
+            "Otto Brandt's dental care is by Smile Clinic now.",
+        ],
+        "Who checks Otto Brandt's teeth?",
+    ),
+    (
+        [
+            "Otto Brandt's cat is fed by his neighbour Rosa when he travels.",
+            "Otto Brandt pays a sitter called Kim to feed the cat.",
+            "Otto Brandt's cat is fed by a service, PetPal, during trips.",
+        ],
+        "Who feeds Otto Brandt's cat when he travels?",
+    ),
+]
+
+
 def role_story(texts: list[str]) -> list[tuple[str, str]]:
     """The versions at 0, 2 and 4 (oldest first), Otto's other statements at 1 and 3."""
     return [
@@ -229,7 +316,22 @@ def role_story(texts: list[str]) -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.parametrize(("texts", "question"), ROLE_STORIES)
+def _known_miss(story: tuple[list[str], str], reason: str) -> Any:
+    return pytest.param(*story, marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
+#: Where the later stories miss beyond the first place (section J): kept visible, not dropped.
+_LATER_STRICT = [
+    _known_miss(s, "one older childminder is not taken as a version (it still ranks below the newest)")
+    if "children" in s[1]
+    else _known_miss(s, "'plays the cello' is shown superseded by the piano tuner (a pair across two slots)")
+    if "piano" in s[1]
+    else s
+    for s in LATER_ROLE_STORIES
+]
+
+
+@pytest.mark.parametrize(("texts", "question"), ROLE_STORIES + _LATER_STRICT)
 async def test_a_question_asking_who_holds_a_role_toward_the_person_ranks_the_newest_first(
     make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder, texts: list[str], question: str
 ) -> None:
@@ -240,6 +342,17 @@ async def test_a_question_asking_who_holds_a_role_toward_the_person_ranks_the_ne
     ids = [await store.remember(text, valid_from=when) for text, when in role_story(texts)]
     hits = await store.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
     assert_versions(hits, ids[4], (ids[0], ids[2]), (ids[1], ids[3]))
+
+
+@pytest.mark.parametrize(("texts", "question"), LATER_ROLE_STORIES)
+async def test_later_role_stories_rank_the_newest_first(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder, texts: list[str], question: str
+) -> None:
+    """The first place alone, for every later story (the two known misses above included)."""
+    store = make_store(embedder=onnx)
+    ids = [await store.remember(text, valid_from=when) for text, when in role_story(texts)]
+    hits = await store.recall(question, k=5, threshold=2.0, reinforce=False)
+    assert hits[0].item.id == ids[4]
 
 
 async def test_a_question_where_the_person_is_the_subject_keeps_both_current(
