@@ -14,9 +14,10 @@ subcommand; when both places give one, the one after the subcommand wins, so a s
 command can override what an alias or wrapper script put in front of it.
 
 Subcommands with a module of their own: ``export`` / ``import`` / ``reembed``
-(``_cli_transfer``), ``mcp`` (``_cli_mcp``: its token and scope) and ``acl``
-(``_cli_acl``: the ACL line of a store's user); exit codes and scope options in
-``_cli_common``.
+(``_cli_transfer``), ``mcp`` (``_cli_mcp``: its token and scope), ``acl``
+(``_cli_acl``: the ACL line of a store's user) and ``history`` (``_cli_time``, with the
+time and subject options of ``remember``, ``recall`` and ``list``); exit codes and scope
+options in ``_cli_common``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from . import _cli_acl, _cli_mcp, _cli_transfer
+from . import _cli_acl, _cli_mcp, _cli_time, _cli_transfer
 from ._cli_common import EXIT_NOT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE, scope_args
 from ._env import resolve_url
 from ._version import __version__
@@ -84,6 +85,8 @@ async def cmd_remember(store: MemoryStore, args: argparse.Namespace) -> int:
         ttl=args.ttl,
         sensitivity=args.sensitivity,
         source=args.source,
+        subject=args.subject,
+        valid_from=_cli_time.time_value(args.valid_from),
         **scope_args(args),
     )
     print(json.dumps({"id": mid}) if args.json else mid)
@@ -98,6 +101,8 @@ async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
         tags=args.tag or None,
         explain=True,
         reinforce=False,
+        tz=args.tz,
+        **_cli_time.window_args(args),
         **scope_args(args),
     )
     if args.json:
@@ -113,6 +118,10 @@ async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
                     "distance": h.distance,
                     "recency": parts.recency if parts else None,
                     "importance": h.item.importance,
+                    "valid_from": h.item.valid_from,
+                    "valid_until": h.item.valid_until,
+                    "superseded_by": parts.superseded_by if parts else None,
+                    "time_window": parts.time_window if parts else None,
                 }
             )
         print(json.dumps(out, ensure_ascii=False))
@@ -125,7 +134,13 @@ async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 async def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
-    page = await store.list(limit=args.limit, cursor=args.cursor, tags=args.tag or None, **scope_args(args))
+    page = await store.list(
+        limit=args.limit,
+        cursor=args.cursor,
+        tags=args.tag or None,
+        **_cli_time.window_args(args),
+        **scope_args(args),
+    )
     if args.json:
         print(
             json.dumps(
@@ -319,6 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ttl", type=float, help="seconds until it expires (0 or absent: never)")
     s.add_argument("--source")
     s.add_argument("--sensitivity", default="none")
+    s.add_argument("--subject", help="what it states ('home city'): its newest version is current")
+    s.add_argument("--valid-from", dest="valid_from", help="when it became true (default now; see --as-of)")
     s = sub.add_parser("recall", help="recall memories by meaning", parents=[common, scope])
     s.add_argument("query")
     s.add_argument("-k", type=int, default=8)
@@ -327,9 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="cosine-distance ceiling 0..2: a hit needs distance <= it (2 admits everything)",
     )
+    _cli_time.add_as_of(s)
+    _cli_time.add_window(s)
+    s.add_argument("--tz", help="the IANA time zone the query's days are counted in (default UTC)")
     s = sub.add_parser("list", help="list memories newest first", parents=[common, scope])
     s.add_argument("--limit", type=int, default=20)
     s.add_argument("--cursor")
+    _cli_time.add_as_of(s)
+    _cli_time.add_window(s)
+    _cli_time.add_history_parser(sub, common, scope)
     s = sub.add_parser(
         "forget", help="delete one memory, or every memory of a scope (--thread ...)", parents=[common, scope]
     )
@@ -384,6 +407,7 @@ _COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]
     "config": cmd_config,
     "doctor": cmd_doctor,
     "reindex": cmd_reindex,
+    "history": _cli_time.cmd_history,
     **_cli_transfer.COMMANDS,
     "mcp": _cli_mcp.cmd_mcp,
 }

@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any, TypeVar, cast
 
+from ..core.facts import FactRecord
 from ..core.models import MemoryHit, MemoryItem
+from ..core.times import to_ms
 from ..core.turns import Turn
 from ..errors import BetterDBMemoryError
 from ._extras import missing_extra
@@ -25,6 +28,8 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess with
 
 __all__ = [
     "ContextResult",
+    "FactHistoryResult",
+    "FactVersion",
     "ForgetResult",
     "Hit",
     "ListResult",
@@ -37,6 +42,7 @@ __all__ = [
     "TurnOut",
     "call_tool",
     "error_result",
+    "fact_out",
     "hit_out",
     "memory_out",
     "turn_out",
@@ -110,6 +116,26 @@ class StatsResult(TypedDict):
     config: dict[str, Any]
 
 
+class FactVersion(TypedDict):
+    """One version of a subject (``FactRecord``; times in epoch ms, ``valid_until`` None while current)."""
+
+    id: str
+    subject: str
+    statement: str
+    content: str
+    date: str | None
+    valid_from: int | None
+    valid_until: int | None
+    superseded_by: str | None
+    current: bool
+    retracted: bool
+    recorded_at: int
+
+
+class FactHistoryResult(TypedDict):
+    versions: list[FactVersion]
+
+
 class StoreTurnResult(TypedDict):
     turn_id: str
 
@@ -144,6 +170,27 @@ class ContextResult(TypedDict):
 def memory_out(item: MemoryItem) -> Memory:
     """A ``MemoryItem`` as the JSON object the tools return."""
     return cast(Memory, asdict(item))
+
+
+def _ms(value: datetime | None) -> int | None:
+    return None if value is None else to_ms(value)
+
+
+def fact_out(record: FactRecord) -> FactVersion:
+    """A ``FactRecord`` as the JSON object ``fact_history`` returns (its times in epoch ms)."""
+    return FactVersion(
+        id=record.id,
+        subject=record.subject,
+        statement=record.statement,
+        content=record.content,
+        date=record.date,
+        valid_from=_ms(record.valid_from),
+        valid_until=_ms(record.valid_until),
+        superseded_by=record.superseded_by,
+        current=record.current,
+        retracted=record.retracted,
+        recorded_at=to_ms(record.recorded_at),
+    )
 
 
 def hit_out(hit: MemoryHit) -> Hit:

@@ -1,7 +1,7 @@
 """An MCP server over a ``MemoryStore``: ``betterdb-memory mcp`` (stdio or streamable HTTP).
 
-Tools: ``remember``, ``recall``, ``forget``, ``list``, ``stats``, ``store_turn`` and
-``retrieve_context``, each one call of the public API. The SDK checks argument types
+Tools: ``remember``, ``recall``, ``forget``, ``list``, ``stats``, ``fact_history``,
+``store_turn`` and ``retrieve_context``, each one call of the public API. The SDK checks argument types
 against the schema it derives from the signatures below; the store validates values.
 A ``BetterDBMemoryError`` becomes a tool error (``isError: true``) whose text is the
 error's ``[code] message`` and whose ``structuredContent`` is
@@ -30,6 +30,7 @@ from ._mcp_auth import BearerAuth, check_token, require_token
 from ._mcp_scope import FixedScope
 from ._mcp_shapes import (
     ContextResult,
+    FactHistoryResult,
     ForgetResult,
     ListResult,
     Memory,
@@ -39,6 +40,7 @@ from ._mcp_shapes import (
     StoreTurnResult,
     TokensUsed,
     call_tool,
+    fact_out,
     hit_out,
     memory_out,
     turn_out,
@@ -54,14 +56,25 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess with
 __all__ = ["TOOL_NAMES", "FixedScope", "Memory", "create_server", "serve"]
 
 #: Every tool the server exposes, in the order ``tools/list`` returns them.
-TOOL_NAMES = ("remember", "recall", "forget", "list", "stats", "store_turn", "retrieve_context")
+TOOL_NAMES = (
+    "remember",
+    "recall",
+    "forget",
+    "list",
+    "stats",
+    "fact_history",
+    "store_turn",
+    "retrieve_context",
+)
 
 INSTRUCTIONS = (
     "Long-term memory (remember, recall, list, forget) and short-term conversation turns "
     "(store_turn, retrieve_context) in Valkey. Scopes: namespace / agent_id / thread_id, each "
     "optional; in recall, list and forget a scope left out means any. recall ranks by meaning, "
     "recency and importance; retrieve_context assembles memories and recent turns within a "
-    "token budget for the next prompt."
+    "token budget for the next prompt. Times: remember's valid_from says when a statement became "
+    "true; a subject's newest version is current (fact_history lists them); recall and list take "
+    "as_of (what was valid then) and since / until (valid_from in a window)."
 )
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -71,6 +84,16 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 Scope = Annotated[str | None, Field(description="exact scope value; omit for none (writes) or any (reads)")]
 Tags = Annotated[list[str] | None, Field(description="tags; in reads a memory must carry all of them")]
+#: A time: ISO 8601 text ("2024", "2024-05-01", "2024-05-01T09:30:00Z") or epoch milliseconds.
+_TIME = "ISO 8601 text ('2024-05-01', '2024-05-01T09:30:00Z') or epoch milliseconds"
+AsOf = Annotated[
+    str | int | None,
+    Field(description=f"what was valid at that instant, past versions included; {_TIME}; omit for now"),
+]
+Since = Annotated[
+    str | int | None, Field(description=f"only memories whose valid_from is at or after; {_TIME}")
+]
+Until = Annotated[str | int | None, Field(description=f"only memories whose valid_from is before; {_TIME}")]
 Thread = Annotated[str, Field(description="the conversation (session) id")]
 Agent = Annotated[str | None, Field(description="the agent the session belongs to (optional)")]
 Where = Annotated[
@@ -159,6 +182,10 @@ def create_server(
                 description="what it states (e.g. 'home city'): the newest version of a subject is current"
             ),
         ] = None,
+        valid_from: Annotated[
+            str | int | None,
+            Field(description=f"when the statement became true or the event happened; {_TIME}; omit for now"),
+        ] = None,
     ) -> Annotated[CallToolResult, RememberResult]:
         """Store a long-term memory; returns its id."""
 
@@ -169,7 +196,7 @@ def create_server(
             return await store.remember(
                 content, importance=importance, tags=tags, thread_id=thread_id, ttl=ttl,
                 sensitivity=None if sensitivity is None else check_sensitivity(sensitivity),
-                metadata=metadata, id=id, source=source, subject=subject, **where,
+                metadata=metadata, id=id, source=source, subject=subject, valid_from=valid_from, **where,
             )  # fmt: skip
 
         return await call_tool(run, lambda mid: RememberResult(id=mid))
@@ -194,6 +221,13 @@ def create_server(
             list[str] | None, Field(description="leave out memories of these sensitivities")
         ] = None,
         where: Where = None,
+        as_of: AsOf = None,
+        since: Since = None,
+        until: Until = None,
+        tz: Annotated[
+            str | None,
+            Field(description="IANA time zone the query's days ('yesterday') count in; default UTC"),
+        ] = None,
     ) -> Annotated[CallToolResult, RecallResult]:
         """Recall memories by meaning, best first (score = similarity, recency and importance)."""
 
@@ -203,7 +237,7 @@ def create_server(
             return await store.recall(
                 query, k=k, threshold=threshold, tags=tags, thread_id=thread_id,
                 exclude_sensitivity=None if exclude_sensitivity is None else check_sensitivities(exclude_sensitivity),
-                where=where, **scoped,
+                where=where, as_of=as_of, since=since, until=until, tz=tz, **scoped,
             )  # fmt: skip
 
         return await call_tool(run, lambda hits: RecallResult(hits=[hit_out(h) for h in hits]))
@@ -233,14 +267,18 @@ def create_server(
         limit: Annotated[int, Field(description="page size (1..1000)")] = 20,
         cursor: Annotated[str | None, Field(description="next_cursor of the previous page")] = None,
         where: Where = None,
+        as_of: AsOf = None,
+        since: Since = None,
+        until: Until = None,
     ) -> Annotated[CallToolResult, ListResult]:
         """List memories newest first, a page at a time."""
 
         async def run() -> Any:
             scoped = guard.args("list", agent_id=agent_id, namespace=namespace)
             return await store.list(
-                thread_id=thread_id, tags=tags, limit=limit, cursor=cursor, where=where, **scoped
-            )
+                thread_id=thread_id, tags=tags, limit=limit, cursor=cursor, where=where,
+                as_of=as_of, since=since, until=until, **scoped,
+            )  # fmt: skip
 
         return await call_tool(
             run,
@@ -277,6 +315,25 @@ def create_server(
             )
 
         return await call_tool(run, shape)
+
+    @server.tool(name="fact_history", annotations=_READ)
+    async def fact_history(
+        subject: Annotated[
+            str, Field(description="the subject, as given to remember (case and spacing ignored)")
+        ],
+        thread_id: Scope = None,
+        agent_id: Scope = None,
+        namespace: Scope = None,
+    ) -> Annotated[CallToolResult, FactHistoryResult]:
+        """Every version of a subject in the exact scope named, newest first (current one flagged)."""
+
+        async def run() -> Any:
+            scoped = guard.args("fact_history", agent_id=agent_id, namespace=namespace)
+            return await store.fact_history(subject, thread_id=thread_id, **scoped)
+
+        return await call_tool(
+            run, lambda versions: FactHistoryResult(versions=[fact_out(v) for v in versions])
+        )
 
     @server.tool(name="store_turn", annotations=_WRITE)
     async def store_turn(

@@ -113,6 +113,56 @@ async def _every_tool_against_the_real_store(mcp_client: Client) -> None:
     assert (await call(mcp_client, "forget", id=mid)) == {"deleted": False}
 
 
+async def test_time_arguments_and_fact_history(server: MCPServer) -> None:
+    """Issue 26's model through the tools: remember's valid_from and subject, recall's and list's
+    as_of / since / until, fact_history; a bad time is a tool error with its code."""
+    async with Client(server) as mcp_client:
+        lisbon = (
+            await call(
+                mcp_client,
+                "remember",
+                content="Ada lives in Lisbon.",
+                thread_id="ada",
+                subject="home city",
+                valid_from="2020-03-01",
+            )
+        )["id"]
+        berlin = (
+            await call(
+                mcp_client,
+                "remember",
+                content="Ada moved to Berlin.",
+                thread_id="ada",
+                subject="home city",
+                valid_from=1714521600000,
+            )
+        )["id"]
+        rowing = (
+            await call(
+                mcp_client, "remember", content="Ada took up rowing.", thread_id="ada", valid_from="2022-06"
+            )
+        )["id"]
+        ask = {"query": "Where does Ada live?", "thread_id": "ada", "threshold": 2.0}
+        now = {h["memory"]["id"] for h in (await call(mcp_client, "recall", **ask))["hits"]}
+        assert now == {berlin, rowing}
+        then = (await call(mcp_client, "recall", **ask, as_of="2021-01-01"))["hits"]
+        assert [h["memory"]["id"] for h in then] == [lisbon]
+        assert then[0]["memory"]["valid_until"] == 1714521600000
+        window = await call(mcp_client, "list", thread_id="ada", since="2022-01-01", until="2023-01-01")
+        assert [i["id"] for i in window["items"]] == [rowing] and window["total"] == 1
+        past = await call(mcp_client, "list", thread_id="ada", as_of="2021-01-01")
+        assert [i["id"] for i in past["items"]] == [lisbon]
+        versions = (await call(mcp_client, "fact_history", subject="Home City", thread_id="ada"))["versions"]
+        assert [(v["id"], v["current"]) for v in versions] == [(berlin, True), (lisbon, False)]
+        assert versions[1]["valid_until"] == versions[0]["valid_from"] == 1714521600000
+        assert (await call(mcp_client, "fact_history", subject="home city"))["versions"] == []  # exact scope
+        err = await error(mcp_client, "remember", content="Ada moved to Paris.", valid_from="next May")
+        assert err["code"] == "validation.time_format"
+        err = await error(mcp_client, "list", since="2024", until="2023")
+        assert err["code"] == "validation.time_window"
+        assert (await call(mcp_client, "list", thread_id="ada"))["total"] == 2  # nothing half-written
+
+
 async def test_store_errors_are_tool_errors_with_their_code(server: MCPServer) -> None:
     async with Client(server) as mcp_client:
         await _store_errors_are_tool_errors_with_their_code(mcp_client)

@@ -226,6 +226,8 @@ async def test_scope_escape_attempts_are_refused(make_store: Callable[..., Memor
             ("recall", {"query": "vault code", "agent_id": "spy"}),
             ("list", {"namespace": "other"}),
             ("list", {"agent_id": "spy"}),
+            ("fact_history", {"subject": "vault code", "namespace": "other"}),
+            ("fact_history", {"subject": "vault code", "agent_id": "spy"}),
             ("forget", {"id": others["ns"]}),
             ("forget", {"id": others["agent"]}),
             ("forget", {"id": others["none"]}),
@@ -261,6 +263,11 @@ async def test_calls_without_a_scope_get_the_fixed_one(make_store: Callable[...,
         page = await call(client, "list")
         assert {i["id"] for i in page["items"]} == {mine, same} and page["total"] == 2
         assert (await call(client, "stats"))["items"] == 2  # of this scope; the store holds 5
+        await store.remember("The alarm code is 1234.", namespace="other", agent_id="bot", subject="alarm")
+        await store.remember("The alarm code is 9999.", namespace="acme", agent_id="bot", subject="alarm")
+        (version,) = (await call(client, "fact_history", subject="alarm"))["versions"]
+        assert version["content"] == "The alarm code is 9999." and version["current"] is True
+        await store.forget(version["id"])
         await call(client, "store_turn", thread_id="t", user_message="Code?", assistant_message="4711.")
         assert [t.user_message for t in await store.get_recent_turns("t", agent_id="bot")] == ["Code?"]
         assert await store.get_recent_turns("t") == []

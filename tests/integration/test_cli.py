@@ -137,6 +137,7 @@ def test_help_for_every_command(capsys: pytest.CaptureFixture[str]) -> None:
         "reembed",
         "doctor",
         "reindex",
+        "history",
     ):
         with pytest.raises(SystemExit) as exited:  # argparse exits once it has printed the help
             main([cmd, "--help"])
@@ -294,3 +295,48 @@ def test_reindex_switches_an_outdated_index_once(
     assert code == 0 and report["switched"] and "valid_from" in report["missing"]
     code, out = run(capsys, valkey_url, unique_name, "reindex", "--json")
     assert code == 0 and json.loads(out)["switched"] is False
+
+
+def test_subjects_valid_from_as_of_windows_and_history(
+    capsys: pytest.CaptureFixture[str], valkey_url: str, unique_name: str
+) -> None:
+    """Issue 26's model from the shell: a subject's versions, a recall and a list as of a past
+    instant, a window on ``valid_from``, ``history``; a bad time is exit code 2 before any write."""
+    base = ("--thread", "ada", "--json")
+    code, out = run(capsys, valkey_url, unique_name, "remember", "Ada lives in Lisbon", *base,
+                    "--subject", "home city", "--valid-from", "2020-03-01")  # fmt: skip
+    lisbon = json.loads(out)["id"]
+    code, out = run(capsys, valkey_url, unique_name, "remember", "Ada moved to Berlin", *base,
+                    "--subject", "Home  City", "--valid-from", "1714521600000")  # fmt: skip
+    berlin = json.loads(out)["id"]  # 2024-05-01 in epoch ms; the subject normalised
+    code, out = run(capsys, valkey_url, unique_name, "remember", "Ada took up rowing", *base,
+                    "--valid-from", "2022-06")  # fmt: skip
+    rowing = json.loads(out)["id"]
+    where = ("recall", "Where does Ada live?", *base, "--threshold", "2")
+    code, out = run(capsys, valkey_url, unique_name, *where)
+    now = json.loads(out)
+    assert code == 0 and lisbon not in [h["id"] for h in now]  # superseded: out of default recall
+    assert {h["id"]: h["valid_from"] for h in now}[berlin] == 1714521600000
+    code, out = run(capsys, valkey_url, unique_name, *where, "--as-of", "2023-01-01")
+    then = {h["id"]: h for h in json.loads(out)}
+    assert set(then) == {lisbon, rowing} and then[lisbon]["valid_until"] == 1714521600000
+    code, out = run(capsys, valkey_url, unique_name, "list", *base, "--since", "2022", "--until", "2023")
+    assert [i["id"] for i in json.loads(out)["items"]] == [rowing]
+    code, out = run(capsys, valkey_url, unique_name, "list", *base, "--as-of", "2021-01-01")
+    assert [i["id"] for i in json.loads(out)["items"]] == [lisbon]
+    code, out = run(capsys, valkey_url, unique_name, "history", "home city", *base)
+    versions = json.loads(out)
+    assert code == 0 and [v["id"] for v in versions] == [berlin, lisbon]
+    assert [v["current"] for v in versions] == [True, False] and versions[1]["valid_until"] == 1714521600000
+    code, out = run(capsys, valkey_url, unique_name, "history", "home city", "--thread", "other")
+    assert code == 1
+    code, out = run(capsys, valkey_url, unique_name, "history", "home city", "--thread", "ada")
+    assert code == 0 and "current" in out.splitlines()[0] and "2024-05-01 .. now" in out
+    code = main(["remember", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing",
+                 "Ada moved to Paris", "--thread", "ada", "--valid-from", "May 2024"])  # fmt: skip
+    assert code == 2 and "validation.time_format" in capsys.readouterr().err
+    code = main(["recall", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing",
+                 "x", "--since", "2024", "--until", "2023"])  # fmt: skip
+    assert code == 2 and "validation.time_window" in capsys.readouterr().err
+    code, out = run(capsys, valkey_url, unique_name, "list", *base)
+    assert {i["id"] for i in json.loads(out)["items"]} == {berlin, rowing}  # nothing half-written
