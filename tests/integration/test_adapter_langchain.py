@@ -266,6 +266,29 @@ def test_retriever_documents_carry_id_score_and_metadata(sync_store: SyncMemoryS
         retriever.invoke("train", colour="red")
 
 
+def test_retriever_takes_time_and_where_and_documents_carry_validity(sync_store: SyncMemoryStore) -> None:
+    """Issue 26's as_of / since / until and issue 27's where, as constructor options or per call."""
+    lisbon = sync_store.remember(
+        "Ada lives in Lisbon.", thread_id="ada", subject="home city", valid_from="2020-03-01"
+    )
+    berlin = sync_store.remember(
+        "Ada moved to Berlin.", thread_id="ada", subject="home city", valid_from="2024-05-01"
+    )
+    rowing = sync_store.remember("Ada took up rowing.", thread_id="ada", valid_from="2022-06-01")
+    retriever = MemoryStoreRetriever(sync_store, thread_id="ada", threshold=2.0)
+    now = {d.id: d for d in retriever.invoke("Where does Ada live?")}
+    assert set(now) == {berlin, rowing} and now[berlin].metadata["subject"] == "home city"
+    assert "valid_until" not in now[berlin].metadata
+    [then] = retriever.invoke("Where does Ada live?", as_of="2021-01-01")
+    assert then.id == lisbon and then.metadata["valid_until"] == now[berlin].metadata["valid_from"]
+    window = MemoryStoreRetriever(sync_store, thread_id="ada", threshold=2.0, since="2022", until="2023")
+    assert [d.id for d in window.invoke("Ada")] == [rowing]
+    assert [d.id for d in retriever.invoke("Ada", where={"valid_from": {"$lt": 1672531200000}})] == [rowing]
+    with pytest.raises(ValidationError) as info:
+        retriever.invoke("Ada", since="2024", until="2023")
+    assert info.value.code == "validation.time_window"
+
+
 async def test_retriever_on_an_async_store(async_store: MemoryStore) -> None:
     await async_store.remember("Ada takes the 7:40 train.", thread_id="ada")
     retriever = MemoryStoreRetriever(async_store, thread_id="ada", threshold=2.0)

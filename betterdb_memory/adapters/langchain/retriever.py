@@ -29,6 +29,11 @@ RECALL_OPTIONS = frozenset(
         "agent_id",
         "namespace",
         "exclude_sensitivity",
+        "where",
+        "as_of",
+        "since",
+        "until",
+        "tz",
     }
 )
 
@@ -38,8 +43,9 @@ def hit_document(hit: MemoryHit) -> Document:
 
     ``metadata`` is the memory's own metadata plus (these names win over its keys):
     ``score`` (the composite score recall ranks by), ``similarity`` (0..1), ``importance``,
-    ``tags``, ``created_at`` (epoch ms), ``kind``, and ``thread_id`` / ``agent_id`` /
-    ``namespace`` / ``source`` when set.
+    ``tags``, ``created_at`` and ``valid_from`` (epoch ms), ``kind``, and ``thread_id`` /
+    ``agent_id`` / ``namespace`` / ``source`` / ``subject`` / ``valid_until`` when set (a past
+    version's ``valid_until``, recalled ``as_of`` an instant it was current).
     """
     item = hit.item
     metadata: dict[str, Any] = dict(item.metadata)
@@ -49,9 +55,10 @@ def hit_document(hit: MemoryHit) -> Document:
         importance=item.importance,
         tags=list(item.tags),
         created_at=item.created_at,
+        valid_from=item.valid_from,
         kind=item.kind,
     )
-    for name in ("thread_id", "agent_id", "namespace", "source"):
+    for name in ("thread_id", "agent_id", "namespace", "source", "subject", "valid_until"):
         value = getattr(item, name)
         if value is not None:
             metadata[name] = value
@@ -69,9 +76,10 @@ class MemoryStoreRetriever(BaseRetriever):
         store: a ``SyncMemoryStore`` (serves ``invoke`` and ``ainvoke``) or a ``MemoryStore``
             (``ainvoke``; ``invoke`` only from other threads while its loop runs); the caller
             closes either.
-        k, threshold, weights, reinforce, thread_id, agent_id, namespace, exclude_sensitivity:
-            ``recall``'s options (None: the store's defaults); a call overrides any of them
-            as keyword arguments (``invoke(q, k=3)``).
+        k, threshold, weights, reinforce, thread_id, agent_id, namespace, exclude_sensitivity,
+        where, as_of, since, until, tz: ``recall``'s options (None: the store's defaults); a
+            call overrides any of them as keyword arguments (``invoke(q, k=3)``,
+            ``invoke("Where did Ada live?", as_of="2022-06-01")``).
         recall_tags: ``recall``'s ``tags`` (all required). Named apart because a retriever's
             ``tags`` are LangChain's run tags for callbacks and tracing; a call may still
             pass ``invoke(q, tags=[...])`` for the recall.
@@ -91,6 +99,11 @@ class MemoryStoreRetriever(BaseRetriever):
     agent_id: str | None = None
     namespace: str | None = None
     exclude_sensitivity: Sequence[str] | None = None
+    where: dict[str, Any] | None = None
+    as_of: Any = None
+    since: Any = None
+    until: Any = None
+    tz: str | None = None
 
     _runner: StoreRunner = PrivateAttr()
 
