@@ -76,10 +76,11 @@ class MemoryStoreRetriever(BaseRetriever):
         store: a ``SyncMemoryStore`` (serves ``invoke`` and ``ainvoke``) or a ``MemoryStore``
             (``ainvoke``; ``invoke`` only from other threads while its loop runs); the caller
             closes either.
-        k, threshold, weights, reinforce, thread_id, agent_id, namespace, exclude_sensitivity,
-        where, as_of, since, until, tz: ``recall``'s options (None: the store's defaults); a
-            call overrides any of them as keyword arguments (``invoke(q, k=3)``,
-            ``invoke("Where did Ada live?", as_of="2022-06-01")``).
+        k, threshold, weights, reinforce, thread_id, agent_id, namespace, exclude_sensitivity:
+            ``recall``'s options (None: the store's defaults); a call overrides any of them
+            as keyword arguments (``invoke(q, k=3)``).
+        where, as_of, since, until, tz: ``recall``'s filter and time options, the same way
+            (``invoke("Where did Ada live?", as_of="2022-06-01")``).
         recall_tags: ``recall``'s ``tags`` (all required). Named apart because a retriever's
             ``tags`` are LangChain's run tags for callbacks and tracing; a call may still
             pass ``invoke(q, tags=[...])`` for the recall.
