@@ -125,6 +125,9 @@ class MemoryStore(StoreInfo):
         text_timeout_ms: those full-text queries' budget (``TIMEOUT``, ms; 500). Past it, on a
             server error or a partial answer the recall ranks the KNN candidates alone
             (``explain.degraded``, ``agent_memory_recall_degraded_total``); a KNN failure raises.
+        implicit_updates: same-slot supersession of statements without a subject, for questions
+            about the present (docs/concepts/time.md, with its false supersession). ``False``:
+            the composite order alone; subjects still supersede on write. Default ``True``.
         relevance_margin: with re-ranking, the threshold gates the recall as a whole: it
             answers when the nearest KNN candidate is within the threshold, or stands out
             from the median of the KNN candidates by at least this cosine distance; then
@@ -190,6 +193,7 @@ class MemoryStore(StoreInfo):
         relevance_margin: float | bool | None = None,
         text_candidates: int = 50,
         text_timeout_ms: int = 500,
+        implicit_updates: bool = True,
         hnsw_m: int = 16,
         hnsw_ef_construction: int = 200,
         hnsw_ef_runtime: int = 10,
@@ -224,20 +228,14 @@ class MemoryStore(StoreInfo):
             reinforce_write_interval=reinforce_write_interval, retry=retry, heartbeat_interval=heartbeat_interval,
             metadata_fields=metadata_fields,
             wait_replicas=wait_replicas, wait_timeout=wait_timeout, text_timeout_ms=text_timeout_ms,
+            implicit_updates=implicit_updates,
         )  # fmt: skip
         session_config = SessionConfig.of(
-            session_ttl=session_ttl,
-            max_session_turns=max_session_turns,
-            summarizer=summarizer,
-            fact_extractor=fact_extractor,
-            token_counter=token_counter,
-            summarize_batch=summarize_batch,
-            max_unsummarized=max_unsummarized,
-            budget=budget,
-            redact=redact,
-            shutdown_grace=shutdown_grace,
+            session_ttl=session_ttl, max_session_turns=max_session_turns, summarizer=summarizer,
+            fact_extractor=fact_extractor, token_counter=token_counter, summarize_batch=summarize_batch,
+            max_unsummarized=max_unsummarized, budget=budget, redact=redact, shutdown_grace=shutdown_grace,
             summary_lock_ttl=summary_lock_ttl,
-        )
+        )  # fmt: skip
         self.embedder = opts.embedder
         self.default_threshold = opts.threshold
         self.weights = opts.weights

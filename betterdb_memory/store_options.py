@@ -104,6 +104,7 @@ def check_options(
     wait_replicas: object = 0,
     wait_timeout: object = 1.0,
     text_timeout_ms: object = 500,
+    implicit_updates: object = True,
 ) -> StoreOptions:
     """Check ``MemoryStore``'s long-term arguments (see its docstring for their meanings).
 
@@ -155,7 +156,13 @@ def check_options(
         candidate_factor, reranker, rerank_candidates, margin, text_candidates, chosen.model_id,
     )  # fmt: skip
     budget = check_int(text_timeout_ms, "text_timeout_ms", minimum=1, maximum=60_000, setting=True)
-    settings = replace(settings, text_timeout_ms=budget)
+    if not isinstance(implicit_updates, bool):
+        raise ConfigurationError(
+            "implicit_updates must be a bool",
+            code="configuration.type",
+            details={"argument": "implicit_updates", "type": type(implicit_updates).__name__},
+        )
+    settings = replace(settings, text_timeout_ms=budget, implicit_updates=implicit_updates)
     if telemetry is not None and not isinstance(telemetry, MemoryTelemetryOptions):
         raise ConfigurationError(
             "telemetry must be a MemoryTelemetryOptions (product analytics: analytics=True)",

@@ -268,6 +268,7 @@ class StoreOptions(TypedDict, total=False):
     relevance_margin: float | bool | None
     text_candidates: int
     text_timeout_ms: int
+    implicit_updates: bool
     hnsw_m: int
     hnsw_ef_construction: int
     hnsw_ef_runtime: int

@@ -68,6 +68,7 @@ class Settings:
     margin: float | None = None  # the re-ranked recall's gate margin (core.ranking.Gate)
     text_candidates: int = 50  # full-text hits a re-ranked recall adds (0: KNN only)
     text_timeout_ms: int = 500  # the full-text queries' budget (core.text_query.TEXT_TIMEOUT_MS)
+    implicit_updates: bool = True  # same-slot supersession for questions about the present
 
 
 class Runtime:

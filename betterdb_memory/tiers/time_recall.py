@@ -246,13 +246,17 @@ class TimeRecall:
         """
         if plan.window is not None:
             return Needs(-1, frozenset())
-        if not plan.present or len(candidates) < 2 or not self._reads_vectors():
+        if not plan.present or len(candidates) < 2 or not self._implicit() or not self._reads_vectors():
             return None
         items = [item for item, _ in candidates if not is_turn(item.content)]
         need = vector_needs([it.content for it in items], [it.valid_from for it in items], query)
         if not need:
             return None
         return Needs(len(candidates), frozenset(items[i].id for i in need))
+
+    def _implicit(self) -> bool:
+        """Whether same-slot supersession runs (``MemoryStore(implicit_updates=...)``, on by default)."""
+        return self._rt.settings.implicit_updates
 
     def _reads_vectors(self) -> bool:
         """Whether the rule can read stored vectors (a decoding client cannot)."""
@@ -282,7 +286,7 @@ class TimeRecall:
             out = window_first(out, plan.window, keys)
         elif plan.boosts and plan.window is not None:
             out = boost_window(out, plan.window, weights)
-        elif plan.present and len(out) > 1:
+        elif plan.present and len(out) > 1 and self._implicit():
             out = await self._present(out, vectors, query or "", needs)
         return with_window(out[:k], plan)
 

@@ -57,6 +57,24 @@ async def test_the_newest_statement_of_an_exclusive_kind_ranks_first(
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
+async def test_implicit_updates_off_keeps_the_composite_order(
+    make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
+) -> None:
+    """``MemoryStore(implicit_updates=False)``: the same person and question as above, ranked by
+    the composite score alone (no hit shown superseded, the order not the rule's)."""
+    question = "Which bank does Maya Varga use?"
+    on = make_store(embedder=onnx)
+    await _person(on)
+    ruled = await on.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
+    off = make_store(embedder=onnx, name=f"{on.name}_off", implicit_updates=False)
+    ids = await _person(off)
+    plain = await off.recall(question, k=5, threshold=2.0, reinforce=False, explain=True)
+    assert all(h.explain is not None and h.explain.superseded_by is None for h in plain)
+    assert [h.score for h in plain] == sorted((h.score for h in plain), reverse=True)
+    assert plain[0].item.id != ids["hsbc"]  # the rule is what puts the newest bank first
+    assert any(h.explain is not None and h.explain.superseded_by for h in ruled)
+
+
 async def test_a_many_valued_kind_keeps_both_statements_current(
     make_store: Callable[..., MemoryStore], onnx: OnnxEmbedder
 ) -> None:

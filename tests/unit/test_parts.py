@@ -151,6 +151,9 @@ async def test_recall_clamps_a_distance_a_hair_below_zero() -> None:
         ("text_timeout_ms", 0, "configuration.range"),
         ("text_timeout_ms", 60_001, "configuration.range"),
         ("text_timeout_ms", "500", "configuration.type"),
+        ("implicit_updates", "no", "configuration.type"),
+        ("implicit_updates", 0, "configuration.type"),
+        ("implicit_updates", None, "configuration.type"),
     ],
 )
 def test_new_store_options_refuse_bad_values_with_a_typed_error(option: str, bad: object, code: str) -> None:
@@ -169,6 +172,16 @@ def test_text_timeout_ms_reaches_the_settings() -> None:
     )  # type: ignore[arg-type]
     assert (default._rt.settings.text_timeout_ms, mine._rt.settings.text_timeout_ms) == (500, 120)
     for store in (default, mine):
+        asyncio.run(store.close())
+
+
+def test_implicit_updates_reaches_the_settings() -> None:
+    default = MemoryStore(client=None, name="i1", embedder=HashingEmbedder(), discovery=False)  # type: ignore[arg-type]
+    off = MemoryStore(
+        client=None, name="i2", embedder=HashingEmbedder(), discovery=False, implicit_updates=False
+    )  # type: ignore[arg-type]
+    assert (default._rt.settings.implicit_updates, off._rt.settings.implicit_updates) == (True, False)
+    for store in (default, off):
         asyncio.run(store.close())
 
 
