@@ -13,7 +13,8 @@ the subcommand as well as after it, so a shell alias such as
 subcommand; when both places give one, the one after the subcommand wins, so a single
 command can override what an alias or wrapper script put in front of it.
 
-Subcommands with a module of their own: ``export`` / ``import`` / ``reembed``
+Subcommands with a module of their own: ``remember`` / ``recall`` / ``list`` / ``forget``
+(``_cli_memories``), ``export`` / ``import`` / ``reembed``
 (``_cli_transfer``), ``mcp`` (``_cli_mcp``: its token and scope), ``acl``
 (``_cli_acl``: the ACL line of a store's user) and ``history`` (``_cli_time``, with the
 time and subject options of ``remember``, ``recall`` and ``list``); exit codes and scope
@@ -30,14 +31,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from . import _cli_acl, _cli_mcp, _cli_time, _cli_transfer
-from ._cli_common import EXIT_NOT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE, scope_args
+from . import _cli_acl, _cli_mcp, _cli_memories, _cli_time, _cli_transfer
+from ._cli_common import EXIT_NOT_FOUND, EXIT_OK, EXIT_SERVER, EXIT_USAGE
 from ._env import resolve_url
 from ._version import __version__
-from .core.models import MemoryItem
 from .embedders.base import Embedder
 from .errors import BetterDBMemoryError, ValidationError
-from .progress import Progress
 from .store import DEFAULT_NAME, MemoryStore
 
 __all__ = ["main"]
@@ -59,120 +58,9 @@ def _embedder(name: str, dimensions: int | None = None) -> Embedder:
     return default_embedder()
 
 
-def _item_dict(item: MemoryItem) -> dict[str, Any]:
-    return asdict(item)
-
-
-def _print_items(items: Sequence[MemoryItem], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps([_item_dict(i) for i in items], ensure_ascii=False))
-        return
-    for i in items:
-        scope = "/".join(x or "-" for x in (i.namespace, i.agent_id, i.thread_id))
-        print(f"{i.id}  imp={i.importance:.2f}  [{scope}]  {i.content}")
-
-
 async def _open(args: argparse.Namespace) -> MemoryStore:
     embedder = _embedder(args.embedder, args.dimensions)
     return await MemoryStore.connect(_url(args), name=args.name, embedder=embedder)
-
-
-async def cmd_remember(store: MemoryStore, args: argparse.Namespace) -> int:
-    mid = await store.remember(
-        args.content,
-        importance=args.importance,
-        tags=args.tag or None,
-        ttl=args.ttl,
-        sensitivity=args.sensitivity,
-        source=args.source,
-        subject=args.subject,
-        valid_from=_cli_time.time_value(args.valid_from),
-        **scope_args(args),
-    )
-    print(json.dumps({"id": mid}) if args.json else mid)
-    return EXIT_OK
-
-
-async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
-    hits = await store.recall(
-        args.query,
-        k=args.k,
-        threshold=args.threshold,
-        tags=args.tag or None,
-        explain=True,
-        reinforce=False,
-        tz=args.tz,
-        **_cli_time.window_args(args),
-        **scope_args(args),
-    )
-    if args.json:
-        out = []
-        for h in hits:
-            parts = h.explain
-            out.append(
-                {
-                    "id": h.item.id,
-                    "content": h.item.content,
-                    "score": h.score,
-                    "similarity": h.similarity,
-                    "distance": h.distance,
-                    "recency": parts.recency if parts else None,
-                    "importance": h.item.importance,
-                    "valid_from": h.item.valid_from,
-                    "valid_until": h.item.valid_until,
-                    "superseded_by": parts.superseded_by if parts else None,
-                    "time_window": parts.time_window if parts else None,
-                }
-            )
-        print(json.dumps(out, ensure_ascii=False))
-    else:
-        print(f"{'score':>6} {'sim':>6} {'rec':>6} {'imp':>5}  content")
-        for h in hits:
-            rec = h.explain.recency if h.explain else 0.0
-            print(f"{h.score:6.3f} {h.similarity:6.3f} {rec:6.3f} {h.item.importance:5.2f}  {h.item.content}")
-    return EXIT_OK if hits else EXIT_NOT_FOUND
-
-
-async def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:
-    page = await store.list(
-        limit=args.limit,
-        cursor=args.cursor,
-        tags=args.tag or None,
-        **_cli_time.window_args(args),
-        **scope_args(args),
-    )
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "items": [_item_dict(i) for i in page.items],
-                    "next_cursor": page.next_cursor,
-                    "total": page.total,
-                },
-                ensure_ascii=False,
-            )
-        )
-    else:
-        _print_items(page.items, False)
-        if page.next_cursor:
-            print(f"-- more: --cursor '{page.next_cursor}'")
-    return EXIT_OK
-
-
-async def cmd_forget(store: MemoryStore, args: argparse.Namespace) -> int:
-    if args.id is None:  # a whole scope, with progress on standard error
-        scope = scope_args(args)
-        if not any(scope.values()) and not args.tag:
-            raise ValidationError(
-                "forget needs a memory id, or --thread / --agent / --namespace / --tag",
-                code="validation.empty_scope",
-            )
-        n = await store.forget_by_scope(tags=args.tag or None, progress=Progress(), **scope)
-        print(json.dumps({"deleted": n}) if args.json else f"deleted {n}")
-        return EXIT_OK
-    ok = await store.forget(args.id)
-    print(json.dumps({"deleted": ok}) if args.json else ("deleted" if ok else "not found"))
-    return EXIT_OK if ok else EXIT_NOT_FOUND
 
 
 async def cmd_stats(store: MemoryStore, args: argparse.Namespace) -> int:
@@ -357,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         "forget", help="delete one memory, or every memory of a scope (--thread ...)", parents=[common, scope]
     )
     s.add_argument("id", nargs="?")
+    _cli_time.add_window(s)
     sub.add_parser("stats", help="counts, index and settings", parents=[common])
     s = sub.add_parser("config", help="read or change the live config hash", parents=[common])
     s.add_argument("action", choices=("get", "set", "unset"))
@@ -399,10 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]] = {
-    "remember": cmd_remember,
-    "recall": cmd_recall,
-    "list": cmd_list,
-    "forget": cmd_forget,
+    **_cli_memories.COMMANDS,
     "stats": cmd_stats,
     "config": cmd_config,
     "doctor": cmd_doctor,

@@ -69,6 +69,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_cli_acl",
                 "_cli_common",
                 "_cli_mcp",
+                "_cli_memories",
                 "_cli_time",
                 "_cli_transfer",
                 "transfer",
