@@ -13,13 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
-from datetime import datetime
 from typing import Any
 
 from ._cli_common import EXIT_NOT_FOUND, EXIT_OK, scope_args
-from .core.facts import FactRecord
-from .core.times import to_ms
 from .store import MemoryStore
 
 __all__ = ["add_as_of", "add_history_parser", "add_window", "cmd_history", "time_value", "window_args"]
@@ -66,22 +62,10 @@ def add_history_parser(sub: Any, common: argparse.ArgumentParser, scope: argpars
     s.add_argument("--kind", help="only this kind's versions (memory, fact, ...); default every kind")
 
 
-def _ms(value: datetime | None) -> int | None:
-    return None if value is None else to_ms(value)
-
-
-def fact_dict(record: FactRecord) -> dict[str, Any]:
-    """A ``FactRecord`` as JSON: its times in epoch milliseconds, as every stored time here."""
-    out = asdict(record)
-    for name in ("valid_from", "valid_until", "recorded_at"):
-        out[name] = _ms(getattr(record, name))
-    return out
-
-
 async def cmd_history(store: MemoryStore, args: argparse.Namespace) -> int:
     versions = await store.fact_history(args.subject, kind=args.kind, **scope_args(args))
     if args.json:
-        print(json.dumps([fact_dict(v) for v in versions], ensure_ascii=False))
+        print(json.dumps([v.as_json() for v in versions], ensure_ascii=False))
     else:
         for v in versions:
             since = v.valid_from.date().isoformat() if v.valid_from else "?"

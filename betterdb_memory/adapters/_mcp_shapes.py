@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict
-from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from ..core.facts import FactRecord
 from ..core.models import MemoryHit, MemoryItem
-from ..core.times import to_ms
 from ..core.turns import Turn
 from ..errors import BetterDBMemoryError
 from ._extras import missing_extra
@@ -172,25 +170,9 @@ def memory_out(item: MemoryItem) -> Memory:
     return cast(Memory, asdict(item))
 
 
-def _ms(value: datetime | None) -> int | None:
-    return None if value is None else to_ms(value)
-
-
 def fact_out(record: FactRecord) -> FactVersion:
     """A ``FactRecord`` as the JSON object ``fact_history`` returns (its times in epoch ms)."""
-    return FactVersion(
-        id=record.id,
-        subject=record.subject,
-        statement=record.statement,
-        content=record.content,
-        date=record.date,
-        valid_from=_ms(record.valid_from),
-        valid_until=_ms(record.valid_until),
-        superseded_by=record.superseded_by,
-        current=record.current,
-        retracted=record.retracted,
-        recorded_at=to_ms(record.recorded_at),
-    )
+    return cast(FactVersion, record.as_json())
 
 
 def hit_out(hit: MemoryHit) -> Hit:

@@ -20,6 +20,7 @@ from ..errors import ValidationError
 from .arguments import check_number
 from .codec import as_text, normalise, to_float
 from .models import SENSITIVITY_LEVELS, MemoryItem
+from .times import to_ms
 
 __all__ = [
     "ConsolidateFactsResult",
@@ -84,6 +85,14 @@ class FactRecord:
     retracted: bool
     recorded_at: datetime
     content: str
+
+    def as_json(self) -> dict[str, Any]:
+        """Its fields for JSON (the CLI's ``history``, the MCP ``fact_history`` tool): times in
+        epoch milliseconds, the unit of every stored time here."""
+        out: dict[str, Any] = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        for name in ("valid_from", "valid_until", "recorded_at"):
+            out[name] = None if out[name] is None else to_ms(out[name], name=name)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

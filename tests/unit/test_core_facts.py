@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
@@ -11,6 +12,7 @@ from betterdb_memory import HashingEmbedder, MemoryStore, ValidationError
 from betterdb_memory.core.facts import (
     CurrentFact,
     Fact,
+    FactRecord,
     fact_content,
     fact_statement,
     normalise,
@@ -222,3 +224,23 @@ async def test_history_subject_checked_before_io(offline_store: Any) -> None:
         await offline_store.fact_history("   ")
     with pytest.raises(ValidationError):
         await offline_store.purge_fact_history(subject="")
+
+
+def test_a_fact_record_as_json_has_its_times_in_epoch_ms() -> None:
+    """What the CLI's ``history`` and the MCP ``fact_history`` tool print: every field, times in ms."""
+    rec = FactRecord(
+        id="m1", subject="home city", statement="Ada lives in Lisbon.", date="2020-03-01",
+        valid_from=datetime(2020, 3, 1, tzinfo=UTC), valid_until=datetime(2024, 5, 1, tzinfo=UTC),
+        superseded_by="m2", current=False, retracted=False,
+        recorded_at=datetime(2024, 5, 2, 12, 0, 0, 500_000, tzinfo=UTC), content="Ada lives in Lisbon.",
+    )  # fmt: skip
+    out = rec.as_json()
+    assert list(out) == [f for f in FactRecord.__dataclass_fields__]
+    assert (out["valid_from"], out["valid_until"], out["recorded_at"]) == (
+        1583020800000,
+        1714521600000,
+        1714651200500,
+    )
+    assert out["superseded_by"] == "m2" and out["current"] is False
+    now = dataclasses.replace(rec, valid_until=None, current=True)
+    assert now.as_json()["valid_until"] is None
