@@ -14,7 +14,7 @@ from typing import Any
 
 from . import _cli_time
 from ._cli_common import EXIT_NOT_FOUND, EXIT_OK, scope_args
-from .core.models import MemoryItem
+from .core.models import MemoryHit, MemoryItem
 from .core.times import iso_of
 from .errors import ValidationError
 from .progress import Progress
@@ -90,8 +90,19 @@ async def cmd_recall(store: MemoryStore, args: argparse.Namespace) -> int:
         print(f"{'score':>6} {'sim':>6} {'rec':>6} {'imp':>5}  content")
         for h in hits:
             rec = h.explain.recency if h.explain else 0.0
-            print(f"{h.score:6.3f} {h.similarity:6.3f} {rec:6.3f} {h.item.importance:5.2f}  {h.item.content}")
+            print(
+                f"{h.score:6.3f} {h.similarity:6.3f} {rec:6.3f} {h.item.importance:5.2f}  {h.item.content}{_note(h)}"
+            )
     return EXIT_OK if hits else EXIT_NOT_FOUND
+
+
+def _note(hit: MemoryHit) -> str:
+    """What a recalled line adds: a past version's end (``--as-of``), or the newer statement that
+    ranks above it (same-slot supersession, ``explain.superseded_by``)."""
+    if hit.item.valid_until is not None:
+        return f"  (until {iso_of(hit.item.valid_until)})"
+    newer = hit.explain.superseded_by if hit.explain else None
+    return "" if newer is None else f"  (superseded by {newer})"
 
 
 async def cmd_list(store: MemoryStore, args: argparse.Namespace) -> int:

@@ -340,6 +340,9 @@ def test_subjects_valid_from_as_of_windows_and_history(
     assert code == 2 and "validation.time_window" in capsys.readouterr().err
     code, out = run(capsys, valkey_url, unique_name, "list", *base)
     assert {i["id"] for i in json.loads(out)["items"]} == {berlin, rowing}  # nothing half-written
+    code, out = run(capsys, valkey_url, unique_name, "recall", "Ada", "--thread", "ada", "--as-of", "2021",
+                    "--threshold", "2")  # fmt: skip
+    assert out.splitlines()[1].endswith("Ada lives in Lisbon  (until 2024-05-01T00:00:00.000Z)")
     code, out = run(capsys, valkey_url, unique_name, "list", "--thread", "ada", "--as-of", "2021")
     assert "Ada lives in Lisbon  (until 2024-05-01T00:00:00.000Z)" in out
     code = main(["forget", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing",
