@@ -81,6 +81,9 @@ class Hit(TypedDict):
     score: float
     similarity: float
     distance: float
+    #: The id of a newer statement of the same attribute this one ranks below (same-slot
+    #: supersession: likely outdated); None otherwise.
+    superseded_by: str | None
 
 
 class RememberResult(TypedDict):
@@ -176,7 +179,13 @@ def fact_out(record: FactRecord) -> FactVersion:
 
 
 def hit_out(hit: MemoryHit) -> Hit:
-    return Hit(memory=memory_out(hit.item), score=hit.score, similarity=hit.similarity, distance=hit.distance)
+    return Hit(
+        memory=memory_out(hit.item),
+        score=hit.score,
+        similarity=hit.similarity,
+        distance=hit.distance,
+        superseded_by=hit.explain.superseded_by if hit.explain else None,
+    )
 
 
 def turn_out(turn: Turn) -> TurnOut:

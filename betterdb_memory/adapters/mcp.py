@@ -204,7 +204,8 @@ def create_server(
     @server.tool(
         name="recall",
         annotations=_READ,
-        description="Recall memories by meaning, best first (score = similarity, recency and importance)."
+        description="Recall memories by meaning, best first (score = similarity, recency and importance). "
+        "A hit with superseded_by ranks below a newer statement of the same thing (likely outdated)."
         + where_help,
     )
     async def recall(
@@ -237,7 +238,7 @@ def create_server(
             return await store.recall(
                 query, k=k, threshold=threshold, tags=tags, thread_id=thread_id,
                 exclude_sensitivity=None if exclude_sensitivity is None else check_sensitivities(exclude_sensitivity),
-                where=where, as_of=as_of, since=since, until=until, tz=tz, **scoped,
+                where=where, as_of=as_of, since=since, until=until, tz=tz, explain=True, **scoped,
             )  # fmt: skip
 
         return await call_tool(run, lambda hits: RecallResult(hits=[hit_out(h) for h in hits]))

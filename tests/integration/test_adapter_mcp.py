@@ -143,8 +143,8 @@ async def test_time_arguments_and_fact_history(server: MCPServer) -> None:
             )
         )["id"]
         ask = {"query": "Where does Ada live?", "thread_id": "ada", "threshold": 2.0}
-        now = {h["memory"]["id"] for h in (await call(mcp_client, "recall", **ask))["hits"]}
-        assert now == {berlin, rowing}
+        now = {h["memory"]["id"]: h for h in (await call(mcp_client, "recall", **ask))["hits"]}
+        assert set(now) == {berlin, rowing} and now[berlin]["superseded_by"] is None
         then = (await call(mcp_client, "recall", **ask, as_of="2021-01-01"))["hits"]
         assert [h["memory"]["id"] for h in then] == [lisbon]
         assert then[0]["memory"]["valid_until"] == 1714521600000
@@ -161,6 +161,30 @@ async def test_time_arguments_and_fact_history(server: MCPServer) -> None:
         err = await error(mcp_client, "list", since="2024", until="2023")
         assert err["code"] == "validation.time_window"
         assert (await call(mcp_client, "list", thread_id="ada"))["total"] == 2  # nothing half-written
+
+
+async def test_recall_hits_name_the_newer_statement_they_rank_below(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """Same-slot supersession through the tool (the shipped ONNX embedder): an older bank of
+    Maya's says which newer statement it ranks below, so an agent can tell it is likely outdated."""
+    from betterdb_memory.embedders import OnnxEmbedder
+
+    store = make_store(embedder=OnnxEmbedder())
+    texts = [
+        ("Maya Varga moved their account to Chase.", "2014-04-29"),
+        ("Maya Varga plays tennis.", "2018-06-01"),
+        ("Maya Varga banks with Barclays.", "2020-04-20"),
+        ("Maya Varga moved their account to HSBC.", "2020-06-16"),
+    ]
+    ids = [await store.remember(text, valid_from=when) for text, when in texts]
+    async with Client(create_server(store)) as mcp_client:
+        hits = (
+            await call(mcp_client, "recall", query="Which bank does Maya Varga use?", k=4, threshold=2.0)
+        )["hits"]
+    by_id = {h["memory"]["id"]: h for h in hits}
+    assert hits[0]["memory"]["id"] == ids[3] and hits[0]["superseded_by"] is None
+    assert by_id[ids[2]]["superseded_by"] is not None and by_id[ids[1]]["superseded_by"] is None
 
 
 async def test_store_errors_are_tool_errors_with_their_code(server: MCPServer) -> None:
