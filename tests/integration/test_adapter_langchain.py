@@ -14,7 +14,7 @@ import asyncio
 import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -287,6 +287,22 @@ def test_retriever_takes_time_and_where_and_documents_carry_validity(sync_store:
     with pytest.raises(ValidationError) as info:
         retriever.invoke("Ada", since="2024", until="2023")
     assert info.value.code == "validation.time_window"
+
+
+async def test_retriever_documents_name_the_newer_statement_they_rank_below(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """Same-slot supersession (the shipped ONNX embedder) reaches the documents' metadata."""
+    from betterdb_memory.embedders import OnnxEmbedder
+
+    store = make_store(embedder=OnnxEmbedder())
+    older = await store.remember("Maya Varga banks with Barclays.", valid_from="2020-04-20")
+    tennis = await store.remember("Maya Varga plays tennis.", valid_from="2018-06-01")
+    newer = await store.remember("Maya Varga moved their account to HSBC.", valid_from="2020-06-16")
+    docs = await MemoryStoreRetriever(store, threshold=2.0, k=3).ainvoke("Which bank does Maya Varga use?")
+    by_id = {d.id: d.metadata for d in docs}
+    assert docs[0].id == newer and "superseded_by" not in by_id[newer]
+    assert by_id[older]["superseded_by"] == newer and "superseded_by" not in by_id[tennis]
 
 
 async def test_retriever_on_an_async_store(async_store: MemoryStore) -> None:

@@ -45,7 +45,9 @@ def hit_document(hit: MemoryHit) -> Document:
     ``score`` (the composite score recall ranks by), ``similarity`` (0..1), ``importance``,
     ``tags``, ``created_at`` and ``valid_from`` (epoch ms), ``kind``, and ``thread_id`` /
     ``agent_id`` / ``namespace`` / ``source`` / ``subject`` / ``valid_until`` when set (a past
-    version's ``valid_until``, recalled ``as_of`` an instant it was current).
+    version's ``valid_until``, recalled ``as_of`` an instant it was current), and
+    ``superseded_by`` when the hit ranks below a newer statement of the same attribute
+    (same-slot supersession: likely outdated).
     """
     item = hit.item
     metadata: dict[str, Any] = dict(item.metadata)
@@ -62,11 +64,13 @@ def hit_document(hit: MemoryHit) -> Document:
         value = getattr(item, name)
         if value is not None:
             metadata[name] = value
+    if hit.explain is not None and hit.explain.superseded_by is not None:
+        metadata["superseded_by"] = hit.explain.superseded_by
     return Document(id=item.id, page_content=item.content, metadata=metadata)
 
 
 async def _recall(store: MemoryStore, query: str, options: dict[str, Any]) -> list[MemoryHit]:
-    return await store.recall(query, **options)
+    return await store.recall(query, explain=True, **options)
 
 
 class MemoryStoreRetriever(BaseRetriever):
