@@ -5,8 +5,8 @@
 ``history "home city"`` call the public API's ``subject=``, ``valid_from=``, ``as_of=``,
 ``since=`` / ``until=``, ``tz=`` and ``fact_history``. A time is ISO 8601 text (``2024``,
 ``2024-05``, ``2024-05-01``, ``2024-05-01T09:30:00+02:00``) or epoch milliseconds (digits,
-other than four: ``2024`` is the year); the store checks it (``core.times``), so a bad one is a ``ValidationError``
-(exit code 2) before anything is sent.
+other than four: ``2024`` is the year); the store checks it (``core.times``), so a bad one
+is a ``ValidationError`` (exit code 2) before anything is sent.
 """
 
 from __future__ import annotations
