@@ -160,6 +160,8 @@ async def test_time_arguments_and_fact_history(server: MCPServer) -> None:
         assert err["code"] == "validation.time_format"
         err = await error(mcp_client, "list", since="2024", until="2023")
         assert err["code"] == "validation.time_window"
+        err = await error(mcp_client, "recall", query="what did Ada do yesterday", tz="Mars/Olympus")
+        assert err["code"] == "validation.timezone"
         assert (await call(mcp_client, "list", thread_id="ada"))["total"] == 2  # nothing half-written
 
 

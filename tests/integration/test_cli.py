@@ -330,6 +330,18 @@ def test_subjects_valid_from_as_of_windows_and_history(
     assert [v["current"] for v in versions] == [True, False] and versions[1]["valid_until"] == 1714521600000
     code, out = run(capsys, valkey_url, unique_name, "history", "home city", "--thread", "other")
     assert code == 1
+    code, out = run(capsys, valkey_url, unique_name, "history", "home city", *base, "--kind", "memory")
+    assert [v["id"] for v in json.loads(out)] == [berlin, lisbon]
+    code, out = run(capsys, valkey_url, unique_name, "history", "home city", *base, "--kind", "fact")
+    assert (code, json.loads(out)) == (1, [])  # the user's memories, not extracted facts
+    code = main(["history", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing",
+                 "home city", "--kind", "rumour"])  # fmt: skip
+    assert code == 2 and "validation." in capsys.readouterr().err
+    code = main(["recall", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing",
+                 "what did Ada do yesterday", "--tz", "Mars/Olympus"])  # fmt: skip
+    assert code == 2 and "validation.timezone" in capsys.readouterr().err
+    code, out = run(capsys, valkey_url, unique_name, "recall", "rowing", *base, "--tz", "Europe/Berlin")
+    assert code == 0 and rowing in [h["id"] for h in json.loads(out)]
     code, out = run(capsys, valkey_url, unique_name, "history", "home city", "--thread", "ada")
     assert code == 0 and "current" in out.splitlines()[0] and "2024-05-01 .. now" in out
     code = main(["remember", "--url", valkey_url, "--name", unique_name, "--embedder", "hashing",
