@@ -26,6 +26,10 @@ Variants (``--variants``):
   paid it too).
 * ``knn-window``: the window's queries as filtered KNNs, never scanned (before branch
   ``window``: on valkey-search each walked the HNSW graph).
+* ``main=<m>``: the recall's own KNN beside a window's asks for ``m`` hits (``k``: the
+  recall's ``k``) instead of ``main_k``'s pool less the window's.
+* ``text-rest``: the full-text query made from the question without its time expression
+  (as the vector is), not from the whole question.
 
 ``--thread``: the diary is written in one thread, beside ``--filler`` memories with random
 vectors in 100 other threads, and every recall is scoped to it (a scope small in a large
@@ -70,7 +74,7 @@ from betterdb_memory.core.codec import encode_vector  # noqa: E402
 from betterdb_memory.core.query import knn_search_args  # noqa: E402
 from betterdb_memory.core.timewindow import parse_time_window  # noqa: E402
 from betterdb_memory.embedders import OnnxEmbedder  # noqa: E402
-from betterdb_memory.tiers import time_recall  # noqa: E402
+from betterdb_memory.tiers import hybrid, time_recall  # noqa: E402
 
 SUBJECTS = 40  # people whose home city changed: 80 past versions in the history index
 
@@ -117,6 +121,15 @@ def _negated_inside(w: Any, layout: Any) -> str:
     return f"-({not_events} -{state})"
 
 
+_SAVED_REQUEST = hybrid.TextCandidates.request
+
+
+def _rest_request(self: Any, query: str, *a: Any, **kw: Any) -> Any:
+    """``TextCandidates.request`` for the query without its first time expression (``text-rest``)."""
+    w = parse_time_window(query)
+    return _SAVED_REQUEST(self, w.query if w is not None else query, *a, **kw)
+
+
 @contextmanager
 def variant(name: str) -> Iterator[None]:
     """The library's window queries replaced as ``name`` says, for one recall."""
@@ -161,12 +174,20 @@ def variant(name: str) -> Iterator[None]:
     elif name.startswith("k="):
         n = int(name[2:])
         time_recall.window_k = lambda k, pool: min(n, pool)  # type: ignore[assignment]
+    elif name.startswith("main="):  # the recall's own KNN beside a window's: k, or a number of hits
+        m = name[5:]
+        time_recall.main_k = (  # type: ignore[assignment]
+            (lambda pool, k, n: min(k, pool)) if m == "k" else (lambda pool, k, n: min(int(m), pool))
+        )
+    elif name == "text-rest":  # the full-text query without the time expression (as the vector)
+        hybrid.TextCandidates.request = _rest_request  # type: ignore[method-assign]
     try:
         yield
     finally:
         time_recall.TimeRecall.window = saved_window  # type: ignore[method-assign]
         time_recall.window_k = saved_k  # type: ignore[assignment]
         time_recall.main_k = saved_main  # type: ignore[assignment]
+        hybrid.TextCandidates.request = _SAVED_REQUEST  # type: ignore[method-assign]
         time_recall.inside_clause = saved_inside  # type: ignore[assignment]
         time_recall.TimeRecall._inside_plan, time_recall.TimeRecall._history_plan = saved_plans  # type: ignore[method-assign]
 
@@ -175,7 +196,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     ds = dated_events.build()
     windows = [parse_time_window(q.text, as_of=q.as_of) for q in ds.questions]
     rests = [w.query if w is not None else q.text for q, w in zip(ds.questions, windows, strict=True)]
-    vecs = embed([e.text for e in ds.events] + [q.text for q in ds.questions] + rests, args.cache)
+    texts = [e.text for e in ds.events] + [q.text for q in ds.questions] + rests
+    vecs = await asyncio.to_thread(embed, texts, args.cache)  # embed runs its own loop on a miss
     ne, nq = len(ds.events), len(ds.questions)
     rvecs = vecs[ne + nq :]
     timed = [i for i, q in enumerate(ds.questions) if q.expression is not None]

@@ -355,15 +355,22 @@ _GATES: tuple[tuple[str, ...], ...] = (
     ("spring", "summer", "autumn", "fall", "winter"),
     ("recently", "lately"),
 )
+# The gates as one regex search each: a word anywhere in the lowered text (the test
+# ``any(g in lower for g in gate)``), "#" a decimal digit in the text (what the rules'
+# ``\d`` can match), without a Python loop over the words (a third of a query's parse).
+_GATE_SEARCH = tuple(
+    re.compile(r"\d").search if gate == ("#",) else re.compile("|".join(map(re.escape, gate))).search
+    for gate in _GATES
+)
+_ON_TEXT = tuple(gate == ("#",) for gate in _GATES)  # a digit gate reads the text as written
 
 
 def _cores(text: str, today: date) -> list[_Core]:
     """Every rule's matches, then the leftmost-longest ones that do not overlap."""
     found: list[_Core] = []
     lower = text.lower()
-    digit = any(ch.isdigit() for ch in text)
-    for (pattern, rule), gate in zip(_RULES, _GATES, strict=True):
-        if not any(digit if g == "#" else g in lower for g in gate):
+    for (pattern, rule), on_text, search in zip(_RULES, _ON_TEXT, _GATE_SEARCH, strict=True):
+        if search(text if on_text else lower) is None:
             continue
         for m in pattern.finditer(text):
             out = rule(m, text, today)

@@ -64,7 +64,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -323,6 +323,7 @@ class Gate:
 
 
 _FIRST = operator.itemgetter(0)  # a scored entry's composite score
+_Scored = tuple[float, float, float, MemoryItem, float]  # (score, similarity, recency, item, distance)
 
 
 def rank(
@@ -338,6 +339,7 @@ def rank(
     explain: bool = False,
     gate: Gate | None = None,
     knn_distances: Sequence[float] | None = None,
+    first: Callable[[MemoryItem], bool] | None = None,
 ) -> list[MemoryHit]:
     """The top ``k`` hits of ``(item, cosine distance)`` candidates, best composite score first.
 
@@ -348,27 +350,25 @@ def rank(
     back, and then every candidate competes on its fused score. A re-ranked hit is
     scored on its fused similarity (clamped to 0..1; a reranker may drop candidates,
     never invent them); every hit keeps its ``distance`` and ``similarity = 1 -
-    distance / 2``. Pure: ``now`` is passed in.
+    distance / 2``. ``first``: those it holds go ahead, as ``time_recall.window_first`` lifts an
+    exact window's inside (``inside_of``), and only ``k`` hits are built. Pure: ``now`` is passed in.
     """
     if gate is not None:
         ds = [d for _, d in candidates] if knn_distances is None else list(knn_distances)
         admitted = list(candidates) if gate.opens(ds) else []
     else:
         admitted = [(item, d) for item, d in candidates if d <= threshold]
-    # (fused similarity or None, item, distance) of each admitted candidate, in the order
-    # the composite score's ties keep.
+    # (fused similarity or None, item, distance) per admitted candidate, in the ties' order.
     entries: list[tuple[float | None, MemoryItem, float]]
     if reranker is not None and query is not None and admitted:
         entries = _reranked(reranker, query, admitted)
     else:
         entries = [(None, item, d) for item, d in admitted]
-    # ``scoring.composite``'s arithmetic for up to a hundred candidates a recall; its
-    # ScoreParts are built for the hits returned only.
-    # ``scoring.weighted``, ``scoring.recency`` and ``validity.last_seen_ms`` inlined (the
-    # same operations in the same order, so the same floats): this loop runs for every
-    # candidate of a recall.
+    # ``scoring.composite`` for up to a hundred candidates a recall, ScoreParts for the hits returned only:
+    # ``scoring.weighted``, ``scoring.recency`` and ``validity.last_seen_ms`` inlined (the same
+    # operations in the same order, so the same floats).
     ws, wr, wi = weights.similarity, weights.recency, weights.importance
-    scored: list[tuple[float, float, float, MemoryItem, float]] = []
+    scored: list[_Scored] = []
     append = scored.append
     for similarity, item, distance in entries:
         d = distance if similarity is None else 2.0 * (1.0 - similarity)
@@ -391,6 +391,8 @@ def rank(
         importance = item.importance
         append((ws * sim + wr * rec + wi * importance, sim, rec, item, distance))
     scored.sort(key=_FIRST, reverse=True)  # stable: ties keep the candidates' order
+    if first is not None:
+        scored = _ahead(scored, first)
     if explain:
         return [
             new_hit(
@@ -406,6 +408,17 @@ def rank(
         new_hit(item, score, 1.0 - distance / 2.0, distance, None)
         for score, _, _, item, distance in scored[:k]
     ]
+
+
+def _ahead(scored: list[_Scored], first: Callable[[MemoryItem], bool]) -> list[_Scored]:
+    """``scored`` (best first) with the entries ``first`` holds ahead, each lifted just past the best other."""
+    held = [first(entry[3]) for entry in scored]
+    if all(held) or not any(held):
+        return scored
+    inner = [e for e, h in zip(scored, held, strict=True) if h]
+    outer = [e for e, h in zip(scored, held, strict=True) if not h]
+    lift = max(0.0, outer[0][0] - inner[-1][0]) + 1e-6  # the best other's score less the worst inside's
+    return [(score + lift, sim, rec, item, d) for score, sim, rec, item, d in inner] + outer
 
 
 def _reranked(

@@ -33,7 +33,7 @@ same slot.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 
 from .models import MemoryHit, MemoryItem, new_hit
@@ -51,6 +51,7 @@ __all__ = [
     "event_clause",
     "history_clause",
     "inside_clause",
+    "inside_of",
     "main_k",
     "search_text",
     "state_clause",
@@ -251,15 +252,25 @@ def boost_window(hits: Sequence[MemoryHit], w: TimeWindow, weights: Weights) -> 
     return out
 
 
-def window_first(hits: Sequence[MemoryHit], w: TimeWindow, inside_ids: set[str]) -> list[MemoryHit]:
-    """An exact window's hits first, best first within each part; scores stay descending.
+def inside_of(w: TimeWindow, inside_ids: Set[str]) -> Callable[[MemoryItem], bool]:
+    """Whether a hit's item counts as inside an exact window (``window_first``; ``ranking.rank``'s ``first``).
 
     Inside: returned by the window's events or states query (``inside_ids``), dated in
-    the window, or a superseded version valid during it (``TimeWindow.overlaps``). Each
-    inside hit is lifted by the same amount, just enough to pass the best hit outside,
-    so the order inside and outside is the composite score's.
+    the window, or a superseded version valid during it (``TimeWindow.overlaps``).
     """
-    inner = [h for h in hits if h.item.id in inside_ids or _inside(h.item, w)]
+    return lambda item: item.id in inside_ids or _inside(item, w)
+
+
+def window_first(hits: Sequence[MemoryHit], w: TimeWindow, inside_ids: Set[str]) -> list[MemoryHit]:
+    """An exact window's hits first, best first within each part; scores stay descending.
+
+    Inside as ``inside_of`` says. Each inside hit is lifted by the same amount, just
+    enough to pass the best hit outside, so the order inside and outside is the
+    composite score's. (A recall passes ``inside_of`` to ``ranking.rank`` instead, which
+    orders the same way and builds only the hits it returns.)
+    """
+    held = inside_of(w, inside_ids)
+    inner = [h for h in hits if held(h.item)]
     if not inner or len(inner) == len(hits):
         return list(hits)
     ids = {h.item.id for h in inner}

@@ -27,7 +27,7 @@ from ..core.ranking import Gate, rank
 from ..core.replies import SearchHit, parse_search_reply
 from ..core.requests import DEFAULT_K, RecallRequest, TimeInput, recall_request
 from ..core.scoring import Weights
-from ..core.time_recall import TimePlan, search_text, whole_items
+from ..core.time_recall import TimePlan, search_text, whole_items, with_window
 from ..core.tunables import ConfigSnapshot
 from ..core.validation import check_content
 from ..core.where import check_fields, result_matches
@@ -253,8 +253,9 @@ class Recall:
             replies = await self._time.settle(also, replies)
         else:
             replies = [await self._rt.index.with_index("recall", lambda: backend.search("recall", args))]
-        hits = None  # the KNN's reply read as it came, unless a scan, a probe, a window or a check intervene
-        if plan.scan or plan.probe or also is not None or check:
+        hits = None  # the KNN's reply read as it came, unless a scan, a probe, a scanned window or a check intervene
+        direct = also is not None and not (plan.scan or plan.probe or check or also.found)
+        if (plan.scan or plan.probe or also is not None or check) and not direct:
             hits = await self._hits(plan, replies, vector, flt, k, fields, check=check, also=also)
         read = PairReader(
             prefix=self._rt.keys.doc_prefix, now_ms=time.time() * 1000, slim=slim,
@@ -263,6 +264,8 @@ class Recall:
             keep=(lambda f: result_matches(f, flt, check)) if check or flt.where is not None else None,
         )  # fmt: skip
         out = read.reply(replies[0]) if hits is None else read.hits(hits)
+        if direct and also is not None:  # a window's replies read as the KNN's, by position
+            also.merge_pairs(out, replies, read.reply, self._history)
         expired = read.expired
         if expired:
             self._docs.drop_expired(expired)
@@ -287,7 +290,7 @@ class Recall:
         """The main query's hits as ``ScopeScan.hits`` reads them, a window's merged in, widened for ``check``."""
         hits = await self._scan.hits(plan, replies, keep=(lambda f: item_matches(f, flt)) if check else None)
         if also is not None:  # a window's events and states: the hits the first did not find
-            hits = also.merge(hits, replies, self._history)
+            hits = also.merge(hits, replies, self._history, self._rt.keys.memory_id_of)
         if check and len(hits) >= k and k < _MAX_KNN:
             # The engine's KNN filled k with memories the exact check may drop (case variants on
             # an index another library created): widen the KNN until k pass or it holds all.
@@ -400,22 +403,16 @@ class Recall:
         candidates = self._docs.reinforcement.overlay(candidates)  # this store's accesses not yet flushed
         needs = self._time.reorders(plan, candidates, query)  # None: ``rank`` cuts to k, nothing re-orders
         hits = rank(
-            candidates,
-            k=k if needs is None else len(candidates),
-            threshold=threshold,
-            weights=weights,
-            half_life_seconds=half_life,
-            now=now,
-            reranker=reranker,
-            query=query,
-            explain=explain,
-            gate=gate,
-            knn_distances=knn_distances,
-        )
+            candidates, k=k if needs is None else len(candidates), threshold=threshold, weights=weights,
+            half_life_seconds=half_life, now=now, reranker=reranker, query=query, explain=explain, gate=gate,
+            knn_distances=knn_distances, first=self._time.first(plan, also),  # an exact window's inside first
+        )  # fmt: skip
         if needs is not None:
             hits = await self._time.order(
                 hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query, needs=needs
             )
+        elif plan.window is not None:  # explain's time_window
+            hits = with_window(hits, plan)
         hits = self._text.mark(hits, degraded)  # explain says when the text side was left out
         # Read with the hits, in the same round trip: their reinforcement (sync mode).
         merged = reinforce and slim and bool(hits) and self._rt.settings.reinforce_mode == "sync"

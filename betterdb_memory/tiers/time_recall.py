@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ from ..core.time_recall import (
     boost_window,
     history_clause,
     inside_clause,
+    inside_of,
     main_k,
     supersede,
     window_first,
@@ -59,6 +60,8 @@ from .scope_scan import ScanPlan, ScopeScan
 __all__ = ["Needs", "TimeRecall", "WindowQueries"]
 
 log = logging.getLogger(__name__)
+
+Pair = tuple[MemoryItem, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +85,8 @@ class WindowQueries:
     ``knn_k``: hits the recall's own KNN asks for beside them (``main_k``: the pool less
     the window's). ``reads``: commands sent first in the round trip (the history mark, while the store is
     not known to hold past versions); ``deferred``: the history index's query and filter,
-    sent by ``TimeRecall.settle`` only if the mark says so. ``inside``: the main index's
-    keys they returned; ``past``: the past versions, read whole, as (item, distance).
+    sent by ``TimeRecall.settle`` only if the mark says so. ``inside``: the ids of the
+    main index's memories they returned; ``past``: the past versions, read whole, as (item, distance).
     ``plans``: per search, its scan's plan when it was sent as a scan (``ScopeScan.plan``:
     on valkey-search, a window over a scope known small, or a window never seen); ``found``:
     those scans' hits, ranked by ``settle`` (nearest first, as the KNN's).
@@ -100,23 +103,53 @@ class WindowQueries:
     found: dict[int, list[SearchHit]] = field(default_factory=dict)
     deferred_plan: ScanPlan | None = None  # the deferred history query's scan plan, if a scan
 
-    def merge(self, hits: list[SearchHit], replies: list[Any], past: History) -> list[SearchHit]:
-        """``hits`` plus the window queries' hits it lacks (their replies, ``replies[1:]``, popped)."""
+    def merge(
+        self, hits: list[SearchHit], replies: list[Any], past: History, ids: Callable[[str], str]
+    ) -> list[SearchHit]:
+        """``hits`` plus the window queries' hits it lacks (their replies, ``replies[1:]``, popped).
+
+        ``ids``: a key's memory id (``SessionKeys.memory_id_of``), what ``inside`` holds.
+        """
         known = {h.key for h in hits}
         for i in range(len(self.searches) - (self.history is not None)):
             reply = replies.pop(1)
             for h in self.found[i] if i in self.found else parse_search_reply(reply).hits:
-                self.inside.add(h.key)
+                self.inside.add(ids(h.key))
                 if h.key not in known:
                     known.add(h.key)
                     hits.append(h)
+        self._past(replies, past)
+        return hits
+
+    def merge_pairs(
+        self, out: list[Pair], replies: list[Any], read: Callable[[Any], list[Pair]], past: History
+    ) -> None:
+        """``merge`` for a recall whose replies are read straight to pairs (``PairReader.reply``), in place.
+
+        Only when no query of the round trip was a scan (``found`` empty) and no exact
+        check applies: the window's pairs ``out`` lacks are appended, and the history
+        index's reply read as ``merge`` reads it. Parsing each row once, by position,
+        instead of into a ``SearchHit`` and back: a windowed recall's client-side cost
+        (bench/results/temporal.md, section E).
+        """
+        known = {item.id for item, _ in out}
+        for _ in range(len(self.searches) - (self.history is not None)):
+            for pair in read(replies.pop(1)):
+                mid = pair[0].id
+                self.inside.add(mid)
+                if mid not in known:
+                    known.add(mid)
+                    out.append(pair)
+        self._past(replies, past)
+
+    def _past(self, replies: list[Any], past: History) -> None:
+        """The history index's reply (next in ``replies``, popped) read to ``past``, when it was asked."""
         if self.history is not None:
             at, reply = len(self.searches) - 1, replies.pop(1)
             found = self.found.get(at)
             self.past = (
                 past.knn_hits(reply, self.history) if found is None else past.pairs(found, self.history)
             )
-        return hits
 
 
 class TimeRecall:
@@ -244,8 +277,8 @@ class TimeRecall:
         (conversation turns, memories with no two versions of a name) then rank and build
         ``k`` hits, not one per candidate. The answer (``Needs``) goes to ``order``.
         """
-        if plan.window is not None:
-            return Needs(-1, frozenset())
+        if plan.window is not None:  # exact: ``first`` orders it in ``rank``
+            return None if plan.filters else Needs(-1, frozenset())
         if not plan.present or len(candidates) < 2 or not self._implicit() or not self._reads_vectors():
             return None
         items = [item for item, _ in candidates if not is_turn(item.content)]
@@ -253,6 +286,13 @@ class TimeRecall:
         if not need:
             return None
         return Needs(len(candidates), frozenset(items[i].id for i in need))
+
+    @staticmethod
+    def first(plan: TimePlan, window: WindowQueries | None) -> Callable[[MemoryItem], bool] | None:
+        """What an exact window ranks first (``ranking.rank``'s ``first``: ``inside_of``), None without one."""
+        if not plan.filters or plan.window is None:
+            return None
+        return inside_of(plan.window, window.inside if window is not None else set())
 
     def _implicit(self) -> bool:
         """Whether same-slot supersession runs (``MemoryStore(implicit_updates=...)``, on by default)."""
@@ -281,9 +321,8 @@ class TimeRecall:
         ``needs``: what ``reorders`` found in the candidates.
         """
         out = list(hits)
-        if plan.filters and plan.window is not None:
-            keys = {self._rt.keys.memory_id_of(k) for k in (window.inside if window else ())}
-            out = window_first(out, plan.window, keys)
+        if plan.filters and plan.window is not None:  # ``rank`` does it (``first``) in a recall
+            out = window_first(out, plan.window, window.inside if window else set())
         elif plan.boosts and plan.window is not None:
             out = boost_window(out, plan.window, weights)
         elif plan.present and len(out) > 1 and self._implicit():

@@ -268,3 +268,37 @@ def test_whole_items_keeps_past_versions_and_drops_what_is_gone() -> None:
     assert [h.item.id for h in out] == ["a", "past", "b"]
     assert out[0].item is full_a and out[1] is hits[1] and out[2].item is full_b
     assert [h.score for h in out] == [0.9, 0.8, 0.6]
+
+
+@pytest.mark.parametrize("explain", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_with_first_equals_the_whole_ranking_window_first_then_cut(seed: int, explain: bool) -> None:
+    # A recall passes ``inside_of`` to ``rank`` and builds only k hits; ranking every
+    # candidate, then ``window_first``, then the cut, is the order (and scores) it replaces.
+    import random
+
+    from betterdb_memory.core.ranking import rank
+    from betterdb_memory.core.time_recall import inside_of
+
+    plan = time_plan("What did I do in May 2023?", as_of=AS_OF)
+    assert plan.window is not None
+    rng = random.Random(seed)
+    now = MAY_2023[1] / 1000 + 86_400
+    candidates = []
+    for i in range(40):
+        at = rng.choice(
+            [MAY_2023[0] + rng.randrange(MAY_2023[1] - MAY_2023[0]), MAY_2023[0] - rng.randrange(1, 10**10)]
+        )
+        item = MemoryItem(
+            id=f"m{i}", content=f"memory {i}", importance=rng.random(), created_at=at, last_accessed_at=at,
+            access_count=0, valid_from=at,
+        )  # fmt: skip
+        candidates.append((item, rng.uniform(0.2, 1.2)))
+    found = {f"m{i}" for i in rng.sample(range(40), 5)}  # returned by the window's query
+    common = dict(threshold=2.0, weights=Weights(), half_life_seconds=86_400.0 * 30, now=now, explain=explain)
+    for k in (1, 5, 40):
+        whole = window_first(rank(candidates, k=len(candidates), **common), plan.window, found)[:k]  # type: ignore[arg-type]
+        direct = rank(candidates, k=k, first=inside_of(plan.window, found), **common)  # type: ignore[arg-type]
+        assert direct == whole
+    none_inside = rank(candidates, k=5, first=lambda item: False, **common)  # type: ignore[arg-type]
+    assert none_inside == rank(candidates, k=5, **common)  # type: ignore[arg-type]

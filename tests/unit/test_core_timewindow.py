@@ -386,3 +386,23 @@ def test_a_preposition_of_the_verb_stays_in_the_query(query: str, text: str, res
     w = parse_time_window(query, as_of=WED)
     assert w is not None
     assert (w.text, w.query) == (text, rest)
+
+
+def test_each_rule_s_gate_regex_is_its_word_test() -> None:
+    # ``_cores`` skips a rule whose gate finds nothing: the regex must say exactly what
+    # ``any(word in lower for word in gate)`` (or "a digit in the text") says.
+    from betterdb_memory.core import _time_rules as rules
+
+    texts = [
+        "", "What did I do yesterday?", "two weeks ago", "the other day", "In MAY 2023", "on 8 may",
+        "last Friday", "since the 3rd", "spring break", "lately", "a fall", "no time here", "²³ superscripts",
+        "٣ arabic-indic digit", "mondays", "backpacking", "the previous year", "Tonight!",
+    ]  # fmt: skip
+    for text in texts:
+        lower = text.lower()
+        for gate, search, on_text in zip(rules._GATES, rules._GATE_SEARCH, rules._ON_TEXT, strict=True):
+            if gate == ("#",):
+                expected = any(ch.isdecimal() for ch in text)
+            else:
+                expected = any(word in lower for word in gate)
+            assert (search(text if on_text else lower) is not None) == expected, (text, gate)
