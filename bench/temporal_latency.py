@@ -18,6 +18,8 @@ Variants (``--variants``):
 * ``no-history``: the library's queries without the history index's.
 * ``full-pool``: the recall's own KNN asks for its whole pool beside the window's query
   (before ``core.time_recall.main_k``: the window's hits came on top of the pool).
+* ``rest-pool``: the recall's own KNN asks for the pool less the window's hits (``main_k``
+  before it became ``k``).
 * ``negated``: the window's clause as it was before its anchored form
   (``-(NOT events NOT states)`` under a match-all range, ``_negated_inside``).
 * ``previous``: both (the window's queries as main had them before branch ``window``).
@@ -27,7 +29,7 @@ Variants (``--variants``):
 * ``knn-window``: the window's queries as filtered KNNs, never scanned (before branch
   ``window``: on valkey-search each walked the HNSW graph).
 * ``main=<m>``: the recall's own KNN beside a window's asks for ``m`` hits (``k``: the
-  recall's ``k``) instead of ``main_k``'s pool less the window's.
+  recall's ``k``; ``main_k`` asks ``k``).
 * ``text-rest``: the full-text query made from the question without its time expression
   (as the vector is), not from the whole question.
 
@@ -168,16 +170,18 @@ def variant(name: str) -> Iterator[None]:
         time_recall.TimeRecall.window = always  # type: ignore[method-assign]
     elif name in ("full-pool", "negated", "previous"):
         if name != "negated":
-            time_recall.main_k = lambda pool, k, n: pool  # type: ignore[assignment]
+            time_recall.main_k = lambda pool, k: pool  # type: ignore[assignment]
         if name != "full-pool":
             time_recall.inside_clause = _negated_inside  # type: ignore[assignment]
     elif name.startswith("k="):
         n = int(name[2:])
         time_recall.window_k = lambda k, pool: min(n, pool)  # type: ignore[assignment]
+    elif name == "rest-pool":
+        time_recall.main_k = lambda pool, k: max(min(k, pool), pool - core_tr.window_k(k, pool))  # type: ignore[assignment]
     elif name.startswith("main="):  # the recall's own KNN beside a window's: k, or a number of hits
         m = name[5:]
         time_recall.main_k = (  # type: ignore[assignment]
-            (lambda pool, k, n: min(k, pool)) if m == "k" else (lambda pool, k, n: min(int(m), pool))
+            (lambda pool, k: min(k, pool)) if m == "k" else (lambda pool, k: min(int(m), pool))
         )
     elif name == "text-rest":  # the full-text query without the time expression (as the vector)
         hybrid.TextCandidates.request = _rest_request  # type: ignore[method-assign]

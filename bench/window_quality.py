@@ -5,7 +5,9 @@ thread_id=conversation)`` on stores whose ``LearnedRanker`` was fitted without t
 conversation), restricted to the questions ``core.time_recall.time_plan`` gives an
 exact window (212 of 1,540): the only ones a change to the window's queries can move.
 Each question is asked in every variant back to back on the same stores; hit@5,
-MRR@10 and how many rankings are identical to the first variant are printed. Faster
+MRR@10, how many rankings are identical to the first variant, and how many recalls come
+back empty when the question is asked of another conversation (off-topic: the gate
+should close) are printed. Faster
 than the whole ``bench/quality.py`` run (one store, no other rows) and more direct:
 the other 1,328 questions are not asked because they cannot change.
 
@@ -50,6 +52,8 @@ async def run(args: argparse.Namespace) -> int:
     run_id = uuid.uuid4().hex[:8]
     ranks: dict[str, list[int | None]] = {n: [] for n in names}
     ids: dict[str, list[list[str]]] = {n: [] for n in names}
+    empty: dict[str, int] = {n: 0 for n in names}  # off-topic: asked of another conversation
+    convs = sorted({q.conv for q in questions})
     try:
         store, _ = await populate(client, embedder, turns, tvecs, run_id)
         stores = held_out_stores(args.folds, client, embedder, run_id)
@@ -66,20 +70,26 @@ async def run(args: argparse.Namespace) -> int:
                 ranked = dia([h.item for h in hits])
                 ranks[name].append(first_hit(ranked, q.evidence))
                 ids[name].append([h.item.id for h in hits])
+                other = convs[(convs.index(q.conv) + 1) % len(convs)]
+                with variant("window" if name == "shipped" else name):
+                    off = await stores[q.conv].recall_by_vector(
+                        qvecs[qi], query=q.text, k=TOP, thread_id=other, reinforce=False
+                    )
+                empty[name] += not off
         for s in [store, *stores.values()]:
             await s.close()
     finally:
         await client.aclose()
         await asyncio.to_thread(server.stop)
     print(f"{len(windowed)} of {len(questions)} questions hold an exact window; k={TOP}, held out")
-    print("| variant | hit@5 | MRR@10 | rankings identical to the first |")
-    print("|---|---|---|---|")
+    print("| variant | hit@5 | MRR@10 | rankings identical to the first | off-topic empty |")
+    print("|---|---|---|---|---|")
     for n in names:
         r = ranks[n]
         hit5 = statistics.fmean(1.0 if x is not None and x < 5 else 0.0 for x in r)
         mrr = statistics.fmean(0.0 if x is None else 1.0 / (x + 1) for x in r)
         same = sum(a == b for a, b in zip(ids[n], ids[names[0]], strict=True))
-        print(f"| {n} | {hit5:.3f} | {mrr:.3f} | {same}/{len(r)} |")
+        print(f"| {n} | {hit5:.3f} | {mrr:.3f} | {same}/{len(r)} | {empty[n]}/{len(r)} |")
     return 0
 
 

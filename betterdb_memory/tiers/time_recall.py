@@ -82,8 +82,8 @@ class WindowQueries:
 
     ``searches``: FT.SEARCH arguments, the main index's queries (one: events and states)
     first, then the history index's (past versions) when ``history`` is its filter.
-    ``knn_k``: hits the recall's own KNN asks for beside them (``main_k``: the pool less
-    the window's). ``reads``: commands sent first in the round trip (the history mark, while the store is
+    ``knn_k``: hits the recall's own KNN asks for beside them (``main_k``: the recall's
+    ``k``). ``reads``: commands sent first in the round trip (the history mark, while the store is
     not known to hold past versions); ``deferred``: the history index's query and filter,
     sent by ``TimeRecall.settle`` only if the mark says so. ``inside``: the ids of the
     main index's memories they returned; ``past``: the past versions, read whole, as (item, distance).
@@ -188,7 +188,7 @@ class TimeRecall:
         if w is None or not plan.filters:
             return None
         n = window_k(k, pool)
-        own = main_k(pool, k, n)
+        own = main_k(pool, k)
         blob = encode_vector(vector)
         index = self._rt.index
         fields = tuple(dict.fromkeys([*fields, *check_fields(flt, index.needs_check(flt))]))

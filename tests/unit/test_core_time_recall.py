@@ -236,12 +236,11 @@ def test_window_k_fills_k_with_room_to_choose_within_the_pool() -> None:
     assert window_k(3, 3) == 3
 
 
-def test_main_k_is_the_rest_of_the_pool_and_at_least_k() -> None:
-    assert main_k(50, 5, window_k(5, 50)) == 40  # 40 + the window's 10: the pool of a recall without one
-    assert main_k(50, 10, window_k(10, 50)) == 30
-    assert main_k(50, 40, window_k(40, 50)) == 40  # never fewer than k
-    assert main_k(3, 3, window_k(3, 3)) == 3
-    assert main_k(3, 5, 3) == 3  # never more than the pool
+def test_main_k_is_k_within_the_pool() -> None:
+    assert main_k(50, 5) == 5  # beside the window's 10: the places after them
+    assert main_k(50, 40) == 40
+    assert main_k(3, 5) == 3  # never more than the pool
+    assert main_k(0, 5) == 1
 
 
 def test_window_first_counts_a_past_version_valid_during_the_window() -> None:
