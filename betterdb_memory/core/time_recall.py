@@ -207,8 +207,7 @@ def window_k(k: int, pool: int) -> int:
     The window's hits take the recall's first places, so ``k`` of them keep its precision
     inside the window; twice that leaves the ranker a choice among them (``k`` alone cost
     LoCoMo 0.4 points of held-out hit@5). Asking for the whole pool (50 when re-ranking)
-    added up to twice the candidates to rank and parse: a windowed recall cost 11-18% more
-    than one without; now about 2% (bench/results/temporal.md, section E).
+    added up to twice the candidates to rank and parse (bench/results/temporal.md, section E).
     """
     return max(1, min(pool, max(WINDOW_MIN, WINDOW_FACTOR * k)))
 
