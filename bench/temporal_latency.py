@@ -24,8 +24,8 @@ Variants (``--variants``):
   (``-(NOT events NOT states)`` under a match-all range, ``_negated_inside``).
 * ``previous``: both (the window's queries as main had them before branch ``window``).
 * ``ask-history``: the library's queries with the history index's always sent (as before
-  the store's history mark, ``core.history_mark``: a store that never retired a version
-  paid it too).
+  the store's history mark, ``core.history_mark``: a store that never retired a version,
+  or a window after every retirement, paid it too).
 * ``knn-window``: the window's queries as filtered KNNs, never scanned (before branch
   ``window``: on valkey-search each walked the HNSW graph).
 * ``main=<m>``: the recall's own KNN beside a window's asks for ``m`` hits (``k``: the
@@ -124,6 +124,7 @@ def _negated_inside(w: Any, layout: Any) -> str:
 
 
 _SAVED_REQUEST = hybrid.TextCandidates.request
+_SAVED_NEEDED = time_recall.history_mark.needed
 
 
 def _rest_request(self: Any, query: str, *a: Any, **kw: Any) -> Any:
@@ -159,15 +160,7 @@ def variant(name: str) -> Iterator[None]:
 
         time_recall.TimeRecall.window = main_only  # type: ignore[method-assign]
     elif name == "ask-history":
-
-        def always(self: Any, *a: Any, **kw: Any) -> Any:
-            known, self._past_known = self._past_known, True
-            try:
-                return saved_window(self, *a, **kw)
-            finally:
-                self._past_known = known  # what the store's mark taught it
-
-        time_recall.TimeRecall.window = always  # type: ignore[method-assign]
+        time_recall.history_mark.needed = lambda held, start: True  # type: ignore[attr-defined]
     elif name in ("full-pool", "negated", "previous"):
         if name != "negated":
             time_recall.main_k = lambda pool, k: pool  # type: ignore[assignment]
@@ -191,6 +184,7 @@ def variant(name: str) -> Iterator[None]:
         time_recall.TimeRecall.window = saved_window  # type: ignore[method-assign]
         time_recall.window_k = saved_k  # type: ignore[assignment]
         time_recall.main_k = saved_main  # type: ignore[assignment]
+        time_recall.history_mark.needed = _SAVED_NEEDED  # type: ignore[attr-defined]
         hybrid.TextCandidates.request = _SAVED_REQUEST  # type: ignore[method-assign]
         time_recall.inside_clause = saved_inside  # type: ignore[assignment]
         time_recall.TimeRecall._inside_plan, time_recall.TimeRecall._history_plan = saved_plans  # type: ignore[method-assign]

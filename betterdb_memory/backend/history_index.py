@@ -28,12 +28,14 @@ from typing import Any
 from ..core.codec import as_text
 from ..core.dialect import Capabilities
 from ..core.ft_info import IndexInfo, parse_ft_info
-from ..core.history_mark import settle_steps
+from ..core.history_mark import FIELD_HISTORY, settle
 from ..core.keys import ConsolidationKeys, KeySpace, Scope
 from ..core.query import VECTOR_FIELD, IndexLayout, IndexSpec
 from ..core.times import to_ms
 from ..errors import ConfigurationError, IndexExistsError, ValidationError
+from .commands import Step
 from .protocol import Backend
+from .scripts import HISTORY_MARK
 
 __all__ = ["HISTORY_LAYOUT", "HistoryIndex", "history_index_args", "history_index_name"]
 
@@ -150,7 +152,12 @@ class HistoryIndex:
         """
         if self.backend.cluster:
             return
-        steps = settle_steps(self.keys.meta, num_docs=info.num_docs, ready=info.ready)
+        what = settle(num_docs=info.num_docs, ready=info.ready)
+        steps: list[Step] = []
+        if what == "mark":  # documents there, maybe unmarked: "1", unless a writer's bound stands
+            steps = [HISTORY_MARK.call([self.keys.meta], ["?"])]
+        elif what == "none":
+            steps = [("HSETNX", self.keys.meta, FIELD_HISTORY, "0")]
         if steps:
             await self.backend.pipeline("ensure_index", steps)
 

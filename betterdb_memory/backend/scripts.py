@@ -29,13 +29,18 @@ history (kept to a bound, with the document's TTL), unless a replay already put 
 ``SUBJECT_PUT`` / ``SUBJECT_DROP`` / ``SUBJECT_TRIM`` (subjects): which version of a subject is current,
 decided on the subject's own slot; their sources are in ``scripts_subjects`` (re-exported here).
 
+``HISTORY_MARK`` (sent before a version moves to history): raises the bound the meta
+hash's ``history`` field keeps on past versions' ``valid_until`` (``core.history_mark``),
+an atomic max.
+
 ``LOCK`` / ``UNLOCK``: a token lock that is safe to replay (a retried acquire whose
 first reply was lost finds its own token and succeeds) and released only by its owner.
 """
 
 from __future__ import annotations
 
-from .commands import Script
+from ..core import history_mark
+from .commands import Script, ScriptCall
 from .scripts_reinforce import SCRIPTS as _REINFORCE
 from .scripts_subjects import SUBJECT_DROP, SUBJECT_PUT, SUBJECT_TRIM
 
@@ -43,6 +48,7 @@ __all__ = [
     "ALL",
     "APPEND_TURN",
     "ERASE_SESSION",
+    "HISTORY_MARK",
     "LOCK",
     "PENDING_TURNS",
     "REEMBED_SWAP",
@@ -58,6 +64,7 @@ __all__ = [
     "TRANSCRIPT_APPEND",
     "TRANSCRIPT_POP",
     "UNLOCK",
+    "mark_history",
 ]
 
 # KEYS: lock ; ARGV: token, ttl_ms -> 1 acquired (or already ours), 0 held by another
@@ -283,6 +290,28 @@ return last[1]
 """
 
 
+# KEYS: meta ; ARGV: the moved versions' latest valid_until (epoch ms), "" (unknown), or
+# "?" (opening a store whose history index holds documents: "1" unless the field says so
+# already) -> 1 when the field changed. The meta field's values: ``core.history_mark``.
+_HISTORY_MARK = r"""
+local v = redis.call('HGET', KEYS[1], 'history')
+if v == '1' then return 0 end
+local bound = v and tonumber(string.match(v, '^u(%-?%d+)$'))
+if ARGV[1] == '?' then
+  if bound then return 0 end
+  redis.call('HSET', KEYS[1], 'history', '1')
+  return 1
+end
+if ARGV[1] == '' then
+  redis.call('HSET', KEYS[1], 'history', '1')
+  return 1
+end
+if bound and bound >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'history', 'u' .. ARGV[1])
+return 1
+"""
+
+
 # -- the registry ------------------------------------------------------------------------
 
 LOCK = Script.of("lock", _LOCK)
@@ -301,6 +330,7 @@ INDEX_BACKFILL = Script.of("index_backfill", _INDEX_BACKFILL)
 TRANSCRIPT_APPEND = Script.of("transcript_append", _TRANSCRIPT_APPEND)
 TRANSCRIPT_ADVANCE = Script.of("transcript_advance", _TRANSCRIPT_ADVANCE)
 TRANSCRIPT_POP = Script.of("transcript_pop", _TRANSCRIPT_POP)
+HISTORY_MARK = Script.of("history_mark", _HISTORY_MARK)
 
 #: Every script of the package: loaded together on ``NOSCRIPT`` (a restart, ``SCRIPT FLUSH``, a new primary).
 ALL: tuple[Script, ...] = (
@@ -324,4 +354,10 @@ ALL: tuple[Script, ...] = (
     SUBJECT_PUT,
     SUBJECT_DROP,
     SUBJECT_TRIM,
+    HISTORY_MARK,
 )
+
+
+def mark_history(meta_key: str, until: int | None) -> ScriptCall:
+    """``HISTORY_MARK`` before moving versions whose latest ``valid_until`` is ``until`` (None: unknown)."""
+    return HISTORY_MARK.call([meta_key], history_mark.mark_args(until))

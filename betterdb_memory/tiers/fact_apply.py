@@ -18,7 +18,6 @@ from typing import Any, NamedTuple, Protocol
 
 from ..backend import scripts
 from ..backend.commands import Step
-from ..core import history_mark
 from ..core.codec import as_text
 from ..core.consolidation import Selection, Tally, output_item
 from ..core.facts import CurrentFact, FactOp, FactPlan, date_text_of, normalise
@@ -198,7 +197,8 @@ class PlanApply:
         moved = int(
             (
                 await self._rt.backend.pipeline(
-                    "consolidate", [history_mark.mark(keys.meta), *repair.entered(digest, old), retire]
+                    "consolidate",
+                    [scripts.mark_history(keys.meta, until), *repair.entered(digest, old), retire],
                 )
             )[-1]
         )

@@ -23,7 +23,6 @@ from typing import Any
 
 from ..backend import scripts
 from ..backend.commands import Command, Step, score_pairs
-from ..core import history_mark
 from ..core.codec import as_text, to_int
 from ..core.consolidation import Selection, Tally
 from ..core.facts import (
@@ -161,7 +160,7 @@ class FactLedger:
         """
         moved = 0
         stamp = str(until if until is not None else int(time.time() * 1000))
-        mark: list[Step] = [history_mark.mark(self._rt.keys.meta)]  # before the first move
+        mark: list[Step] = [scripts.mark_history(self._rt.keys.meta, int(stamp))]  # before the first move
         for mid in ids:
             keys = [self._rt.keys.doc(mid), ck.hist_doc(mid), self._rt.keys.access(mid)]
             step = scripts.RETIRE.call(keys, [stamp, by or "", "1" if retracted else "0"])

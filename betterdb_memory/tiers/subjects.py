@@ -53,7 +53,6 @@ import numpy as np
 
 from ..backend import scripts
 from ..backend.commands import Step, score_pairs
-from ..core import history_mark
 from ..core.codec import as_text, encode_vector, to_int
 from ..core.keys import Scope
 from ..core.query import SCORE_ALIAS, VECTOR_FIELD
@@ -259,7 +258,8 @@ class Subjects:
             )
             for r in retires
         ]
-        mark: list[Step] = [history_mark.mark(keys.meta)] if any(not r.trim for r in retires) else []
+        moves = [r.valid_until for r in retires if not r.trim]
+        mark: list[Step] = [scripts.mark_history(keys.meta, max(moves))] if moves else []
         replies = (await self._rt.backend.pipeline(operation, [*mark, *calls, *also]))[len(mark) :]
         moved = sum(int(x) for r, x in zip(retires, replies, strict=False) if not r.trim)
         if moved:

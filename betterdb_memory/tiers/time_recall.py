@@ -83,9 +83,10 @@ class WindowQueries:
     ``searches``: FT.SEARCH arguments, the main index's queries (one: events and states)
     first, then the history index's (past versions) when ``history`` is its filter.
     ``knn_k``: hits the recall's own KNN asks for beside them (``main_k``: the recall's
-    ``k``). ``reads``: commands sent first in the round trip (the history mark, while the store is
-    not known to hold past versions); ``deferred``: the history index's query and filter,
-    sent by ``TimeRecall.settle`` only if the mark says so. ``inside``: the ids of the
+    ``k``). ``reads``: commands sent first in the round trip (the history mark, on a single
+    server); ``deferred``: the history index's query and filter, not sent because the
+    mark last read said the window holds no past version, sent by ``TimeRecall.settle``
+    if the mark read now says it may (``start``: the window's start it is checked against). ``inside``: the ids of the
     main index's memories they returned; ``past``: the past versions, read whole, as (item, distance).
     ``plans``: per search, its scan's plan when it was sent as a scan (``ScopeScan.plan``:
     on valkey-search, a window over a scope known small, or a window never seen); ``found``:
@@ -102,6 +103,7 @@ class WindowQueries:
     plans: list[ScanPlan | None] = field(default_factory=list)
     found: dict[int, list[SearchHit]] = field(default_factory=dict)
     deferred_plan: ScanPlan | None = None  # the deferred history query's scan plan, if a scan
+    start: int | None = None  # the window's start (epoch ms; None: open), which ``deferred`` waits on
 
     def merge(
         self, hits: list[SearchHit], replies: list[Any], past: History, ids: Callable[[str], str]
@@ -160,9 +162,10 @@ class TimeRecall:
         self._scan = scan  # the recall's: a window over a small scope is read whole, not walked
         self._prototypes: Prototypes | None = None
         self._prototypes_failed = False
-        # The store may hold past versions (its meta's mark said so, or could not tell):
-        # every windowed recall asks the history index from then on (core.history_mark).
-        self._past_known = False
+        # What the store's meta said of its past versions at the last windowed recall
+        # (core.history_mark; None: not read yet): whether the next one asks the history
+        # index in its own round trip. Read again by every windowed recall.
+        self._held: history_mark.HistoryState | None = None
 
     def window(
         self,
@@ -211,11 +214,13 @@ class TimeRecall:
         )  # fmt: skip
         hscan = hplan if hplan is not None and hplan.scan else None
         # A cluster sends a pipeline's commands before its searches, not beside them: no mark read there.
-        if self._past_known or self._rt.backend.cluster:
+        if self._rt.backend.cluster:
             return WindowQueries([*searches, history], own, history=past, plans=[*plans, hscan])
+        reads = [history_mark.read(self._rt.keys.meta)]  # every time: ``settle`` checks what it says now
+        if self._held is not None and history_mark.needed(self._held, w.start_ms):  # as last read: asked now
+            return WindowQueries([*searches, history], own, history=past, reads=reads, plans=[*plans, hscan])
         return WindowQueries(
-            searches, own, reads=[history_mark.read(self._rt.keys.meta)], deferred=(history, past),
-            plans=plans, deferred_plan=hscan,
+            searches, own, reads=reads, deferred=(history, past), plans=plans, deferred_plan=hscan, start=w.start_ms
         )  # fmt: skip
 
     def _history_plan(
@@ -242,18 +247,18 @@ class TimeRecall:
     async def settle(self, window: WindowQueries | None, replies: list[Any]) -> list[Any]:
         """The round trip's ``replies`` without ``window.reads``'; the history index asked now if needed.
 
-        The mark says "may hold past versions" (or nothing: a store an older version wrote):
-        the deferred query is sent in one more round trip, its reply put where ``merge``
-        expects it, and every later windowed recall of this process sends it in its own.
+        The mark read now says the window may hold a past version (``history_mark.needed``:
+        a version retired after the window's start, a store an older version wrote) and the
+        query was left out by the last one: it is sent in one more round trip, its reply put
+        where ``merge`` expects it; later windowed recalls decide by this reading.
         A window's query sent as a scan is ranked here (``ScopeScan.hits``: its nearest
         hits, or its KNN in one more round trip when the scan held more than it read).
         """
         if window is None:
             return replies
         if window.reads:
-            held, replies = history_mark.may_hold(replies[0]), replies[len(window.reads) :]
-            if held is not False and window.deferred is not None:
-                self._past_known = True
+            self._held, replies = history_mark.state(replies[0]), replies[len(window.reads) :]
+            if window.deferred is not None and history_mark.needed(self._held, window.start):
                 args, window.history = window.deferred
                 search = functools.partial(self._rt.backend.search, "recall", args)
                 reply = await self._rt.index.with_index("recall", search)

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..backend.commands import Command
+from ..backend.commands import Command, Step
+from ..backend.scripts import mark_history
 from ..core.codec import as_text, encode_vector, to_int, validate_vector
 from ..core.filter_fields import DECLARED_PREFIX, PRESENCE_FIELD, index_fields
-from ..core.history_mark import mark
 from ..core.keys import ConsolidationKeys, Scope
 from ..core.query import VECTOR_FIELD
 from ..embedders.base import Embedder
@@ -106,7 +106,8 @@ class _Writer:
         keys = self.store.keys
 
         # Past versions among them: the meta's mark first, as every move to history sends it.
-        write: list[Command] = [mark(keys.meta)] if any(r.kind != "memory" for r in docs) else []
+        past = [r for r in docs if r.kind != "memory"]
+        write: list[Step] = [mark_history(keys.meta, _latest_until(past))] if past else []
         for row, vector in zip(docs, vectors, strict=True):
             key = keys.doc(row.id) if row.kind == "memory" else self.hist.hist_doc(row.id)
             ttl = _remaining(row.expire_at, now_ms)
@@ -201,6 +202,15 @@ def _remaining(expire_at: int | None, now_ms: int) -> int:
 def _pairs(mapping: Mapping[Any, Any]) -> list[Any]:
     """``k1, v1, k2, v2, ...`` in the mapping's order (as ``HSET`` takes them)."""
     return [x for pair in mapping.items() for x in pair]
+
+
+def _latest_until(rows: Sequence[DocumentRow]) -> int | None:
+    """The latest ``valid_until`` of past versions' rows (``HISTORY_MARK``'s bound); None if one has none."""
+    ends = [to_int(r.fields.get("valid_until"), _NO_END) for r in rows]
+    return None if _NO_END in ends else max(ends)
+
+
+_NO_END = -(2**63)  # a row whose valid_until is missing or unreadable: the bound is unknown
 
 
 def _write_key(key: str, row: KeyRow, ttl_ms: int) -> list[Command]:

@@ -1,11 +1,13 @@
-"""A windowed recall asks the history index only when the store may hold past versions.
+"""A windowed recall asks the history index only when the window may hold a past version.
 
 The meta hash's ``history`` field (``core.history_mark``): ``"0"`` when a process opened
-the store and found no past version, ``"1"`` from the first retirement on (set by every
-path that moves a version to history, before the move). A recall reads it in its own
-round trip while it is not ``"1"``; another process's first retirement reaches the next
-windowed recall, and a store an older version wrote (no field) still finds its past
-versions. The queries are counted by a spy over the store's real backend.
+the store and found no past version, ``"u<ms>"`` from the first retirement on, ``<ms>`` the
+latest ``valid_until`` of any version moved to history (raised by every path that moves
+one, before the move), ``"1"`` when that bound is unknown (an older version's mark). A
+windowed recall reads it in its own round trip; a window that starts at or after the bound
+holds no past version and sends no history query; another process's retirement reaches the
+next windowed recall, and a store an older version wrote (no field, or ``"1"``) still finds
+its past versions. The queries are counted by a spy over the store's real backend.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ def count_history_queries(store: MemoryStore) -> list[int]:
     return seen
 
 
+BERLIN_BOUND = f"u{to_ms('2024-05-01')}".encode()  # the latest valid_until of ``_ada``'s past versions
+
+
 async def mark(client: avalkey.Valkey, store: MemoryStore) -> bytes | None:
     value: bytes | None = await client.hget(store.keys.meta, "history")
     return value
@@ -86,7 +91,7 @@ async def test_a_store_that_never_retired_a_version_sends_no_history_query(
     assert seen == [0]
     # The spy sees the history query once a version was retired.
     _, lisbon, _ = await _ada(store)
-    assert await mark(client, store) == b"1"
+    assert await mark(client, store) == BERLIN_BOUND  # Lisbon's version ended when Berlin's began
     hits = await store.recall(QUESTION, thread_id="ada", k=3, threshold=2.0, reinforce=False)
     assert hits[0].item.id == lisbon and seen == [1]
     await store.recall(QUESTION, thread_id="ada", k=3, threshold=2.0, reinforce=False)
@@ -141,7 +146,9 @@ async def test_a_store_without_the_mark_still_finds_its_past_versions(
     reader = make_store()
     hits = await reader.recall(QUESTION, thread_id="ada", k=3, threshold=2.0, reinforce=False)
     assert hits[0].item.id == lisbon
-    assert await mark(client, reader) == b"1"  # its opening counted the history index's documents
+    assert (
+        await mark(client, reader) == b"1"
+    )  # its opening counted the history index's documents (bound unknown)
     # The field gone under a running process (not known to hold any): absent means "ask".
     fresh = make_store()
     await fresh.recall("Ada", thread_id="ada", k=1, threshold=2.0, reinforce=False)
@@ -163,7 +170,7 @@ async def test_consolidation_marks_the_store_before_it_retires_a_fact(
     await store.remember("Ada said she moved to Berlin.", thread_id="t")
     second = ScriptedFactExtractor([Fact("home city", "Ada lives in Berlin", "2024-06-01")])
     await store.consolidate("facts", extract_facts=second, thread_id="t")
-    assert await mark(client, store) == b"1"
+    assert await mark(client, store) == f"u{to_ms('2024-06-01')}".encode()  # Paris ended when Berlin began
     hits = await reader.recall(
         "Where did Ada live in March 2024?", thread_id="t", k=10, threshold=2.0, reinforce=False
     )
@@ -182,6 +189,59 @@ async def test_an_import_of_past_versions_marks_the_store(
     await target.recall(QUESTION, thread_id="ada", k=1, threshold=2.0, reinforce=False)  # learns "0"
     assert await mark(client, target) == b"0"
     await import_store(target, buf.getvalue().splitlines())
-    assert await mark(client, target) == b"1"
+    assert await mark(client, target) == BERLIN_BOUND  # the imported past versions' latest end
     hits = await target.recall(QUESTION, thread_id="ada", k=3, threshold=2.0, reinforce=False)
     assert hits[0].item.id == lisbon
+
+
+async def test_a_window_after_every_retirement_sends_no_history_query(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    """The bound: a window starting at or after it holds no past version; one before it asks."""
+    store = make_store()
+    _, lisbon, berlin = await _ada(store)
+    trip = await store.remember("Ada visited Rome.", thread_id="ada", valid_from=to_ms("2025-06-10"))
+    seen = count_history_queries(store)
+    later = "Where did Ada travel in June 2025?"  # [2025-06-01, 2025-07-01): after Berlin began
+    for _ in range(2):  # the first reads the mark in its round trip, then decides; the second by it
+        hits = await store.recall(later, thread_id="ada", k=3, threshold=2.0, reinforce=False)
+        # Inside: the trip (dated in it) and Berlin's version (current, begun before it).
+        assert {h.item.id for h in hits[:2]} == {trip, berlin} and seen == [0]
+        assert all(h.item.valid_until is None for h in hits)
+    hits = await store.recall(QUESTION, thread_id="ada", k=3, threshold=2.0, reinforce=False)
+    assert hits[0].item.id == lisbon and seen == [1]  # 2022: before the bound, asked
+    # An open start ("before 2024") may hold any past version.
+    hits = await store.recall(
+        "Where did Ada live before 2016?", thread_id="ada", k=3, threshold=2.0, reinforce=False
+    )
+    assert seen == [2]
+    # Marked "1" (an older version of the library: bound unknown): every window asks.
+    await client.hset(store.keys.meta, "history", "1")
+    await store.recall(later, thread_id="ada", k=3, threshold=2.0, reinforce=False)
+    await store.recall(later, thread_id="ada", k=3, threshold=2.0, reinforce=False)
+    assert seen == [4]
+    # A writer never lowers a bound, nor turns an unknown one into a bound.
+    await store.remember(
+        "Ada lives in Madrid.", thread_id="ada", subject="home city", valid_from=to_ms("2026-01-01")
+    )
+    assert await mark(client, store) == b"1"
+
+
+async def test_another_process_s_later_retirement_reaches_a_window_the_old_bound_left_out(
+    make_store: Callable[..., MemoryStore], client: avalkey.Valkey
+) -> None:
+    """This process last read a bound before the window; another retires a version valid in it."""
+    reader, writer = make_store(), make_store()
+    _, _, berlin = await _ada(writer)
+    seen = count_history_queries(reader)
+    later = "Where did Ada live in June 2025?"
+    await reader.recall(later, thread_id="ada", k=3, threshold=2.0, reinforce=False)
+    await reader.recall(later, thread_id="ada", k=3, threshold=2.0, reinforce=False)
+    assert seen == [0]  # the bound (May 2024) is before June 2025
+    await writer.remember(
+        "Ada lives in Rome.", thread_id="ada", subject="home city", valid_from=to_ms("2025-09-01")
+    )
+    assert await mark(client, writer) == f"u{to_ms('2025-09-01')}".encode()
+    hits = await reader.recall(later, thread_id="ada", k=3, threshold=2.0, reinforce=False, explain=True)
+    assert seen == [1]  # the mark read in this recall's round trip: asked in one more
+    assert hits[0].item.id == berlin and hits[0].item.valid_until == to_ms("2025-09-01")

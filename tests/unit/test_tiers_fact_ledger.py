@@ -30,7 +30,7 @@ async def test_retire_moves_each_fact_with_the_retire_script_then_links_its_hist
     retire1, link, retire2 = p.backend.sent
     keys = p.rt.keys
     assert retire1.commands == (
-        ("HSET", keys.meta, "history", "1"),  # before the first move (core.history_mark)
+        ("EVALSHA", scripts.HISTORY_MARK.sha, 1, keys.meta, "1767225600000"),  # before the first move (core.history_mark)
         ("EVALSHA", scripts.RETIRE.sha, 3, keys.doc("f1"), ck.hist_doc("f1"), keys.access("f1"),
          "1767225600000", "f9", "0"),
     )  # fmt: skip
@@ -109,7 +109,7 @@ async def test_fact_history_retires_a_version_left_in_the_index() -> None:
     records = await p.ledger.fact_history("city", thread_id="t")
     *_, retire = p.backend.sent
     assert retire.commands == (
-        ("HSET", keys.meta, "history", "1"),  # before the move (core.history_mark)
+        ("EVALSHA", scripts.HISTORY_MARK.sha, 1, keys.meta, "2000"),  # before the move (core.history_mark)
         (
             "EVALSHA",
             scripts.RETIRE.sha,

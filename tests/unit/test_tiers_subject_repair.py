@@ -200,7 +200,10 @@ async def test_a_subject_write_beside_a_repair_is_sent_once_and_returns_after_th
     p.backend.reply(1, 1)  # the write's round trip 2
     await p.long_term.remember("Berlin", thread_id="t", subject="city", valid_from=2)
     trips = [t.commands for t in p.backend.sent]
-    assert [c[0][0] for c in trips] == ["ZRANGE", "HSET", "HGETALL", "HSET", "ZREM", "HSET"]
+    assert [c[0][0] for c in trips] == ["ZRANGE", "HSET", "HGETALL", "EVALSHA", "ZREM", "EVALSHA"]
+    assert (
+        trips[3][0][:2] == trips[5][0][:2] == ("EVALSHA", scripts.HISTORY_MARK.sha)
+    )  # marks before the moves
     assert trips[4] == (("ZREM", keys.subject_pending, "d1:m"),)  # the repair finished ...
     assert trips[5][1][:2] == ("EVALSHA", scripts.RETIRE.sha) and trips[5][1][3] == keys.doc("old")
     sent_once = [c for t in trips for c in t if c[:2] == ("ZADD", keys.subject_pending)]
@@ -219,5 +222,5 @@ async def test_a_look_leaves_this_stores_own_write_in_flight_alone_whatever_its_
     _rt1_replies(p)
     p.backend.reply(1, 1)
     await p.long_term.remember("Berlin", thread_id="t", subject="city", valid_from=2)
-    assert [t.commands[0][0] for t in p.backend.sent] == ["ZRANGE", "HSET", "HSET"]  # no repair, no ZREM
+    assert [t.commands[0][0] for t in p.backend.sent] == ["ZRANGE", "HSET", "EVALSHA"]  # no repair, no ZREM
     assert p.long_term.subjects.repair._writing == set()  # settled: off the journal with the next command

@@ -50,7 +50,13 @@ async def test_a_write_with_a_subject_decides_in_its_round_trip_and_settles_in_o
     )
     assert first.searches[0][:3] == ("FT.SEARCH", keys.index, "@subject_key:{" + d + "}")
     assert second.commands == (
-        ("HSET", keys.meta, "history", "1"),  # before the move (core.history_mark)
+        (
+            "EVALSHA",
+            scripts.HISTORY_MARK.sha,
+            1,
+            keys.meta,
+            "2",
+        ),  # before the move, its valid_until (core.history_mark)
         (
             "EVALSHA",
             scripts.RETIRE.sha,
