@@ -38,8 +38,11 @@ vectors in 100 other threads, and every recall is scoped to it (a scope small in
 index: on valkey-search the recall's own query is then a scan, ``tiers.scope_scan``).
 
 Stores (``--stores``): ``subjects``, the diary plus the subjects' past versions (the
-history index holds 80 documents); ``bare``, the diary alone (it never retired a version).
-Both live on one server; a question is asked in every (store, variant) back to back.
+history index holds 80 documents), retired while the diary runs; ``settled``, the same
+versions all retired before the diary's first day (every window starts after the last
+retirement: ``core.history_mark``'s bound); ``bare``, the diary alone (it never retired
+a version). All live on one server; a question is asked in every (store, variant) back
+to back.
 
     .venv/bin/python bench/temporal_latency.py               # embedded RediSearch
     .venv/bin/python bench/temporal_latency.py --url valkey://localhost:6379 --rounds 5
@@ -244,9 +247,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     ]
                 )
                 valid[kind] = {i: (e.valid_from, None) for i, e in zip(ids, ds.events, strict=True)}
-                if kind != "subjects":
+                if kind not in ("subjects", "settled"):
                     continue
                 start = min(e.valid_from for e in ds.events)
+                if kind == "settled":  # every version retired before the diary begins
+                    start -= (3 * 200 + SUBJECTS) * 86_400_000
                 for p in range(SUBJECTS):  # past versions: the history index is not empty
                     froms = [start + (v * 200 + p) * 86_400_000 for v in range(3)]
                     for v, city in enumerate(("Porto", "Lisbon", "Berlin")):
@@ -388,7 +393,7 @@ def main() -> int:
     ap.add_argument("--url", default=os.environ.get("VALKEY_URL"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--variants", default="plain,window,ask-history")
-    ap.add_argument("--stores", default="bare,subjects", help="bare (no past version), subjects")
+    ap.add_argument("--stores", default="bare,subjects", help="bare (no past version), subjects, settled")
     ap.add_argument("--profile", action="store_true", help="profile the last variant")
     ap.add_argument(
         "--slowlog", action="store_true", help="server µs per kind of query (SLOWLOG; standalone)"

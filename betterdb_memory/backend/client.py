@@ -328,7 +328,7 @@ class ValkeyBackend:
         With ``wait`` set and a write among ``commands``, a ``WAIT`` follows the writes on
         each connection that took one (``replication``); its replies are not returned.
         """
-        searches = [self.nudge.seen(redirect(s, self.redirects)) for s in searches]
+        searches = [self.nudge.seen(redirect(s, self.redirects, probes=True)) for s in searches]
         wait = self.wait if self.wait is not None and waits_for(operation, commands) else None
 
         async def send() -> list[Any]:

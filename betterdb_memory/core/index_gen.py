@@ -105,10 +105,17 @@ def missing_fields(wanted: Sequence[tuple[str, str]], have: Sequence[tuple[str, 
     return tuple(n for n, t in wanted if (n, t.upper()) not in held and n != "content")
 
 
-def redirect(args: Sequence[Any], redirects: Mapping[str, str]) -> Sequence[Any]:
+_QUERIES = ("FT.SEARCH", "FT.AGGREGATE")
+
+
+def redirect(args: Sequence[Any], redirects: Mapping[str, str], *, probes: bool = False) -> Sequence[Any]:
     """An FT.SEARCH / FT.AGGREGATE built for an index name this process switched away from,
-    sent to the one in use instead (a query in flight or retried across a switch never fails)."""
-    if redirects and len(args) > 1 and args[0] in ("FT.SEARCH", "FT.AGGREGATE"):
+    sent to the one in use instead (a query in flight or retried across a switch never fails).
+
+    ``probes``: an FT.INFO too, the index-size probe a recall sends in its pipeline
+    (``tiers.scope_scan``); never an FT.INFO sent alone, which may ask of the old index itself.
+    """
+    if redirects and len(args) > 1 and (args[0] in _QUERIES or (probes and args[0] == "FT.INFO")):
         new = redirects.get(as_text(args[1]) or "")
         if new is not None:
             return [args[0], new, *args[2:]]

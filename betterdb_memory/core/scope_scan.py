@@ -98,6 +98,9 @@ MAX_FILTERS = 16_384
 # Misses of one filter shape in a row found too big to scan, after which that shape's misses
 # send the KNN (with a count) instead of the bounded scan; a count saying small resets it.
 LARGE_STREAK = 2
+# A shape past its streak whose misses carry no count (a time window's query: its text never
+# repeats) has no other way back: one miss in this many reads its probe again.
+UNCOUNTED_RETRY = 8
 MAX_SHAPES = 256
 # The most a never-seen filter of a never-seen shape reads (~0.45 MB, 2-4 ms at 90k): about
 # what a count's own round trip costs, so a first guess that is wrong costs little.
@@ -345,17 +348,25 @@ class SizeClasses:
         """The bounded scan of a never-seen filter: ``scan_bound`` at the known index size."""
         return scan_bound(self.index_docs, k, limit=self.limit, ratio=self.ratio)
 
-    def probe(self, shape: str, bound: int) -> int:
+    def probe(self, shape: str, bound: int, *, counted: bool = True) -> int:
         """How many memories a never-seen filter of ``shape`` reads first (0: it is walked).
 
         ``bound`` when the shape's last miss was found small; ``FIRST_PROBE`` at most when
         the shape was never seen or its last miss was found large (a wrong guess then
-        reads little); 0 after ``LARGE_STREAK`` misses in a row found large.
+        reads little); 0 after ``LARGE_STREAK`` misses in a row found large. A walked
+        miss's count (``counted``) gives the shape its next verdict; without one (a time
+        window's query), every ``UNCOUNTED_RETRY``-th walked miss reads its probe instead,
+        or one run of large windows would walk every later window of the shape.
         """
         streak = self._large.get(shape)
         if streak == 0:
             return bound
-        return min(bound, self.first) if streak is None or streak < LARGE_STREAK else 0
+        if streak is None or streak < LARGE_STREAK:
+            return min(bound, self.first)
+        if counted:
+            return 0
+        self._large[shape] = streak + 1  # walked misses since the last verdict, past the streak
+        return min(bound, self.first) if (streak + 1 - LARGE_STREAK) % UNCOUNTED_RETRY == 0 else 0
 
     def verdict(self, shape: str, small: bool) -> None:
         """A never-seen filter of ``shape`` was found ``small`` (within its bound) or not."""

@@ -118,7 +118,17 @@ class ScopeScan:
         """
         index = self._rt.index
         if flt is NO_FILTER or not self.scans():
-            return self._knn_plan(vector, flt, k, fields)
+            plan = self._knn_plan(vector, flt, k, fields)
+            if (
+                flt is NO_FILTER
+                and counts
+                and self.scans()
+                and self.sizes.needs_index_count(time.monotonic())
+            ):
+                # The index's size, which nothing else refreshes in a store recalled unscoped: what
+                # a time window's bounded scan is sized by (``SizeClasses.bound``).
+                plan.count_index, plan.probe, plan.info = True, self._index_probe(), self._info()
+            return plan
         layout = index.layout
         key = filter_key(flt, layout)
         if not key:
@@ -142,7 +152,7 @@ class ScopeScan:
             else:  # never seen (or forgotten): the bounded scan, unless this shape's misses run large
                 sizes.seed_index(index.num_docs)
                 bound, shape = sizes.bound(k), filter_shape(flt)
-                limit = sizes.probe(shape, bound)
+                limit = sizes.probe(shape, bound, counted=counts)
                 scan, shape = limit > 0, shape if bound > 0 else ""
             # A timed filter's own count only while its text repeats (a relative window's never does).
             if (
@@ -152,18 +162,13 @@ class ScopeScan:
                 and (not timed or sizes.total(key) is not None)
             ):
                 count_key = key
-        cluster = self._rt.backend.cluster
-        info = not cluster or index.caps.version >= _PRIMARY_INFO
+        info = self._info()
         count_index = counts and sizes.needs_index_count(now)
         probe: tuple[list[str], ...] = (count_args(index.name, flt, layout),) if count_key else ()
         if base_count:
             probe += (count_args(index.name, base, layout),)
         if count_index:
-            probe += (
-                index_count_args(index.name, cluster=cluster)
-                if info
-                else count_args(index.name, _ALL, layout),
-            )
+            probe += self._index_probe()
         rescan = (
             functools.partial(scan_args, index.name, flt, layout, fields, limit=sizes.limit)
             if learn
@@ -174,6 +179,17 @@ class ScopeScan:
             args, knn, vector, k, learn, scan, count_key, base_count, count_index, probe, limit, shape, rescan,
             info,
         )  # fmt: skip
+
+    def _info(self) -> bool:
+        """Whether the index's size comes from FT.INFO (else a count: a cluster's older engine)."""
+        return not self._rt.backend.cluster or self._rt.index.caps.version >= _PRIMARY_INFO
+
+    def _index_probe(self) -> tuple[list[str]]:
+        """The query that reads the index's size (``count_index``)."""
+        index, cluster = self._rt.index, self._rt.backend.cluster
+        if self._info():
+            return (index_count_args(index.name, cluster=cluster),)
+        return (count_args(index.name, _ALL, index.layout),)
 
     def history_plan(
         self, vector: np.ndarray[Any, np.dtype[np.float32]], flt: MemoryFilter, k: int, fields: Sequence[str]

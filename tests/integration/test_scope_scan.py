@@ -191,7 +191,7 @@ class _Spy:
 
 async def _fresh(make_store: Callable[..., MemoryStore], **options: Any) -> MemoryStore:
     """Another process's store over the same memories: it knows no scope yet (the index's
-    size it reads when it opens); its first read is unscoped (never scanned nor counted)."""
+    size it reads when it opens, and again with its first read, unscoped: never scanned)."""
     store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM), **options))
     await _recall(store, _unit(random.Random(0)), 5)
     return store
@@ -261,7 +261,7 @@ async def test_one_round_trip_per_recall_small_or_large(
             await _recall(store, query, 5, thread_id=t)
     assert spy.trips == 9
     valkey = expected_engine == "valkey-search"
-    assert [bool(p.probe) for p in spy.plans] == [valkey] + [False] * 8  # the index's count, once
+    assert [bool(p.probe) for p in spy.plans] == [False] * 9  # the index's count rode with the unscoped read
     assert [p.scan for p in spy.plans] == [valkey] * 9
     sizes.limit = 5  # every scope is now too big: the KNN, no count until the counts age
     spy.reset()

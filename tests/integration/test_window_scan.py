@@ -151,17 +151,48 @@ async def test_the_index_size_is_read_from_ft_info(
     rng = random.Random(2603)
     written = await _populate(_eager(make_store(embedder=HashingEmbedder(dimensions=DIM))), rng)
     store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))
-    await store.recall_by_vector(_unit(rng), k=3, threshold=2.0, reinforce=False)  # unscoped: nothing counted
-    with counting(store) as trips:
-        await store.recall_by_vector(_unit(rng), k=3, threshold=2.0, reinforce=False, thread_id="wb")
-    sent = [c for call in trips.calls for c in call]
-    infos = [c for c in sent if c[:1] == ("FT.INFO",)]
-    assert not any(c[:1] == ("FT.SEARCH",) and "@created_at:[-inf +inf]" in str(c[2]) for c in sent)
-    if expected_engine != "valkey-search":
-        assert not infos
-        return
-    assert len(infos) == 1 and infos[0][1] == store.index.name
-    assert store._recall._scan.sizes.index_docs == len(written)
+    await store.ensure_index()  # opening reads FT.INFO of both indexes: not counted here
+    for scope in ({}, {"thread_id": "wb"}):  # an unscoped recall reads it too (a window sizes its scan by it)
+        store._recall._scan.sizes._index_at = None  # due
+        with counting(store) as trips:
+            await store.recall_by_vector(_unit(rng), k=3, threshold=2.0, reinforce=False, **scope)
+        sent = [c for call in trips.calls for c in call]
+        infos = [c for c in sent if c[:1] == ("FT.INFO",)]
+        assert not any(c[:1] == ("FT.SEARCH",) and "@created_at:[-inf +inf]" in str(c[2]) for c in sent)
+        if expected_engine != "valkey-search":
+            assert not infos
+            continue
+        assert len(infos) == 1 and infos[0][1] == store.index.name
+        assert store._recall._scan.sizes.index_docs == len(written)
+        with counting(store) as trips:  # fresh for COUNT_TTL_S: not sent again
+            await store.recall_by_vector(_unit(rng), k=3, threshold=2.0, reinforce=False, **scope)
+        assert not [c for call in trips.calls for c in call if c[:1] == ("FT.INFO",)]
+
+
+async def test_a_window_over_an_unscoped_store_filled_after_it_opened_is_scanned(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    """A store opened empty knew no index size, so no window of an unscoped recall was ever
+    scanned (a filtered walk of the whole graph each time); the unscoped recall now reads the
+    size (FT.INFO, once per ``COUNT_TTL_S``) and a window sizes its bounded scan by it."""
+    rng = random.Random(2605)
+    store = _eager(make_store(embedder=HashingEmbedder(dimensions=DIM)))  # a bound above the week's
+    await store.recall_by_vector(_unit(rng), k=3, threshold=2.0, reinforce=False)  # opened over nothing
+    await _populate(store, rng)
+    walker = _walker(make_store)
+    store._recall._scan.sizes._index_at = None  # the index's size due (as COUNT_TTL_S after opening)
+    await store.recall_by_vector(_unit(rng), k=3, threshold=2.0, reinforce=False)
+    valkey = expected_engine == "valkey-search"
+    assert store._recall._scan.sizes.index_docs == (len(THREADS) * 30 if valkey else 0)
+    args: dict[str, Any] = {"query": "Where did I go shopping last week?", "k": 5, "threshold": 2.0}
+    for _ in range(4):
+        query = _unit(rng)
+        want = await walker.recall_by_vector(query, reinforce=False, **args)
+        with counting(store) as trips:
+            got = await store.recall_by_vector(query, reinforce=False, **args)
+        _same(_pairs(got), _pairs(want))
+        (sent,) = _window_searches(trips)
+        assert ("=>[KNN" in str(sent[2])) is not valkey  # a week of 90 memories: read whole
 
 
 async def test_an_unfiltered_recall_sends_its_own_vector(make_store: Callable[..., MemoryStore]) -> None:

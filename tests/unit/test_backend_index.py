@@ -52,3 +52,13 @@ def test_queries_built_for_an_earlier_name_are_redirected_to_the_one_in_use() ->
     m._rename("s:mem:idx")  # switched back: the reference name is in use again, not redirected
     assert m.backend.redirects == {"s:mem:idx:g1": "s:mem:idx"}  # type: ignore[attr-defined]
     assert m.name == "s:mem:idx"
+
+
+def test_a_recall_s_index_size_probe_follows_a_switch_and_a_lone_ft_info_does_not() -> None:
+    from betterdb_memory.core.index_gen import redirect
+
+    moved = {"s:mem:idx": "s:mem:idx:g1"}
+    assert redirect(["FT.SEARCH", "s:mem:idx", "*"], moved) == ["FT.SEARCH", "s:mem:idx:g1", "*"]
+    assert redirect(["FT.INFO", "s:mem:idx"], moved, probes=True) == ["FT.INFO", "s:mem:idx:g1"]
+    assert redirect(["FT.INFO", "s:mem:idx"], moved) == ["FT.INFO", "s:mem:idx"]  # may ask of the old one
+    assert redirect(["FT.INFO", "other"], moved, probes=True) == ["FT.INFO", "other"]

@@ -24,6 +24,7 @@ from betterdb_memory.core.scope_scan import (
     FIRST_PROBE,
     LARGE_COUNT_TTL_S,
     LARGE_STREAK,
+    UNCOUNTED_RETRY,
     SizeClasses,
     count_args,
     filter_key,
@@ -249,6 +250,20 @@ def test_size_classes_probe_new_filters_until_a_shape_runs_large() -> None:
     sizes.verdict("thread", small=True)
     sizes.verdict("thread", small=False)
     assert sizes.probe("thread", 1_000) == FIRST_PROBE  # large in a row, not in all
+
+
+def test_a_shape_walked_without_counts_is_probed_again_now_and_then() -> None:
+    """A time window's query carries no count, so no verdict could bring a walked shape back:
+    one walked miss in ``UNCOUNTED_RETRY`` reads its probe."""
+    sizes = SizeClasses(limit=1_000, ratio=1.0)
+    for _ in range(LARGE_STREAK):
+        assert sizes.probe("window", 60, counted=False) == 60
+        sizes.verdict("window", small=False)
+    got = [sizes.probe("window", 60, counted=False) for _ in range(2 * UNCOUNTED_RETRY)]
+    assert got == ([0] * (UNCOUNTED_RETRY - 1) + [60]) * 2
+    assert sizes.probe("window", 60) == 0  # counted: its count decides, as before
+    sizes.verdict("window", small=True)  # the probe found a small one
+    assert sizes.probe("window", 60, counted=False) == 60
 
 
 def test_size_classes_remember_a_bounded_number_of_shapes() -> None:
