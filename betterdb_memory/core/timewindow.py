@@ -49,6 +49,7 @@ prepositions, the rest of the query); the rules are in ``_time_rules``, their wo
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
@@ -197,22 +198,37 @@ def find_time_windows(query: str, *, as_of: object = None, tz: object = None) ->
         )
     zone = resolve_tz(tz)
     ref = now_ms() if as_of is None else to_ms(as_of, name="as_of")
-    if not _TRIGGER.search(query):
-        return []
     today = from_ms(ref).astimezone(zone).date()
-    out = []
-    for c in _with_bounds(query, _cores(query, today)):
-        out.append(
-            TimeWindow(
-                start_ms=None if c.lo is None else _local_ms(c.lo, zone),
-                end_ms=None if c.hi is None else _local_ms(c.hi, zone),
-                text=query[c.start : c.end],
-                span=(c.start, c.end),
-                query=_without(query, c.start, c.end),
-                fuzzy=c.fuzzy,
-            )
+    if len(query) <= _CACHED_CHARS:
+        return list(_cached(query, today, zone))
+    return _windows(query, today, zone)
+
+
+def _windows(query: str, today: date, zone: tzinfo) -> list[TimeWindow]:
+    if not _TRIGGER.search(query):  # most queries: one regex search
+        return []
+    return [
+        TimeWindow(
+            start_ms=None if c.lo is None else _local_ms(c.lo, zone),
+            end_ms=None if c.hi is None else _local_ms(c.hi, zone),
+            text=query[c.start : c.end],
+            span=(c.start, c.end),
+            query=_without(query, c.start, c.end),
+            fuzzy=c.fuzzy,
         )
-    return out
+        for c in _with_bounds(query, _cores(query, today))
+    ]
+
+
+# A recall parses its question twice on one day, as a time plan and for the ranker's date
+# features (``query_dates``): the windows of a (question, day, zone) are kept, for questions
+# of a recall's usual length (the bound keeps the cache's memory small).
+_CACHED_CHARS = 512
+
+
+@functools.lru_cache(maxsize=256)
+def _cached(query: str, today: date, zone: tzinfo) -> tuple[TimeWindow, ...]:
+    return tuple(_windows(query, today, zone))
 
 
 def parse_time_window(query: str, *, as_of: object = None, tz: object = None) -> TimeWindow | None:
@@ -227,7 +243,8 @@ def parse_time_window(query: str, *, as_of: object = None, tz: object = None) ->
 
     Returns:
         The window with the matched text, its span and the query without it, or
-        ``None``. A query with no time expression costs one regex search.
+        ``None``. A query with no time expression costs one regex search (a
+        question seen again the same day, a cache lookup).
 
     Raises:
         ValidationError: a non-string query (``validation.type``), a bad ``as_of``

@@ -406,3 +406,20 @@ def test_each_rule_s_gate_regex_is_its_word_test() -> None:
             else:
                 expected = any(word in lower for word in gate)
             assert (search(text if on_text else lower) is not None) == expected, (text, gate)
+
+
+def test_a_question_parsed_again_the_same_day_gives_the_same_windows() -> None:
+    # A recall parses its question twice (its time plan, the ranker's dates): the second
+    # comes from a cache keyed by question, day and zone; each caller gets its own list.
+    as_of = datetime(2024, 5, 8, 15, 0, tzinfo=UTC)
+    first = find_time_windows("What did I do last week and in March?", as_of=as_of)
+    again = find_time_windows("What did I do last week and in March?", as_of=as_of.replace(hour=23))
+    assert again == first and again is not first and len(first) == 2
+    next_day = find_time_windows(
+        "What did I do last week and in March?", as_of=datetime(2024, 5, 14, tzinfo=UTC)
+    )
+    assert next_day[0].start_ms != first[0].start_ms  # another day: resolved again
+    lisbon = find_time_windows("What did I do yesterday?", as_of=as_of, tz="Europe/Lisbon")
+    assert lisbon[0].start_ms != find_time_windows("What did I do yesterday?", as_of=as_of)[0].start_ms
+    long = "x " * 400 + "yesterday"  # past the cached length: parsed each time, the same answer
+    assert find_time_windows(long, as_of=as_of) == find_time_windows(long, as_of=as_of)
