@@ -220,8 +220,8 @@ def main_k(pool: int, k: int) -> int:
     less the window's hits, as before) ranked the same on LoCoMo's 211 windowed questions
     (held-out hit@5 0.763 -> 0.773, MRR@10 0.592 -> 0.590, off-topic recalls empty 195 ->
     197) and on the diary (precision@5 inside 1.000, topic hit@5 0.880 -> 0.886), and cost
-    the engine a KNN of 40 more hits: with it a windowed recall cost 1.19x one without, now
-    0.96x (bench/results/temporal.md, section E).
+    the engine a KNN of 40 more hits: with it a windowed recall cost 1.21x one without, now
+    0.94-0.98x on RediSearch (bench/results/temporal.md, section E).
     """
     return max(1, min(k, pool))
 

@@ -409,7 +409,7 @@ class Recall:
         )  # fmt: skip
         if needs is not None:
             hits = await self._time.order(
-                hits, plan, k=k, weights=weights, vectors=vectors, window=also, query=query, needs=needs
+                hits, plan, k=k, weights=weights, vectors=vectors, query=query, needs=needs
             )
         elif plan.window is not None:  # explain's time_window
             hits = with_window(hits, plan)

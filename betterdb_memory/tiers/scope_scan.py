@@ -117,14 +117,10 @@ class ScopeScan:
         scope's and the index's).
         """
         index = self._rt.index
-        if flt is NO_FILTER or not self.scans():
+        scans = self.scans()
+        if flt is NO_FILTER or not scans:
             plan = self._knn_plan(vector, flt, k, fields)
-            if (
-                flt is NO_FILTER
-                and counts
-                and self.scans()
-                and self.sizes.needs_index_count(time.monotonic())
-            ):
+            if scans and counts and self.sizes.needs_index_count(time.monotonic()):
                 # The index's size, which nothing else refreshes in a store recalled unscoped: what
                 # a time window's bounded scan is sized by (``SizeClasses.bound``).
                 plan.count_index, plan.probe, plan.info = True, self._index_probe(), self._info()

@@ -48,7 +48,6 @@ from ..core.time_recall import (
     inside_of,
     main_k,
     supersede,
-    window_first,
     window_k,
     with_window,
 )
@@ -86,8 +85,9 @@ class WindowQueries:
     ``k``). ``reads``: commands sent first in the round trip (the history mark, on a single
     server); ``deferred``: the history index's query and filter, not sent because the
     mark last read said the window holds no past version, sent by ``TimeRecall.settle``
-    if the mark read now says it may (``start``: the window's start it is checked against). ``inside``: the ids of the
-    main index's memories they returned; ``past``: the past versions, read whole, as (item, distance).
+    if the mark read now says it may (``start``: the window's start it is checked
+    against). ``inside``: the ids of the main index's memories they returned; ``past``:
+    the past versions, read whole, as (item, distance).
     ``plans``: per search, its scan's plan when it was sent as a scan (``ScopeScan.plan``:
     on valkey-search, a window over a scope known small, or a window never seen); ``found``:
     those scans' hits, ranked by ``settle`` (nearest first, as the KNN's).
@@ -315,20 +315,18 @@ class TimeRecall:
         k: int,
         weights: Weights,
         vectors: Mapping[str, bytes],
-        window: WindowQueries | None = None,
         query: str | None = None,
         needs: Needs | None = None,
     ) -> list[MemoryHit]:
         """The ranked ``hits`` (all candidates, best first) re-ordered for ``plan``, cut to ``k``.
 
-        ``window``: an exact window's queries (what they returned is ranked first).
+        A vague window's boost, or same-slot supersession for a question about the present
+        (an exact window is ordered by ``rank`` itself: ``first``).
         ``query``: the question (same-slot supersession reads the names it asks about).
         ``needs``: what ``reorders`` found in the candidates.
         """
         out = list(hits)
-        if plan.filters and plan.window is not None:  # ``rank`` does it (``first``) in a recall
-            out = window_first(out, plan.window, window.inside if window else set())
-        elif plan.boosts and plan.window is not None:
+        if plan.boosts and plan.window is not None:
             out = boost_window(out, plan.window, weights)
         elif plan.present and len(out) > 1 and self._implicit():
             out = await self._present(out, vectors, query or "", needs)
