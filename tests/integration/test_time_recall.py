@@ -73,6 +73,28 @@ async def test_a_window_in_the_question_ranks_the_events_inside_first(
     assert value == 1.0
 
 
+async def test_the_window_finds_what_lies_inside_it_beyond_the_recall_s_own_k(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    """The recall's own KNN beside a window asks for ``k`` hits only (``main_k``): a memory in
+    the window that many nearer memories outside it would push out is brought by the window's
+    own query, and the outside ones fill the places after it, read from both replies."""
+    store = make_store()
+    query = "Which dentist appointment did I have in May 2023?"
+    start, end = _window(query)
+    assert start is not None and end is not None
+    outs = [
+        await store.remember(f"I had a dentist appointment, number {i}.", valid_from=start - (i + 2) * DAY)
+        for i in range(12)
+    ]  # the question's nearest memories, all before May 2023
+    inside = await store.remember("Paid the clinic for a filling.", valid_from=start + 3 * DAY)
+    hits = await store.recall(query, k=3, threshold=2.0, reinforce=False)
+    assert hits[0].item.id == inside and len(hits) == 3
+    assert {h.item.id for h in hits[1:]} <= set(outs)
+    plain = await store.recall("Which dentist appointment did I have?", k=3, threshold=2.0, reinforce=False)
+    assert inside not in {h.item.id for h in plain}  # without the window it is not among the nearest
+
+
 async def test_a_state_valid_during_the_window_counts(
     make_store: Callable[..., MemoryStore], client: avalkey.Valkey
 ) -> None:
