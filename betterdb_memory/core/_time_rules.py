@@ -365,17 +365,34 @@ _GATE_SEARCH = tuple(
 _ON_TEXT = tuple(gate == ("#",) for gate in _GATES)  # a digit gate reads the text as written
 
 
-def _cores(text: str, today: date) -> list[_Core]:
-    """Every rule's matches, then the leftmost-longest ones that do not overlap."""
-    found: list[_Core] = []
+def _matches(text: str) -> tuple[tuple[_Rule, re.Match[str]], ...]:
+    """Every rule's matches in ``text`` with the rule that resolves each: what does not depend on the day.
+
+    Two thirds of a parse (the gates and the patterns); ``_cores`` resolves them for a
+    day. A recall reads its question against two days (its own "now" for the window, the
+    store's latest write for the ranker's date features), so these are kept per question
+    by the caller (``timewindow``).
+    """
     lower = text.lower()
-    for (pattern, rule), on_text, search in zip(_RULES, _ON_TEXT, _GATE_SEARCH, strict=True):
-        if search(text if on_text else lower) is None:
-            continue
-        for m in pattern.finditer(text):
-            out = rule(m, text, today)
-            if out is not None:
-                found.append(_Core(m.start(), m.end(), *out))
+    return tuple(
+        (rule, m)
+        for (pattern, rule), on_text, search in zip(_RULES, _ON_TEXT, _GATE_SEARCH, strict=True)
+        if search(text if on_text else lower) is not None
+        for m in pattern.finditer(text)
+    )
+
+
+def _cores(
+    text: str,
+    today: date,
+    matches: tuple[tuple[_Rule, re.Match[str]], ...] | None = None,
+) -> list[_Core]:
+    """Every rule's matches (``_matches``, unless given), resolved for ``today``; the leftmost-longest that do not overlap."""
+    found: list[_Core] = []
+    for rule, m in _matches(text) if matches is None else matches:
+        out = rule(m, text, today)
+        if out is not None:
+            found.append(_Core(m.start(), m.end(), *out))
     found.sort(key=lambda c: (c.start, -c.end))
     chosen: list[_Core] = []
     for c in found:

@@ -57,7 +57,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import ValidationError
 from ._calendar import _add_months
-from ._time_rules import _Core, _cores
+from ._time_rules import _Core, _cores, _matches, _Rule
 from ._time_words import _BETWEEN_BEFORE, _JOINER, _ON_DATE, _PREP_BEFORE, _TRIGGER
 from .times import from_ms, iso_of, now_ms, to_ms
 
@@ -205,7 +205,8 @@ def find_time_windows(query: str, *, as_of: object = None, tz: object = None) ->
 
 
 def _windows(query: str, today: date, zone: tzinfo) -> list[TimeWindow]:
-    if not _TRIGGER.search(query):  # most queries: one regex search
+    found = _found(query) if len(query) <= _CACHED_CHARS else _match(query)
+    if found is None:  # most queries: one regex search
         return []
     return [
         TimeWindow(
@@ -216,14 +217,22 @@ def _windows(query: str, today: date, zone: tzinfo) -> list[TimeWindow]:
             query=_without(query, c.start, c.end),
             fuzzy=c.fuzzy,
         )
-        for c in _with_bounds(query, _cores(query, today))
+        for c in _with_bounds(query, _cores(query, today, found))
     ]
 
 
-# A recall parses its question twice on one day, as a time plan and for the ranker's date
-# features (``query_dates``): the windows of a (question, day, zone) are kept, for questions
-# of a recall's usual length (the bound keeps the cache's memory small).
+def _match(query: str) -> tuple[tuple[_Rule, re.Match[str]], ...] | None:
+    """The rules' matches of ``query`` (``_time_rules._matches``); None when nothing triggers."""
+    return _matches(query) if _TRIGGER.search(query) else None
+
+
+# A recall parses its question twice, as a time plan (against its "now") and for the
+# ranker's date features (``query_dates``, against the store's latest write: most often
+# another day). The windows of a (question, day, zone) are kept, and per question what
+# does not depend on the day (``_found``: the trigger and the rules' matches, two thirds
+# of a parse), for questions of a recall's usual length (the bound keeps the caches small).
 _CACHED_CHARS = 512
+_found = functools.lru_cache(maxsize=256)(_match)
 
 
 @functools.lru_cache(maxsize=256)

@@ -423,3 +423,32 @@ def test_a_question_parsed_again_the_same_day_gives_the_same_windows() -> None:
     assert lisbon[0].start_ms != find_time_windows("What did I do yesterday?", as_of=as_of)[0].start_ms
     long = "x " * 400 + "yesterday"  # past the cached length: parsed each time, the same answer
     assert find_time_windows(long, as_of=as_of) == find_time_windows(long, as_of=as_of)
+
+
+@given(
+    as_of=st.datetimes(min_value=datetime(1950, 1, 1), max_value=datetime(2090, 12, 31)),
+    days=st.integers(min_value=1, max_value=4000),
+    query=st.sampled_from(
+        [
+            "What did I do last week and in March?",
+            "between March and May 2023, what did I read?",
+            "since 8 May, who did I meet?",
+            "what did I cook two months ago",
+            "what happened last winter or yesterday",
+            "Where does Ada live?",
+        ]
+    ),
+)
+def test_a_question_read_on_another_day_resolves_as_a_fresh_parse(
+    as_of: datetime, days: int, query: str
+) -> None:
+    # The rules' matches of a question are kept per question (``_found``), not per day: a
+    # second day reuses them and must resolve exactly as a parse that never saw the first.
+    from betterdb_memory.core import timewindow
+
+    other = as_of + timedelta(days=days)
+    find_time_windows(query, as_of=as_of.replace(tzinfo=UTC))
+    reused = find_time_windows(query, as_of=other.replace(tzinfo=UTC))
+    timewindow._found.cache_clear()
+    timewindow._cached.cache_clear()
+    assert reused == find_time_windows(query, as_of=other.replace(tzinfo=UTC))
