@@ -44,7 +44,14 @@ from betterdb_memory.core.codec import encode_vector
 from betterdb_memory.core.keys import Scope
 from betterdb_memory.core.query import MemoryFilter, knn_search_args
 from betterdb_memory.core.replies import parse_search_reply
-from betterdb_memory.core.scope_scan import SizeClasses, count_args, filter_key, nearest, scan_args
+from betterdb_memory.core.scope_scan import (
+    SizeClasses,
+    count_args,
+    filter_key,
+    nearest,
+    nearest_reply,
+    scan_args,
+)
 from betterdb_memory.tiers.recall import _RANKING_FIELDS
 
 NAME = "benchscope"
@@ -97,14 +104,14 @@ async def _limit_table(client: Any, store: MemoryStore, book: Book, threads: int
     per = size // threads
     rng = np.random.default_rng(29)
     out = [
-        "| filter matches | raw filtered KNN 50 p50 ms | raw scan p50 ms | scan reply KB | parse + rank ms | total |",
-        "|---|---|---|---|---|---|",
+        "| filter matches | raw filtered KNN 50 p50 ms | raw scan p50 ms | scan reply KB | parse + rank ms | read by position ms | total |",
+        "|---|---|---|---|---|---|---|",
     ]
     n = 1
     while n <= threads and n * per <= 8_000:
         scope_threads = [f"t{i}" for i in range(n)]
         flt = MemoryFilter(clauses=("@threadId:{" + "|".join(scope_threads) + "}",))
-        knn_t, scan_t, rank_t, size_b, total = [], [], [], 0, 0
+        knn_t, scan_t, rank_t, pos_t, size_b, total = [], [], [], [], 0, 0
         for _ in range(15):
             q = rng.standard_normal(DIM).astype(np.float32)
             q /= np.linalg.norm(q)
@@ -120,14 +127,17 @@ async def _limit_table(client: Any, store: MemoryStore, book: Book, threads: int
             result = parse_search_reply(reply)
             nearest(result.hits, q, 50)
             t3 = time.perf_counter()
+            nearest_reply(reply, q, 50, limit=8_000)  # what a recall's scan does (core.scan_rows)
+            t4 = time.perf_counter()
             knn_t.append(t1 - t0)
             scan_t.append(t2 - t1)
             rank_t.append(t3 - t2)
+            pos_t.append(t4 - t3)
             total = result.total
             size_b = sum(len(x) for x in _flat(reply))
         out.append(
             f"| {n * per:,} ({n} threads) | {_ms(knn_t)[0]:.2f} | {_ms(scan_t)[0]:.2f} | {size_b / 1024:.0f} | "
-            f"{_ms(rank_t)[0]:.2f} | {total} |"
+            f"{_ms(rank_t)[0]:.2f} | {_ms(pos_t)[0]:.2f} | {total} |"
         )
         log(out[-1])
         n *= 2

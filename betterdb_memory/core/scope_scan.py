@@ -42,14 +42,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
-
-from .query import SCORE_ALIAS, VECTOR_FIELD, IndexLayout, MemoryFilter, build_filter, filter_search_args
-from .replies import SearchHit
+from .query import VECTOR_FIELD, IndexLayout, MemoryFilter, build_filter, filter_search_args
+from .scan_rows import nearest, nearest_reply
 
 __all__ = [
     "COUNT_TTL_S",
@@ -65,6 +62,7 @@ __all__ = [
     "filter_shape",
     "index_count_args",
     "nearest",
+    "nearest_reply",
     "scan_args",
     "scan_bound",
     "scope_of",
@@ -184,53 +182,6 @@ def filter_shape(flt: MemoryFilter) -> str:
         f"{int(flt.valid_before is not None)}{int(flt.as_of is not None)}{int(flt.history)}"
         f"|{len(flt.clauses)}|{where}"
     )
-
-
-def nearest(
-    hits: Sequence[SearchHit],
-    vector: np.ndarray[Any, np.dtype[np.float32]],
-    k: int,
-    *,
-    keep: Callable[[Mapping[str, Any]], bool] | None = None,
-) -> list[SearchHit]:
-    """The ``k`` hits nearest ``vector`` by cosine distance, nearest first, ``__dist`` set.
-
-    The engine's COSINE: ``1 - a.b / (|a| |b|)``, computed in float64 from the stored
-    float32 blobs. A hit without a readable vector of the query's size is left out (the
-    KNN never returns one either: valkey-search keeps such a document minus its vector),
-    as is one ``keep`` rejects (the exact check of a case-insensitive index's superset).
-    Ties keep the reply's order. The vector field is dropped from the returned hits.
-    """
-    dim = int(vector.shape[0])
-    size = 4 * dim
-    rows: list[SearchHit] = []
-    blobs: list[bytes] = []
-    for hit in hits:
-        blob = hit.fields.pop(VECTOR_FIELD, None)
-        if type(blob) is not bytes or len(blob) != size:
-            if isinstance(blob, bytearray | memoryview) and len(blob) == size:
-                blob = bytes(blob)
-            else:
-                continue
-        if keep is not None and not keep(hit.fields):
-            continue
-        rows.append(hit)
-        blobs.append(blob)
-    if not rows or k <= 0:
-        return []
-    mat = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), dim).astype(np.float64)
-    q = vector.astype(np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", mat, mat)) * float(np.sqrt(q @ q))
-    dots = mat @ q
-    with np.errstate(divide="ignore", invalid="ignore"):
-        dist = np.where(norms > 0.0, 1.0 - dots / np.where(norms > 0.0, norms, 1.0), 1.0)
-    order = np.argsort(dist, kind="stable")[:k]
-    out: list[SearchHit] = []
-    for i in order.tolist():
-        hit = rows[i]
-        hit.fields[SCORE_ALIAS] = float(dist[i])
-        out.append(hit)
-    return out
 
 
 def worth_scanning(

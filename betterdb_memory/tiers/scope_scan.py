@@ -45,6 +45,7 @@ from ..core.scope_scan import (
     filter_shape,
     index_count_args,
     nearest,
+    nearest_reply,
     scan_args,
     scope_of,
 )
@@ -252,16 +253,20 @@ class ScopeScan:
             sizes.learn(plan.count_key, total, now)
             if plan.shape:
                 sizes.verdict(plan.shape, total <= sizes.bound(plan.k))
-        result = parse_search_reply(replies[0])
         if not plan.scan:
-            return result.hits
-        total = max(result.total, len(result.hits))
+            return parse_search_reply(replies[0]).hits
+        if keep is None:  # the rows' vectors read by position, hits built for the nearest only
+            total, found = nearest_reply(replies[0], plan.vector, plan.k, limit=plan.limit)
+        else:
+            result = parse_search_reply(replies[0])
+            total = max(result.total, len(result.hits))
+            found = nearest(result.hits, plan.vector, plan.k, keep=keep) if total <= plan.limit else None
         if plan.key:
             sizes.learn(plan.key, total, now)
         if plan.shape:
             sizes.verdict(plan.shape, total <= sizes.bound(plan.k))
-        if total <= plan.limit:
-            return nearest(result.hits, plan.vector, plan.k, keep=keep)
+        if found is not None:
+            return found
         if plan.history:
             self._big_history[plan.history] = None
             while len(self._big_history) > _BIG_HISTORIES:

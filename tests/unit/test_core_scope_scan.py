@@ -303,3 +303,80 @@ def test_scope_of_drops_only_what_narrows_in_time() -> None:
 def test_the_index_size_is_one_ft_info() -> None:
     assert index_count_args("idx", cluster=False) == ["FT.INFO", "idx"]
     assert index_count_args("idx", cluster=True) == ["FT.INFO", "idx", "PRIMARY"]  # the primaries' sum
+
+
+def _row(names_values: list[tuple[Any, Any]]) -> list[Any]:
+    return [x for pair in names_values for x in pair]
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 10])
+def test_nearest_reply_is_nearest_of_the_parsed_reply(k: int) -> None:
+    # The positional reader and the dict way agree hit for hit: keys, fields, distances,
+    # order, and the total; rows with a missing, short or repeated vector, a key without
+    # fields, and bytes or str names mixed.
+    from betterdb_memory.core.scope_scan import nearest_reply
+
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=4).astype(np.float32)
+    reply: list[Any] = [9]
+    for i in range(7):
+        v = _blob(list(map(float, rng.normal(size=4))))
+        reply += [
+            f"m:{i}".encode(),
+            _row([(b"content", f"c{i}".encode()), (VECTOR_FIELD.encode(), v), (b"importance", b"0.5")]),
+        ]
+    reply += [b"m:nofields"]
+    reply += [b"m:short", _row([(b"content", b"s"), (VECTOR_FIELD.encode(), _blob([1.0, 0.0]))])]
+    reply += [b"m:none", _row([(b"content", b"n")])]
+    reply += ["m:str", _row([("content", "t"), (VECTOR_FIELD, bytearray(_blob([1.0, 0.0, 0.0, 0.0])))])]
+    twice = _row(
+        [
+            (VECTOR_FIELD.encode(), _blob([9.0, 9.0, 9.0, 9.0])),
+            (b"content", b"d"),
+            (VECTOR_FIELD.encode(), _blob([0.0, 1.0, 0.0, 0.0])),
+        ]
+    )
+    reply += [b"m:twice", twice]
+    total, got = nearest_reply([*reply], q, k, limit=100)
+    parsed = parse_search_reply([*reply])
+    want = nearest(parsed.hits, q, k)
+    assert total == max(parsed.total, len(parsed.hits)) == 12
+    assert got is not None
+    assert [(h.key, h.fields) for h in got] == [(h.key, h.fields) for h in want]
+    assert len(got) == min(k, 9)
+
+
+def test_nearest_reply_above_its_limit_builds_nothing_and_other_shapes_go_the_dict_way() -> None:
+    from betterdb_memory.core.scope_scan import nearest_reply
+
+    q = np.asarray([1.0, 0.0], np.float32)
+    rows = [
+        b"m:0",
+        [b"content", b"a", VECTOR_FIELD.encode(), _blob([1.0, 0.0])],
+        b"m:1",
+        [b"content", b"b", VECTOR_FIELD.encode(), _blob([0.0, 1.0])],
+    ]
+    assert nearest_reply([5, *rows], q, 2, limit=4) == (5, None)  # the engine's total says more
+    assert nearest_reply([1, *rows], q, 2, limit=1) == (2, None)  # more rows than the total said
+    total, got = nearest_reply([2, *rows], q, 1, limit=2)
+    assert (
+        total == 2
+        and got is not None
+        and [(h.key, h.fields) for h in got] == [("m:0", {"content": b"a", SCORE_ALIAS: 0.0})]
+    )
+    resp3 = {
+        b"total_results": 2,
+        b"results": [
+            {
+                b"id": b"m:0",
+                b"extra_attributes": {b"content": b"a", VECTOR_FIELD.encode(): _blob([0.0, 1.0])},
+            },
+            {
+                b"id": b"m:1",
+                b"extra_attributes": {b"content": b"b", VECTOR_FIELD.encode(): _blob([1.0, 0.0])},
+            },
+        ],
+    }
+    total, got = nearest_reply(resp3, q, 1, limit=10)
+    assert total == 2 and got is not None and [h.key for h in got] == ["m:1"]
+    assert nearest_reply([0], q, 3, limit=10) == (0, [])
