@@ -197,8 +197,11 @@ class ScopeScan:
         hold at most ``SCAN_LIMIT`` current memories: its past versions are read whole, not
         walked in the history index's graph (whose cost grows with every scope's history).
         A scope's history holds no more versions than its subjects were rewritten, so it is
-        usually small too; when a scan finds more than it read, its KNN follows (one more
-        round trip) and that scope's history is walked from then on. Else the KNN.
+        usually small too; a scan reads at most ``SizeClasses.bound(k)`` versions (the most
+        a scan of the main index is worth at its size: a long window can hold more past
+        versions than the scope has current memories); when a scan finds more than it
+        read, its KNN follows (one more round trip) and that scope's history is walked from
+        then on. Else the KNN.
         """
         index = self._rt.index
         hist = index.history
@@ -207,8 +210,11 @@ class ScopeScan:
             sizes, base_key = self.sizes, filter_key(scope_of(flt), index.layout)
             total = sizes.total(base_key) if base_key and base_key not in self._big_history else None
             if total is not None and total <= sizes.limit:
-                scan = scan_args(hist.name, flt, hist.layout, fields, limit=sizes.limit)
-                return ScanPlan(scan, knn, vector, k, scan=True, limit=sizes.limit, history=base_key)
+                # Read at most what a scan of the main index is worth at its size (``bound``):
+                # a scope's versions valid in a long window can outnumber its current memories.
+                limit = sizes.bound(k) or sizes.limit
+                scan = scan_args(hist.name, flt, hist.layout, fields, limit=limit)
+                return ScanPlan(scan, knn, vector, k, scan=True, limit=limit, history=base_key)
         args = knn()
         return ScanPlan(args, lambda: args, vector, k)
 

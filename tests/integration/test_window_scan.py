@@ -244,3 +244,45 @@ async def test_past_versions_of_a_small_scope_are_scanned(
 
 def _searches(trips: RoundTrips) -> list[tuple[Any, ...]]:
     return [c for call in trips.calls for c in call if c[:1] == ("FT.SEARCH",)]
+
+
+async def test_a_scope_s_history_larger_than_a_scan_is_worth_is_walked(
+    make_store: Callable[..., MemoryStore], expected_engine: str
+) -> None:
+    """A scope's versions valid in a long window can outnumber its current memories: the
+    history index's scan reads at most what a scan is worth at the index's size
+    (``SizeClasses.bound``, not ``SCAN_LIMIT``); finding more, its KNN follows and the
+    scope's history is walked from then on. Same answers as a store that never scans."""
+    if expected_engine != "valkey-search":
+        pytest.skip("RediSearch never scans")
+    store, walker = make_store(embedder=HashingEmbedder(dimensions=DIM)), _walker(make_store)
+    rng = random.Random(5)
+    for person in range(3):  # three subjects, four versions each: nine past versions since 2014
+        for year in (2014, 2016, 2018, 2020):
+            await store.remember(
+                f"Person {person} works at firm {year}.",
+                thread_id="hist",
+                subject=f"employer of person {person}",
+                valid_from=f"{year}-02-01",
+                vector=_unit(rng),
+            )
+    for s in (store, walker):  # the scope's size and the index's, learned
+        await s.recall("firm", thread_id="hist", reinforce=False)
+    sizes = store._recall._scan.sizes
+    assert sizes.index_docs == 3
+    sizes.ratio = 10 / (10 * 3)  # a scan is worth 3 memories here (isqrt(10)), the scope holds 3
+    assert sizes.bound(10) == 3 and sizes.limit > 9
+    args = {"thread_id": "hist", "k": 5, "threshold": 2.0, "reinforce": False}
+    question = "Where did they work since 2014?"
+    want = _pairs(await walker.recall(question, **args))
+    depths = []
+    for _ in range(2):
+        with counting(store) as trips:
+            got = await store.recall(question, **args)
+        _same(_pairs(got), want)
+        past = [c for c in _searches(trips) if ":hist:" in str(c[1])]
+        depths.append((trips.depth, [("=>[KNN" in str(c[2])) for c in past]))
+    # First: the bounded scan (LIMIT 0 4) finds 9 and its KNN follows (one more round trip);
+    # then the KNN alone, in the recall's own round trip.
+    assert depths[0][1] == [False, True] and depths[1][1] == [True]
+    assert depths[1][0] == 1 < depths[0][0]
