@@ -382,14 +382,10 @@ def _matches(text: str) -> tuple[tuple[_Rule, re.Match[str]], ...]:
     )
 
 
-def _cores(
-    text: str,
-    today: date,
-    matches: tuple[tuple[_Rule, re.Match[str]], ...] | None = None,
-) -> list[_Core]:
-    """Every rule's matches (``_matches``, unless given), resolved for ``today``; the leftmost-longest that do not overlap."""
+def _cores(text: str, today: date, matches: tuple[tuple[_Rule, re.Match[str]], ...]) -> list[_Core]:
+    """The rules' ``matches`` of ``text`` (``_matches``) resolved for ``today``; the leftmost-longest that do not overlap."""
     found: list[_Core] = []
-    for rule, m in _matches(text) if matches is None else matches:
+    for rule, m in matches:
         out = rule(m, text, today)
         if out is not None:
             found.append(_Core(m.start(), m.end(), *out))

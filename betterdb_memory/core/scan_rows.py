@@ -54,7 +54,12 @@ def nearest(
 
 
 def nearest_reply(
-    reply: Any, vector: np.ndarray[Any, np.dtype[np.float32]], k: int, *, limit: int
+    reply: Any,
+    vector: np.ndarray[Any, np.dtype[np.float32]],
+    k: int,
+    *,
+    limit: int,
+    keep: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> tuple[int, list[SearchHit] | None]:
     """A scan's reply read to (its total, its ``k`` nearest hits), as ``nearest(parse_search_reply(reply).hits)``.
 
@@ -63,12 +68,11 @@ def nearest_reply(
     position (one lookup per tuple of field names, as ``knn_rows`` reads a KNN's rows) and
     only the ``k`` nearest rows become hits: a window's scan reads every state valid in
     it, most of which rank below the ``k`` it asks for. A reply of another shape (a RESP3
-    RediSearch map) goes the dict way.
+    RediSearch map, a name that is no string) or an exact check (``keep``, which reads a
+    row's fields) goes the dict way.
     """
-    if type(reply) is not list or not reply:
-        result = parse_search_reply(reply)
-        total = max(result.total, len(result.hits))
-        return total, None if total > limit else nearest(result.hits, vector, k)
+    if type(reply) is not list or not reply or keep is not None:
+        return _parsed(reply, vector, k, limit, keep)
     size = 4 * int(vector.shape[0])
     keys: list[Any] = []
     rows: list[list[Any]] = []
@@ -80,18 +84,14 @@ def nearest_reply(
             i += 1  # a key without fields: no vector, never a hit
             continue
         if type(value) is not list:  # a map row: the dict way reads it
-            result = parse_search_reply(reply)
-            total = max(result.total, len(result.hits))
-            return total, None if total > limit else nearest(result.hits, vector, k)
+            return _parsed(reply, vector, k, limit, keep)
         names = tuple(value[0 : len(value) - 1 : 2])
         try:
             at = _VECTOR_AT[names]
         except KeyError:
             at = _vector_at(names)
         except TypeError:  # a name that is no string: left to the dict way
-            result = parse_search_reply(reply)
-            total = max(result.total, len(result.hits))
-            return total, None if total > limit else nearest(result.hits, vector, k)
+            return _parsed(reply, vector, k, limit, keep)
         blob = None if at < 0 else _blob(value[at], size)
         if blob is not None:
             keys.append(reply[i])
@@ -111,6 +111,19 @@ def nearest_reply(
             SearchHit(raw.decode("utf-8", errors="replace") if type(raw) is bytes else as_text(raw), fields)
         )
     return total, out
+
+
+def _parsed(
+    reply: Any,
+    vector: np.ndarray[Any, np.dtype[np.float32]],
+    k: int,
+    limit: int,
+    keep: Callable[[Mapping[str, Any]], bool] | None,
+) -> tuple[int, list[SearchHit] | None]:
+    """``nearest_reply`` the dict way: the reply parsed to hits, then ``nearest``."""
+    result = parse_search_reply(reply)
+    total = max(result.total, len(result.hits))
+    return total, None if total > limit else nearest(result.hits, vector, k, keep=keep)
 
 
 _CONTAINERS = (list, tuple, dict)

@@ -261,12 +261,8 @@ class ScopeScan:
                 sizes.verdict(plan.shape, total <= sizes.bound(plan.k))
         if not plan.scan:
             return parse_search_reply(replies[0]).hits
-        if keep is None:  # the rows' vectors read by position, hits built for the nearest only
-            total, found = nearest_reply(replies[0], plan.vector, plan.k, limit=plan.limit)
-        else:
-            result = parse_search_reply(replies[0])
-            total = max(result.total, len(result.hits))
-            found = nearest(result.hits, plan.vector, plan.k, keep=keep) if total <= plan.limit else None
+        # The rows' vectors read by position, hits built for the nearest only (None: it held more).
+        total, found = nearest_reply(replies[0], plan.vector, plan.k, limit=plan.limit, keep=keep)
         if plan.key:
             sizes.learn(plan.key, total, now)
         if plan.shape:

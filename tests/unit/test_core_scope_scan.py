@@ -380,3 +380,14 @@ def test_nearest_reply_above_its_limit_builds_nothing_and_other_shapes_go_the_di
     total, got = nearest_reply(resp3, q, 1, limit=10)
     assert total == 2 and got is not None and [h.key for h in got] == ["m:1"]
     assert nearest_reply([0], q, 3, limit=10) == (0, [])
+
+
+def test_nearest_reply_with_an_exact_check_applies_it_before_the_cut() -> None:
+    from betterdb_memory.core.scope_scan import nearest_reply
+
+    q = np.asarray([1.0, 0.0], np.float32)
+    reply = [3]
+    for i, (v, thread) in enumerate([([1.0, 0.0], b"T"), ([0.9, 0.1], b"t"), ([0.0, 1.0], b"t")]):
+        reply += [f"m:{i}".encode(), [b"threadId", thread, VECTOR_FIELD.encode(), _blob(v)]]
+    total, got = nearest_reply(reply, q, 2, limit=10, keep=lambda f: f.get("threadId") != b"T")
+    assert total == 3 and got is not None and [h.key for h in got] == ["m:1", "m:2"]
